@@ -1,0 +1,10 @@
+"""reportgen: turn trained Capsule Networks into a browsable static site.
+
+Importing this package never imports TensorFlow; the API functions import it lazily.
+"""
+
+__version__ = "0.1.0"
+
+from reportgen.api import load_model  # noqa: E402  (lazy inside)
+
+__all__ = ["load_model", "__version__"]

@@ -1,0 +1,136 @@
+"""Capsule layers in Keras 3: weights in build(), keras.ops in call(), get_config() complete.
+
+Capsule index order everywhere: primary capsule i = (row * grid_width + column) * types + type,
+i.e. the (H, W, types) grid flattened in row-major order. Analyses rely on it to map a capsule
+back to its grid cell and type.
+"""
+
+from __future__ import annotations
+
+import keras
+from keras import ops
+
+from reportgen.capsnet.ops import capsule_length, squash
+from reportgen.capsnet.routing import dynamic_routing
+
+PACKAGE = "reportgen"
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class PrimaryCaps(keras.layers.Layer):
+    """Groups a conv output's channels into `types` capsules of `dims` per grid cell, squashed.
+
+    Input (batch, H, W, types*dims) from the primary conv; output (batch, H*W*types, dims).
+    """
+
+    def __init__(self, types: int, dims: int, **kwargs):
+        super().__init__(**kwargs)
+        self.types = int(types)
+        self.dims = int(dims)
+
+    def compute_output_shape(self, input_shape):
+        _, h, w, channels = input_shape
+        if channels != self.types * self.dims:
+            raise ValueError(f"PrimaryCaps expects {self.types * self.dims} channels "
+                             f"({self.types} types x {self.dims} dims). Received: {channels}")
+        return (input_shape[0], h * w * self.types, self.dims)
+
+    def call(self, inputs):
+        h, w = inputs.shape[1], inputs.shape[2]
+        poses = ops.reshape(inputs, (-1, h * w * self.types, self.dims))
+        return squash(poses)
+
+    def get_config(self):
+        return {**super().get_config(), "types": self.types, "dims": self.dims}
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class ClassCaps(keras.layers.Layer):
+    """Class capsules by dynamic routing; returns [class capsules, coupling coefficients].
+
+    votes u_hat[j|i] = W[i, j] u_i with one (dims x input_dims) matrix per (input capsule, class),
+    or, with `weight_sharing`, per (capsule type, class) (LaLonde & Bagci 2018). No bias.
+    Outputs: (batch, classes, dims) and (batch, inputs, classes).
+    """
+
+    def __init__(self, classes: int, dims: int, routing_iterations: int = 3,
+                 weight_sharing: bool = False, capsule_types: int = 1,
+                 kernel_init_stddev: float = 0.1, **kwargs):
+        super().__init__(**kwargs)
+        self.classes = int(classes)
+        self.dims = int(dims)
+        self.routing_iterations = int(routing_iterations)
+        self.weight_sharing = bool(weight_sharing)
+        self.capsule_types = int(capsule_types)
+        self.kernel_init_stddev = float(kernel_init_stddev)
+        if self.routing_iterations < 1:
+            raise ValueError(f"routing_iterations must be >= 1. Received: {routing_iterations}")
+
+    def build(self, input_shape):
+        _, inputs, input_dims = input_shape
+        if self.weight_sharing and inputs % self.capsule_types:
+            raise ValueError(f"With weight sharing, the number of input capsules ({inputs}) must "
+                             f"be a multiple of capsule_types ({self.capsule_types}).")
+        self.input_capsules = inputs
+        matrices = self.capsule_types if self.weight_sharing else inputs
+        self.kernel = self.add_weight(
+            name="kernel", shape=(matrices, self.classes, self.dims, input_dims),
+            initializer=keras.initializers.RandomNormal(stddev=self.kernel_init_stddev))
+
+    def votes(self, primary):
+        """u_hat[j|i] for primary capsules (batch, inputs, input_dims) -> (b, inputs, classes, dims)."""
+        if not self.weight_sharing:
+            return ops.einsum("bik,ijdk->bijd", primary, self.kernel)
+        cells = self.input_capsules // self.capsule_types
+        grouped = ops.reshape(primary, (-1, cells, self.capsule_types, primary.shape[-1]))
+        votes = ops.einsum("bptk,tjdk->bptjd", grouped, self.kernel)
+        return ops.reshape(votes, (-1, self.input_capsules, self.classes, self.dims))
+
+    def call(self, primary):
+        return dynamic_routing(self.votes(primary), self.routing_iterations)
+
+    def compute_output_shape(self, input_shape):
+        batch, inputs, _ = input_shape
+        return [(batch, self.classes, self.dims), (batch, inputs, self.classes)]
+
+    def get_config(self):
+        return {**super().get_config(), "classes": self.classes, "dims": self.dims,
+                "routing_iterations": self.routing_iterations,
+                "weight_sharing": self.weight_sharing, "capsule_types": self.capsule_types,
+                "kernel_init_stddev": self.kernel_init_stddev}
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class Length(keras.layers.Layer):
+    """Capsule lengths: (batch, classes, dims) -> (batch, classes)."""
+
+    def call(self, capsules):
+        return capsule_length(capsules)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape[:-1]
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class Mask(keras.layers.Layer):
+    """Zero every class capsule but one and flatten, for the decoder.
+
+    Called with [capsules, one_hot] it keeps the given class (the true label in training, or any
+    class on request); called with capsules alone it keeps the longest (evaluation).
+    Output (batch, classes * dims).
+    """
+
+    def call(self, inputs):
+        if isinstance(inputs, (list, tuple)):
+            capsules, one_hot = inputs
+        else:
+            capsules = inputs
+            one_hot = ops.one_hot(ops.argmax(capsule_length(capsules), axis=-1),
+                                  capsules.shape[1], dtype=capsules.dtype)
+        masked = capsules * ops.expand_dims(ops.cast(one_hot, capsules.dtype), -1)
+        return ops.reshape(masked, (-1, capsules.shape[1] * capsules.shape[2]))
+
+    def compute_output_shape(self, input_shape):
+        shape = input_shape[0] if isinstance(input_shape, (list, tuple)) and \
+            isinstance(input_shape[0], (list, tuple)) else input_shape
+        return (shape[0], shape[1] * shape[2])

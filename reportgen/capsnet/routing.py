@@ -1,0 +1,25 @@
+"""Dynamic routing by agreement (Sabour et al. 2017, Procedure 1)."""
+
+from __future__ import annotations
+
+from keras import ops
+
+from reportgen.capsnet.ops import squash
+
+
+def dynamic_routing(votes, iterations: int):
+    """Route `votes` u_hat[j|i] of shape (batch, inputs, classes, dims) for `iterations` rounds.
+
+    b_ij = 0; repeat: c_i = softmax_j(b_i); s_j = sum_i c_ij u_hat[j|i]; v_j = squash(s_j);
+    b_ij += u_hat[j|i] . v_j.  Returns (v, c): class capsules (batch, classes, dims) and the
+    coupling coefficients (batch, inputs, classes) that produced them (the last iteration's).
+    """
+    batch_shape = ops.shape(votes)[:3]
+    logits = ops.zeros(batch_shape, dtype=votes.dtype)
+    for iteration in range(iterations):
+        coupling = ops.softmax(logits, axis=2)
+        s = ops.einsum("bij,bijd->bjd", coupling, votes)
+        v = squash(s)
+        if iteration < iterations - 1:
+            logits = logits + ops.einsum("bijd,bjd->bij", votes, v)
+    return v, coupling

@@ -1,0 +1,233 @@
+"""Typed, validated-once model parameters read from `models/NAME/params.toml`.
+
+A model is data: one human-edited TOML file describes the architecture (SPEC §2); the Keras
+model is built from it by `reportgen.capsnet.architecture.build_capsnet`. Every field is checked
+here, at load time, so that a bad file fails with the field's name and the allowed values.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from reportgen.errors import ReportgenError
+
+PARAMS_FILE = "params.toml"
+# Model names become directory and URL parts: letters, digits, '_' and '-' only.
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class ConvParams:
+    filters: int = 256
+    kernel_size: int = 9
+    strides: int = 1
+    activation: str = "relu"
+
+
+@dataclass(frozen=True)
+class PrimaryCapsParams:
+    types: int = 32
+    dims: int = 8
+    kernel_size: int = 9
+    strides: int = 2
+    # The thesis applies ReLU before the squash; Sabour et al. 2017 and CapsNet-Keras use none.
+    activation: str = "relu"
+
+
+@dataclass(frozen=True)
+class ClassCapsParams:
+    dims: int = 16
+    routing_iterations: int = 3
+    # LaLonde & Bagci: one transformation matrix per capsule type instead of per capsule.
+    weight_sharing: bool = False
+    kernel_init_stddev: float = 0.1
+
+
+@dataclass(frozen=True)
+class DecoderParams:
+    enabled: bool = True
+    units: tuple[int, ...] = (512, 1024)
+
+
+@dataclass(frozen=True)
+class LossParams:
+    # lambda recognition x mean squared pixel error; 0.392 = 0.0005 x 784 (SPEC §2).
+    reconstruction_weight: float = 0.392
+    m_plus: float = 0.9
+    m_minus: float = 0.1
+    down_weight: float = 0.5
+
+
+@dataclass(frozen=True)
+class TrainingParams:
+    epochs: int = 10
+    batch_size: int = 100
+    learning_rate: float = 1e-3
+    save_every: int = 100
+
+
+@dataclass(frozen=True)
+class ModelParams:
+    dataset: str
+    input_shape: tuple[int, int, int]
+    num_classes: int = 10
+    conv: tuple[ConvParams, ...] = (ConvParams(),)
+    primary: PrimaryCapsParams = field(default_factory=PrimaryCapsParams)
+    class_caps: ClassCapsParams = field(default_factory=ClassCapsParams)
+    decoder: DecoderParams = field(default_factory=DecoderParams)
+    loss: LossParams = field(default_factory=LossParams)
+    training: TrainingParams = field(default_factory=TrainingParams)
+    description: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def has_decoder(self) -> bool:
+        return self.decoder.enabled
+
+
+_ACTIVATIONS = ("relu", "none")
+
+
+def _fail(source: str, key: str, expected: str, received: Any) -> ReportgenError:
+    return ReportgenError(
+        f"Invalid model parameter '{key}' in {source}.",
+        expected=expected, received=repr(received),
+        fix=f"Edit '{key}' in {source} (see models/MNIST/{PARAMS_FILE} for a complete example).")
+
+
+def _section(cls, raw: Any, source: str, prefix: str):
+    """Build dataclass `cls` from a TOML table, checking unknown keys and every value's type."""
+    if not isinstance(raw, dict):
+        raise _fail(source, prefix, "a table", raw)
+    known = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(raw) - set(known))
+    if unknown:
+        raise _fail(source, f"{prefix}.{unknown[0]}", f"one of {sorted(known)}", unknown[0])
+    values = {}
+    defaults = cls() if cls is not ModelParams else None
+    for name, f in known.items():
+        key = f"{prefix}.{name}"
+        if name not in raw:
+            continue
+        value = raw[name]
+        default = getattr(defaults, name)
+        if isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise _fail(source, key, "true or false", value)
+        elif isinstance(default, int):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise _fail(source, key, "a positive integer", value)
+        elif isinstance(default, float):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise _fail(source, key, "a non-negative number", value)
+            value = float(value)
+        elif isinstance(default, str):
+            if not isinstance(value, str):
+                raise _fail(source, key, "a string", value)
+            if name == "activation" and value not in _ACTIVATIONS:
+                raise _fail(source, key, f"one of {list(_ACTIVATIONS)}", value)
+        elif isinstance(default, tuple):
+            if (not isinstance(value, list) or
+                    not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)):
+                raise _fail(source, key, "a list of positive integers", value)
+            value = tuple(value)
+        values[name] = value
+    return cls(**values)
+
+
+def parse_model_params(raw: dict[str, Any], source: str = PARAMS_FILE) -> ModelParams:
+    """Validate a parsed TOML document into ModelParams; errors name the field."""
+    known_datasets = _known_datasets
+
+    top = {f.name for f in fields(ModelParams)}
+    unknown = sorted(set(raw) - top)
+    if unknown:
+        raise _fail(source, unknown[0], f"one of {sorted(top)}", unknown[0])
+    if "dataset" not in raw:
+        raise _fail(source, "dataset", f"one of {list(known_datasets())} or a path to your data",
+                    None)
+    dataset = raw["dataset"]
+    if not isinstance(dataset, str) or not dataset:
+        raise _fail(source, "dataset", "a dataset name or path", dataset)
+    shape = raw.get("input_shape")
+    if (not isinstance(shape, list) or len(shape) != 3 or
+            not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in shape) or
+            shape[2] not in (1, 3)):
+        raise _fail(source, "input_shape", "[height, width, channels] with channels 1 or 3", shape)
+    num_classes = raw.get("num_classes", 10)
+    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
+        raise _fail(source, "num_classes", "an integer >= 2", num_classes)
+    conv_raw = raw.get("conv", [{}])
+    if isinstance(conv_raw, dict):
+        conv_raw = [conv_raw]
+    if not isinstance(conv_raw, list) or not conv_raw:
+        raise _fail(source, "conv", "one or more [[conv]] tables", conv_raw)
+    conv = tuple(_section(ConvParams, c, source, f"conv[{i}]") for i, c in enumerate(conv_raw))
+    description = raw.get("description", "")
+    if not isinstance(description, str):
+        raise _fail(source, "description", "a string", description)
+    params = ModelParams(
+        dataset=dataset,
+        input_shape=tuple(shape),
+        num_classes=num_classes,
+        conv=conv,
+        primary=_section(PrimaryCapsParams, raw.get("primary", {}), source, "primary"),
+        class_caps=_section(ClassCapsParams, raw.get("class_caps", {}), source, "class_caps"),
+        decoder=_section(DecoderParams, raw.get("decoder", {}), source, "decoder"),
+        loss=_section(LossParams, raw.get("loss", {}), source, "loss"),
+        training=_section(TrainingParams, raw.get("training", {}), source, "training"),
+        description=description,
+    )
+    _check_geometry(params, source)
+    return params
+
+
+def _check_geometry(params: ModelParams, source: str) -> None:
+    """The convolutions must leave at least a 1x1 primary-capsule grid."""
+    h, w = params.input_shape[:2]
+    for i, c in enumerate(params.conv):
+        h, w = (h - c.kernel_size) // c.strides + 1, (w - c.kernel_size) // c.strides + 1
+        if h < 1 or w < 1:
+            raise _fail(source, f"conv[{i}].kernel_size", "a kernel no larger than its input",
+                        c.kernel_size)
+    p = params.primary
+    if (h - p.kernel_size) // p.strides + 1 < 1 or (w - p.kernel_size) // p.strides + 1 < 1:
+        raise _fail(source, "primary.kernel_size",
+                    f"a kernel no larger than the {h}x{w} conv output", p.kernel_size)
+
+
+def load_model_params(path: str | Path) -> ModelParams:
+    """Read and validate one params.toml."""
+    path = Path(path)
+    if not path.is_file():
+        raise ReportgenError(f"Model parameter file not found: {path}",
+                             fix=f"Create {path} (copy models/MNIST/{PARAMS_FILE} as a start).")
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ReportgenError(f"Model parameter file {path} is not valid TOML.",
+                             received=str(exc), fix=f"Fix the TOML syntax in {path}.") from exc
+    return parse_model_params(raw, source=str(path))
+
+
+def check_model_name(name: str) -> str:
+    """Refuse names that could escape models/ or break URLs."""
+    if not isinstance(name, str) or not SAFE_NAME.match(name):
+        raise ReportgenError(
+            "Unsafe model name.",
+            expected="letters, digits, '_' or '-', starting with a letter or digit, at most 64 "
+                     "characters (e.g. MNIST_WSharing)",
+            received=repr(name), fix="Use a plain directory name under models/.")
+    return name
+
+
+def _known_datasets() -> tuple[str, ...]:
+    from reportgen.data.datasets import known_datasets
+
+    return known_datasets()

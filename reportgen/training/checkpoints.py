@@ -1,0 +1,113 @@
+"""Training steps and their weights files: Step(3, 100) <-> models/NAME/3-100.weights.h5.
+
+Writes are atomic (temporary file in the same folder, then rename), so an interrupted run
+leaves only complete files.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from reportgen.errors import ReportgenError
+
+WEIGHTS_SUFFIX = ".weights.h5"
+_STEP = re.compile(r"^(\d+)-(\d+)$")
+
+
+@dataclass(frozen=True, order=True)
+class Step:
+    """A training step: `batch` batches into epoch `epoch` (1-based); 0-0 is untrained."""
+
+    epoch: int
+    batch: int
+
+    def __str__(self) -> str:
+        return f"{self.epoch}-{self.batch}"
+
+    @classmethod
+    def parse(cls, text: str) -> "Step":
+        match = _STEP.match(text.strip())
+        if not match:
+            raise ReportgenError("Invalid training step.", expected="EPOCH-BATCH, e.g. 3-100",
+                                 received=repr(text))
+        return cls(int(match.group(1)), int(match.group(2)))
+
+    @property
+    def filename(self) -> str:
+        return f"{self}{WEIGHTS_SUFFIX}"
+
+
+def list_steps(model_dir: Path) -> list[Step]:
+    """Every saved step of a model, in training order."""
+    steps = []
+    for path in Path(model_dir).glob(f"*{WEIGHTS_SUFFIX}"):
+        match = _STEP.match(path.name[: -len(WEIGHTS_SUFFIX)])
+        if match:
+            steps.append(Step(int(match.group(1)), int(match.group(2))))
+    return sorted(steps)
+
+
+@contextmanager
+def atomic_path(final: Path, suffix: str = "") -> Iterator[Path]:
+    """Yield a temporary path beside `final`; rename it onto `final` only if the block succeeds."""
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix or "".join(final.suffixes),
+                               dir=final.parent)
+    os.close(fd)
+    tmp = Path(tmp)
+    try:
+        yield tmp
+        os.replace(tmp, final)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def atomic_write_bytes(final: Path, data: bytes) -> None:
+    with atomic_path(final) as tmp:
+        tmp.write_bytes(data)
+
+
+def atomic_write_text(final: Path, text: str) -> None:
+    atomic_write_bytes(final, text.encode("utf-8"))
+
+
+def save_weights(net, path: Path) -> None:
+    """Save every weight of `net.model` atomically to `path` (*.weights.h5)."""
+    with atomic_path(path, suffix=WEIGHTS_SUFFIX) as tmp:
+        net.model.save_weights(str(tmp))
+
+
+def load_weights(net, path: Path) -> None:
+    """Load `path` into `net.model`; a missing, truncated or foreign file names itself."""
+    path = Path(path)
+    if not path.is_file():
+        raise ReportgenError(f"Weights file not found: {path}",
+                             fix="List the saved steps with `reportgen models`, or train with "
+                                 "`reportgen train NAME`.")
+    try:
+        import h5py
+
+        with h5py.File(path, "r"):
+            pass
+    except OSError as exc:
+        raise ReportgenError(f"Weights file {path} is unreadable (truncated or not HDF5).",
+                             received=str(exc).splitlines()[0],
+                             fix=f"Delete {path} and retrain, or choose another step.") from exc
+    try:
+        net.model.load_weights(str(path))
+    except (ValueError, KeyError, OSError) as exc:
+        raise ReportgenError(
+            f"Weights file {path} does not fit this model's architecture.",
+            expected=f"weights saved from a model built from the same params.toml "
+                     f"({net.trainable_params():,} trainable parameters)",
+            received=" ".join(str(exc).split())[:400],
+            fix="Check that params.toml was not edited after training; retrain with "
+                "`reportgen train NAME --fresh` if it was.") from exc
