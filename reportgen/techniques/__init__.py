@@ -1,0 +1,35 @@
+"""The technique registry, in page order. Adding a technique = one module + one line here
+(+ its panel template and its test; tests/test_registry.py checks all four exist)."""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+from reportgen.techniques.base import Technique
+
+# Module names = technique names.
+TECHNIQUE_MODULES = (
+    "predictions",
+    "gradcam_pp",
+    "conv_feature_maps",
+    "conv_kernels",
+    "primary_heatmaps",
+    "class_capsules",
+    "rpv",
+    "decoder_length",
+    "decoder_perturbation",
+    "activation_maximization",
+)
+
+
+def all_techniques() -> tuple[Technique, ...]:
+    return tuple(import_module(f"reportgen.techniques.{m}").TECHNIQUE for m in TECHNIQUE_MODULES)
+
+
+def get_technique(name: str) -> Technique:
+    from reportgen.errors import ReportgenError
+
+    if name not in TECHNIQUE_MODULES:
+        raise ReportgenError(f"Unknown technique '{name}'.",
+                             expected=f"one of: {', '.join(TECHNIQUE_MODULES)}")
+    return import_module(f"reportgen.techniques.{name}").TECHNIQUE

@@ -1,0 +1,38 @@
+"""Trainable-parameter count from ModelParams by arithmetic alone (no TensorFlow import).
+
+Used by `reportgen models`, which must stay fast; a test checks it against the Keras model.
+"""
+
+from __future__ import annotations
+
+import math
+
+from reportgen.settings.model_params import ModelParams
+
+
+def primary_grid(params: ModelParams) -> tuple[int, int]:
+    """(H, W) of the primary-capsule grid after the valid convolutions."""
+    h, w = params.input_shape[:2]
+    for c in params.conv:
+        h, w = (h - c.kernel_size) // c.strides + 1, (w - c.kernel_size) // c.strides + 1
+    p = params.primary
+    return (h - p.kernel_size) // p.strides + 1, (w - p.kernel_size) // p.strides + 1
+
+
+def count_trainable_params(params: ModelParams) -> int:
+    channels = params.input_shape[2]
+    total = 0
+    for c in params.conv:
+        total += c.kernel_size ** 2 * channels * c.filters + c.filters
+        channels = c.filters
+    p = params.primary
+    total += p.kernel_size ** 2 * channels * p.types * p.dims + p.types * p.dims
+    h, w = primary_grid(params)
+    matrices = p.types if params.class_caps.weight_sharing else h * w * p.types
+    total += matrices * params.num_classes * params.class_caps.dims * p.dims
+    if params.decoder.enabled:
+        width = params.num_classes * params.class_caps.dims
+        for units in (*params.decoder.units, math.prod(params.input_shape)):
+            total += width * units + units
+            width = units
+    return total

@@ -1,0 +1,126 @@
+"""The `reportgen` command line: click options only; each command imports its work lazily so
+that `reportgen --help` never imports TensorFlow."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's C++ banner off the terminal
+
+
+class _Group(click.Group):
+    """Turns ReportgenError into a clean message and exit code 2 instead of a traceback."""
+
+    def invoke(self, ctx):
+        from reportgen.errors import ReportgenError
+
+        try:
+            return super().invoke(ctx)
+        except ReportgenError as exc:
+            click.echo(f"Error: {exc.message}", err=True)
+            sys.exit(2)
+        except KeyboardInterrupt:
+            click.echo("Interrupted.", err=True)
+            sys.exit(130)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="reportgen")
+@click.option("--models-dir", default=None, envvar="REPORTGEN_MODELS", show_envvar=True,
+              type=click.Path(file_okay=False), help="Folder holding the model folders [models].")
+@click.pass_context
+def main(ctx, models_dir):
+    """Turn trained Capsule Networks into a browsable static HTML site.
+
+    \b
+    Quick start:
+      reportgen demo                      # train MNIST_Demo (~1 min), build site/
+      reportgen train MNIST_WSharing      # checkpoints land in models/MNIST_WSharing/
+      reportgen build --models 'MNIST_*'  # every visualization, every checkpoint
+      reportgen serve                     # look at it locally
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["models_dir"] = models_dir
+
+
+@main.command()
+@click.argument("name")
+@click.option("--epochs", type=click.IntRange(min=1), help="Epochs [params.toml training.epochs].")
+@click.option("--batch-size", type=click.IntRange(min=1), help="Batch size [params.toml].")
+@click.option("--save-every", type=click.IntRange(min=1),
+              help="Save weights every K batches (and at each epoch's end) [params.toml].")
+@click.option("--learning-rate", type=click.FloatRange(min=0, min_open=True),
+              help="Adam learning rate [params.toml].")
+@click.option("--data", help="Dataset name (mnist, fashion_mnist, cifar10) or a path to an .npz "
+                             "file / image folder [params.toml dataset].")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for init and shuffling.")
+@click.option("--limit", type=click.IntRange(min=1), help="Train on only N training images.")
+@click.option("--resume", is_flag=True, help="Continue from the latest saved step.")
+@click.option("--fresh", is_flag=True,
+              help="Start over: move an earlier run to models/NAME/archive/ first.")
+@click.pass_context
+def train(ctx, name, **options):
+    """Train model NAME from models/NAME/params.toml, saving EPOCH-BATCH.weights.h5 files.
+
+    \b
+    Example:
+      reportgen train MNIST_Demo --epochs 5 --save-every 10
+    """
+    from reportgen.commands.train import run_train
+
+    run_train(ctx.obj["models_dir"], name, options)
+
+
+@main.command("models")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def models_command(ctx, as_json):
+    """List every model: dataset, trainable parameters, saved steps, latest validation accuracy.
+
+    \b
+    Example:
+      reportgen models --json
+    """
+    from reportgen.commands.models import run_models
+
+    run_models(ctx.obj["models_dir"], as_json)
+
+
+@main.command()
+@click.option("--epochs", type=click.IntRange(min=1), default=None,
+              help="Epochs to train MNIST_Demo [params.toml: 5].")
+@click.option("--site-dir", default="site", show_default=True, type=click.Path(file_okay=False))
+@click.pass_context
+def demo(ctx, epochs, site_dir):
+    """First command on a fresh clone: train MNIST_Demo on the bundled digits, then build the site.
+
+    Skips training when MNIST_Demo already has a finished run.
+
+    \b
+    Example:
+      reportgen demo
+    """
+    from reportgen.commands.demo import run_demo
+
+    run_demo(ctx.obj["models_dir"], epochs, site_dir)
+
+
+def _register_optional_commands() -> None:
+    """Commands that live in their own modules (build, serve, publish, cache)."""
+    from importlib import import_module
+
+    for module in ("build", "serve", "publish", "cache"):
+        try:
+            mod = import_module(f"reportgen.commands.{module}_cli")
+        except ModuleNotFoundError:
+            continue
+        main.add_command(mod.command)
+
+
+_register_optional_commands()
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,28 @@
+"""`reportgen demo`: the first command on a fresh clone: train MNIST_Demo, then build the site."""
+
+from __future__ import annotations
+
+from reportgen.catalog import Catalog
+from reportgen.console import notice
+
+DEMO_MODEL = "MNIST_Demo"
+
+
+def run_demo(models_dir, epochs: int | None, site_dir: str) -> None:
+    from reportgen.training.trainer import TrainOptions, train
+
+    catalog = Catalog(models_dir)
+    entry = catalog.get(DEMO_MODEL)
+    params = entry.params
+    wanted = epochs or params.training.epochs
+    steps = entry.steps
+    if steps and steps[-1].epoch >= wanted:
+        notice(f"{DEMO_MODEL} already trained to step {steps[-1]}; skipping training.")
+    else:
+        train(entry, TrainOptions(epochs=wanted, resume=bool(steps)))
+    try:
+        from reportgen.commands.build import run_build
+    except ModuleNotFoundError:
+        notice("The site builder is not available yet; training finished.")
+        return
+    run_build(models_dir=models_dir, models=DEMO_MODEL, site_dir=site_dir)

@@ -1,0 +1,396 @@
+"""Analysis inputs: which images the analyses run on, and how they are varied.
+
+An input is a test image of the dataset or an image file of the user's, optionally transformed
+(rotated, inverted) to probe how the capsules react. Each input carries a stable, file-name-safe
+key (pages and figures are named after it) and a digest of its source bytes plus transform
+(cache keys are built from it, so the same pixels are never analysed twice).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+from PIL import Image
+
+from reportgen.errors import ReportgenError
+
+if TYPE_CHECKING:
+    from reportgen.data.datasets import Dataset
+
+_TRANSFORM_FORMS = ('"rotate:DEGREES" (counter-clockwise, any angle, e.g. rotate:90 or '
+                    'rotate:-15.5), "invert", "none"; combine with "+" (rotate:90+invert); '
+                    'list several with "," (rotate:90,invert)')
+_SELECTION_FORMS = ('"test:0-15" (indices 0..15 of the test split, inclusive), '
+                    '"test:3,7,9-11", or the same without "test:"')
+_MAX_SELECTION = 1_000_000
+
+
+@dataclass(frozen=True)
+class Transform:
+    """A variation of an input image: rotate about the centre, then (optionally) invert.
+
+    The angle is normalised to (-180, 180] and rounded to 1/1000 degree, so equal rotations
+    compare equal (rotate:270 == rotate:-90) and labels are exact.
+    """
+
+    rotate: float = 0.0
+    invert: bool = False
+
+    def __post_init__(self) -> None:
+        angle = float(self.rotate)
+        if not math.isfinite(angle):
+            raise ReportgenError("A rotation angle must be a finite number.",
+                                 expected="degrees such as 90 or -15.5", received=repr(self.rotate))
+        angle = round(angle, 3) % 360.0
+        if angle > 180.0:
+            angle -= 360.0
+        angle = round(angle, 3) + 0.0  # + 0.0 turns -0.0 into 0.0
+        object.__setattr__(self, "rotate", angle)
+        object.__setattr__(self, "invert", bool(self.invert))
+
+    @classmethod
+    def parse(cls, text: str) -> "Transform":
+        """One transform from text: "rotate:90", "invert", "rotate:90+invert", "none" or ""."""
+        raw = "" if text is None else str(text)
+        rotate, invert = 0.0, False
+        for part in raw.split("+"):
+            token = part.strip().lower()
+            if token in ("", "none", "orig", "original", "identity"):
+                continue
+            if token in ("invert", "inv"):
+                invert = True
+                continue
+            name, sep, value = token.partition(":")
+            if name.strip() in ("rotate", "rot") and sep:
+                try:
+                    angle = float(value.strip())
+                except ValueError:
+                    angle = math.nan
+                if not math.isfinite(angle):
+                    raise ReportgenError(f"Bad rotation angle in transform {raw!r}.",
+                                         expected="rotate:DEGREES with a number, e.g. rotate:90",
+                                         received=repr(part.strip()))
+                rotate += angle
+                continue
+            raise ReportgenError(f"Unknown transform {part.strip()!r}.",
+                                 expected=_TRANSFORM_FORMS, received=repr(raw),
+                                 fix="use e.g. --transforms rotate:90,invert")
+        return cls(rotate=rotate, invert=invert)
+
+    @property
+    def is_identity(self) -> bool:
+        return self.rotate == 0.0 and not self.invert
+
+    def label(self) -> str:
+        """Short, file-name-safe name: "orig", "rot90", "rot-15.5", "inv", "rot90-inv"."""
+        parts = []
+        if self.rotate:
+            parts.append(f"rot{_format_angle(self.rotate)}")
+        if self.invert:
+            parts.append("inv")
+        return "-".join(parts) or "orig"
+
+    def describe(self) -> str:
+        """Human words: "original", "rotated 90°", "inverted", "rotated 90°, inverted"."""
+        parts = []
+        if self.rotate:
+            parts.append(f"rotated {_format_angle(self.rotate)}°")
+        if self.invert:
+            parts.append("inverted")
+        return ", ".join(parts) or "original"
+
+    def __str__(self) -> str:
+        """The text form `parse` accepts back."""
+        parts = []
+        if self.rotate:
+            parts.append(f"rotate:{_format_angle(self.rotate)}")
+        if self.invert:
+            parts.append("invert")
+        return "+".join(parts) or "none"
+
+
+def _format_angle(angle: float) -> str:
+    return f"{angle:.3f}".rstrip("0").rstrip(".")
+
+
+def parse_transforms(text: str | None) -> list[Transform]:
+    """Comma-separated transforms → list with the identity first and no duplicates.
+
+    "rotate:90,invert" → [orig, rot90, inv]; "rotate:90+invert" is one combined transform.
+    """
+    result = [Transform()]
+    for token in ("" if text is None else str(text)).split(","):
+        transform = Transform.parse(token)
+        if transform not in result:
+            result.append(transform)
+    return result
+
+
+def apply_transform(image: np.ndarray, t: Transform) -> np.ndarray:
+    """Rotate about the centre (degrees counter-clockwise, bilinear, black fill), then invert.
+
+    Shape (H, W, C) is kept: corners that rotate out are cut, corners that rotate in are black
+    (before inversion, so an inverted rotation has a white background). Returns float32.
+    """
+    arr = np.asarray(image, dtype=np.float32)
+    if t.rotate:
+        squeeze = arr.ndim == 2
+        planes = arr[..., np.newaxis] if squeeze else arr
+        rotated = [np.asarray(Image.fromarray(np.ascontiguousarray(planes[..., c]))
+                              .rotate(t.rotate, resample=Image.Resampling.BILINEAR, fillcolor=0.0),
+                              dtype=np.float32)
+                   for c in range(planes.shape[-1])]
+        arr = np.stack(rotated, axis=-1)
+        if squeeze:
+            arr = arr[..., 0]
+        arr = np.clip(arr, 0.0, 1.0)
+    if t.invert:
+        arr = np.float32(1.0) - arr
+    return np.ascontiguousarray(arr, dtype=np.float32)
+
+
+# ---------------------------------------------------------------------------------------------
+# Image files
+
+
+def _check_shape(input_shape: Sequence[int]) -> tuple[int, int, int]:
+    try:
+        h, w, c = (int(d) for d in input_shape)
+    except (TypeError, ValueError):
+        raise ReportgenError("An input shape must be (height, width, channels).",
+                             expected="e.g. (28, 28, 1) or (32, 32, 3)",
+                             received=repr(input_shape)) from None
+    if h < 1 or w < 1 or c not in (1, 3):
+        raise ReportgenError("Unsupported model input shape.",
+                             expected="(H, W, 1) grayscale or (H, W, 3) RGB",
+                             received=repr(tuple(input_shape)))
+    return h, w, c
+
+
+def _pil_to_float(img: Image.Image) -> np.ndarray:
+    """Any Pillow mode → float32 (h, w, 1 or 3) in [0, 1], alpha composited onto black.
+
+    High bit-depth modes are scaled by their own range (Pillow's convert("L") would clip 16-bit
+    values at 255 instead of scaling them).
+    """
+    mode = img.mode
+    if mode.startswith("I;16") or mode in ("I", "F"):
+        arr = np.asarray(img.convert("F") if mode != "F" else img, dtype=np.float32)
+        if mode.startswith("I;16"):
+            scale = 65535.0
+        else:
+            top = float(arr.max()) if arr.size else 0.0
+            scale = 1.0 if (mode == "F" and top <= 1.0) else 255.0 if top <= 255.0 else 65535.0
+        return np.clip(arr / np.float32(scale), 0.0, 1.0)[..., np.newaxis]
+    if mode == "P":
+        img = img.convert("RGBA" if "transparency" in img.info else "RGB")
+    elif mode == "PA":
+        img = img.convert("RGBA")
+    elif mode == "1":
+        img = img.convert("L")
+    elif mode in ("La",):
+        img = img.convert("LA")
+    elif mode not in ("L", "LA", "RGB", "RGBA"):
+        img = img.convert("RGBA" if "A" in mode or "a" in mode else "RGB")
+    arr = np.asarray(img, dtype=np.float32) / np.float32(255.0)
+    if arr.ndim == 2:
+        arr = arr[..., np.newaxis]
+    if img.mode in ("LA", "RGBA"):
+        arr = arr[..., :-1] * arr[..., -1:]
+    return arr
+
+
+def _letterbox(arr: np.ndarray, height: int, width: int) -> np.ndarray:
+    """Resize (h, w, c) to fit inside height x width with the aspect kept; pad black, centred."""
+    h, w, c = arr.shape
+    if (h, w) == (height, width):
+        return arr
+    scale = min(height / h, width / w)
+    new_h = min(height, max(1, round(h * scale)))
+    new_w = min(width, max(1, round(w * scale)))
+    out = np.zeros((height, width, c), dtype=np.float32)
+    top, left = (height - new_h) // 2, (width - new_w) // 2
+    for ch in range(c):
+        plane = Image.fromarray(np.ascontiguousarray(arr[..., ch]))
+        resized = plane.resize((new_w, new_h), resample=Image.Resampling.BILINEAR)
+        out[top:top + new_h, left:left + new_w, ch] = np.asarray(resized, dtype=np.float32)
+    return np.clip(out, 0.0, 1.0)
+
+
+def convert_image(img: Image.Image, input_shape: Sequence[int]) -> np.ndarray:
+    """A Pillow image → float32 (H, W, C) in [0, 1]: C=1 grey (ITU-R 601 luma, as Pillow's "L"),
+    C=3 RGB; alpha onto black; letterboxed to H x W."""
+    height, width, channels = _check_shape(input_shape)
+    arr = _pil_to_float(img)
+    if channels == 1 and arr.shape[-1] == 3:
+        luma = np.array([0.299, 0.587, 0.114], dtype=np.float32)
+        arr = (arr @ luma)[..., np.newaxis]
+    elif channels == 3 and arr.shape[-1] == 1:
+        arr = np.repeat(arr, 3, axis=-1)
+    return np.ascontiguousarray(_letterbox(arr, height, width), dtype=np.float32)
+
+
+def load_image_file(path: str | os.PathLike, input_shape: Sequence[int]) -> np.ndarray:
+    """Read any PNG/JPEG/GIF/BMP (any size or mode; GIF → first frame) as a model input.
+
+    See `convert_image` for the conversion. A missing or unreadable file raises ReportgenError
+    naming the file.
+    """
+    path = Path(path)
+    _check_shape(input_shape)
+    if not path.is_file():
+        raise ReportgenError(f"Image file {str(path)!r} does not exist.",
+                             expected="a PNG, JPEG, GIF or BMP file",
+                             received=str(path.resolve()) + (" (a folder)" if path.is_dir() else ""),
+                             fix="check the path (relative paths are taken from the current folder)")
+    try:
+        with Image.open(path) as img:
+            img.seek(0)
+            img.load()
+            return convert_image(img, input_shape)
+    except ReportgenError:
+        raise
+    except Exception as exc:  # Pillow raises many types for bad, truncated or huge files
+        raise ReportgenError(f"Cannot read the image file {str(path)!r}.",
+                             expected="a PNG, JPEG, GIF or BMP image Pillow can open",
+                             received=f"{type(exc).__name__}: {exc}",
+                             fix="convert the file to PNG, or check it is not truncated") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Selection and assembly
+
+
+def parse_image_selection(text: str | None) -> list[int]:
+    """Test-split indices from "test:0-15" (inclusive), "test:3,7,9-11" or "3,7"; ""/"none" → [].
+
+    Order is kept, duplicates dropped.
+    """
+    raw = "" if text is None else str(text)
+    body = raw.strip()
+    if body.lower() in ("", "none"):
+        return []
+    split, sep, rest = body.partition(":")
+    if sep:
+        if split.strip().lower() != "test":
+            raise ReportgenError(f"Cannot select images from {split.strip()!r}.",
+                                 expected=_SELECTION_FORMS, received=repr(raw),
+                                 fix="only the test split can be selected, e.g. test:0-15")
+        body = rest
+    indices: list[int] = []
+    seen: set[int] = set()
+    for part in body.split(","):
+        token = part.strip()
+        match = re.fullmatch(r"(\d+)(?:\s*-\s*(\d+))?", token)
+        if not match:
+            raise ReportgenError(f"Bad image selection {raw!r}: cannot read {token!r}.",
+                                 expected=_SELECTION_FORMS, received=repr(raw))
+        first = int(match.group(1))
+        last = int(match.group(2)) if match.group(2) is not None else first
+        if last < first:
+            raise ReportgenError(f"Bad image selection {raw!r}: range {token!r} runs backwards.",
+                                 expected="FIRST-LAST with FIRST <= LAST, e.g. test:0-15",
+                                 received=repr(token))
+        if last - first + 1 + len(indices) > _MAX_SELECTION:
+            raise ReportgenError(f"Image selection {raw!r} is too large.",
+                                 expected=f"at most {_MAX_SELECTION:,} images",
+                                 received=f"range {token!r}",
+                                 fix="select a smaller range, e.g. test:0-15")
+        for i in range(first, last + 1):
+            if i not in seen:
+                seen.add(i)
+                indices.append(i)
+    return indices
+
+
+@dataclass(frozen=True, eq=False)
+class InputImage:
+    """One image to analyse, already at the model's input shape."""
+
+    key: str                     # file-name-safe, stable: "test-12", "file-3fa9c0d21e-cat-rot90"
+    label: str                   # for people: "test #12", "cat.png (rotated 90°)"
+    image: np.ndarray            # float32 [0, 1], (H, W, C); read-only
+    true_class: int | None
+    source_bytes_digest: str     # sha256 of source bytes + transform label: feeds cache keys
+    transform: Transform
+
+
+def _safe_stem(name: str) -> str:
+    stem = re.sub(r"[^a-z0-9_-]+", "-", Path(name).stem.lower()).strip("-_")
+    return stem[:40].strip("-_") or "image"
+
+
+def _digest(source: bytes, t: Transform) -> str:
+    return hashlib.sha256(source + b"|" + t.label().encode("ascii")).hexdigest()
+
+
+def _with_transform(key: str, label: str, t: Transform) -> tuple[str, str]:
+    if t.is_identity:
+        return key, label
+    return f"{key}-{t.label()}", f"{label} ({t.describe()})"
+
+
+def _frozen(image: np.ndarray) -> np.ndarray:
+    image = np.array(image, dtype=np.float32, copy=True)
+    image.setflags(write=False)
+    return image
+
+
+def make_inputs(dataset: "Dataset | None", indices: Sequence[int], files: Sequence[str | os.PathLike],
+                transforms: Sequence[Transform], input_shape: Sequence[int]) -> list[InputImage]:
+    """Build the inputs: each test index, then each file, each under every transform.
+
+    Empty `transforms` means the original only. Duplicate indices/files are dropped (keys stay
+    unique). Errors: an index outside the test split, dataset images whose shape differs from the
+    model's, unreadable files.
+    """
+    shape = _check_shape(input_shape)
+    transforms = list(dict.fromkeys(transforms)) or [Transform()]
+    result: list[InputImage] = []
+    seen: set[str] = set()
+
+    def add(key: str, label: str, pixels: np.ndarray, true_class: int | None, source: bytes) -> None:
+        for t in transforms:
+            k, lab = _with_transform(key, label, t)
+            if k in seen:
+                continue
+            seen.add(k)
+            result.append(InputImage(key=k, label=lab, image=_frozen(apply_transform(pixels, t)),
+                                     true_class=true_class, source_bytes_digest=_digest(source, t),
+                                     transform=t))
+
+    if indices:
+        if dataset is None:
+            raise ReportgenError("Test images were selected but no dataset is loaded.",
+                                 expected="a dataset to take test images from",
+                                 received=f"indices {list(indices)[:5]}")
+        if tuple(dataset.input_shape) != shape:
+            raise ReportgenError(f"The {dataset.name} images do not fit the model.",
+                                 expected=f"images of shape {shape} (the model's input)",
+                                 received=f"{dataset.input_shape}",
+                                 fix="pick the dataset the model was trained on")
+        size = len(dataset.x_test)
+        for raw in indices:
+            i = int(raw)
+            if not 0 <= i < size:
+                raise ReportgenError(f"Test image index {i} is out of range.",
+                                     expected=f"0..{size - 1} (the {dataset.name} test split has "
+                                              f"{size:,} images)",
+                                     received=str(i), fix=f"use e.g. test:0-{min(15, size - 1)}")
+            pixels = np.ascontiguousarray(dataset.x_test[i], dtype=np.float32)
+            add(f"test-{i}", f"test #{i}", pixels, int(dataset.y_test[i]), pixels.tobytes())
+
+    for name in files:
+        path = Path(name)
+        pixels = load_image_file(path, shape)
+        data = path.read_bytes()
+        key = f"file-{hashlib.sha256(data).hexdigest()[:10]}-{_safe_stem(path.name)}"
+        add(key, path.name, pixels, None, data)
+    return result

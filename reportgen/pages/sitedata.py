@@ -1,0 +1,90 @@
+"""The site's structure as plain data: what `build` hands to the page renderer.
+
+All paths are relative to the MkDocs docs folder (e.g. "artifacts/MNIST_Demo/5-40/test-3/rpv-modified.png").
+Nothing here knows about TensorFlow or the cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class FigureFile:
+    kind: str                 # "png" | "svg" | "pdf"
+    path: str
+    width: int = 0
+    height: int = 0
+
+
+@dataclass
+class Panel:
+    """One technique result for one (step, input) or one step (checkpoint scope)."""
+
+    technique: str            # registry name, e.g. "rpv" (also the URL anchor)
+    variant: str              # e.g. "modified", "conv1", "" (the default/only one)
+    title: str                # e.g. "Routing Path Visualization (modified)"
+    layer: str                # "model" | "conv" | "primary" | "class" | "decoder"
+    caption: str              # model, step, input, technique, options, normalisation
+    figures: list[FigureFile] # first is the PNG shown; others are downloads (SVG/PDF/extra PNG)
+    experimental: bool = False
+
+
+@dataclass
+class InputInfo:
+    key: str                  # e.g. "test-12-rot90" (file-name/URL safe)
+    label: str                # e.g. "test #12 (rotate 90°)"
+    image: str                # path of the input as the model saw it (PNG)
+    true_class: str | None    # class name or None for user images without label
+
+
+@dataclass
+class Prediction:
+    predicted: str            # class name
+    confidence: float         # the predicted class capsule's length
+    correct: bool | None      # None when the true class is unknown
+
+
+@dataclass
+class StepData:
+    step: str                                   # "EPOCH-BATCH"
+    # input key -> panels for that input at this step (page order = technique registry order)
+    input_panels: dict[str, list[Panel]] = field(default_factory=dict)
+    predictions: dict[str, Prediction] = field(default_factory=dict)   # input key -> prediction
+    checkpoint_panels: list[Panel] = field(default_factory=list)       # e.g. conv kernels
+    # evaluation at this step (may be None when not computed)
+    accuracy: float | None = None
+    per_class_accuracy: list[float] | None = None
+    confusion_matrix: list[list[int]] | None = None   # rows = true class, cols = predicted
+
+
+@dataclass
+class ArchitectureRow:
+    layer: str
+    kind: str                 # "Conv2D", "PrimaryCaps", "ClassCaps", "Dense", ...
+    output_shape: str
+    params: int
+
+
+@dataclass
+class ModelData:
+    name: str
+    dataset: str              # human description of the data source
+    description: str
+    params: int               # trainable parameters
+    class_names: list[str]
+    architecture: list[ArchitectureRow]
+    history: list[dict]       # training history records (see reportgen/training/trainer.py)
+    steps: list[StepData]     # built steps in training order
+    inputs: list[InputInfo]
+    latest_val_accuracy: float | None = None
+    best_val_accuracy: float | None = None
+    errors: list[str] = field(default_factory=list)   # what failed for this model during build
+
+
+@dataclass
+class SiteData:
+    title: str
+    models: list[ModelData]
+    techniques: list[dict]    # [{name, title, layer, description, experimental}] in page order
+    generated_by: str = "reportgen"

@@ -1,0 +1,255 @@
+"""Analysis inputs: transforms, image-file conversion, selections and input assembly."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from reportgen.data.datasets import Dataset
+from reportgen.data.inputs import (InputImage, Transform, apply_transform, load_image_file,
+                                   make_inputs, parse_image_selection, parse_transforms)
+from reportgen.errors import ReportgenError
+
+SAFE_KEY = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+def random_image(shape=(28, 28, 1), seed=0) -> np.ndarray:
+    return np.random.default_rng(seed).random(shape, dtype=np.float32)
+
+
+def small_dataset(n_test=20, shape=(28, 28, 1)) -> Dataset:
+    rng = np.random.default_rng(0)
+    return Dataset(name="tiny", x_train=rng.random((4, *shape), dtype=np.float32),
+                   y_train=np.arange(4, dtype=np.int64) % 10,
+                   x_test=rng.random((n_test, *shape), dtype=np.float32),
+                   y_test=np.arange(n_test, dtype=np.int64) % 10,
+                   class_names=tuple("0123456789"), source="test data")
+
+
+# ------------------------------------------------------------------------------- transforms
+
+
+@pytest.mark.parametrize("shape", [(28, 28, 1), (32, 32, 3), (9, 9)])
+@pytest.mark.parametrize("angle, k", [(90, 1), (-90, -1), (270, -1), (180, 2)])
+def test_rotation_by_right_angles_matches_rot90(shape, angle, k):
+    img = random_image(shape)
+    out = apply_transform(img, Transform(rotate=angle))
+    assert out.shape == img.shape and out.dtype == np.float32
+    np.testing.assert_allclose(out, np.rot90(img, k=k, axes=(0, 1)), atol=1e-5)
+
+
+def test_rotation_is_counter_clockwise():
+    img = np.zeros((5, 5, 1), np.float32)
+    img[0, 4] = 1.0  # top-right corner
+    out = apply_transform(img, Transform(rotate=90))
+    assert out[0, 0, 0] == pytest.approx(1.0)  # → top-left
+
+
+def test_identity_and_double_inversion():
+    img = random_image()
+    np.testing.assert_array_equal(apply_transform(img, Transform()), img)
+    np.testing.assert_array_equal(apply_transform(img, Transform(rotate=0)), img)
+    inv = apply_transform(img, Transform(invert=True))
+    np.testing.assert_allclose(inv, 1.0 - img, atol=1e-7)
+    np.testing.assert_allclose(apply_transform(inv, Transform(invert=True)), img, atol=1e-6)
+
+
+def test_arbitrary_rotation_keeps_shape_and_range():
+    img = np.ones((20, 30, 3), np.float32)
+    out = apply_transform(img, Transform(rotate=-15.5))
+    assert out.shape == (20, 30, 3) and out.dtype == np.float32
+    assert out.min() >= 0.0 and out.max() <= 1.0
+    assert out[0, 0].tolist() == [0.0, 0.0, 0.0]  # the corner that rotated in is black
+    assert out[10, 15].tolist() == pytest.approx([1.0, 1.0, 1.0])
+    both = apply_transform(img, Transform(rotate=-15.5, invert=True))
+    assert both[0, 0].tolist() == [1.0, 1.0, 1.0]  # rotate first, then invert
+
+
+def test_transform_parsing_and_labels():
+    assert Transform.parse("rotate:90") == Transform(rotate=90)
+    assert Transform.parse(" Rotate: -15.5 ") == Transform(rotate=-15.5)
+    assert Transform.parse("invert") == Transform(invert=True)
+    assert Transform.parse("rotate:90+invert") == Transform(rotate=90, invert=True)
+    assert Transform.parse("") == Transform.parse("none") == Transform()
+    assert Transform(rotate=270) == Transform(rotate=-90) and Transform(rotate=360).is_identity
+    assert Transform().label() == "orig"
+    assert Transform(rotate=90).label() == "rot90"
+    assert Transform(invert=True).label() == "inv"
+    assert Transform(rotate=90, invert=True).label() == "rot90-inv"
+    assert Transform(rotate=-15.5).label() == "rot-15.5"
+    for t in (Transform(rotate=12.25, invert=True), Transform(invert=True), Transform()):
+        assert Transform.parse(str(t)) == t
+        assert SAFE_KEY.match(t.label())
+
+
+@pytest.mark.parametrize("text", ["flip", "rotate:abc", "rotate:", "rotate:inf", "rotate90"])
+def test_bad_transforms_are_rejected(text):
+    with pytest.raises(ReportgenError, match="rotate:DEGREES"):
+        Transform.parse(text)
+
+
+def test_parse_transforms_list():
+    assert parse_transforms("rotate:90,invert") == [
+        Transform(), Transform(rotate=90), Transform(invert=True)]
+    assert parse_transforms("rotate:90+invert") == [Transform(), Transform(rotate=90, invert=True)]
+    assert parse_transforms("none,rotate:90,rotate:-270,invert,invert") == [
+        Transform(), Transform(rotate=90), Transform(invert=True)]
+    assert parse_transforms("") == [Transform()]
+
+
+# ------------------------------------------------------------------------------- image files
+
+
+def test_rgba_is_composited_onto_black(tmp_path):
+    img = Image.new("RGBA", (28, 28), (255, 255, 255, 0))
+    img.putpixel((3, 4), (255, 255, 255, 255))
+    img.putpixel((5, 6), (255, 255, 255, 128))
+    img.save(tmp_path / "a.png")
+    out = load_image_file(tmp_path / "a.png", (28, 28, 1))
+    assert out.shape == (28, 28, 1) and out.dtype == np.float32
+    assert out[0, 0, 0] == 0.0 and out[4, 3, 0] == pytest.approx(1.0, abs=1e-2)
+    assert out[6, 5, 0] == pytest.approx(128 / 255, abs=1e-2)
+
+
+def test_palette_with_transparency(tmp_path):
+    img = Image.new("P", (10, 10), 0)
+    img.putpalette([255, 255, 255, 255, 0, 0] + [0] * 762)
+    img.putpixel((1, 1), 1)
+    img.info["transparency"] = 0
+    img.save(tmp_path / "p.png", transparency=0)
+    out = load_image_file(tmp_path / "p.png", (10, 10, 3))
+    assert out.shape == (10, 10, 3)
+    assert out[0, 0].tolist() == [0.0, 0.0, 0.0]  # transparent white → black
+    assert out[1, 1].tolist() == pytest.approx([1.0, 0.0, 0.0])
+
+
+def test_16_bit_grayscale_is_scaled_not_clipped(tmp_path):
+    arr = np.zeros((8, 8), np.uint16)
+    arr[0, 0], arr[1, 1] = 65535, 32768
+    Image.fromarray(arr).save(tmp_path / "deep.png")
+    with Image.open(tmp_path / "deep.png") as check:
+        assert check.mode.startswith("I")
+    out = load_image_file(tmp_path / "deep.png", (8, 8, 1))
+    assert out[0, 0, 0] == pytest.approx(1.0) and out[1, 1, 0] == pytest.approx(0.5, abs=1e-3)
+    assert out[2, 2, 0] == 0.0
+
+
+def test_cmyk_jpeg_and_other_modes(tmp_path):
+    Image.new("CMYK", (30, 30), (0, 0, 0, 0)).save(tmp_path / "c.jpg")  # CMYK white
+    out = load_image_file(tmp_path / "c.jpg", (28, 28, 3))
+    assert out.shape == (28, 28, 3) and out.min() >= 0.0 and out.max() <= 1.0
+    assert out[14, 14].tolist() == pytest.approx([1.0, 1.0, 1.0], abs=0.02)
+    for mode, name in (("1", "b.bmp"), ("LA", "la.png"), ("RGB", "rgb.bmp"), ("L", "l.gif")):
+        Image.new(mode, (5, 7)).save(tmp_path / name)
+        for channels in (1, 3):
+            result = load_image_file(tmp_path / name, (28, 28, channels))
+            assert result.shape == (28, 28, channels) and result.dtype == np.float32
+            assert 0.0 <= result.min() and result.max() <= 1.0
+
+
+def test_rgb_to_grayscale_uses_luma(tmp_path):
+    Image.new("RGB", (4, 4), (255, 0, 0)).save(tmp_path / "red.png")
+    out = load_image_file(tmp_path / "red.png", (4, 4, 1))
+    assert out[0, 0, 0] == pytest.approx(0.299, abs=1e-3)
+
+
+def test_large_non_square_image_is_letterboxed(tmp_path):
+    Image.new("L", (2000, 1000), 255).save(tmp_path / "wide.png")
+    out = load_image_file(tmp_path / "wide.png", (28, 28, 1))
+    assert out.shape == (28, 28, 1)
+    rows = np.flatnonzero(out[:, :, 0].max(axis=1) > 0.5)
+    cols = np.flatnonzero(out[:, :, 0].max(axis=0) > 0.5)
+    assert len(cols) == 28 and len(rows) == 14  # 2:1 aspect kept
+    assert rows[0] == 7 and rows[-1] == 20  # centred, black bands above and below
+    assert out[0, :, 0].max() == 0.0
+
+
+def test_gif_uses_first_frame(tmp_path):
+    frames = [Image.new("L", (6, 6), 255), Image.new("L", (6, 6), 0)]
+    frames[0].save(tmp_path / "anim.gif", save_all=True, append_images=frames[1:], duration=50)
+    out = load_image_file(tmp_path / "anim.gif", (6, 6, 1))
+    assert out.min() == pytest.approx(1.0)
+
+
+def test_unreadable_and_missing_files_are_named(tmp_path):
+    (tmp_path / "notes.png").write_text("this is not an image")
+    with pytest.raises(ReportgenError, match="notes.png"):
+        load_image_file(tmp_path / "notes.png", (28, 28, 1))
+    with pytest.raises(ReportgenError, match="ghost.png"):
+        load_image_file(tmp_path / "ghost.png", (28, 28, 1))
+    Image.new("L", (4, 4)).save(tmp_path / "ok.png")
+    with pytest.raises(ReportgenError, match="input shape"):
+        load_image_file(tmp_path / "ok.png", (28, 28, 4))
+
+
+# ------------------------------------------------------------------------------- selections
+
+
+def test_parse_image_selection_forms():
+    assert parse_image_selection("test:0-15") == list(range(16))
+    assert parse_image_selection("test:3,7,9-11") == [3, 7, 9, 10, 11]
+    assert parse_image_selection(" test: 5 , 2 - 3 ,5") == [5, 2, 3]
+    assert parse_image_selection("4") == [4]
+    assert parse_image_selection("") == [] and parse_image_selection("none") == []
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("test:5-2", "backwards"), ("train:0-3", "train"), ("test:a", "'a'"), ("test:", "''"),
+    ("test:-1", "'-1'"), ("test:1,,2", "''"), ("test:0-99999999", "too large"),
+])
+def test_parse_image_selection_errors(text, problem):
+    with pytest.raises(ReportgenError, match=problem) as info:
+        parse_image_selection(text)
+    assert "test:0-15" in str(info.value)
+
+
+# ---------------------------------------------------------------------------------- assembly
+
+
+def test_make_inputs_keys_labels_and_digests(tmp_path):
+    data = small_dataset()
+    Image.new("L", (40, 20), 255).save(tmp_path / "My Cat (1).PNG")
+    Image.new("L", (40, 20), 255).save(tmp_path / "copy.png")  # same bytes, other name
+    files = [str(tmp_path / "My Cat (1).PNG"), str(tmp_path / "copy.png"),
+             str(tmp_path / "copy.png")]
+    transforms = parse_transforms("rotate:90,invert,rotate:-15.5+invert")
+    inputs = make_inputs(data, [12, 0, 12], files, transforms, (28, 28, 1))
+    assert all(isinstance(i, InputImage) for i in inputs)
+    assert len(inputs) == 4 * 4  # two indices + two distinct files, four transforms each
+    keys = [i.key for i in inputs]
+    assert len(set(keys)) == len(keys) and all(SAFE_KEY.match(k) for k in keys)
+    assert keys[:4] == ["test-12", "test-12-rot90", "test-12-inv", "test-12-rot-15.5-inv"]
+    first = inputs[0]
+    assert first.label == "test #12" and first.true_class == 2 and first.transform == Transform()
+    np.testing.assert_array_equal(first.image, data.x_test[12])
+    assert inputs[1].label == "test #12 (rotated 90°)"
+    np.testing.assert_allclose(inputs[1].image, np.rot90(data.x_test[12]), atol=1e-5)
+    cat = [i for i in inputs if i.key.startswith("file-") and i.key.endswith("my-cat-1")]
+    assert len(cat) == 1 and cat[0].label == "My Cat (1).PNG" and cat[0].true_class is None
+    assert re.fullmatch(r"file-[0-9a-f]{10}-my-cat-1", cat[0].key)
+    assert cat[0].image.shape == (28, 28, 1)
+    digests = [i.source_bytes_digest for i in inputs]
+    assert all(re.fullmatch(r"[0-9a-f]{64}", d) for d in digests)
+    assert len(set(digests[:4])) == 4  # transforms change the digest
+    copy = [i for i in inputs if i.key.endswith("copy")][0]
+    assert copy.source_bytes_digest == cat[0].source_bytes_digest  # same bytes, same transform
+    assert make_inputs(data, [12], [], [], (28, 28, 1))[0].source_bytes_digest == digests[0]
+    with pytest.raises(ValueError):
+        first.image[0, 0, 0] = 0.5
+
+
+def test_make_inputs_errors(tmp_path):
+    data = small_dataset(n_test=20)
+    with pytest.raises(ReportgenError, match="index 20") as info:
+        make_inputs(data, [3, 20], [], [Transform()], (28, 28, 1))
+    assert "20 images" in str(info.value)
+    with pytest.raises(ReportgenError, match="index -1"):
+        make_inputs(data, [-1], [], [Transform()], (28, 28, 1))
+    with pytest.raises(ReportgenError, match=r"\(32, 32, 3\)"):
+        make_inputs(data, [0], [], [Transform()], (32, 32, 3))
+    (tmp_path / "x.png").write_bytes(b"garbage")
+    with pytest.raises(ReportgenError, match="x.png"):
+        make_inputs(data, [], [str(tmp_path / "x.png")], [Transform()], (28, 28, 1))
