@@ -70,3 +70,17 @@ def run_probe(net, images: np.ndarray, gradients: bool = True) -> ProbeBatch:
     if "reconstruction" in outputs:
         tensors["reconstruction"] = outputs["reconstruction"].numpy()
     return ProbeBatch(net=net, images=tensors["images"], tensors=tensors)
+
+
+def subset(batch: ProbeBatch, index) -> ProbeBatch:
+    """The same tensors for a subset of the batch's images (no model work)."""
+    index = np.asarray(index)
+    return ProbeBatch(net=batch.net, images=batch.images[index],
+                      tensors={k: v[index] for k, v in batch.tensors.items()})
+
+
+def empty_batch(net) -> ProbeBatch:
+    """A batch of no images: what checkpoint-scope techniques (e.g. conv kernels) receive."""
+    shape = (0, *net.params.input_shape)
+    return ProbeBatch(net=net, images=np.zeros(shape, np.float32),
+                      tensors={"images": np.zeros(shape, np.float32)})

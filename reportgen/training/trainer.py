@@ -69,11 +69,8 @@ def _archive_run(entry: ModelEntry) -> Path:
 def train(entry: ModelEntry, options: TrainOptions = TrainOptions()) -> list[dict]:
     """Train `entry` and return its history records. See TrainOptions for the knobs."""
     import keras
-    import tensorflow as tf
 
     from reportgen.capsnet.architecture import build_capsnet
-    from reportgen.capsnet.layers import Mask
-    from reportgen.capsnet.losses import margin_loss, reconstruction_loss
     from reportgen.data.datasets import load_dataset
     from reportgen.training.evaluate import accuracy
 
@@ -116,8 +113,7 @@ def train(entry: ModelEntry, options: TrainOptions = TrainOptions()) -> list[dic
     keras.utils.set_random_seed(options.seed)
     net = build_capsnet(params)
     optimizer = keras.optimizers.Adam(learning_rate)
-    variables = net.model.trainable_variables
-    optimizer.build(variables)
+    optimizer.build(net.model.trainable_variables)  # so a resume can restore its moments
     history: list[dict] = []
     start = Step(1, 0)
     if existing:  # resume
@@ -131,26 +127,7 @@ def train(entry: ModelEntry, options: TrainOptions = TrainOptions()) -> list[dic
     console.notice(f"Training {entry.name} on {dataset.source}: {n:,} images, batch {batch_size}, "
                    f"{epochs} epochs, saving every {save_every} batches")
 
-    weight = params.loss.reconstruction_weight
-    mask = Mask()
-    lp = params.loss
-
-    @tf.function
-    def train_step(images, one_hot):
-        with tf.GradientTape() as tape:
-            capsules, lengths = net.encoder(images, training=True)
-            margin = margin_loss(one_hot, lengths, lp.m_plus, lp.m_minus, lp.down_weight)
-            if net.decoder is not None:
-                recon = net.decoder(mask([capsules, one_hot]), training=True)
-                rec = reconstruction_loss(images, recon, weight)
-            else:
-                rec = tf.zeros_like(margin)
-            total = tf.reduce_mean(margin + rec)
-        grads = tape.gradient(total, variables)
-        optimizer.apply(grads, variables)
-        correct = tf.reduce_sum(tf.cast(tf.argmax(lengths, 1) == tf.argmax(one_hot, 1),
-                                        tf.float32))
-        return total, tf.reduce_mean(margin), tf.reduce_mean(rec), correct
+    train_step = make_train_step(net, optimizer)
 
     clock = time.perf_counter()
     sums = np.zeros(4)
@@ -204,6 +181,41 @@ def train(entry: ModelEntry, options: TrainOptions = TrainOptions()) -> list[dic
                        f"`reportgen train {entry.name} --resume`.")
         raise
     return history
+
+
+def make_train_step(net, optimizer):
+    """One compiled optimisation step: margin loss + lambda x reconstruction loss (SPEC §2).
+
+    The decoder sees the true class's capsule (masked by the label). Returns
+    (mean total loss, mean margin loss, mean reconstruction loss, number correct).
+    """
+    import tensorflow as tf
+
+    from reportgen.capsnet.layers import Mask
+    from reportgen.capsnet.losses import margin_loss, reconstruction_loss
+
+    lp = net.params.loss
+    mask = Mask()
+    variables = net.model.trainable_variables
+
+    @tf.function
+    def train_step(images, one_hot):
+        with tf.GradientTape() as tape:
+            capsules, lengths = net.encoder(images, training=True)
+            margin = margin_loss(one_hot, lengths, lp.m_plus, lp.m_minus, lp.down_weight)
+            if net.decoder is not None:
+                recon = net.decoder(mask([capsules, one_hot]), training=True)
+                rec = reconstruction_loss(images, recon, lp.reconstruction_weight)
+            else:
+                rec = tf.zeros_like(margin)
+            total = tf.reduce_mean(margin + rec)
+        grads = tape.gradient(total, variables)
+        optimizer.apply(grads, variables)
+        correct = tf.reduce_sum(tf.cast(tf.argmax(lengths, 1) == tf.argmax(one_hot, 1),
+                                        tf.float32))
+        return total, tf.reduce_mean(margin), tf.reduce_mean(rec), correct
+
+    return train_step
 
 
 def _save_optimizer_state(path: Path, optimizer, step: Step) -> None:

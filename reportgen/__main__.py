@@ -1,0 +1,5 @@
+"""`python -m reportgen ...` = the `reportgen` command."""
+
+from reportgen.cli import main
+
+main()

@@ -1,0 +1,46 @@
+"""The `reportgen build` command's options."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command("build")
+@click.option("--models", "models", default="*", show_default=True,
+              help="Glob over model names, e.g. 'MNIST_*'.")
+@click.option("--steps", default="all", show_default=True,
+              help="all | last | every:N | a list such as 1-40,5-40.")
+@click.option("--images", default="test:0-15", show_default=True,
+              help="Test-split indices: test:0-15, test:3,7,9-11, or none.")
+@click.option("--image", "files", multiple=True, type=click.Path(dir_okay=False),
+              help="An image file of yours (PNG/JPEG/GIF/BMP, any size); repeatable.")
+@click.option("--transforms", default="", help="Extra versions of every input: rotate:ANGLE, "
+                                               "invert, rotate:90+invert; comma-separated.")
+@click.option("--technique", "techniques", multiple=True,
+              help="Only these techniques (repeatable); default: all non-experimental.")
+@click.option("--experimental", is_flag=True, help="Include activation maximization.")
+@click.option("--eval-images", type=click.IntRange(min=10), default=500, show_default=True,
+              help="Test images for accuracy and the confusion matrix (stratified).")
+@click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True)
+@click.option("--site-dir", default="site", show_default=True, type=click.Path(file_okay=False))
+@click.option("--cache-dir", default=None, type=click.Path(file_okay=False),
+              envvar="REPORTGEN_CACHE", help="Artifact store [.reportgen/cache].")
+@click.option("--templates", "templates_dir", default=None,
+              type=click.Path(file_okay=False, exists=True),
+              help="Your templates folder; its files override the bundled ones by name.")
+@click.pass_context
+def command(ctx, **options):
+    """Compute every analysis for the chosen models, steps and images, and build site/.
+
+    Results are cached by content: a second identical build computes nothing.
+
+    \b
+    Examples:
+      reportgen build --models 'MNIST_*' --steps last --images test:0-15
+      reportgen build --models MNIST_Demo --image cat.png --transforms rotate:90,invert
+    """
+    from reportgen.commands.build import run_build
+
+    options["files"] = tuple(options["files"])
+    options["techniques"] = tuple(options["techniques"])
+    run_build(models_dir=ctx.obj["models_dir"], **options)
