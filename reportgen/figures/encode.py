@@ -1,0 +1,89 @@
+"""Deterministic encoders: arrays and matplotlib figures in, identical bytes for identical input.
+
+Pillow writes no metadata chunks unless asked, so a fixed compression level is enough for PNGs.
+matplotlib stamps the software version, dates and random SVG ids unless told otherwise (SPEC §5):
+`matplotlib_bytes` removes all of them. Only `matplotlib.figure.Figure` objects are used (never
+pyplot's global state), so rendering is safe from several threads and leaves no figures behind.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+
+PNG_COMPRESS_LEVEL = 6
+SVG_HASHSALT = "reportgen"
+KINDS = ("png", "svg", "pdf")
+
+
+def to_uint8(rgb: np.ndarray) -> np.ndarray:
+    """Float arrays in [0, 1] → uint8 (rounded, clipped); uint8 arrays pass through."""
+    arr = np.asarray(rgb)
+    if arr.dtype == np.uint8:
+        return arr
+    if np.issubdtype(arr.dtype, np.bool_):
+        return arr.astype(np.uint8) * 255
+    if np.issubdtype(arr.dtype, np.floating):
+        return (np.clip(np.nan_to_num(arr, nan=0.0), 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+    return np.clip(arr, 0, 255).astype(np.uint8)
+
+
+def png_bytes(rgb: np.ndarray, compress_level: int = PNG_COMPRESS_LEVEL,
+              gray_if_possible: bool = True) -> bytes:
+    """PNG bytes of an (H, W), (H, W, 1), (H, W, 3) or (H, W, 4) image (uint8, or float in [0, 1]).
+
+    No metadata chunks are written, so identical arrays give byte-identical files. An RGB image
+    whose pixels are all gray is stored as 8-bit grayscale (same pixels, ~3x less to compress).
+    """
+    from PIL import Image
+
+    arr = to_uint8(rgb)
+    if arr.ndim == 3 and arr.shape[2] == 1:
+        arr = arr[:, :, 0]
+    if arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[2] not in (3, 4)):
+        raise ValueError(f"png_bytes expects an (H, W), (H, W, 1), (H, W, 3) or (H, W, 4) array. "
+                         f"Received shape {arr.shape}")
+    if (gray_if_possible and arr.ndim == 3 and arr.shape[2] == 3
+            and np.array_equal(arr[:, :, 0], arr[:, :, 1])
+            and np.array_equal(arr[:, :, 1], arr[:, :, 2])):
+        arr = arr[:, :, 0]
+    mode = "L" if arr.ndim == 2 else ("RGB" if arr.shape[2] == 3 else "RGBA")
+    image = Image.fromarray(np.ascontiguousarray(arr), mode=mode)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", compress_level=compress_level)
+    return buffer.getvalue()
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    """(width, height) read from a PNG's IHDR chunk, without decoding the image."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("Not a PNG file")
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def new_figure(width_in: float, height_in: float, dpi: float = 100):
+    """A pyplot-free matplotlib figure (Agg for PNG; the SVG/PDF backends pick themselves)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure as MplFigure
+
+    fig = MplFigure(figsize=(width_in, height_in), dpi=dpi)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def matplotlib_bytes(fig, kind: str, dpi: float | None = None) -> bytes:
+    """Deterministic "png", "svg" or "pdf" bytes of a `matplotlib.figure.Figure`."""
+    import matplotlib
+
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}. Received: {kind!r}")
+    metadata = {"png": {"Software": None},
+                "svg": {"Date": None},
+                "pdf": {"CreationDate": None}}[kind]
+    buffer = io.BytesIO()
+    with matplotlib.rc_context({"svg.hashsalt": SVG_HASHSALT, "pdf.compression": 6}):
+        extra = {"pil_kwargs": {"compress_level": PNG_COMPRESS_LEVEL}} if kind == "png" else {}
+        fig.savefig(buffer, format=kind, metadata=metadata,
+                    dpi=dpi if dpi is not None else fig.dpi, facecolor="white", **extra)
+    return buffer.getvalue()

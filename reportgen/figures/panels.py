@@ -1,0 +1,647 @@
+"""One render function per technique: one image's arrays in, `Figure`s (deterministic bytes) out.
+
+Every function has the signature `render_X(result, params, ctx) -> list[Figure]`: `result` holds
+ONE image's arrays (batch axis removed), `params` is the technique's options dataclass (or None;
+attributes are read with defaults) and `ctx` the RenderContext (class names, input image,
+receptive fields). No TensorFlow here, and no matplotlib on the hot path: PNGs are NumPy mosaics
+with Pillow text (SPEC §6: drawing dominates the batched build time).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from xml.sax.saxutils import escape
+
+import numpy as np
+
+from reportgen.figures.colormaps import (
+    DIVERGING, FONT_SIZE, TEXT_COLOR, apply_colormap, apply_diverging, colorbar_array, draw_texts,
+    fmt, text_size,
+)
+from reportgen.figures.encode import png_bytes
+from reportgen.figures.placement import place_grid_at_centres, stretch_grid
+from reportgen.techniques.base import Figure, RenderContext
+
+WHITE = 255
+MARGIN = 8
+GAP = 6
+TITLE_SIZE = 12
+HIGHLIGHT = (217, 95, 2)          # predicted class
+BAR = (128, 152, 186)             # other classes
+DEAD = (220, 20, 20)              # dead-filter outline
+GRID_LINE = (225, 225, 225)
+AXIS = (90, 90, 90)
+MUTED = (110, 110, 110)
+
+
+# --- small helpers ------------------------------------------------------------------------------
+
+def _get(params, name, default):
+    value = getattr(params, name, default) if params is not None else default
+    return default if value is None else value
+
+
+def _class_name(ctx: RenderContext, index: int) -> str:
+    names = ctx.class_names or ()
+    return str(names[index]) if 0 <= index < len(names) else str(index)
+
+
+def _gray(image: np.ndarray) -> np.ndarray:
+    """(H, W) float in [0, 1] of an (H, W) / (H, W, C) image (luminance for colour)."""
+    img = np.asarray(image, dtype=np.float64)
+    if img.ndim == 3:
+        img = img[:, :, 0] if img.shape[2] == 1 else img[:, :, :3] @ np.array([0.299, 0.587, 0.114])
+    return np.clip(np.nan_to_num(img), 0.0, 1.0)
+
+
+def _rgb(images: np.ndarray) -> np.ndarray:
+    """uint8 RGB (..., H, W, 3) of float images (..., H, W, C) in [0, 1] (C = 1 → gray)."""
+    img = np.asarray(images, dtype=np.float64)
+    if img.shape[-1] == 1:
+        img = np.repeat(img, 3, axis=-1)
+    elif img.shape[-1] > 3:
+        img = img[..., :3]
+    return (np.clip(np.nan_to_num(img), 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+
+
+def _upscale(tiles: np.ndarray, factor: int) -> np.ndarray:
+    """Nearest-neighbour upscale of (..., h, w, 3) by an integer factor."""
+    if factor <= 1:
+        return tiles
+    return np.repeat(np.repeat(tiles, factor, axis=-3), factor, axis=-2)
+
+
+def _factor(size: int, target: int) -> int:
+    return max(1, int(math.ceil(target / max(1, size))))
+
+
+def _columns(count: int, max_cols: int) -> int:
+    if count <= max_cols:
+        return max(1, count)
+    return int(math.ceil(count / math.ceil(count / max_cols)))
+
+
+def _grid(tiles: np.ndarray, gutter: int) -> np.ndarray:
+    """(R, C, h, w, 3) uint8 → one (R*h + (R-1)*g, C*w + (C-1)*g, 3) image with white gutters."""
+    rows, cols, h, w, ch = tiles.shape
+    padded = np.full((rows, cols, h + gutter, w + gutter, ch), WHITE, dtype=np.uint8)
+    padded[:, :, :h, :w] = tiles
+    out = padded.transpose(0, 2, 1, 3, 4).reshape(rows * (h + gutter), cols * (w + gutter), ch)
+    return out[:rows * (h + gutter) - gutter, :cols * (w + gutter) - gutter]
+
+
+def _line_height(size: int = FONT_SIZE) -> int:
+    return text_size("Ag", size)[1]
+
+
+@dataclass
+class _Block:
+    """An image block of a sheet, with its text items at block-relative positions."""
+
+    array: np.ndarray
+    texts: list = field(default_factory=list)
+    align: str = "left"
+
+
+def _text_block(lines, size: int = FONT_SIZE, color=None, align: str = "left") -> _Block:
+    lines = [lines] if isinstance(lines, str) else list(lines)
+    lh = _line_height(size)
+    width = max(text_size(line, size)[0] for line in lines) + 2
+    array = np.full((lh * len(lines), width, 3), WHITE, dtype=np.uint8)
+    texts = [(0, i * lh, line, "left", color, size) for i, line in enumerate(lines)]
+    return _Block(array, texts, align)
+
+
+def _compose(blocks: list[_Block], gap: int = GAP, margin: int = MARGIN) -> np.ndarray:
+    """Stack blocks vertically on a white sheet with margins, then draw all texts at once."""
+    inner = max(b.array.shape[1] for b in blocks)
+    height = sum(b.array.shape[0] for b in blocks) + gap * (len(blocks) - 1) + 2 * margin
+    canvas = np.full((height, inner + 2 * margin, 3), WHITE, dtype=np.uint8)
+    texts = []
+    y = margin
+    for b in blocks:
+        h, w = b.array.shape[:2]
+        x = margin + ((inner - w) // 2 if b.align == "center" else 0)
+        canvas[y:y + h, x:x + w] = b.array
+        texts.extend((tx + x, ty + y, *rest) for tx, ty, *rest in b.texts)
+        y += h + gap
+    return draw_texts(canvas, texts)
+
+
+def _png_figure(name: str, canvas: np.ndarray, caption: str) -> Figure:
+    return Figure(name=name, data=png_bytes(canvas), kind="png", caption=caption,
+                  width=int(canvas.shape[1]), height=int(canvas.shape[0]))
+
+
+def _label_lines(label) -> list[tuple[str, tuple | None]]:
+    """A label is a str (may contain newlines) or a list of str / (str, rgb) lines."""
+    if label is None:
+        return []
+    if isinstance(label, str):
+        return [(line, None) for line in label.split("\n")]
+    return [(item, None) if isinstance(item, str) else (item[0], item[1]) for item in label]
+
+
+def _mosaic(tiles: np.ndarray, cols: int, gutter: int = 2, above=None, below=None) -> _Block:
+    """Tiles (N, h, w, 3) uint8 in rows of `cols`, each with optional label lines above/below."""
+    n, h, w = tiles.shape[:3]
+    above = [_label_lines(a) for a in above] if above is not None else [[] for _ in range(n)]
+    below = [_label_lines(b) for b in below] if below is not None else [[] for _ in range(n)]
+    lh = _line_height()
+    n_above = max((len(a) for a in above), default=0)
+    n_below = max((len(b) for b in below), default=0)
+    top = n_above * lh + (2 if n_above else 0)
+    bottom = n_below * lh + (2 if n_below else 0)
+    widest = max([text_size(t)[0] for lines in above + below for t, _ in lines] or [0])
+    cell_w = max(w, widest + 4)
+    rows = int(math.ceil(n / cols))
+    cells = np.full((rows * cols, top + h + bottom, cell_w, 3), WHITE, dtype=np.uint8)
+    x0 = (cell_w - w) // 2
+    cells[:n, top:top + h, x0:x0 + w] = tiles
+    array = _grid(cells.reshape(rows, cols, *cells.shape[1:]), gutter)
+    texts = []
+    for i in range(n):
+        r, c = divmod(i, cols)
+        cx = c * (cell_w + gutter) + cell_w / 2
+        y = r * (top + h + bottom + gutter)
+        for j, (t, color) in enumerate(above[i]):
+            texts.append((cx, y + j * lh, t, "center", color))
+        for j, (t, color) in enumerate(below[i]):
+            texts.append((cx, y + top + h + 2 + j * lh, t, "center", color))
+    return _Block(array, texts, "left")
+
+
+def _colorbar(name, vmin, vmax, label, width=200) -> _Block:
+    return _Block(colorbar_array(name, vmin, vmax, label, width=width), [], "center")
+
+
+def _title(text: str) -> _Block:
+    return _text_block(text, size=TITLE_SIZE)
+
+
+# --- overlays (primary heatmaps, RPV, Grad-CAM++) -----------------------------------------------
+
+def _input_hw(ctx: RenderContext, grid_hw, rf) -> tuple[int, int]:
+    if ctx.image is not None:
+        return int(ctx.image.shape[0]), int(ctx.image.shape[1])
+    if rf is not None:
+        start, size, stride = rf
+        return tuple(int(start + (g - 1) * stride + size) for g in grid_hw)
+    return int(grid_hw[0]), int(grid_hw[1])
+
+
+def _normalise(grids: np.ndarray, normalization: str, quantity: str = "value"):
+    """(values in [0, 1], vmin, vmax, colour-bar label, caption phrase) for (N, gh, gw) grids."""
+    g = np.asarray(grids, dtype=np.float64)
+    finite = g[np.isfinite(g)]
+    if normalization == "absolute":
+        return np.clip(g, 0.0, 1.0), 0.0, 1.0, f"{quantity} (absolute)", \
+            "absolute (values as is, 0 … 1)"
+    if normalization == "per_map":
+        peak = np.nanmax(np.where(np.isfinite(g), g, np.nan), axis=(1, 2), initial=0.0)
+        peak = np.where(peak > 0, peak, 1.0)[:, None, None]
+        return (g / peak, 0.0, 1.0, f"{quantity} / each panel's maximum",
+                "per map (each panel divided by its own maximum)")
+    vmax = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+    return (g / vmax, 0.0, vmax, f"{quantity} (scale shared by all panels)",
+            f"per layer (one scale shared by all panels of this image: 0 … {fmt(vmax)})")
+
+
+def _overlay_tiles(grids: np.ndarray, ctx: RenderContext, rf, cmap: str, alpha: float,
+                   target: int = 84):
+    """uint8 tiles (N, H*s, W*s, 3): the gray input with each placed grid as a colour overlay.
+    `grids` are already normalised to [0, 1]. Returns (tiles, placement caption phrase)."""
+    n, gh, gw = grids.shape
+    height, width = _input_hw(ctx, (gh, gw), rf)
+    stack = np.moveaxis(grids, 0, -1)                                   # (gh, gw, N)
+    if rf is not None:
+        placed = place_grid_at_centres(stack, (height, width), rf)
+        start, size, stride = rf
+        first = f"{start}+{stride}p" if start else f"{stride}p"
+        centre = start + (size - 1) / 2
+        where = (f"placed by receptive field: cell p sees input rows/columns {first} … "
+                 f"{first}+{size - 1} and is drawn as a {stride}x{stride} tile at its centre "
+                 f"{fmt(centre)}+{stride}p; the uncoloured border is seen only by the edges of "
+                 f"receptive fields")
+    else:
+        placed = stretch_grid(stack, (height, width))
+        where = "stretched evenly over the input (receptive field unknown)"
+    placed = np.moveaxis(placed, -1, 0)                                 # (N, H, W)
+    base = _gray(ctx.image) if ctx.image is not None else np.full((height, width), 0.5)
+    base = (base * 255.0)[None, :, :, None]
+    colour = apply_colormap(placed, cmap).astype(np.float64)
+    seen = np.isfinite(placed)[..., None]
+    mixed = np.where(seen, (1.0 - alpha) * base + alpha * colour, base)
+    tiles = (mixed + 0.5).astype(np.uint8)
+    return _upscale(tiles, _factor(max(height, width), target)), where
+
+
+def _overlay_figure(title, quantity, grids, labels, ctx, rf, params, cmap_default="viridis"):
+    normalization = str(_get(params, "normalization", "per_layer"))
+    cmap = str(_get(params, "colormap", cmap_default))
+    alpha = float(_get(params, "alpha", 0.5))
+    values, vmin, vmax, bar_label, norm_phrase = _normalise(grids, normalization, quantity)
+    tiles, where = _overlay_tiles(values, ctx, rf, cmap, alpha)
+    cols = _columns(len(tiles), 8)
+    mosaic = _mosaic(tiles, cols, gutter=4, above=labels)
+    bar = _colorbar(cmap, vmin, vmax, bar_label, width=min(240, mosaic.array.shape[1]))
+    canvas = _compose([_title(title), mosaic, bar])
+    return canvas, where, norm_phrase, cmap, alpha
+
+
+# --- 1. predictions -----------------------------------------------------------------------------
+
+def _bar_layout(lengths, names):
+    lh = _line_height()
+    row_h = max(18, lh + 6)
+    label_w = max(text_size(n)[0] for n in names) + 10
+    plot_w = 260
+    value_w = text_size("0.000")[0] + 8
+    top = _line_height(TITLE_SIZE) + 10
+    axis_h = lh + 8
+    width = MARGIN + label_w + plot_w + value_w + MARGIN
+    height = top + row_h * len(lengths) + axis_h + MARGIN
+    return dict(row_h=row_h, label_w=label_w, plot_w=plot_w, top=top, width=width,
+                height=height, x0=MARGIN + label_w, bar_h=row_h - 6)
+
+
+def _predictions_png(lengths, names, predicted, title):
+    lay = _bar_layout(lengths, names)
+    canvas = np.full((lay["height"], lay["width"], 3), WHITE, dtype=np.uint8)
+    x0, plot_w, top, row_h = lay["x0"], lay["plot_w"], lay["top"], lay["row_h"]
+    bottom = top + row_h * len(lengths)
+    ticks = (0.0, 0.25, 0.5, 0.75, 1.0)
+    for t in ticks:
+        x = x0 + int(round(t * (plot_w - 1)))
+        canvas[top:bottom, x] = GRID_LINE
+    texts = [(MARGIN, MARGIN // 2, title, "left", None, TITLE_SIZE)]
+    for k, (value, name) in enumerate(zip(lengths, names)):
+        y = top + k * row_h
+        bar = int(round(np.clip(value, 0.0, 1.0) * (plot_w - 1)))
+        colour = HIGHLIGHT if k == predicted else BAR
+        if bar > 0:
+            canvas[y + 3:y + 3 + lay["bar_h"], x0:x0 + bar] = colour
+        text_y = y + (row_h - _line_height()) // 2
+        texts.append((x0 - 6, text_y, name, "right", HIGHLIGHT if k == predicted else None))
+        texts.append((x0 + bar + 4, text_y, f"{value:.3f}", "left",
+                      HIGHLIGHT if k == predicted else MUTED))
+    canvas[top:bottom, x0] = AXIS
+    canvas[bottom, x0:x0 + plot_w] = AXIS
+    for t in ticks:
+        x = x0 + int(round(t * (plot_w - 1)))
+        canvas[bottom:bottom + 3, x] = AXIS
+        texts.append((x, bottom + 4, fmt(t), "center", MUTED))
+    return draw_texts(canvas, texts)
+
+
+def _predictions_svg(lengths, names, predicted, title) -> bytes:
+    """The same chart as SVG text, written directly (deterministic, no matplotlib)."""
+    lay = _bar_layout(lengths, names)
+    x0, plot_w, top, row_h = lay["x0"], lay["plot_w"], lay["top"], lay["row_h"]
+    bottom = top + row_h * len(lengths)
+
+    def rgb(c):
+        return "#%02x%02x%02x" % tuple(c)
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{lay["width"]}" '
+           f'height="{lay["height"]}" viewBox="0 0 {lay["width"]} {lay["height"]}" '
+           f'font-family="DejaVu Sans, Arial, sans-serif" font-size="11">',
+           f'<rect width="{lay["width"]}" height="{lay["height"]}" fill="#ffffff"/>',
+           f'<text x="{MARGIN}" y="{MARGIN // 2 + 11}" font-size="12" '
+           f'fill="{rgb(TEXT_COLOR)}">{escape(title)}</text>']
+    for t in (0.0, 0.25, 0.5, 0.75, 1.0):
+        x = x0 + t * (plot_w - 1) + 0.5
+        out.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{bottom}" '
+                   f'stroke="{rgb(GRID_LINE)}"/>')
+        out.append(f'<line x1="{x:.1f}" y1="{bottom}" x2="{x:.1f}" y2="{bottom + 3}" '
+                   f'stroke="{rgb(AXIS)}"/>')
+        out.append(f'<text x="{x:.1f}" y="{bottom + 14}" text-anchor="middle" '
+                   f'fill="{rgb(MUTED)}">{fmt(t)}</text>')
+    for k, (value, name) in enumerate(zip(lengths, names)):
+        y = top + k * row_h
+        bar = float(np.clip(value, 0.0, 1.0)) * (plot_w - 1)
+        colour = rgb(HIGHLIGHT if k == predicted else BAR)
+        text_colour = rgb(HIGHLIGHT if k == predicted else TEXT_COLOR)
+        weight = ' font-weight="bold"' if k == predicted else ""
+        out.append(f'<rect x="{x0}" y="{y + 3}" width="{bar:.2f}" height="{lay["bar_h"]}" '
+                   f'fill="{colour}"><title>{escape(name)}: {value:.4f}</title></rect>')
+        out.append(f'<text x="{x0 - 6}" y="{y + row_h / 2 + 4:.1f}" text-anchor="end" '
+                   f'fill="{text_colour}"{weight}>{escape(name)}</text>')
+        out.append(f'<text x="{x0 + bar + 4:.2f}" y="{y + row_h / 2 + 4:.1f}" '
+                   f'fill="{rgb(HIGHLIGHT if k == predicted else MUTED)}">{value:.3f}</text>')
+    out.append(f'<line x1="{x0 + 0.5}" y1="{top}" x2="{x0 + 0.5}" y2="{bottom}" '
+               f'stroke="{rgb(AXIS)}"/>')
+    out.append(f'<line x1="{x0}" y1="{bottom + 0.5}" x2="{x0 + plot_w}" y2="{bottom + 0.5}" '
+               f'stroke="{rgb(AXIS)}"/>')
+    out.append("</svg>\n")
+    return "\n".join(out).encode("utf-8")
+
+
+def render_predictions(result, params, ctx: RenderContext) -> list[Figure]:
+    """Horizontal bar chart of the class capsules' lengths (not a softmax), 0 … 1, the longest
+    (predicted) highlighted. PNG (Pillow) + SVG (written directly)."""
+    lengths = np.asarray(result["lengths"], dtype=np.float64).reshape(-1)
+    names = [_class_name(ctx, k) for k in range(len(lengths))]
+    predicted = int(np.argmax(lengths))
+    title = "Class-capsule lengths"
+    caption = (f"Predictions: length of each of the {len(lengths)} class capsules (not a softmax; "
+               f"each in 0 … 1, axis 0 … 1). Predicted class {names[predicted]} "
+               f"(length {lengths[predicted]:.3f}) highlighted.")
+    canvas = _predictions_png(lengths, names, predicted, title)
+    svg = _predictions_svg(lengths, names, predicted, title)
+    return [_png_figure("predictions.png", canvas, caption),
+            Figure(name="predictions.svg", data=svg, kind="svg", caption=caption,
+                   width=int(canvas.shape[1]), height=int(canvas.shape[0]))]
+
+
+# --- 2. conv feature maps and kernels -----------------------------------------------------------
+
+def _outline(tiles: np.ndarray, which: np.ndarray, colour, thickness: int) -> None:
+    """Draw a frame of `thickness` px inside the tiles selected by the bool mask `which`."""
+    if not which.any():
+        return
+    t = thickness
+    sel = tiles[which]
+    sel[:, :t, :] = colour
+    sel[:, -t:, :] = colour
+    sel[:, :, :t] = colour
+    sel[:, :, -t:] = colour
+    tiles[which] = sel
+
+
+def render_conv_feature_maps(result, params, ctx: RenderContext) -> list[Figure]:
+    """Mosaic of every filter's activation map of one conv layer on one shared scale; dead
+    filters (all zero) outlined in red."""
+    maps = np.asarray(result["maps"], dtype=np.float64)                   # (h, w, F)
+    h, w, count = maps.shape
+    dead = np.asarray(result.get("dead", np.zeros(count)), dtype=bool).reshape(-1)
+    if dead.shape[0] != count:
+        dead = np.zeros(count, dtype=bool)
+    layer = str(_get(params, "layer", ""))
+    cmap = str(_get(params, "colormap", "viridis"))
+    finite = maps[np.isfinite(maps)]
+    vmin = min(0.0, float(finite.min())) if finite.size else 0.0
+    vmax = float(finite.max()) if finite.size else 0.0
+    if vmax <= vmin:
+        vmax = vmin + 1.0
+    values = (np.moveaxis(maps, -1, 0) - vmin) / (vmax - vmin)            # (F, h, w)
+    tiles = _upscale(apply_colormap(values, cmap), _factor(max(h, w), 32))
+    _outline(tiles, dead, DEAD, 2 if min(tiles.shape[1:3]) >= 12 else 1)
+    cols = _columns(count, 16)
+    mosaic = _mosaic(tiles, cols, gutter=2)
+    n_dead = int(dead.sum())
+    name = layer or "conv layer"
+    blocks = [_title(f"Feature maps of {name} ({count} filters, {h}x{w})"), mosaic,
+              _colorbar(cmap, vmin, vmax, "activation (shared scale for the layer)",
+                        width=min(240, mosaic.array.shape[1]))]
+    caption = (f"Conv feature maps of {name}: the {'post-ReLU ' if vmin >= 0 else ''}activation of "
+               f"all {count} filters ({h}x{w} each, filter 0 top-left, row by row, {cols} per "
+               f"row), "
+               f"{cmap}; one shared scale for the layer, 0 … {fmt(vmax)} = the maximum over this "
+               f"layer for this image. {n_dead} of {count} filters dead (all zero)"
+               f"{', outlined in red' if n_dead else ''}.")
+    return [_png_figure("feature_maps.png", _compose(blocks), caption)]
+
+
+def render_conv_kernels(result, params, ctx: RenderContext) -> list[Figure]:
+    """Mosaic of a conv layer's kernels, diverging colours symmetric around zero."""
+    kernels = np.asarray(result["kernels"], dtype=np.float64)             # (k, k, in, F)
+    kh, kw, channels, count = kernels.shape
+    mean = kernels.mean(axis=2) if channels > 1 else kernels[:, :, 0]
+    rgb, vmax = apply_diverging(np.moveaxis(mean, -1, 0), name=DIVERGING)
+    tiles = _upscale(rgb, _factor(max(kh, kw), 36))
+    cols = _columns(count, 16)
+    mosaic = _mosaic(tiles, cols, gutter=2)
+    layer = str(_get(params, "layer", "")) or "conv layer"
+    averaged = f", mean over its {channels} input channels" if channels > 1 else ""
+    bar_label = "weight" + (f" (mean over {channels} input channels)" if channels > 1 else "")
+    blocks = [_title(f"Kernels of {layer} ({count} filters, {kh}x{kw}{averaged})"), mosaic,
+              _colorbar(DIVERGING, -vmax, vmax, bar_label, width=min(240, mosaic.array.shape[1]))]
+    caption = (f"Conv kernels of {layer}: {count} filters of {kh}x{kw}{averaged}; {DIVERGING} "
+               f"colours symmetric around zero (negative blue, zero white, positive red), one "
+               f"scale for the layer: ±{fmt(vmax)} = the largest absolute weight shown.")
+    return [_png_figure("kernels.png", _compose(blocks), caption)]
+
+
+# --- 3./4. primary-capsule heatmaps and RPV -----------------------------------------------------
+
+def _last_rf(ctx: RenderContext):
+    return tuple(ctx.receptive_fields[-1]) if ctx.receptive_fields else None
+
+
+def render_primary_heatmaps(result, params, ctx: RenderContext) -> list[Figure]:
+    """One panel per primary-capsule type: the length map placed on the gray input by receptive
+    field, as a semi-transparent overlay; one shared scale unless per_map / absolute."""
+    lengths = np.asarray(result["lengths"], dtype=np.float64)             # (gh, gw, T)
+    gh, gw, types = lengths.shape
+    grids = np.moveaxis(lengths, -1, 0)
+    labels = [f"type {t}" for t in range(types)]
+    canvas, where, norm, cmap, alpha = _overlay_figure(
+        f"Primary-capsule lengths ({types} types, {gh}x{gw} grid)", "capsule length",
+        grids, labels, ctx, _last_rf(ctx), params)
+    caption = (f"Primary-capsule heatmaps: the {gh}x{gw} grid of capsule lengths of each of the "
+               f"{types} capsule types, {where}, as a {cmap} overlay ({alpha:.0%} opacity) on the "
+               f"grayscale input. Normalisation: {norm}.")
+    return [_png_figure("primary_heatmaps.png", canvas, caption)]
+
+
+def render_rpv(result, params, ctx: RenderContext) -> list[Figure]:
+    """Routing Path Visualization: one placed overlay per class."""
+    maps = np.asarray(result["maps"], dtype=np.float64)                   # (K, gh, gw)
+    classes, gh, gw = maps.shape
+    method = str(_get(params, "method", "modified"))
+    formula = "l_i (c_ij l_j)^2" if method == "original" else "l_i c_ij l_j"
+    labels = [_class_name(ctx, k) for k in range(classes)]
+    canvas, where, norm, cmap, alpha = _overlay_figure(
+        f"Routing Path Visualization ({method}: m = {formula})", "path strength m",
+        maps, labels, ctx, _last_rf(ctx), params)
+    caption = (f"Routing Path Visualization, {method} method (path strength m = {formula}, mean "
+               f"over all primary capsules at each of the {gh}x{gw} grid locations), one panel "
+               f"per class, {where}, as a {cmap} overlay ({alpha:.0%} opacity) on the grayscale "
+               f"input. Normalisation: {norm}.")
+    return [_png_figure("rpv.png", canvas, caption)]
+
+
+# --- class capsules -----------------------------------------------------------------------------
+
+def render_class_capsules(result, params, ctx: RenderContext) -> list[Figure]:
+    """K rows x D columns of pose values (diverging), each row with class name and length."""
+    capsules = np.asarray(result["capsules"], dtype=np.float64)           # (K, D)
+    lengths = np.asarray(result["lengths"], dtype=np.float64).reshape(-1)
+    classes, dims = capsules.shape
+    predicted = int(np.argmax(lengths))
+    cell = 16
+    rgb, vmax = apply_diverging(capsules)
+    cells = _upscale(np.broadcast_to(rgb[:, :, None, None, :], (classes, dims, 1, 1, 3)), cell)
+    grid = _grid(np.ascontiguousarray(cells), 1)
+    names = [_class_name(ctx, k) for k in range(classes)]
+    lh = _line_height()
+    label_w = max(text_size(n)[0] for n in names) + 8
+    value_w = text_size("|v| = 0.000")[0] + 8
+    header = lh + 2
+    height = header + grid.shape[0] + 2
+    width = label_w + grid.shape[1] + value_w + 4
+    array = np.full((height, width, 3), WHITE, dtype=np.uint8)
+    x0, y0 = label_w + 2, header
+    array[y0:y0 + grid.shape[0], x0:x0 + grid.shape[1]] = grid
+    # Frame the predicted class's row.
+    top = y0 + predicted * (cell + 1) - 1
+    bottom = top + cell + 1
+    array[top, x0 - 2:x0 + grid.shape[1] + 2] = HIGHLIGHT
+    array[bottom, x0 - 2:x0 + grid.shape[1] + 2] = HIGHLIGHT
+    array[top:bottom + 1, x0 - 2] = HIGHLIGHT
+    array[top:bottom + 1, x0 + grid.shape[1] + 1] = HIGHLIGHT
+    texts = [(x0 + d * (cell + 1) + cell / 2, 0, str(d), "center", MUTED) for d in range(dims)]
+    for k in range(classes):
+        y = y0 + k * (cell + 1) + (cell - lh) // 2 + 1
+        colour = HIGHLIGHT if k == predicted else None
+        texts.append((x0 - 6, y, names[k], "right", colour))
+        texts.append((x0 + grid.shape[1] + 6, y, f"|v| = {lengths[k]:.3f}", "left", colour))
+    blocks = [_title(f"Class capsules ({classes} x {dims} pose values)"),
+              _Block(array, texts),
+              _colorbar(DIVERGING, -vmax, vmax, "pose value", width=min(200, grid.shape[1]))]
+    caption = (f"Class capsules: the {dims}-dimensional pose vector of each of the {classes} class "
+               f"capsules (rows; columns = dimensions 0 … {dims - 1}), {DIVERGING} colours "
+               f"symmetric around zero, scale ±{fmt(vmax)} = the largest absolute value for this "
+               f"image; each row's length |v| on the right, predicted class "
+               f"{names[predicted]} framed.")
+    return [_png_figure("class_capsules.png", _compose(blocks), caption)]
+
+
+# --- 5./6. decoder ------------------------------------------------------------------------------
+
+def render_decoder_length(result, params, ctx: RenderContext) -> list[Figure]:
+    """A row of reconstructions from the target capsule rescaled to lengths p."""
+    images = np.asarray(result["images"], dtype=np.float64)               # (P, H, W, C)
+    lengths = np.asarray(result["lengths"], dtype=np.float64).reshape(-1)
+    target = int(np.asarray(result["target"]).reshape(()))
+    name = _class_name(ctx, target)
+    height, width = images.shape[1:3]
+    tiles = _upscale(_rgb(images), _factor(max(height, width), 56))
+    mosaic = _mosaic(tiles, len(tiles), gutter=3, below=[f"p={fmt(p)}" for p in lengths])
+    blocks = [_title(f"Decoder: class {name} capsule rescaled to length p"), mosaic]
+    caption = (f"Decoder, capsule length: the class {name} capsule's vector rescaled to lengths "
+               f"p = {fmt(lengths[0])} … {fmt(lengths[-1])} (x ← x·p/|x|), all other class "
+               f"capsules masked, then reconstructed ({len(lengths)} images; pixel values "
+               f"clipped to 0 … 1, no normalisation).")
+    return [_png_figure("decoder_length.png", _compose(blocks), caption)]
+
+
+def _delta_label(d: float) -> str:
+    text = fmt(d)
+    return text if text.startswith("-") or text == "0" else "+" + text
+
+
+def render_decoder_perturbation(result, params, ctx: RenderContext) -> list[Figure]:
+    """D rows (dimensions) x S columns (offsets δ) of reconstructions."""
+    images = np.asarray(result["images"], dtype=np.float64)               # (D, S, H, W, C)
+    deltas = np.asarray(result["deltas"], dtype=np.float64).reshape(-1)
+    target = int(np.asarray(result["target"]).reshape(()))
+    name = _class_name(ctx, target)
+    dims, steps, height, width = images.shape[:4]
+    factor = _factor(max(height, width), 48)
+    tiles = _upscale(_rgb(images), factor)
+    gutter = 2
+    grid = _grid(tiles, gutter)
+    th, tw = tiles.shape[2:4]
+    lh = _line_height()
+    label_w = text_size(f"dim {dims - 1}")[0] + 8
+    header = lh + 4
+    array = np.full((header + grid.shape[0], label_w + grid.shape[1], 3), WHITE, dtype=np.uint8)
+    array[header:, label_w:] = grid
+    texts = [(label_w + s * (tw + gutter) + tw / 2, 0, _delta_label(d), "center", MUTED)
+             for s, d in enumerate(deltas)]
+    texts += [(label_w - 6, header + d * (th + gutter) + (th - lh) // 2, f"dim {d}", "right")
+              for d in range(dims)]
+    blocks = [_title(f"Decoder: class {name}, one dimension perturbed by delta (columns)"),
+              _Block(array, texts)]
+    offsets = ", ".join(_delta_label(d) for d in deltas)
+    caption = (f"Decoder, dimension perturbation: δ ∈ {{{offsets}}} added to one of the {dims} "
+               f"dimensions of the class {name} capsule at a time "
+               f"(rows: dimension; columns: δ), other class capsules masked, then reconstructed "
+               f"(pixel values clipped to 0 … 1, no normalisation).")
+    return [_png_figure("decoder_perturbation.png", _compose(blocks), caption)]
+
+
+# --- 7. Grad-CAM++ ------------------------------------------------------------------------------
+
+def _layer_rf(ctx: RenderContext, layer: str, grid_hw, input_hw):
+    """The receptive field of `layer`; else the only one giving `grid_hw` on the input."""
+    names = list(ctx.conv_layer_names or ())
+    fields = list(ctx.receptive_fields or ())
+    if layer in names and names.index(layer) < len(fields):
+        return tuple(fields[names.index(layer)])
+    matches = [tuple(f) for f in fields
+               if all((n - f[0] - f[1]) // f[2] + 1 == g for n, g in zip(input_hw, grid_hw))]
+    return matches[0] if len(set(matches)) == 1 else None
+
+
+def render_gradcam_pp(result, params, ctx: RenderContext) -> list[Figure]:
+    """Grad-CAM++ map of a conv layer placed on the input by that layer's receptive field."""
+    cam = np.asarray(result["map"], dtype=np.float64)                     # (h, w) in [0, 1]
+    gh, gw = cam.shape
+    layer = str(_get(params, "layer", ""))
+    input_hw = _input_hw(ctx, (gh, gw), None) if ctx.image is not None else (gh, gw)
+    rf = _layer_rf(ctx, layer, (gh, gw), input_hw) if ctx.image is not None else None
+    cmap = str(_get(params, "colormap", "viridis"))
+    alpha = float(_get(params, "alpha", 0.5))
+    target = result.get("target", _get(params, "target", _get(params, "class_index", None)))
+    for_class = ""
+    if target is not None and np.asarray(target).size == 1 and int(np.asarray(target)) >= 0:
+        for_class = f" for class {_class_name(ctx, int(np.asarray(target)))}"
+    overlay, where = _overlay_tiles(np.clip(cam, 0.0, 1.0)[None], ctx, rf, cmap, alpha, target=168)
+    panels = [overlay[0]]
+    labels = [f"Grad-CAM++ on {layer or 'conv layer'}"]
+    if ctx.image is not None:
+        base = _upscale(_rgb(_gray(ctx.image)[:, :, None]), overlay.shape[1] // ctx.image.shape[0])
+        if base.shape == overlay[0].shape:
+            panels.insert(0, base)
+            labels.insert(0, "input (grayscale)")
+    mosaic = _mosaic(np.stack(panels), len(panels), gutter=8, above=labels)
+    blocks = [_title(f"Grad-CAM++{for_class}, layer {layer or '?'} ({gh}x{gw})"), mosaic,
+              _colorbar(cmap, 0.0, 1.0, "Grad-CAM++ (min-max per image)",
+                        width=min(200, mosaic.array.shape[1]))]
+    caption = (f"Grad-CAM++{for_class} from layer {layer or '(unnamed)'} ({gh}x{gw} map, gradients "
+               f"of the class capsule's length), {where}, as a {cmap} overlay ({alpha:.0%} "
+               f"opacity) on the grayscale input. Normalisation: min-max per image (0 … 1).")
+    return [_png_figure("gradcam_pp.png", _compose(blocks), caption)]
+
+
+# --- 8. activation maximization -----------------------------------------------------------------
+
+def render_activation_maximization(result, params, ctx: RenderContext) -> list[Figure]:
+    """A row of synthesized images, one per class, with the model's lengths for each."""
+    images = np.asarray(result["images"], dtype=np.float64)               # (K, H, W, C)
+    lengths = np.asarray(result["lengths"], dtype=np.float64)             # (K, K)
+    classes, height, width = images.shape[:3]
+    tiles = _upscale(_rgb(images), _factor(max(height, width), 84))
+    names = [_class_name(ctx, k) for k in range(classes)]
+    below = []
+    for k in range(classes):
+        pred = int(np.argmax(lengths[k]))
+        below.append([f"|v|={lengths[k, k]:.3f}",
+                      (f"pred {names[pred]}", MUTED if pred == k else DEAD)])
+    cols = _columns(classes, 10)
+    mosaic = _mosaic(tiles, cols, gutter=4, above=names, below=below)
+    blocks = [_title("Activation maximization (experimental)"), mosaic]
+    caption = ("Activation maximization (experimental): for each class, an image synthesized by "
+               "gradient ascent on that class capsule's length from an all-black input, no "
+               "regulariser; below each, the length of its own class capsule and the model's "
+               "prediction for it (red when another class wins). Pixel values clipped to 0 … 1, "
+               "no normalisation.")
+    return [_png_figure("activation_maximization.png", _compose(blocks), caption)]
+
+
+RENDERERS = {
+    "predictions": render_predictions,
+    "conv_feature_maps": render_conv_feature_maps,
+    "conv_kernels": render_conv_kernels,
+    "primary_heatmaps": render_primary_heatmaps,
+    "rpv": render_rpv,
+    "class_capsules": render_class_capsules,
+    "decoder_length": render_decoder_length,
+    "decoder_perturbation": render_decoder_perturbation,
+    "gradcam_pp": render_gradcam_pp,
+    "activation_maximization": render_activation_maximization,
+}
