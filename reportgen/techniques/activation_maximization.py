@@ -1,0 +1,97 @@
+"""Activation maximization (SPEC §3.8, experimental): inputs that maximise a class capsule.
+
+From an all-black input, gradient ascent on one class capsule's length, no regulariser, the input
+clipped to [0, 1] after every step; all classes are optimised together as one batch (an image
+never influences another: routing is per example). The update is Adam (Kingma & Ba) with the
+given learning rate: plain gradient steps barely move on the tiny gradients of capsule lengths,
+and tf-keras-vis's ActivationMaximization likewise uses an adaptive optimiser. The result shows
+capsules are fooled by high-frequency images; the model's lengths for each image are reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from reportgen.techniques.base import Technique
+from reportgen.techniques.compute import check_positive
+
+_BETA1, _BETA2, _EPSILON = 0.9, 0.999, 1e-7
+
+
+@dataclass(frozen=True)
+class Params:
+    steps: int = 200
+    learning_rate: float = 0.05
+
+    def __post_init__(self):
+        check_positive("activation_maximization", "steps", self.steps, int)
+        check_positive("activation_maximization", "learning_rate", self.learning_rate, float)
+
+
+def variants(net) -> list[Params]:
+    return [Params()]
+
+
+def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
+    """{"images": (K, H, W, C) one synthesized input per class, "lengths": (K, K) its lengths}.
+
+    Scope checkpoint: `batch` only supplies the network; no batch axis in the result.
+    """
+    import tensorflow as tf
+
+    params = params or Params()
+    net = batch.net
+    classes = net.params.num_classes
+    shape = (classes,) + tuple(net.params.input_shape)
+    selector = tf.constant(np.eye(classes, dtype=np.float32))
+    learning_rate = float(params.learning_rate)
+
+    def target_lengths(x):
+        return tf.reduce_sum(net.model(x, training=False)["lengths"] * selector, axis=1)
+
+    @tf.function(reduce_retracing=True)
+    def ascend(x, m, v, t):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            objective = tf.reduce_sum(target_lengths(x))
+        grad = tape.gradient(objective, x)
+        m = _BETA1 * m + (1.0 - _BETA1) * grad
+        v = _BETA2 * v + (1.0 - _BETA2) * tf.square(grad)
+        m_hat = m / (1.0 - tf.pow(_BETA1, t))
+        v_hat = v / (1.0 - tf.pow(_BETA2, t))
+        x = tf.clip_by_value(x + learning_rate * m_hat / (tf.sqrt(v_hat) + _EPSILON), 0.0, 1.0)
+        return x, m, v
+
+    x = tf.zeros(shape, tf.float32)
+    m = tf.zeros(shape, tf.float32)
+    v = tf.zeros(shape, tf.float32)
+    for step in range(1, int(params.steps) + 1):
+        x, m, v = ascend(x, m, v, tf.constant(float(step)))
+    lengths = net.model(x, training=False)["lengths"]
+    return {"images": np.asarray(x, np.float32), "lengths": np.asarray(lengths, np.float32)}
+
+
+def _render(result, params, ctx):
+    from reportgen.figures.panels import render_activation_maximization
+    return render_activation_maximization(result, params, ctx)
+
+
+TECHNIQUE = Technique(
+    name="activation_maximization",
+    title="Activation maximization",
+    layer="model",
+    scope="checkpoint",
+    needs=frozenset(),
+    params_type=Params,
+    version=1,
+    compute=compute,
+    render=_render,
+    variants=variants,
+    experimental=True,
+    description="For each class, the input synthesized by gradient ascent on that class "
+                "capsule's length from an all-black image, with no regulariser, and the model's "
+                "capsule lengths for it. Capsule networks are fooled by such high-frequency "
+                "images: a long capsule need not mean a recognisable digit.",
+)

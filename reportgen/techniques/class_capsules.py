@@ -1,0 +1,46 @@
+"""Class capsules (SPEC §3, ClassCaps group): every class capsule's vector and its length."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from reportgen.techniques.base import Technique
+
+
+@dataclass(frozen=True)
+class Params:
+    """No options."""
+
+
+def variants(net) -> list[Params]:
+    return [Params()]
+
+
+def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
+    """{"capsules": (B, classes, dims), "lengths": (B, classes)}."""
+    return {"capsules": np.asarray(batch["class_capsules"], np.float32),
+            "lengths": np.asarray(batch["lengths"], np.float32)}
+
+
+def _render(result, params, ctx):
+    from reportgen.figures.panels import render_class_capsules
+    return render_class_capsules(result, params, ctx)
+
+
+TECHNIQUE = Technique(
+    name="class_capsules",
+    title="Class capsules",
+    layer="class",
+    scope="input",
+    needs=frozenset({"class_capsules", "lengths"}),
+    params_type=Params,
+    version=1,
+    compute=compute,
+    render=_render,
+    variants=variants,
+    description="The pose vector of every class capsule after dynamic routing, with its length "
+                "(the class probability). The decoder reconstructs the input from the longest "
+                "one (Sabour et al. 2017).",
+)

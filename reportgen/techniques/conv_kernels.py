@@ -1,0 +1,52 @@
+"""Conv kernels: the learned filters of a conv layer at one training step (per checkpoint)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from reportgen.techniques.base import Technique
+from reportgen.techniques.compute import check_conv_layer
+
+_CAPSULE_CONV = "primary_conv"
+
+
+@dataclass(frozen=True)
+class Params:
+    layer: str = "conv1"
+
+
+def variants(net) -> list[Params]:
+    """One per plain conv layer (every conv layer but the primary-capsule conv)."""
+    return [Params(layer=name) for name in net.conv_layer_names if name != _CAPSULE_CONV]
+
+
+def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
+    """{"kernels": (k, k, in_channels, filters)} the layer's weights (no batch axis)."""
+    params = params or Params()
+    net = batch.net
+    check_conv_layer(net, "conv_kernels", params.layer)
+    kernel = net.model.get_layer(params.layer).kernel
+    return {"kernels": np.array(kernel.numpy(), dtype=np.float32)}
+
+
+def _render(result, params, ctx):
+    from reportgen.figures.panels import render_conv_kernels
+    return render_conv_kernels(result, params, ctx)
+
+
+TECHNIQUE = Technique(
+    name="conv_kernels",
+    title="Conv kernels",
+    layer="conv",
+    scope="checkpoint",
+    needs=frozenset(),
+    params_type=Params,
+    version=1,
+    compute=compute,
+    render=_render,
+    variants=variants,
+    description="The weights of every filter of a convolutional layer at this training step; "
+                "they do not depend on the input.",
+)

@@ -1,0 +1,65 @@
+"""Shared fixtures: tiny CapsNets (built in well under a second) and seeded random images."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+# tests/reference/ holds the NumPy oracles; make `import reference` work in every import mode.
+_TESTS = str(Path(__file__).resolve().parent)
+if _TESTS not in sys.path:
+    sys.path.insert(0, _TESTS)
+
+TINY_PARAMS = {
+    "dataset": "mnist",
+    "input_shape": [12, 12, 1],
+    "num_classes": 3,
+    "conv": [{"filters": 8, "kernel_size": 3}],
+    # 12x12 -> conv 10x10 -> primary (kernel 3, stride 2) 4x4 grid x 4 types = 64 capsules.
+    "primary": {"types": 4, "dims": 4, "kernel_size": 3, "strides": 2},
+    "class_caps": {"dims": 4},
+    "decoder": {"units": [16]},
+}
+
+
+def build_tiny_net(seed: int = 0, **overrides):
+    """A freshly initialised tiny CapsNet; `overrides` replace top-level TINY_PARAMS entries."""
+    import keras
+
+    from reportgen.capsnet.architecture import build_capsnet
+    from reportgen.settings.model_params import parse_model_params
+
+    keras.utils.set_random_seed(seed)
+    return build_capsnet(parse_model_params({**TINY_PARAMS, **overrides}))
+
+
+@pytest.fixture(scope="session")
+def tiny_net():
+    """Tiny CapsNet with a decoder (treat as read-only: it is shared by the whole session)."""
+    return build_tiny_net(seed=0)
+
+
+@pytest.fixture(scope="session")
+def make_net():
+    """Factory for private tiny nets (to hand-set weights or change the architecture)."""
+    return build_tiny_net
+
+
+@pytest.fixture(scope="session")
+def images():
+    """Five seeded random 12x12x1 images in [0, 1]."""
+    return np.random.default_rng(1234).random((5, 12, 12, 1), dtype=np.float32)
+
+
+@pytest.fixture(scope="session")
+def probe(tiny_net, images):
+    """The probe batch of `images` through `tiny_net` (forward and gradients)."""
+    from reportgen.probe.probe import run_probe
+
+    return run_probe(tiny_net, images)

@@ -1,0 +1,1 @@
+"""Plain-NumPy reference implementations (test oracles). They never import reportgen."""

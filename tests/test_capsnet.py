@@ -1,0 +1,159 @@
+"""Capsule ops, routing, losses and layers (SPEC §2) against the NumPy oracles."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from keras import ops
+from reference import capsules as oracle
+
+from reportgen.capsnet.layers import ClassCaps, Length, Mask, PrimaryCaps
+from reportgen.capsnet.losses import margin_loss, reconstruction_loss
+from reportgen.capsnet.ops import squash
+from reportgen.capsnet.routing import dynamic_routing
+
+
+def _np(x):
+    return np.asarray(ops.convert_to_numpy(x))
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(7)
+
+
+def test_squash(rng):
+    s = rng.normal(size=(4, 6, 8)).astype(np.float32) * rng.uniform(0.1, 5, (4, 6, 1))
+    s[0, 0] = 0.0
+    v = _np(squash(s))
+    np.testing.assert_allclose(v, oracle.squash(s), rtol=1e-5, atol=1e-6)
+    assert not v[0, 0].any()
+    lengths = np.linalg.norm(v, axis=-1)
+    assert (lengths < 1).all()
+    # Direction is kept.
+    cosine = np.sum(v[1:] * s[1:], -1) / (lengths[1:] * np.linalg.norm(s[1:], axis=-1))
+    np.testing.assert_allclose(cosine, 1.0, atol=1e-5)
+
+
+@pytest.mark.parametrize("iterations", [1, 3])
+def test_dynamic_routing(iterations, rng):
+    votes = rng.normal(scale=0.3, size=(2, 12, 3, 5)).astype(np.float32)
+    v, c = dynamic_routing(ops.convert_to_tensor(votes), iterations)
+    expected_v, expected_c = oracle.dynamic_routing(votes, iterations)
+    np.testing.assert_allclose(_np(v), expected_v, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(_np(c), expected_c, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(_np(c).sum(-1), 1.0, atol=1e-6)
+    if iterations == 1:
+        np.testing.assert_allclose(_np(c), 1.0 / 3)
+
+
+def test_margin_loss(rng):
+    lengths = rng.uniform(0, 1, (6, 4)).astype(np.float32)
+    one_hot = np.eye(4, dtype=np.float32)[rng.integers(0, 4, 6)]
+    np.testing.assert_allclose(_np(margin_loss(one_hot, lengths)),
+                               oracle.margin_loss(one_hot, lengths), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(
+        _np(margin_loss(one_hot, lengths, m_plus=0.8, m_minus=0.2, down_weight=0.25)),
+        oracle.margin_loss(one_hot, lengths, 0.8, 0.2, 0.25), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("weight", [0.392, 1.0])
+def test_reconstruction_loss(weight, rng):
+    images = rng.random((3, 5, 5, 1)).astype(np.float32)
+    recon = rng.random((3, 5, 5, 1)).astype(np.float32)
+    np.testing.assert_allclose(_np(reconstruction_loss(images, recon, weight)),
+                               oracle.reconstruction_loss(images, recon, weight), rtol=1e-5)
+    # 0.392 x mean over 784 pixels = 0.0005 x sum (SPEC §2).
+    mnist = rng.random((1, 28, 28, 1)).astype(np.float32)
+    np.testing.assert_allclose(_np(reconstruction_loss(mnist, 0 * mnist, 0.392)),
+                               0.0005 * np.sum(mnist ** 2), rtol=1e-5)
+
+
+def test_class_caps_votes_and_routing_match_oracle(rng):
+    primary = rng.normal(scale=0.5, size=(2, 8, 4)).astype(np.float32)
+    layer = ClassCaps(3, 5, routing_iterations=3)
+    v, c = layer(primary)
+    kernel = layer.kernel.numpy()
+    assert kernel.shape == (8, 3, 5, 4)
+    expected_votes = oracle.votes(primary, kernel)
+    np.testing.assert_allclose(_np(layer.votes(primary)), expected_votes, rtol=1e-5, atol=1e-6)
+    expected_v, expected_c = oracle.dynamic_routing(expected_votes, 3)
+    np.testing.assert_allclose(_np(v), expected_v, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(_np(c), expected_c, rtol=1e-4, atol=1e-6)
+
+
+def test_weight_sharing_equals_tiled_matrices(rng):
+    """One matrix per capsule type == per-capsule matrices tiled over the grid cells."""
+    types, cells = 4, 6
+    primary = rng.normal(scale=0.5, size=(2, cells * types, 4)).astype(np.float32)
+    shared = ClassCaps(3, 5, weight_sharing=True, capsule_types=types)
+    shared.build(primary.shape)
+    assert tuple(shared.kernel.shape) == (types, 3, 5, 4)
+    full = ClassCaps(3, 5, weight_sharing=False)
+    full.build(primary.shape)
+    # Capsule i = cell * types + type uses the shared matrix of its type.
+    tiled = np.tile(shared.kernel.numpy(), (cells, 1, 1, 1))
+    full.kernel.assign(tiled)
+    np.testing.assert_allclose(_np(shared.votes(primary)), _np(full.votes(primary)),
+                               rtol=1e-5, atol=1e-6)
+    for a, b in zip(shared(primary), full(primary)):
+        np.testing.assert_allclose(_np(a), _np(b), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="multiple"):
+        ClassCaps(3, 5, weight_sharing=True, capsule_types=5).build((2, 24, 4))
+
+
+@pytest.mark.parametrize("layer", [
+    PrimaryCaps(4, 8, name="pc"),
+    ClassCaps(10, 16, routing_iterations=2, weight_sharing=True, capsule_types=32,
+              kernel_init_stddev=0.01, name="cc"),
+    Length(name="len"),
+    Mask(name="mask"),
+])
+def test_get_config_round_trip(layer):
+    config = layer.get_config()
+    clone = type(layer).from_config(config)
+    assert clone.get_config() == config
+
+
+def test_primary_caps_groups_channels_by_type():
+    """Channels t*dims ... (t+1)*dims - 1 of cell (row, col) form capsule (row*W + col)*T + t."""
+    h, w, types, dims = 2, 3, 2, 3
+    poses = np.arange(h * w * types * dims, dtype=np.float32).reshape(1, h, w, types * dims) / 50
+    out = _np(PrimaryCaps(types, dims)(poses))
+    assert out.shape == (1, h * w * types, dims)
+    for row in range(h):
+        for col in range(w):
+            for t in range(types):
+                s = poses[0, row, col, t * dims:(t + 1) * dims]
+                np.testing.assert_allclose(out[0, (row * w + col) * types + t], oracle.squash(s),
+                                           rtol=1e-5, atol=1e-6)
+
+
+def test_mask_keeps_one_capsule(rng):
+    capsules = rng.normal(size=(2, 3, 4)).astype(np.float32)
+    longest = np.argmax(np.linalg.norm(capsules, axis=-1), axis=1)
+    masked = _np(Mask()(capsules)).reshape(2, 3, 4)
+    for b in range(2):
+        np.testing.assert_allclose(masked[b, longest[b]], capsules[b, longest[b]])
+        assert not np.delete(masked[b], longest[b], axis=0).any()
+    chosen = _np(Mask()([capsules, np.eye(3, dtype=np.float32)[[2, 0]]])).reshape(2, 3, 4)
+    np.testing.assert_allclose(chosen[0, 2], capsules[0, 2])
+    np.testing.assert_allclose(chosen[1, 0], capsules[1, 0])
+
+
+@pytest.mark.parametrize("weight_sharing", [False, True])
+def test_model_with_batch_size_one(weight_sharing, make_net, images):
+    net = make_net(seed=2, class_caps={"dims": 4, "weight_sharing": weight_sharing})
+    out = net.model(images[:1], training=False)
+    shapes = {k: tuple(v.shape) for k, v in out.items()}
+    assert shapes["primary_capsules"] == (1, 64, 4)
+    assert shapes["coupling"] == (1, 64, 3)
+    assert shapes["class_capsules"] == (1, 3, 4)
+    assert shapes["lengths"] == (1, 3)
+    assert shapes["reconstruction"] == (1, 12, 12, 1)
+    # The same image alone and within a batch gives the same outputs.
+    batched = net.model(images, training=False)
+    np.testing.assert_allclose(_np(out["lengths"]), _np(batched["lengths"])[:1], rtol=1e-5,
+                               atol=1e-6)
+    capsules, lengths = net.encoder(images[:1])
+    assert tuple(capsules.shape) == (1, 3, 4) and tuple(lengths.shape) == (1, 3)
