@@ -379,7 +379,9 @@ def _panel(tech, params, store, array_key, ctx, out_dir, docs, summary):
     files = []
     out_dir.mkdir(parents=True, exist_ok=True)
     for fig in figures:
-        target = out_dir / f"{stem}-{fig['name']}"
+        name = Path(fig["name"])
+        target = out_dir / (f"{stem}{name.suffix}" if name.stem == tech.name
+                            else f"{stem}-{fig['name']}")
         _link_or_copy(Path(fig["path"]), target)
         files.append(FigureFile(kind=fig["kind"], path=target.relative_to(docs).as_posix(),
                                 width=fig["width"], height=fig["height"]))
@@ -408,9 +410,9 @@ def _architecture(net):
         for sub in (sublayers if sublayers else [layer]):
             if sub.__class__.__name__ == "InputLayer":
                 continue
-            shape = sub.output.shape if hasattr(sub, "output") else None
-            if isinstance(shape, list):
-                shape = " + ".join(str(tuple(s)) for s in shape)
+            out = sub.output
+            outs = out if isinstance(out, (list, tuple)) else [out]
+            shape = " + ".join(str(tuple(o.shape)) for o in outs)
             rows.append(ArchitectureRow(layer=sub.name, kind=sub.__class__.__name__,
                                         output_shape=str(shape), params=int(sub.count_params())))
     return rows
