@@ -19,6 +19,10 @@ import click
 @click.option("--technique", "techniques", multiple=True,
               help="Only these techniques (repeatable); default: all non-experimental.")
 @click.option("--experimental", is_flag=True, help="Include activation maximization.")
+@click.option("--analyses", type=click.Choice(["last", "all", "none"]), default="last",
+              show_default=True,
+              help="Steps that get the dataset-level analyses (routing diagnostics, fidelity, "
+                   "robustness): the last chosen step, all chosen steps, or none.")
 @click.option("--eval-images", type=click.IntRange(min=10), default=500, show_default=True,
               help="Test images for accuracy and the confusion matrix (stratified).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True)

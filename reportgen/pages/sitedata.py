@@ -56,6 +56,8 @@ class StepData:
     accuracy: float | None = None
     per_class_accuracy: list[float] | None = None
     confusion_matrix: list[list[int]] | None = None   # rows = true class, cols = predicted
+    # dataset-level analyses over the evaluation set at this step (issue 5), page order
+    dataset_panels: list[Panel] = field(default_factory=list)
 
 
 @dataclass
@@ -80,6 +82,8 @@ class ModelData:
     latest_val_accuracy: float | None = None
     best_val_accuracy: float | None = None
     errors: list[str] = field(default_factory=list)   # what failed for this model during build
+    # dataset-level numbers over training steps (one panel per analysis), static
+    trend_panels: list[Panel] = field(default_factory=list)
 
 
 @dataclass
@@ -88,3 +92,5 @@ class SiteData:
     models: list[ModelData]
     techniques: list[dict]    # [{name, title, layer, description, experimental}] in page order
     generated_by: str = "reportgen"
+    # dataset-level analyses with the models overlaid (each model at its last built step)
+    compare_panels: list[Panel] = field(default_factory=list)

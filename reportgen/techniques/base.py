@@ -3,7 +3,8 @@
 A technique turns a ProbeBatch (tensors of one forward/backward pass over a batch of images,
 for one model at one training step) into a dict of float32 arrays with the batch axis first
 (scope "input"), or into arrays about the checkpoint itself (scope "checkpoint", computed once
-per model step, e.g. conv kernels). `render` draws one result (one image's slice) into figures;
+per model step, e.g. conv kernels), or into dataset-level numbers over an evaluation set (scope
+"dataset": compute receives a reportgen.probe.evaluation.EvalBatch; e.g. robustness curves). `render` draws one result (one image's slice) into figures;
 it never touches TensorFlow.
 """
 
@@ -15,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 LAYERS = ("model", "conv", "primary", "class", "decoder")
-SCOPES = ("input", "checkpoint")
+SCOPES = ("input", "checkpoint", "dataset")
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,13 @@ class Technique:
     variants: Callable[..., list[Any]] = field(default=lambda net: [None])
     """(net) -> the params instances to compute for this model ([] = not applicable)."""
     experimental: bool = False         # opt-in (e.g. activation maximization)
+    # Dataset scope only (all optional):
+    summarize: Callable[..., dict] | None = None
+    """(arrays, params) -> JSON-ready dict of the headline numbers (exported as JSON and CSV)."""
+    render_trend: Callable[..., list[Figure]] | None = None
+    """([(step, summary dict)], params, ctx) -> figures of how the numbers evolve over steps."""
+    render_compare: Callable[..., list[Figure]] | None = None
+    """([(model, summary dict)], params, ctx) -> figures overlaying models (one step each)."""
     description: str = ""              # one paragraph: what it shows and where it comes from
 
     def __post_init__(self):

@@ -1,0 +1,170 @@
+"""`reportgen publish`: push the built site to a gh-pages branch (GitHub Pages).
+
+Plain git plumbing (the approach of ghp-import, which MkDocs' gh-deploy uses): the site folder
+becomes one commit on top of the remote branch's tip, built with a temporary index so the
+user's working tree, index and checked-out branch are never touched, then pushed. A
+`.nojekyll` file is added so GitHub Pages serves the files as they are. Nothing is pushed when
+the site has not changed since the branch's last commit.
+
+Run it inside the project's git repository (the remote's credentials and settings apply); with
+--remote-url it also works outside any repository (a temporary one is used).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import click
+
+from reportgen.errors import ReportgenError
+
+
+class _Git:
+    def __init__(self, git_dir: Path, env: dict | None = None):
+        self.git_dir = git_dir
+        self.env = {**os.environ, **(env or {})}
+
+    def run(self, *args: str, check: bool = True, input: bytes | None = None,  # noqa: A002
+            cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+        result = subprocess.run(["git", f"--git-dir={self.git_dir}", *args], input=input,
+                                capture_output=True, cwd=cwd, env={**self.env, **(env or {})})
+        if check and result.returncode != 0:
+            raise ReportgenError(f"git {args[0]} failed.",
+                                 received=result.stderr.decode(errors="replace").strip(),
+                                 fix="see git's message above")
+        return result
+
+    def out(self, *args: str, **kwargs) -> str:
+        return self.run(*args, **kwargs).stdout.decode().strip()
+
+
+def _find_git_dir(repo_dir: Path) -> Path | None:
+    result = subprocess.run(["git", "rev-parse", "--absolute-git-dir"], cwd=repo_dir,
+                            capture_output=True)
+    return Path(result.stdout.decode().strip()) if result.returncode == 0 else None
+
+
+def _identity(git: _Git) -> dict:
+    """Author/committer for the commit: git's configuration, else a neutral fallback."""
+    env = {}
+    if git.run("config", "user.name", check=False).returncode != 0:
+        env.update(GIT_AUTHOR_NAME="reportgen", GIT_COMMITTER_NAME="reportgen")
+    if git.run("config", "user.email", check=False).returncode != 0:
+        env.update(GIT_AUTHOR_EMAIL="reportgen@localhost", GIT_COMMITTER_EMAIL="reportgen@localhost")
+    return env
+
+
+def publish_site(site_dir: str | Path, *, remote: str = "origin", remote_url: str | None = None,
+                 branch: str = "gh-pages", message: str | None = None, force: bool = False,
+                 repo_dir: str | Path | None = None) -> str | None:
+    """Commit `site_dir` onto `branch` and push it to `remote_url` or the named `remote`.
+
+    Returns the pushed commit's id, or None when the site is unchanged.
+    """
+    from reportgen.commands.serve_cli import check_site_dir
+
+    site = check_site_dir(site_dir).resolve()
+    repo_dir = Path(repo_dir or Path.cwd())
+    git_dir = _find_git_dir(repo_dir)
+    with tempfile.TemporaryDirectory(prefix="reportgen-publish-") as tmp:
+        tmp_path = Path(tmp)
+        if git_dir is None:
+            if remote_url is None:
+                raise ReportgenError(
+                    f"'{repo_dir.resolve()}' is not inside a git repository.",
+                    expected="run from the project's repository (its remote is the target)",
+                    fix="cd into the repository, or pass --remote-url URL")
+            subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True)
+            git_dir = tmp_path / "repo" / ".git"
+        git = _Git(git_dir)
+        if remote_url is not None:
+            target = remote_url
+        else:
+            if git.run("remote", "get-url", remote, check=False).returncode != 0:
+                remotes = git.out("remote") or "(none)"
+                raise ReportgenError(f"The repository has no remote named '{remote}'.",
+                                     expected="an existing remote",
+                                     received=f"remotes: {remotes}",
+                                     fix="pass --remote NAME or --remote-url URL "
+                                         "(e.g. git@github.com:you/repo.git)")
+            target = remote
+        ref = f"refs/heads/{branch}"
+        if git.run("check-ref-format", ref, check=False).returncode != 0:
+            raise ReportgenError("Invalid branch name.", received=branch, fix="e.g. gh-pages")
+
+        # The parent: the remote branch's tip (so the push fast-forwards), else a local branch.
+        fetched = git.run("fetch", "--quiet", "--no-tags", target, ref, check=False)
+        parent = None
+        if fetched.returncode == 0:
+            parent = git.out("rev-parse", "FETCH_HEAD")
+        elif b"couldn't find remote ref" not in fetched.stderr:
+            raise ReportgenError(f"Cannot reach the remote '{target}'.",
+                                 received=fetched.stderr.decode(errors="replace").strip(),
+                                 fix="check the remote URL and your credentials")
+        elif git.run("rev-parse", "--verify", "--quiet", ref, check=False).returncode == 0:
+            parent = git.out("rev-parse", ref)
+
+        # The tree: the site folder plus .nojekyll, through a temporary index.
+        index_env = {"GIT_INDEX_FILE": str(tmp_path / "index")}
+        git.run(f"--work-tree={site}", "add", "--all", "--force", ".", cwd=site, env=index_env)
+        empty_blob = git.out("hash-object", "-w", "--stdin", input=b"")
+        git.run("update-index", "--add", "--cacheinfo", f"100644,{empty_blob},.nojekyll",
+                env=index_env)
+        tree = git.out("write-tree", env=index_env)
+        if parent and git.out("rev-parse", f"{parent}^{{tree}}") == tree:
+            return None
+
+        if message is None:
+            source = git.run("rev-parse", "--short", "HEAD", check=False)
+            message = "Publish the reportgen site" + (
+                f" (source {source.stdout.decode().strip()})" if source.returncode == 0 else "")
+        args = ["commit-tree", tree, "-m", message] + (["-p", parent] if parent else [])
+        commit = git.out(*args, env=_identity(git))
+        pushed = git.run("push", "--quiet", *(["--force"] if force else []), target,
+                         f"{commit}:{ref}", check=False)
+        if pushed.returncode != 0:
+            raise ReportgenError(f"Pushing to '{target}' ({branch}) failed.",
+                                 received=pushed.stderr.decode(errors="replace").strip(),
+                                 fix="check your rights on the remote; if its branch has "
+                                     "diverged on purpose, use --force")
+        # Keep the local branch in step (as ghp-import does) unless it is checked out.
+        head = git.run("symbolic-ref", "--quiet", "HEAD", check=False).stdout.decode().strip()
+        if git_dir.parent != tmp_path / "repo" and head != ref:
+            git.run("update-ref", ref, commit, check=False)
+        return commit
+
+
+@click.command("publish")
+@click.option("--site-dir", default="site", show_default=True,
+              type=click.Path(file_okay=False), help="The folder `reportgen build` wrote.")
+@click.option("--remote", default="origin", show_default=True,
+              help="Name of the git remote to push to.")
+@click.option("--remote-url", default=None,
+              help="Push to this URL or path instead of a named remote.")
+@click.option("--branch", default="gh-pages", show_default=True, help="Branch to publish to.")
+@click.option("--message", "-m", default=None, help="Commit message [Publish the reportgen site].")
+@click.option("--force", is_flag=True, help="Overwrite the branch even if it has diverged.")
+def command(site_dir, remote, remote_url, branch, message, force):
+    """Push the built site to a gh-pages branch (GitHub Pages).
+
+    Run it from the project's git repository. Then set the repository's Pages source to the
+    branch (GitHub: Settings > Pages > Deploy from a branch > gh-pages, / (root)).
+
+    \b
+    Examples:
+      reportgen publish                          # site/ -> origin gh-pages
+      reportgen publish --remote-url git@github.com:me/capsnets.git -m "10 epochs"
+    """
+    from reportgen.console import notice
+
+    commit = publish_site(site_dir, remote=remote, remote_url=remote_url, branch=branch,
+                          message=message, force=force)
+    target = remote_url or remote
+    if commit is None:
+        notice(f"The site is unchanged since the last publish: nothing pushed to {target} "
+               f"{branch}.")
+    else:
+        notice(f"Published {site_dir} to {target} {branch} (commit {commit[:10]}).")

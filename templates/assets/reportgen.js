@@ -1,0 +1,523 @@
+/*
+ * reportgen.js: the training-step slider and the input / technique pickers.
+ *
+ * Every model page includes its model's index (models/SLUG/data.js, which sets
+ * window.reportgenData[SLUG]) with a plain <script> tag, so this works from file:// as well as
+ * over HTTP. When the user moves the slider or picks an input, the figures on the page are
+ * swapped IN PLACE: img src, size, caption and download links come from the index; only the
+ * images of the current choice are ever in the DOM.
+ *
+ * The choice {step, input, panel} persists across pages and models: it is written to the URL
+ * query (?step=3-100&input=test-12, so a link can be shared) and to localStorage (so the next
+ * page opens with it). A step a model does not have falls back to its nearest earlier step;
+ * an input it does not have falls back to its first input.
+ *
+ * Without JavaScript the pages show the latest step and the first input (server-rendered).
+ * Plain DOM, no framework; text is always set with textContent (never innerHTML).
+ */
+(function () {
+  "use strict";
+
+  var STORAGE_KEY = "reportgen.selection.v1";
+  var QUERY_KEYS = ["step", "input", "panel"];
+  var MIN_DISPLAY = 160; /* images narrower than this are upscaled (pixelated) */
+  var CARD_WIDTHS = [240, 900]; /* a card's preferred width: its image's, within these */
+
+  var page = document.querySelector("[data-rg-page]");
+  if (!page) {
+    return;
+  }
+  var kind = page.getAttribute("data-rg-page");
+  var root = page.getAttribute("data-rg-root") || "";
+  var allData = window.reportgenData || {};
+
+  /* ---------------------------------------------------------------- selection state */
+
+  function readStored() {
+    try {
+      var value = JSON.parse(window.localStorage.getItem(STORAGE_KEY) || "{}");
+      return value && typeof value === "object" ? value : {};
+    } catch (error) {
+      return {}; /* storage disabled or corrupt: start from the defaults */
+    }
+  }
+
+  function writeStored(selection) {
+    try {
+      window.localStorage.setItem(STORAGE_KEY, JSON.stringify(selection));
+    } catch (error) {
+      /* storage disabled (private mode, file:// policy): the URL query still carries it */
+    }
+  }
+
+  function readQuery() {
+    var result = {};
+    var params = new URLSearchParams(window.location.search);
+    QUERY_KEYS.forEach(function (key) {
+      if (params.has(key)) {
+        result[key] = params.get(key);
+      }
+    });
+    return result;
+  }
+
+  function writeQuery(selection) {
+    try {
+      var url = new URL(window.location.href);
+      QUERY_KEYS.forEach(function (key) {
+        if (selection[key]) {
+          url.searchParams.set(key, selection[key]);
+        } else {
+          url.searchParams.delete(key);
+        }
+      });
+      if (url.href !== window.location.href) {
+        window.history.replaceState(window.history.state, "", url.href);
+      }
+    } catch (error) {
+      /* some browsers refuse replaceState on file:// URLs: localStorage still works */
+    }
+  }
+
+  var defaults = {
+    step: page.getAttribute("data-rg-default-step") || "",
+    input: page.getAttribute("data-rg-default-input") || "",
+    panel: page.getAttribute("data-rg-default-panel") || ""
+  };
+  var stored = readStored();
+  var query = readQuery();
+  var selection = {
+    step: query.step || stored.step || defaults.step,
+    input: query.input || stored.input || defaults.input,
+    panel: query.panel || stored.panel || defaults.panel
+  };
+
+  /* ---------------------------------------------------------------- index lookups */
+
+  /* "EPOCH-BATCH" -> [epoch, batch] for ordering; other names sort last. */
+  function stepKey(name) {
+    var match = /^(\d+)-(\d+)$/.exec(name || "");
+    return match ? [Number(match[1]), Number(match[2])] : [Infinity, Infinity];
+  }
+
+  function compareSteps(a, b) {
+    var ka = stepKey(a);
+    var kb = stepKey(b);
+    return ka[0] - kb[0] || ka[1] - kb[1];
+  }
+
+  /* The model's step for a wanted step name: itself, else the nearest earlier one, else the
+   * model's first step (the wanted one is earlier than all of them). */
+  function resolveStep(model, wanted) {
+    var names = model.step_names;
+    if (!names.length) {
+      return null;
+    }
+    if (names.indexOf(wanted) >= 0) {
+      return wanted;
+    }
+    if (!wanted) {
+      return names[names.length - 1];
+    }
+    var best = null;
+    names.forEach(function (name) {
+      if (compareSteps(name, wanted) <= 0) {
+        best = name;
+      }
+    });
+    return best || names[0];
+  }
+
+  function findInput(model, key) {
+    for (var i = 0; i < model.inputs.length; i++) {
+      if (model.inputs[i].key === key) {
+        return model.inputs[i];
+      }
+    }
+    return null;
+  }
+
+  function resolveInput(model, wanted) {
+    var input = findInput(model, wanted) || model.inputs[0];
+    return input ? input.key : null;
+  }
+
+  /* The index record of one panel (by id) at (step, input); checkpoint panels ignore input. */
+  function lookup(model, stepName, inputKey, panelId) {
+    var step = model.steps[stepName];
+    if (!step) {
+      return null;
+    }
+    var forInput = (inputKey && step.inputs[inputKey]) || {};
+    return forInput[panelId] || step.checkpoint[panelId] || null;
+  }
+
+  function modelHasPanel(model, panelId) {
+    return model.panels.some(function (panel) {
+      return panel.id === panelId;
+    });
+  }
+
+  /* ---------------------------------------------------------------- DOM updates */
+
+  function hook(element, name) {
+    return element.querySelector('[data-rg="' + name + '"]');
+  }
+
+  function setText(element, text) {
+    if (element && element.textContent !== text) {
+      element.textContent = text;
+    }
+  }
+
+  function setImage(img, src, width, height, alt) {
+    if (!img) {
+      return;
+    }
+    if (!src) {
+      img.hidden = true;
+      img.removeAttribute("src");
+      return;
+    }
+    if (width && height) {
+      img.setAttribute("width", String(width));
+      img.setAttribute("height", String(height));
+    } else {
+      img.removeAttribute("width");
+      img.removeAttribute("height");
+    }
+    img.classList.toggle("rg-upscale", Boolean(width) && width < MIN_DISPLAY);
+    if (alt !== undefined) {
+      img.alt = alt;
+    }
+    if (img.getAttribute("src") !== src) {
+      img.setAttribute("src", src);
+    }
+    img.hidden = false;
+  }
+
+  /* Fill one panel card (figure[data-rg-panel]) from an index record, or mark it missing. */
+  function updatePanel(card, record) {
+    var img = hook(card, "img");
+    var link = hook(card, "link");
+    var downloads = hook(card, "downloads");
+    var shown = record && record.figures.length ? record.figures[0] : null;
+    card.classList.toggle("rg-unavailable", !shown);
+    var missing = hook(card, "missing");
+    if (missing) {
+      missing.hidden = Boolean(shown);
+    }
+    if (!shown) {
+      setImage(img, null);
+      if (link) {
+        link.removeAttribute("href");
+      }
+      setText(hook(card, "caption"), "");
+      if (downloads) {
+        downloads.replaceChildren();
+      }
+      return;
+    }
+    var src = root + shown.src;
+    setImage(img, src, shown.width, shown.height, record.title);
+    if (shown.width) {
+      var basis = Math.min(Math.max(shown.width, CARD_WIDTHS[0]), CARD_WIDTHS[1]);
+      card.style.setProperty("--rg-basis", basis + "px");
+    }
+    if (link) {
+      link.setAttribute("href", src);
+    }
+    setText(hook(card, "title"), record.title);
+    setText(hook(card, "caption"), record.caption);
+    if (downloads) {
+      var anchors = record.figures.map(function (figure) {
+        var anchor = document.createElement("a");
+        anchor.href = root + figure.src;
+        anchor.setAttribute("download", "");
+        anchor.textContent = figure.kind.toUpperCase();
+        return anchor;
+      });
+      downloads.replaceChildren.apply(downloads, anchors);
+    }
+  }
+
+  /* "predicted 7 (0.93) ✓" as DOM nodes (class names are user data: textContent only). */
+  function predictionNodes(prediction) {
+    if (!prediction) {
+      return [document.createTextNode("no prediction")];
+    }
+    var name = document.createElement("b");
+    name.textContent = prediction.predicted;
+    var nodes = [document.createTextNode("predicted "), name,
+      document.createTextNode(" (" + prediction.confidence.toFixed(2) + ")")];
+    if (prediction.correct === true || prediction.correct === false) {
+      var mark = document.createElement("span");
+      mark.className = prediction.correct ? "rg-ok" : "rg-bad";
+      mark.title = prediction.correct ? "correct" : "misclassified";
+      mark.textContent = prediction.correct ? "\u2713" : "\u2717 misclassified";
+      nodes.push(document.createTextNode(" "), mark);
+    }
+    return nodes;
+  }
+
+  function updateInputCard(card, model, stepName, inputKey) {
+    var input = findInput(model, inputKey);
+    if (!card || !input) {
+      return;
+    }
+    setImage(hook(card, "img"), root + input.image.src, input.image.width, input.image.height,
+      input.label);
+    var link = hook(card, "link");
+    if (link) {
+      link.setAttribute("href", root + input.image.src);
+    }
+    setText(hook(card, "input-label"), input.label);
+    setText(hook(card, "true-class"), input.true_class === null ? "unknown" : input.true_class);
+    var step = model.steps[stepName];
+    var target = hook(card, "prediction");
+    if (target) {
+      target.replaceChildren.apply(target,
+        predictionNodes(step ? step.predictions[inputKey] : null));
+    }
+  }
+
+  function setSelectionText(values) {
+    var sentence = page.querySelector("[data-rg-selection]");
+    if (!sentence) {
+      return;
+    }
+    Object.keys(values).forEach(function (name) {
+      setText(hook(sentence, name), values[name]);
+    });
+  }
+
+  /* Filmstrip / compare grids: cards as wide as the shown image (240 ... 480 px). */
+  function setCardWidth(records) {
+    var strip = page.querySelector("[data-rg-strip]");
+    var first = records.filter(function (r) { return r && r.figures.length && r.figures[0].width; })[0];
+    if (strip && first) {
+      var width = Math.min(Math.max(first.figures[0].width, 240), 480);
+      strip.style.setProperty("--rg-card-min", width + "px");
+    }
+  }
+
+  function panelTitle(panelId, models) {
+    for (var i = 0; i < models.length; i++) {
+      var panels = models[i].panels;
+      for (var j = 0; j < panels.length; j++) {
+        if (panels[j].id === panelId) {
+          return panels[j].title;
+        }
+      }
+    }
+    return panelId;
+  }
+
+  /* ---------------------------------------------------------------- controls */
+
+  var controls = page.querySelector("[data-rg-controls]");
+  var slider = page.querySelector("[data-rg-step-slider]");
+  var sliderSteps = slider ? JSON.parse(slider.getAttribute("data-rg-steps") || "[]") : [];
+  var inputPicker = page.querySelector("[data-rg-input-picker]");
+  var panelPicker = page.querySelector("[data-rg-panel-picker]");
+
+  function syncControls(stepName, inputKey, panelId) {
+    if (slider) {
+      var index = sliderSteps.indexOf(stepName);
+      if (index < 0) {
+        index = sliderSteps.length - 1;
+      }
+      if (String(slider.value) !== String(index)) {
+        slider.value = String(index);
+      }
+      setText(page.querySelector("[data-rg-step-value]"), sliderSteps[index] || "");
+    }
+    if (inputPicker && inputKey && inputPicker.value !== inputKey) {
+      inputPicker.value = inputKey;
+    }
+    if (panelPicker && panelId && panelPicker.value !== panelId) {
+      panelPicker.value = panelId;
+    }
+  }
+
+  function choose(changes) {
+    Object.keys(changes).forEach(function (key) {
+      selection[key] = changes[key];
+    });
+    writeStored(selection);
+    writeQuery(selection);
+    render();
+  }
+
+  function bindControls() {
+    if (controls) {
+      controls.hidden = false;
+    }
+    if (slider) {
+      slider.addEventListener("input", function () {
+        choose({step: sliderSteps[Number(slider.value)]});
+      });
+      var prev = page.querySelector("[data-rg-step-prev]");
+      var next = page.querySelector("[data-rg-step-next]");
+      var move = function (delta) {
+        var index = Math.min(sliderSteps.length - 1, Math.max(0, Number(slider.value) + delta));
+        choose({step: sliderSteps[index]});
+      };
+      if (prev) {
+        prev.addEventListener("click", function () { move(-1); });
+      }
+      if (next) {
+        next.addEventListener("click", function () { move(1); });
+      }
+    }
+    if (inputPicker) {
+      inputPicker.addEventListener("change", function () {
+        choose({input: inputPicker.value});
+      });
+    }
+    if (panelPicker) {
+      panelPicker.addEventListener("change", function () {
+        choose({panel: panelPicker.value});
+      });
+    }
+    /* A gallery thumbnail on the model page selects its input before opening the layer page. */
+    page.querySelectorAll("[data-rg-thumb]").forEach(function (thumb) {
+      thumb.addEventListener("click", function () {
+        selection.input = thumb.getAttribute("data-rg-thumb");
+        writeStored(selection);
+      });
+    });
+  }
+
+  /* ---------------------------------------------------------------- pages */
+
+  function renderModelPage(model) {
+    var stepName = resolveStep(model, selection.step);
+    var inputKey = resolveInput(model, selection.input);
+    syncControls(stepName, inputKey);
+    setSelectionText({step: stepName || "none"});
+    page.querySelectorAll("[data-rg-step]").forEach(function (block) {
+      block.hidden = block.getAttribute("data-rg-step") !== stepName;
+    });
+    page.querySelectorAll("[data-rg-marker]").forEach(function (line) {
+      var xs = JSON.parse(line.getAttribute("data-x") || "{}");
+      if (stepName in xs) {
+        line.setAttribute("x1", String(xs[stepName]));
+        line.setAttribute("x2", String(xs[stepName]));
+      }
+    });
+    var step = model.steps[stepName];
+    page.querySelectorAll("[data-rg-thumb]").forEach(function (thumb) {
+      var key = thumb.getAttribute("data-rg-thumb");
+      var prediction = step ? step.predictions[key] : null;
+      var target = thumb.querySelector("[data-rg-prediction]");
+      if (target) {
+        target.replaceChildren.apply(target, predictionNodes(prediction));
+      }
+      thumb.classList.toggle("rg-wrong", Boolean(prediction) && prediction.correct === false);
+      thumb.classList.toggle("rg-selected", key === inputKey);
+    });
+  }
+
+  function renderLayerPage(model) {
+    var stepName = resolveStep(model, selection.step);
+    var inputKey = resolveInput(model, selection.input);
+    syncControls(stepName, inputKey);
+    var input = findInput(model, inputKey);
+    setSelectionText({step: stepName || "none", input: input ? input.label : "none"});
+    updateInputCard(page.querySelector("[data-rg-input-card]"), model, stepName, inputKey);
+    page.querySelectorAll("[data-rg-panel]").forEach(function (card) {
+      updatePanel(card, lookup(model, stepName, inputKey, card.getAttribute("data-rg-panel")));
+    });
+  }
+
+  function renderFilmstrip(model) {
+    var inputKey = resolveInput(model, selection.input);
+    var panelId = modelHasPanel(model, selection.panel) ? selection.panel : defaults.panel;
+    var current = resolveStep(model, selection.step);
+    syncControls(current, inputKey, panelId);
+    var input = findInput(model, inputKey);
+    setSelectionText({panel: panelTitle(panelId, [model]), input: input ? input.label : "none"});
+    var records = [];
+    page.querySelectorAll("[data-rg-step-card]").forEach(function (item) {
+      var stepName = item.getAttribute("data-rg-step-card");
+      var card = item.querySelector("[data-rg-panel]");
+      var record = lookup(model, stepName, inputKey, panelId);
+      records.push(record);
+      card.setAttribute("data-rg-panel", panelId);
+      updatePanel(card, record);
+      item.classList.toggle("rg-current", stepName === current);
+    });
+    setCardWidth(records);
+  }
+
+  function renderCompare(models) {
+    var panelId = selection.panel;
+    var known = models.some(function (model) { return modelHasPanel(model, panelId); });
+    if (!known) {
+      panelId = defaults.panel;
+    }
+    var inputKey = selection.input;
+    var anyHasInput = models.some(function (model) { return findInput(model, inputKey); });
+    if (!anyHasInput) {
+      inputKey = defaults.input;
+    }
+    syncControls(selection.step || defaults.step, inputKey, panelId);
+    var label = inputKey;
+    models.forEach(function (model) {
+      var input = findInput(model, inputKey);
+      if (input && label === inputKey) {
+        label = input.label;
+      }
+    });
+    setSelectionText({panel: panelTitle(panelId, models), input: label || "none"});
+    var records = [];
+    page.querySelectorAll("[data-rg-model-card]").forEach(function (item) {
+      var model = allData[item.getAttribute("data-rg-model-card")];
+      var card = item.querySelector("[data-rg-panel]");
+      if (!model || !card) {
+        return;
+      }
+      var stepName = resolveStep(model, selection.step || defaults.step);
+      var hasInput = Boolean(findInput(model, inputKey));
+      var record = hasInput ? lookup(model, stepName, inputKey, panelId) : null;
+      records.push(record);
+      card.setAttribute("data-rg-panel", panelId);
+      updatePanel(card, record);
+      setText(hook(card, "note"), stepName ? "step " + stepName : "no built step");
+    });
+    setCardWidth(records);
+  }
+
+  function render() {
+    var slug = page.getAttribute("data-rg-model");
+    var model = slug ? allData[slug] : null;
+    if (kind === "model" && model) {
+      renderModelPage(model);
+    } else if (kind === "layer" && model) {
+      renderLayerPage(model);
+    } else if (kind === "filmstrip" && model) {
+      renderFilmstrip(model);
+    } else if (kind === "compare") {
+      var models = Array.prototype.map.call(page.querySelectorAll("[data-rg-model-card]"),
+        function (item) { return allData[item.getAttribute("data-rg-model-card")]; })
+        .filter(Boolean);
+      if (models.length) {
+        renderCompare(models);
+      }
+    }
+  }
+
+  var needsData = kind === "model" || kind === "layer" || kind === "filmstrip";
+  if (needsData && !allData[page.getAttribute("data-rg-model")]) {
+    return; /* the index did not load: keep the server-rendered default view */
+  }
+  if (kind === "home") {
+    return;
+  }
+  bindControls();
+  render();
+  if (query.step || query.input || query.panel) {
+    writeStored(selection); /* a shared link's choice becomes the remembered one */
+  }
+})();

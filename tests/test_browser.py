@@ -1,0 +1,190 @@
+"""The built site in a real browser (Playwright driving Debian's headless chromium): served over
+127.0.0.1 and opened from file://. The slider and the input picker swap images in place, the
+choice persists across pages and models, search works, nothing logs an error, and no request
+leaves the machine."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from site_fixture import EVIL_MODEL, build_fixture_site
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
+pytestmark = pytest.mark.skipif(CHROMIUM is None,
+                                reason="Debian's chromium is not installed (apt-get install "
+                                       "chromium); the browser tests need it")
+
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+CONV_IMG = '[data-rg-panel="conv_feature_maps"] img[data-rg="img"]'
+PRIMARY_IMG = '[data-rg-panel="primary_heatmaps"] img[data-rg="img"]'
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    return build_fixture_site(tmp_path_factory.mktemp("browser"))[2]
+
+
+@pytest.fixture(scope="module")
+def base_url(site):
+    from reportgen.commands.serve_cli import make_server
+
+    server = make_server(site, "127.0.0.1", 0, quiet=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser
+        browser.close()
+
+
+class Recorder:
+    """Every request, console error and page error of one browser context."""
+
+    def __init__(self, context):
+        self.requests: list[str] = []
+        self.errors: list[str] = []
+        context.on("request", lambda request: self.requests.append(request.url))
+        context.on("console", lambda msg: msg.type == "error" and self.errors.append(msg.text))
+        context.on("weberror", lambda error: self.errors.append(str(error.error)))
+
+    def check(self, allowed: tuple[str, ...]) -> None:
+        assert not self.errors, self.errors
+        outside = [u for u in self.requests if not u.startswith(allowed + ("data:", "blob:",
+                                                                          "about:"))]
+        assert not outside, f"requests leaving the machine: {outside}"
+
+
+@pytest.fixture()
+def context(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(5000)
+    yield context
+    context.close()
+
+
+def _src(page, selector: str) -> str:
+    return page.locator(selector).first.get_attribute("src")
+
+
+def test_over_http(context, base_url):
+    rec = Recorder(context)
+    page = context.new_page()
+
+    page.goto(base_url + "index.html")
+    models = page.locator("table.rg-models a.rg-model-link").all_inner_texts()
+    assert models == ["MNIST_Demo", EVIL_MODEL]   # the escaped name reads as plain text
+
+    page.goto(base_url + "models/MNIST_Demo/conv.html")
+    assert page.locator("[data-rg-controls]").is_visible()
+    latest = _src(page, CONV_IMG)
+    assert "/2-20/test-0/" in latest
+    # the slider: Home = first step; the image is swapped in place
+    slider = page.locator("[data-rg-step-slider]")
+    slider.focus()
+    page.keyboard.press("Home")
+    first = _src(page, CONV_IMG)
+    assert first != latest and "/0-0/test-0/" in first
+    assert page.locator("[data-rg-step-value]").inner_text() == "0-0"
+    page.keyboard.press("ArrowRight")
+    assert "/1-10/test-0/" in _src(page, CONV_IMG)
+    # the input picker
+    page.select_option("[data-rg-input-picker]", "test-2")
+    assert "/1-10/test-2/" in _src(page, CONV_IMG)
+    assert "/inputs/test-2.png" in _src(page, '[data-rg-input-card] img')
+    assert "step=1-10" in page.url and "input=test-2" in page.url
+    # only the current choice's images are in the DOM
+    assert page.locator(".rg-panel img[src*='/0-0/']").count() == 0
+
+    # the choice persists to another page of the model ...
+    page.goto(base_url + "models/MNIST_Demo/primary-caps.html")
+    assert "/1-10/test-2/" in _src(page, PRIMARY_IMG)
+    assert page.locator("[data-rg-input-picker]").input_value() == "test-2"
+    # ... and to another model: its nearest earlier step (it has 0-0, 1-15, 3-5), and its first
+    # input when it lacks the chosen one
+    page.goto(base_url + "models/" + page_slug(EVIL_MODEL) + "/primary-caps.html")
+    assert "/0-0/test-0/" in _src(page, PRIMARY_IMG)
+    assert page.locator("[data-rg-step-value]").inner_text() == "0-0"
+
+    # model overview: the slider switches the confusion matrix shown
+    page.goto(base_url + "models/MNIST_Demo/index.html")
+    assert page.locator('[data-rg-step="1-10"]').is_visible()
+    assert not page.locator('[data-rg-step="2-20"]').is_visible()
+    marker = page.locator("[data-rg-marker]").first
+    before = marker.get_attribute("x1")
+    page.locator("[data-rg-step-next]").click()
+    assert page.locator('[data-rg-step="2-20"]').is_visible()
+    assert marker.get_attribute("x1") != before           # the chart's step marker moved
+
+    # compare models and filmstrip pickers
+    page.goto(base_url + "compare.html")
+    page.select_option("[data-rg-panel-picker]", "rpv-original")
+    cards = page.locator("[data-rg-model-card] img[data-rg='img']")
+    assert cards.count() == 2
+    assert "rpv-original.png" in cards.nth(0).get_attribute("src")
+    page.goto(base_url + "models/MNIST_Demo/filmstrip.html")
+    strip = page.locator("[data-rg-step-card] img[data-rg='img']")
+    assert strip.count() == 3
+    assert [("/%s/" % s) in strip.nth(i).get_attribute("src")
+            for i, s in enumerate(["0-0", "1-10", "2-20"])] == [True] * 3
+    assert "rpv-original.png" in strip.nth(0).get_attribute("src")   # technique persisted
+
+    # search (Material runs it in a Web Worker over HTTP)
+    page.goto(base_url + "index.html")
+    _search(page, "filmstrip")
+
+    rec.check((base_url,))
+
+
+def test_from_file_url(context, site):
+    rec = Recorder(context)
+    page = context.new_page()
+    url = (site / "models" / "MNIST_Demo" / "conv.html").resolve().as_uri()
+    page.goto(url)
+    latest = _src(page, CONV_IMG)
+    assert "/2-20/test-0/" in latest
+    page.locator("[data-rg-step-slider]").focus()
+    page.keyboard.press("Home")
+    assert "/0-0/test-0/" in _src(page, CONV_IMG)
+    page.select_option("[data-rg-input-picker]", "test-1")
+    assert "/0-0/test-1/" in _src(page, CONV_IMG)
+    page.goto((site / "models" / "MNIST_Demo" / "class-caps.html").resolve().as_uri())
+    assert "/0-0/test-1/" in _src(page, '[data-rg-panel="rpv-modified"] img[data-rg="img"]')
+    # search from file:// (Material's worker runs through reportgen's iframe shim)
+    _search(page, "filmstrip")
+    rec.check(("file://",))
+
+
+def _search(page, term: str) -> None:
+    """Type into Material's search box until results show (the index loads asynchronously;
+    a query typed before it is ready is not re-run)."""
+    page.locator("label.md-search__icon, .md-search__input").first.click()
+    box = page.locator(".md-search__input")
+    for _ in range(20):
+        box.fill("")
+        box.press_sequentially(term)
+        try:
+            page.wait_for_selector(".md-search-result__item", timeout=250)
+            return
+        except Exception:  # playwright's TimeoutError: not ready yet
+            continue
+    raise AssertionError(f"search for {term!r} showed no results")
+
+
+def page_slug(name: str) -> str:
+    from reportgen.pages.render import model_slug
+
+    return model_slug(name)

@@ -1,0 +1,383 @@
+"""The site renderer: SiteData -> MkDocs project -> site/ (reportgen.pages.render), plus the
+`serve` and `publish` commands. Builds the fixture site of tests/site_fixture.py (2 models x 3
+steps x 3 inputs) with Material and with the built-in fallback theme."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+from click.testing import CliRunner
+
+from reportgen.cli import main
+from reportgen.errors import ReportgenError
+from reportgen.pages.render import (build_site, model_slug, render_site,
+                                    training_curves_svg)
+from site_fixture import EVIL_CLASS, EVIL_LABEL, EVIL_MODEL, build_fixture_site, make_site
+
+THEMES = ("material", "mkdocs")
+URL_ATTRS = {"href", "src", "srcset", "poster", "action", "formaction", "data", "background",
+             "cite", "longdesc", "manifest", "icon"}
+REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*:)?//", re.I)     # http://, https://, //host
+SCHEMES_OK = ("#", "data:", "mailto:", "javascript:void")
+EVIL_RAW = ["<script>alert(", "<img src=x onerror", "<b>bird</b>", "<b>failed</b>",
+            "<em>not</em>"]
+
+
+@pytest.fixture(scope="module", params=THEMES)
+def built(request, tmp_path_factory):
+    """(SiteData, project dir, site dir) for each theme."""
+    return build_fixture_site(tmp_path_factory.mktemp(f"site-{request.param}"),
+                              theme=request.param)
+
+
+@pytest.fixture(scope="module")
+def material(tmp_path_factory):
+    return build_fixture_site(tmp_path_factory.mktemp("site-material-only"), theme="material")
+
+
+class _Links(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.urls: list[tuple[str, str, str]] = []
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if name == "id" and value:
+                self.ids.add(value)
+            if value is None or name not in URL_ATTRS:
+                continue
+            if name == "srcset":
+                for part in value.split(","):
+                    if part.strip():
+                        self.urls.append((tag, name, part.split()[0]))
+            else:
+                self.urls.append((tag, name, value))
+
+
+def _resolve(site: Path, page: Path, url: str) -> Path:
+    path = unquote(urlsplit(url).path)
+    target = site / path.lstrip("/") if path.startswith("/") else page.parent / path
+    if not path or path.endswith("/"):
+        target = target / "index.html"
+    return target
+
+
+# ------------------------------------------------------------------ structure
+
+
+def test_pages_written_per_model_and_layer(built):
+    site_data, project, site = built
+    assert (project / "mkdocs.yml").is_file()
+    for name in ("index.html", "compare.html", "404.html", "search/search_index.json"):
+        assert (site / name).is_file(), name
+    demo = site / "models" / "MNIST_Demo"
+    for page in ("index", "conv", "primary-caps", "class-caps", "decoder", "filmstrip"):
+        assert (demo / f"{page}.html").is_file(), page
+    evil = site / "models" / model_slug(EVIL_MODEL)
+    assert (evil / "class-caps.html").is_file()
+    assert not (evil / "decoder.html").exists(), "a model without decoder panels has no page"
+    index = json.loads((demo / "index.json").read_text("utf-8"))
+    assert index["step_names"] == ["0-0", "1-10", "2-20"]
+    assert [i["key"] for i in index["inputs"]] == ["test-0", "test-1", "test-2"]
+    assert "conv_kernels" in index["steps"]["1-10"]["checkpoint"]
+    assert {"rpv-modified", "rpv-original"} <= set(index["steps"]["0-0"]["inputs"]["test-2"])
+    assert (demo / "data.js").read_text("utf-8").startswith("window.reportgenData")
+
+
+def test_without_js_the_latest_step_and_first_input_are_shown(built):
+    _, _, site = built
+    html = (site / "models" / "MNIST_Demo" / "conv.html").read_text("utf-8")
+    srcs = re.findall(r'<img data-rg="img" src="([^"]+)"', html)
+    panel_srcs = [s for s in srcs if "/inputs/" not in s]
+    assert panel_srcs and all("/2-20/" in s for s in panel_srcs)
+    assert all("/test-0/" in s for s in panel_srcs if "checkpoint" not in s)
+    # every panel image has a size and is lazy-loaded; controls are hidden until JS runs
+    for tag in re.findall(r'<img data-rg="img"[^>]*>', html):
+        assert 'loading="lazy"' in tag and "width=" in tag and "height=" in tag, tag
+    assert re.search(r'<div class="rg-controls" data-rg-controls[^>]* hidden>', html)
+
+
+def test_every_figure_has_caption_and_downloads(built):
+    _, _, site = built
+    html = (site / "models" / "MNIST_Demo" / "class-caps.html").read_text("utf-8")
+    assert html.count('data-rg-panel="rpv-modified"') == 1
+    block = html.split('data-rg-panel="rpv-modified"')[1].split("</figure>")[0]
+    assert "rpv modified; class" in block          # the caption
+    assert re.findall(r'<a href="([^"]+)" download>', block) == [
+        "../../artifacts/MNIST_Demo/2-20/test-0/rpv-modified." + ext for ext in
+        ("png", "svg", "pdf")]
+
+
+def test_model_page_has_architecture_curves_confusion_gallery(built):
+    _, _, site = built
+    html = (site / "models" / "MNIST_Demo" / "index.html").read_text("utf-8")
+    assert "PrimaryCaps" in html and "1,407,056" in html            # architecture table
+    assert html.count('<svg class="rg-chart"') == 2                  # loss + accuracy charts
+    assert html.count('class="rg-step-block" data-rg-step=') == 3    # one matrix per step
+    assert len(re.findall(r'data-rg-step="[^"]+" hidden', html)) == 2  # only the latest shown
+    assert html.count("data-rg-thumb=") == 3
+    assert "rg-wrong" in html                                        # misclassified marked
+
+
+# ------------------------------------------------------------------ links and remote requests
+
+
+def test_all_local_links_resolve_and_nothing_is_remote(built):
+    _, _, site = built
+    problems = []
+    html_files = sorted(site.rglob("*.html"))
+    assert len(html_files) >= 10
+    for page in html_files:
+        parser = _Links()
+        parser.feed(page.read_text("utf-8"))
+        for tag, attr, url in parser.urls:
+            if url.startswith(SCHEMES_OK):
+                continue
+            if REMOTE.match(url):
+                problems.append(f"{page.relative_to(site)}: remote {tag}[{attr}]={url}")
+            elif not _resolve(site, page, url).exists():
+                problems.append(f"{page.relative_to(site)}: broken {tag}[{attr}]={url}")
+    for css in sorted(site.rglob("*.css")):
+        text = css.read_text("utf-8", errors="replace")
+        for url in re.findall(r"url\(\s*['\"]?([^'\")]+)", text) + re.findall(
+                r"@import\s+['\"]([^'\"]+)", text):
+            if url.startswith("data:"):
+                continue
+            if REMOTE.match(url):
+                problems.append(f"{css.relative_to(site)}: remote url({url})")
+            elif not _resolve(site, css, url).exists():
+                problems.append(f"{css.relative_to(site)}: broken url({url})")
+    # reportgen's own scripts, styles and indexes name no remote address at all (the theme's
+    # minified scripts hold a few URLs for features this site does not use; the browser test
+    # records every request actually made).
+    own = list((site / "assets" / "reportgen").glob("*")) + list(site.rglob("data.js")) + \
+        list(site.rglob("index.json"))
+    for path in own:
+        if re.search(r"https?://", path.read_text("utf-8")):
+            problems.append(f"{path.relative_to(site)} names a remote URL")
+    assert not problems, "\n".join(problems)
+
+
+def test_no_google_fonts_or_cdn(built):
+    _, _, site = built
+    for page in site.rglob("*.html"):
+        text = page.read_text("utf-8")
+        for needle in ("fonts.googleapis", "fonts.gstatic", "cdnjs", "unpkg", "jsdelivr"):
+            assert needle not in text, (page, needle)
+
+
+# ------------------------------------------------------------------ escaping
+
+
+def test_user_strings_are_escaped_everywhere(built):
+    _, _, site = built
+    for page in site.rglob("*.html"):
+        text = page.read_text("utf-8")
+        for raw in EVIL_RAW:
+            assert raw not in text, f"{raw!r} unescaped in {page.relative_to(site)}"
+    evil_page = (site / "models" / model_slug(EVIL_MODEL) / "index.html").read_text("utf-8")
+    assert "&lt;script&gt;alert(" in evil_page
+    assert "&lt;b&gt;bird&lt;/b&gt;" in evil_page
+    home = (site / "index.html").read_text("utf-8")
+    # the model name shows as text (escaped once, not twice) in the table and the navigation
+    assert "Evil&lt;script&gt;alert(&#34;model&#34;)&lt;/script&gt;&amp;Co" in home
+    assert "&amp;lt;" not in home
+    for data_js in site.rglob("data.js"):
+        assert "</script" not in data_js.read_text("utf-8")
+    index = json.loads((site / "models" / model_slug(EVIL_MODEL) / "index.json").read_text())
+    assert EVIL_CLASS in index["class_names"]
+    assert EVIL_LABEL in [i["label"] for i in index["inputs"]]
+
+
+def test_model_slug_is_safe_and_stable():
+    assert model_slug("MNIST_WSharing") == "MNIST_WSharing"
+    slug = model_slug(EVIL_MODEL)
+    assert re.fullmatch(r"[A-Za-z0-9._-]+", slug) and slug == model_slug(EVIL_MODEL)
+    assert model_slug("a b") != model_slug("a-b")
+
+
+# ------------------------------------------------------------------ templates
+
+
+def test_user_templates_override_by_file_name(tmp_path):
+    user = tmp_path / "my-templates"
+    (user / "panels").mkdir(parents=True)
+    (user / "assets").mkdir()
+    (user / "panels" / "rpv.j2").write_text(
+        '{% extends "panels/_default.j2" %}\n'
+        '{% block notes %}<p class="my-rpv-note">MY RPV NOTE {{ panel.variant }}</p>'
+        "{% endblock %}\n")
+    (user / "assets" / "reportgen.css").write_text("/* my stylesheet */\n")
+    _, project, site = build_fixture_site(tmp_path, templates_dir=user)
+    page = (site / "models" / "MNIST_Demo" / "class-caps.html").read_text("utf-8")
+    assert page.count("MY RPV NOTE") == 2 and "MY RPV NOTE modified" in page
+    conv = (site / "models" / "MNIST_Demo" / "conv.html").read_text("utf-8")
+    assert "MY RPV NOTE" not in conv and "Depends on the training step only" in conv
+    assert (site / "assets" / "reportgen" / "reportgen.css").read_text() == "/* my stylesheet */\n"
+    assert "function" in (site / "assets" / "reportgen" / "reportgen.js").read_text()
+
+
+def test_every_technique_has_a_panel_template():
+    from reportgen.pages.render import default_templates_dir
+    from reportgen.techniques import TECHNIQUE_MODULES
+
+    panels = default_templates_dir() / "panels"
+    missing = [n for n in (*TECHNIQUE_MODULES, "_default") if not (panels / f"{n}.j2").is_file()]
+    assert not missing
+
+
+def test_missing_templates_dir_is_a_clear_error(tmp_path):
+    with pytest.raises(ReportgenError, match="templates folder does not exist"):
+        render_site(make_site(tmp_path / "docs"), tmp_path / "docs", tmp_path / "nope")
+
+
+# ------------------------------------------------------------------ determinism, re-render
+
+
+def test_two_builds_are_identical_except_sitemap(material, tmp_path):
+    site_data, project, site = material
+    render_site(site_data, project / "docs", theme="material")   # re-render in place
+    second = build_site(project, tmp_path / "site2")
+    first_files = {p.relative_to(site) for p in site.rglob("*") if p.is_file()}
+    second_files = {p.relative_to(second) for p in second.rglob("*") if p.is_file()}
+    assert first_files == second_files
+    differ = [str(rel) for rel in sorted(first_files)
+              if (site / rel).read_bytes() != (second / rel).read_bytes()]
+    assert set(differ) <= {"sitemap.xml", "sitemap.xml.gz"}, differ
+
+
+def test_stale_pages_are_removed_on_re_render(tmp_path):
+    docs = tmp_path / "docs"
+    site_data = make_site(docs)
+    render_site(site_data, docs)
+    evil = docs / "models" / model_slug(EVIL_MODEL)
+    assert (evil / "index.md").is_file()
+    site_data.models = site_data.models[:1]
+    render_site(site_data, docs)
+    assert not evil.exists()
+    assert (docs / "models" / "MNIST_Demo" / "index.md").is_file()
+    assert (docs / "artifacts" / "evil").is_dir(), "artifacts are not the renderer's to delete"
+
+
+def test_training_curves_are_valid_deterministic_svg():
+    history = [{"step": "0-0", "images_seen": 0, "loss": None, "val_accuracy": 0.1},
+               {"step": "1-10", "images_seen": 100, "loss": 0.4, "margin_loss": 0.3,
+                "reconstruction_loss": 0.1, "val_accuracy": 0.9}]
+    for kind in ("loss", "accuracy"):
+        svg = training_curves_svg(history, kind, "1-10")
+        assert svg == training_curves_svg(history, kind, "1-10")
+        root = ET.fromstring(str(svg))
+        assert root.tag.endswith("svg")
+    assert training_curves_svg([], "loss") == ""
+
+
+def test_model_without_steps_inputs_or_history_still_renders(tmp_path):
+    from reportgen.pages.sitedata import ModelData, SiteData
+
+    empty = ModelData(name="CIFAR10", dataset="cifar10", description="", params=0,
+                      class_names=[], architecture=[], history=[], steps=[], inputs=[])
+    site_data = SiteData(title="t", models=[empty], techniques=[{"name": "rpv"}])
+    render_site(site_data, tmp_path / "docs")
+    site = build_site(tmp_path, tmp_path / "site", strict=True)
+    html = (site / "models" / "CIFAR10" / "index.html").read_text("utf-8")
+    assert "No built steps." in html and "No training history recorded." in html
+    assert not (site / "compare.html").exists()
+    assert render_site(SiteData(title="none", models=[], techniques=[]), tmp_path / "d2")
+
+
+def test_build_without_project_is_a_clear_error(tmp_path):
+    with pytest.raises(ReportgenError, match="No mkdocs.yml"):
+        build_site(tmp_path, tmp_path / "site")
+
+
+# ------------------------------------------------------------------ serve and publish
+
+
+def test_serve_and_publish_help_have_examples():
+    runner = CliRunner()
+    for name in ("serve", "publish"):
+        result = runner.invoke(main, [name, "--help"])
+        assert result.exit_code == 0, result.output
+        assert "Example" in result.output and f"reportgen {name}" in result.output
+    listed = runner.invoke(main, ["--help"]).output
+    assert "serve" in listed and "publish" in listed
+
+
+@pytest.mark.parametrize("name", ["serve", "publish"])
+def test_missing_site_says_run_build_first(name, tmp_path):
+    result = CliRunner().invoke(main, [name, "--site-dir", str(tmp_path / "site")])
+    assert result.exit_code == 2
+    assert "run `reportgen build` first" in result.output
+
+
+def test_serve_serves_the_site(material):
+    import threading
+    import urllib.request
+
+    from reportgen.commands.serve_cli import make_server
+
+    server = make_server(material[2], "127.0.0.1", 0, quiet=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        port = server.server_address[1]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/index.html", timeout=5) as resp:
+            assert b"MNIST_Demo" in resp.read()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _git(*args, cwd=None):
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                          text=True).stdout
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_publish_pushes_site_to_a_bare_repository(material, tmp_path, monkeypatch):
+    site = material[2]
+    bare = tmp_path / "remote.git"
+    _git("init", "-q", "--bare", str(bare))
+    repo = tmp_path / "repo"
+    _git("init", "-q", str(repo))
+    _git("remote", "add", "origin", str(bare), cwd=repo)
+    monkeypatch.chdir(repo)
+    runner = CliRunner()
+    result = runner.invoke(main, ["publish", "--site-dir", str(site), "-m", "first"])
+    assert result.exit_code == 0, result.output
+    files = _git("--git-dir", str(bare), "ls-tree", "-r", "--name-only", "gh-pages").split()
+    assert "index.html" in files and ".nojekyll" in files
+    assert "models/MNIST_Demo/conv.html" in files
+    # unchanged site: nothing new is pushed
+    result = runner.invoke(main, ["publish", "--site-dir", str(site)])
+    assert result.exit_code == 0 and "unchanged" in result.output
+    assert _git("--git-dir", str(bare), "log", "--format=%s", "gh-pages").split("\n")[0] == "first"
+    # outside any repository, to a URL/path: a new commit on top of the remote branch
+    (site / "extra.txt").write_text("more\n")
+    try:
+        monkeypatch.chdir(tmp_path)
+        result = runner.invoke(main, ["publish", "--site-dir", str(site), "--remote-url",
+                                      str(bare), "--branch", "gh-pages", "-m", "second"])
+        assert result.exit_code == 0, result.output
+    finally:
+        (site / "extra.txt").unlink()
+    log = _git("--git-dir", str(bare), "log", "--format=%s", "gh-pages").split()
+    assert log == ["second", "first"]
+
+
+def test_publish_unknown_remote_is_a_clear_error(material, tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    _git("init", "-q", str(repo))
+    monkeypatch.chdir(repo)
+    result = CliRunner().invoke(main, ["publish", "--site-dir", str(material[2]),
+                                       "--remote", "nowhere"])
+    assert result.exit_code == 2 and "no remote named 'nowhere'" in result.output
