@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +31,9 @@ from reportgen.training.checkpoints import Step
 
 DEFAULT_IMAGES = "test:0-15"
 DEFAULT_PROJECT_DIR = Path(".reportgen/mkdocs")
+SITE_STAMP = ".site-digest"
+DRAWING_THREADS = min(4, os.cpu_count() or 1)
+_MODELS_BUILT = 0   # models built in this build (clear_session only between them)
 
 
 @dataclass
@@ -118,6 +122,8 @@ def build(catalog: Catalog, options: BuildOptions) -> BuildSummary:
 
     from reportgen.pages.assemble import Assembler
 
+    global _MODELS_BUILT
+    _MODELS_BUILT = 0
     store = ArtifactStore(options.cache_dir)
     summary = BuildSummary()
     entries = catalog.match(options.models)
@@ -160,7 +166,7 @@ def build(catalog: Catalog, options: BuildOptions) -> BuildSummary:
                         compare_panels=_compare_panels(models_data, techniques, assembler,
                                                        docs))
         render_site(site, docs, Path(options.templates_dir) if options.templates_dir else None)
-        build_site(project, Path(options.site_dir))
+        _build_site_if_changed(project, Path(options.site_dir), build_site)
     return summary
 
 
@@ -184,7 +190,10 @@ def _build_model(entry: ModelEntry, options, techniques, indices, transforms, st
         return None
     dataset = load_dataset(params.dataset)
     inputs = make_inputs(dataset, indices, list(options.files), transforms, params.input_shape)
-    keras.backend.clear_session()  # rebuilt models otherwise slow down build after build
+    global _MODELS_BUILT
+    if _MODELS_BUILT:  # rebuilt models otherwise slow down build after build (SPEC §6)
+        keras.backend.clear_session()
+    _MODELS_BUILT += 1
     net = build_capsnet(params)
     model_digest = hash_json(params.to_dict())
     variants = [(t, p) for t in techniques for p in t.variants(net)]
@@ -273,12 +282,17 @@ def _step_data(entry, step, net, variants, inputs, dataset, keys, store, assembl
         elif t.scope == "dataset" and (t.name, id(p)) in keys.dataset:
             data.dataset_panels.append(assembler.panel(
                 t, p, keys.dataset[(t.name, id(p))], ctx, out_dir / "dataset"))
+    # Drawing is mostly NumPy and zlib, which release the GIL: two threads use both cores.
+    jobs = [(item, t, p) for item in inputs for t, p in variants if t.scope == "input"]
+    contexts = {item.key: _context(entry, step, net, dataset, item) for item in inputs}
+    with ThreadPoolExecutor(max_workers=DRAWING_THREADS) as pool:
+        panels = list(pool.map(
+            lambda job: assembler.panel(job[1], job[2],
+                                        keys.inputs[(job[1].name, id(job[2]), job[0].key)],
+                                        contexts[job[0].key], out_dir / job[0].key), jobs))
+    for (item, _, _), panel in zip(jobs, panels):
+        data.input_panels.setdefault(item.key, []).append(panel)
     for item in inputs:
-        item_ctx = _context(entry, step, net, dataset, item)
-        data.input_panels[item.key] = [
-            assembler.panel(t, p, keys.inputs[(t.name, id(p), item.key)], item_ctx,
-                            out_dir / item.key)
-            for t, p in variants if t.scope == "input"]
         for t, p in variants:   # the gallery's predictions come from the stored result
             if t.name == "predictions":
                 lengths = store.get_arrays(keys.inputs[(t.name, id(p), item.key)])["lengths"]
@@ -348,6 +362,34 @@ def _compare_panels(models_data, techniques, assembler, docs):
         if panel is not None:
             panels.append(panel)
     return panels
+
+
+def _build_site_if_changed(project: Path, site_dir: Path, build_site) -> None:
+    """Run MkDocs unless the generated project is byte-for-byte what built `site_dir` last time.
+
+    Pages and inputs are small and hashed by content; figures are hard links into the
+    content-addressed store, so their inode, size and mtime identify them.
+    """
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sorted(p for p in project.rglob("*") if p.is_file() and p.name != SITE_STAMP):
+        rel = path.relative_to(project).as_posix()
+        digest.update(rel.encode() + b"\0")
+        stat = path.stat()
+        if stat.st_nlink > 1:   # a hard link into the store: its identity is enough
+            digest.update(f"{stat.st_ino}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+        else:
+            digest.update(path.read_bytes())
+    stamp = f"{digest.hexdigest()} {site_dir.resolve()}"
+    stamp_path = project / SITE_STAMP
+    if (site_dir / "index.html").is_file() and stamp_path.is_file() \
+            and stamp_path.read_text() == stamp:
+        console.notice(f"{site_dir}/ is up to date (no page or figure changed).")
+        return
+    stamp_path.unlink(missing_ok=True)
+    build_site(project, site_dir)
+    stamp_path.write_text(stamp)
 
 
 def _print_summary(summary: BuildSummary, options: BuildOptions) -> None:

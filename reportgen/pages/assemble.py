@@ -11,6 +11,7 @@ import io
 import json
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +31,7 @@ class Assembler:
         self.store = store
         self.docs = docs
         self.drawn = 0
+        self._lock = threading.Lock()
 
     def panel(self, tech, params, array_key: str, ctx: RenderContext, out_dir: Path) -> Panel:
         """The panel of one stored result: drawn once, then reused."""
@@ -43,7 +45,8 @@ class Assembler:
             if tech.summarize is not None:
                 drawn += export_figures(tech.name, tech.summarize(arrays, params))
             figures = self.store.put_figures(fig_key, drawn)
-            self.drawn += 1
+            with self._lock:
+                self.drawn += 1
         return self._place(tech, params, figures, out_dir)
 
     def derived_panel(self, tech, params, figures: list[Figure], title_suffix: str,
