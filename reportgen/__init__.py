@@ -5,6 +5,6 @@ Importing this package never imports TensorFlow; the API functions import it laz
 
 __version__ = "0.1.0"
 
-from reportgen.api import load_model  # noqa: E402  (lazy inside)
+from reportgen.api import analyze, load_model  # noqa: E402  (TensorFlow imported lazily inside)
 
-__all__ = ["load_model", "__version__"]
+__all__ = ["analyze", "load_model", "__version__"]

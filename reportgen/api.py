@@ -19,3 +19,44 @@ def load_model(name: str, step: str = "last", models_dir: str | Path | None = No
     from reportgen.catalog import Catalog
 
     return Catalog(models_dir).load(name, step)
+
+
+def analyze(name: str, step: str = "last", images: str = "test:0-3", files=(),
+            transforms: str = "", techniques=None, models_dir: str | Path | None = None):
+    """Compute techniques for some inputs in one batched pass, without the cache or the site.
+
+    Returns {"technique" or "technique/variant": {array name: array with batch axis first}}
+    plus "inputs": the list of InputImage analysed. Checkpoint-scope techniques (conv kernels)
+    have no batch axis. Example:
+
+        res = reportgen.analyze("MNIST_Demo", images="test:0-7", techniques=["rpv"])
+        res["rpv/modified"]["maps"].shape      # (8, 10, 6, 6)
+    """
+    from reportgen.catalog import Catalog
+    from reportgen.data.datasets import load_dataset
+    from reportgen.data.inputs import make_inputs, parse_image_selection, parse_transforms
+    from reportgen.probe.probe import empty_batch, run_probe
+    from reportgen.techniques import all_techniques, get_technique
+    from reportgen.techniques.compute import variant_label
+
+    catalog = Catalog(models_dir)
+    net = catalog.load(name, step)
+    chosen = ([get_technique(t) for t in techniques] if techniques else
+              [t for t in all_techniques() if t.scope != "dataset" and not t.experimental])
+    dataset = load_dataset(net.params.dataset)
+    inputs = make_inputs(dataset, parse_image_selection(images), list(files),
+                         parse_transforms(transforms), net.params.input_shape)
+    import numpy as np
+
+    batch = run_probe(net, np.stack([i.image for i in inputs])) if inputs else None
+    results: dict = {"inputs": inputs}
+    for tech in chosen:
+        if tech.scope == "dataset":
+            continue
+        for params in tech.variants(net):
+            label = variant_label(params)
+            key = tech.name + (f"/{label}" if label else "")
+            source = empty_batch(net) if tech.scope == "checkpoint" else batch
+            if source is not None:
+                results[key] = tech.compute(source, params)
+    return results
