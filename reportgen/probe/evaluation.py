@@ -28,21 +28,27 @@ class EvalBatch:
     def tensors(self, *names: str) -> dict[str, np.ndarray]:
         """Probe tensors (see reportgen.probe.probe.TENSORS) over the whole set, memoised.
 
-        Gradient tensors ("grad:<layer>") are included when asked for.
+        A pass keeps every tensor it produces (not only those asked for), so analyses asking one
+        after another share one clean pass; gradients ("grad:<layer>") are taken only when asked
+        for. Memory: ~0.25 GB for the baseline at 500 images, ~0.75 GB for MNIST_LPcaps.
         """
         from reportgen.probe.probe import run_probe
 
         missing = [n for n in names if n not in self._tensors]
         if missing:
             gradients = any(n.startswith("grad:") for n in missing)
-            parts: dict[str, list[np.ndarray]] = {n: [] for n in missing}
+            parts: dict[str, list[np.ndarray]] = {}
             for start in range(0, len(self.images), CHUNK):
                 batch = run_probe(self.net, self.images[start:start + CHUNK],
                                   gradients=gradients)
-                for n in missing:
-                    parts[n].append(batch[n])
+                for n, value in batch.tensors.items():
+                    if n not in self._tensors:
+                        parts.setdefault(n, []).append(value)
+            for n, chunks in parts.items():
+                self._tensors[n] = np.concatenate(chunks)
             for n in missing:
-                self._tensors[n] = np.concatenate(parts[n]) if parts[n] else np.zeros((0,))
+                if n not in self._tensors:
+                    raise KeyError(f"The probe has no tensor '{n}'. Known: {sorted(self._tensors)}")
         return {n: self._tensors[n] for n in names}
 
 
