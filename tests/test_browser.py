@@ -1,7 +1,8 @@
 """The built site in a real browser (Playwright driving Debian's headless chromium): served over
 127.0.0.1 and opened from file://. The slider and the input picker swap images in place, the
-choice persists across pages and models, search works, nothing logs an error, and no request
-leaves the machine."""
+choice persists across pages and models, the quantitative analyses follow the slider (and say
+when a step has none), search works, nothing logs an error, and no request leaves the machine.
+The live decoder is tested in depth in tests/test_live_decoder.py."""
 
 from __future__ import annotations
 
@@ -165,7 +166,67 @@ def test_from_file_url(context, site):
     assert "/0-0/test-1/" in _src(page, '[data-rg-panel="rpv-modified"] img[data-rg="img"]')
     # search from file:// (Material's worker runs through reportgen's iframe shim)
     _search(page, "filmstrip")
+    # the dataset panels' slider and the live decoder's scripts work from file:// too
+    page.goto((site / "models" / "MNIST_Demo" / "analyses.html").resolve().as_uri())
+    assert page.locator("[data-rg-no-analyses]").is_visible()       # 0-0 was chosen above
+    page.goto((site / "models" / "MNIST_Demo" / "decoder.html").resolve().as_uri())
+    page.wait_for_selector("[data-ld-app]:not([hidden])")
+    assert page.locator("[data-ld-dim]").count() == 16
     rec.check(("file://",))
+
+
+def test_quantitative_analyses_follow_the_slider(context, base_url):
+    rec = Recorder(context)
+    page = context.new_page()
+    page.goto(base_url + "models/MNIST_Demo/analyses.html")
+    affine = '[data-rg-step-panels] [data-rg-panel="affine_robustness"]'
+    semantics = '[data-rg-step-panels] [data-rg-panel="capsule_semantics"]'
+    note = page.locator("[data-rg-no-analyses]")
+    trend = _src(page, '#trend-affine_robustness img[data-rg="img"]')
+    assert "/2-20/dataset/" in _src(page, affine + ' img[data-rg="img"]')
+    assert not note.is_visible()
+    more = page.locator(semantics + ' [data-rg="more"]')
+    assert more.is_visible() and more.locator("img").count() == 1
+    # one step back: 1-10 has the robustness panel but not capsule semantics
+    page.locator("[data-rg-step-prev]").click()
+    assert page.locator("[data-rg-step-value]").inner_text() == "1-10"
+    assert "/1-10/dataset/" in _src(page, affine + ' img[data-rg="img"]')
+    links = page.locator(affine + ' [data-rg="downloads"] a')
+    assert links.all_inner_texts() == ["PNG", "SVG", "PDF", "JSON", "CSV"]
+    assert all("/1-10/dataset/" in links.nth(i).get_attribute("href") for i in range(5))
+    assert page.locator(semantics + ' [data-rg="missing"]').is_visible()
+    assert "--analyses all" in page.locator(semantics + ' [data-rg="missing"]').inner_text()
+    assert not note.is_visible()
+    # 0-0 has none: the page says so, no figure is shown; the trend plot stays
+    page.locator("[data-rg-step-slider]").focus()
+    page.keyboard.press("Home")
+    assert note.is_visible()
+    assert note.inner_text() == "Not computed at this step (build with --analyses all)."
+    assert not page.locator(affine + ' img[data-rg="img"]').is_visible()
+    assert not page.locator("[data-rg-step-panels]").is_visible()   # one note, not one per card
+    assert _src(page, '#trend-affine_robustness img[data-rg="img"]') == trend
+    # the choice carries over to the other pages and back
+    page.goto(base_url + "models/MNIST_Demo/conv.html")
+    assert "/0-0/test-0/" in _src(page, CONV_IMG)
+    page.goto(base_url + "models/MNIST_Demo/analyses.html")
+    assert note.is_visible() and not more.is_visible()
+    # the last step again: the panel of two figures, its downloads grouped by figure
+    page.locator("[data-rg-step-slider]").focus()
+    page.keyboard.press("End")
+    assert not note.is_visible() and more.is_visible()
+    assert "/2-20/dataset/capsule_semantics-compactness.png" in more.locator("img") \
+        .get_attribute("src")
+    assert page.locator(semantics + " .rg-download-label").all_inner_texts() == [
+        "dimension variance", "compactness", "numbers"]
+    # the Decoder page's live decoder starts with the fixture's random decoder
+    page.goto(base_url + "models/MNIST_Demo/decoder.html")
+    page.wait_for_selector("[data-ld-app]:not([hidden])")
+    assert "500 evaluation images" in page.locator("[data-ld-std-note]").inner_text()
+    page.locator("[data-rg-step-slider]").focus()
+    page.keyboard.press("Home")
+    page.wait_for_function("document.querySelector('[data-ld-std-note]').textContent"
+                           ".includes('chosen inputs')")
+    rec.check((base_url,))
 
 
 def _search(page, term: str) -> None:

@@ -381,3 +381,91 @@ def test_publish_unknown_remote_is_a_clear_error(material, tmp_path, monkeypatch
     result = CliRunner().invoke(main, ["publish", "--site-dir", str(material[2]),
                                        "--remote", "nowhere"])
     assert result.exit_code == 2 and "no remote named 'nowhere'" in result.output
+
+
+# ------------------------------------------------------------------ issue 5: dataset-level panels
+
+
+def _downloads(html: str, marker: str) -> list[str]:
+    """The download links of the card marked `marker` (its data-rg="downloads" paragraph)."""
+    block = html.split(marker, 1)[1].split('data-rg="downloads">', 1)[1].split("</p>")[0]
+    return re.findall(r'<a href="([^"]+)" download>', block)
+
+
+def test_quantitative_analyses_page(built):
+    _, _, site = built
+    demo = site / "models" / "MNIST_Demo"
+    html = (demo / "analyses.html").read_text("utf-8")
+    # the latest step's dataset panels are shown without JS, with every export
+    assert _downloads(html, 'data-rg-panel="affine_robustness"') == [
+        "../../artifacts/MNIST_Demo/2-20/dataset/affine_robustness." + ext
+        for ext in ("png", "svg", "pdf", "json", "csv")]
+    # a panel of several figures shows them all and groups its downloads by figure
+    semantics = html.split('data-rg-panel="capsule_semantics"', 1)[1].split("About this")[0]
+    assert re.findall(r"<figcaption>([^<]+)</figcaption>", semantics) == ["compactness"]
+    assert re.findall(r'<span class="rg-download-label">([^<]+)</span>', semantics) == [
+        "dimension variance", "compactness", "numbers"]
+    assert [u.rsplit("/", 1)[1] for u in _downloads(html, 'data-rg-panel="capsule_semantics"')] \
+        == ["capsule_semantics-dimension_variance.png", "capsule_semantics-dimension_variance.svg",
+            "capsule_semantics-compactness.png", "capsule_semantics-compactness.svg",
+            "capsule_semantics.json", "capsule_semantics.csv"]
+    assert re.search(r'<p class="rg-missing-note rg-analyses-missing" data-rg-no-analyses '
+                     r'hidden>Not computed at this step \(build with --analyses all\)', html)
+    # trend panels (static, outside the slider's reach)
+    trends = html.split('id="over-training"', 1)[1]
+    assert "Affine robustness over training" in trends
+    links = _downloads(trends, 'id="trend-affine_robustness"')
+    assert [u.rsplit(".", 1)[1] for u in links] == ["png", "svg", "pdf", "json", "csv"]
+    # the build draws trends without their numbers: the renderer gathers them from the steps
+    numbers = json.loads((site / "numbers" / "MNIST_Demo" / "affine_robustness_trend.json")
+                         .read_text("utf-8"))
+    assert links[3] == "../../numbers/MNIST_Demo/affine_robustness_trend.json"
+    assert [s["step"] for s in numbers["series"]] == ["1-10", "2-20"]
+    assert numbers["series"][1]["summary"]["accuracy_clean"] == pytest.approx(0.92)
+    csv_text = (site / "numbers" / "MNIST_Demo" / "affine_robustness_trend.csv").read_text()
+    assert csv_text.splitlines()[:2] == ["step,key,value", "1-10,accuracy_clean,0.91"]
+    assert "data-rg-step-panels" not in trends
+    # every model page links the analyses page; the model without trends still has one
+    assert 'href="../../models/MNIST_Demo/analyses.html"' in (demo / "conv.html").read_text()
+    evil = (site / "models" / model_slug(EVIL_MODEL) / "analyses.html").read_text("utf-8")
+    assert "Trends need the analyses at two or more steps" in evil
+    # the index tells the slider which steps have which dataset panels
+    index = json.loads((demo / "index.json").read_text("utf-8"))
+    assert index["steps"]["0-0"]["dataset"] == {}
+    assert set(index["steps"]["1-10"]["dataset"]) == {"affine_robustness"}
+    assert set(index["steps"]["2-20"]["dataset"]) == {"affine_robustness", "capsule_semantics"}
+    kinds = [f["kind"] for f in index["steps"]["2-20"]["dataset"]["affine_robustness"]["figures"]]
+    assert kinds == ["png", "svg", "pdf", "json", "csv"]
+
+
+def test_compare_page_shows_models_overlaid(built):
+    _, _, site = built
+    html = (site / "compare.html").read_text("utf-8")
+    assert 'id="quantitative"' in html and "Affine robustness across models" in html
+    links = _downloads(html, 'id="compare-affine_robustness"')
+    assert [u.rsplit(".", 1)[1] for u in links] == ["png", "svg", "pdf", "json", "csv"]
+    numbers = json.loads((site / links[3]).read_text("utf-8"))
+    assert [s["model"] for s in numbers["series"]] == ["MNIST_Demo (2-20)", f"{EVIL_MODEL} (3-5)"]
+    assert 'id="compare-models"' in html and "data-rg-model-card" in html
+
+
+def test_live_decoder_files_and_pickers(built):
+    _, _, site = built
+    demo = site / "models" / "MNIST_Demo"
+    html = (demo / "decoder.html").read_text("utf-8")
+    assert html.count("data-rg-live-decoder") == 1 and "live-decoder.js" in html
+    assert _downloads(html, "data-rg-live-decoder") == [
+        "../../artifacts/MNIST_Demo/2-20/checkpoint/live_decoder." + ext
+        for ext in ("bin", "json", "js")]
+    # per step: capsules + Python images; σ over the evaluation set where capsule semantics ran
+    for step, source in (("0-0", "inputs"), ("2-20", "evaluation")):
+        text = (demo / "live" / f"{step}.js").read_text("utf-8")
+        record = json.loads(text.split(f'["{step}"] = ', 1)[1].rsplit(";\n})", 1)[0])
+        assert record["std"]["source"] == source and len(record["std"]["values"]) == 16
+        assert set(record["inputs"]) == {"test-0", "test-1", "test-2"}
+        assert len(record["inputs"]["test-0"]["capsules"]) == 10
+    assert json.loads((site / "models" / model_slug(EVIL_MODEL) / "index.json").read_text())[
+        "steps"]["3-5"].get("live") is None
+    # the live decoder is not a picture: the filmstrip and compare pickers do not offer it
+    for page in (demo / "filmstrip.html", site / "compare.html"):
+        assert 'value="live_decoder"' not in page.read_text("utf-8")

@@ -11,6 +11,15 @@ What the site guarantees (SPEC §1, §3, §5):
   (`models/SLUG/data.js`, loaded with a plain <script> tag so it also works from file://, where
   fetch() of local files is blocked; the same data is written as `index.json` for tools);
   without JavaScript a page shows the latest step and the first input;
+- dataset-level analyses (issue 5) have a "Quantitative analyses" page per model
+  (`models/SLUG/analyses.html`): the chosen step's panels, switched by the slider (a step without
+  them says how to get them), and the trends over training; the Compare page adds the panels
+  with the models overlaid. Every such figure links its PNG, SVG/PDF, JSON and CSV files;
+- the Decoder page's live decoder (issue 6, `panels/live_decoder.j2` + `assets/live-decoder.js`)
+  loads, per step, the weights script the `live_decoder` technique exported and the script
+  written here by `reportgen.pages.live` (`models/SLUG/live/STEP.js`: class capsules and Python
+  reconstructions of every input), both with plain <script> elements (file://-safe); the bytes
+  per step are printed with the build summary;
 - MkDocs search works over HTTP; from file:// Material's search worker cannot start, so a small
   shim of ours (`assets/reportgen/file-search.js`) runs the worker script in a hidden iframe and
   `build_site` writes `search/search_index.js` (what Material loads on file://). With the
@@ -22,18 +31,24 @@ autoescape; titles handed to MkDocs (whose theme templates do not escape) are es
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
 import re
 import struct
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
 from markupsafe import Markup, escape
 
+from reportgen import console
 from reportgen.errors import ReportgenError
+from reportgen.pages import analyses
+from reportgen.pages.analyses import PICTURES
+from reportgen.pages.live import live_step
+from reportgen.pages.live import summary_line as live_summary_line
 from reportgen.pages.sitedata import FigureFile, ModelData, Panel, SiteData, StepData
 
 # (Panel.layer, page title, page file stem) for the layer pages, in page order.
@@ -44,10 +59,12 @@ LAYER_PAGES = (
     ("decoder", "Decoder", "decoder"),
 )
 LAYER_TITLES = {"model": "Model", **{layer: title for layer, title, _ in LAYER_PAGES}}
+ANALYSES_TITLE, ANALYSES_STEM = "Quantitative analyses", "analyses"
 
-ASSET_FILES = ("reportgen.js", "reportgen.css", "file-search.js")
+ASSET_FILES = ("reportgen.js", "reportgen.css", "file-search.js", "live-decoder.js")
 ASSETS_URL = "assets/reportgen"          # inside docs/ (kept apart from the theme's assets/)
 MANIFEST = ".reportgen-pages.json"       # files written last time (dotfiles are not published)
+ANALYSES_NOTE = "Not computed at this step (build with --analyses all)."
 MIN_DISPLAY = 160                        # images narrower than this are shown upscaled, pixelated
 CARD_WIDTHS = (240, 900)                 # a card's preferred width: its image's, within these
 
@@ -122,6 +139,11 @@ def _slug_part(text: str) -> str:
     return re.sub(r"[^a-z0-9_]+", "-", text.lower()).strip("-")
 
 
+def _file_part(text: str) -> str:
+    """A file-name safe version of a step name (they are "EPOCH-BATCH": unchanged)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip(".") or "step"
+
+
 def panel_id(panel: Panel) -> str:
     """The panel's URL anchor: the technique name, plus the variant when there is one."""
     if not panel.variant:
@@ -193,6 +215,11 @@ class PanelView:
     label: str = ""          # card heading instead of the title (filmstrip: step; compare: model)
     label_href: str = ""
     note: str = ""           # small text beside the heading (compare: the step shown)
+    missing_note: str = ""   # what the card says when the chosen step has no result
+    # panels of several figures (dataset analyses): the other figures, and the downloads
+    # grouped by figure ([{label, links: [{kind, href}]}]; one group = the flat `downloads`)
+    extras: list[dict] = field(default_factory=list)       # [{label, image: Image, href}]
+    groups: list[dict] = field(default_factory=list)
 
 
 class _Context:
@@ -226,7 +253,8 @@ class _Context:
             if not (width and height) and fig.kind == "png":
                 width, height = _image_size(self.docs_dir, fig.path, self.sizes)
             figures.append({"kind": fig.kind, "src": _url(fig.path),
-                            "width": width, "height": height})
+                            "width": width, "height": height,
+                            "label": analyses.figure_label(panel, fig)})
         return {"title": panel.title, "caption": panel.caption, "figures": figures}
 
     def panel_view(self, meta: dict, panel: Panel | None, root: str, **extra) -> PanelView:
@@ -235,14 +263,39 @@ class _Context:
                          experimental=meta["experimental"], description=meta["description"],
                          **extra)
         if panel is not None and panel.figures:
-            first: FigureFile = panel.figures[0]
             view.available = True
             view.title = panel.title
             view.caption = panel.caption
-            view.image = self.image(first.path, root, first.width, first.height)
+            first: FigureFile | None = picture(panel)
+            if first is not None:
+                view.image = self.image(first.path, root, first.width, first.height)
             view.downloads = [{"kind": f.kind.upper(), "href": root + _url(f.path)}
                               for f in panel.figures]
+            grouped = analyses.groups(panel)
+            if len(grouped) > 1:
+                view.groups = [{"label": "numbers" if not any(f.kind in PICTURES for f in files)
+                                else analyses.humane(label) or "figure",
+                                "links": [{"kind": f.kind.upper(), "href": root + _url(f.path)}
+                                          for f in files]} for label, files in grouped]
+            for label, files in grouped:
+                shown = _best_picture(files)
+                if shown is not None and shown is not first:
+                    view.extras.append({
+                        "label": analyses.humane(label),
+                        "image": self.image(shown.path, root, shown.width, shown.height),
+                        "href": root + _url(shown.path)})
         return view
+
+
+def _best_picture(files: list[FigureFile]) -> FigureFile | None:
+    """A group's picture for the page: its PNG, else its first other picture."""
+    return next((f for f in files if f.kind == "png"),
+                next((f for f in files if f.kind in PICTURES), None))
+
+
+def picture(panel: Panel) -> FigureFile | None:
+    """The figure a card shows: the first one an <img> can display (PNG first), if any."""
+    return next((f for f in panel.figures if f.kind in PICTURES), None)
 
 
 @dataclass
@@ -255,6 +308,11 @@ class _ModelInfo:
     layers: list[tuple[str, str, str]]       # LAYER_PAGES entries that have panels
     default_step: StepData | None
     default_input: str | None
+    dataset_panels: list[dict] = field(default_factory=list)   # union over steps, page order
+
+    @property
+    def has_analyses(self) -> bool:
+        return bool(self.dataset_panels or self.model.trend_panels)
 
     @property
     def folder(self) -> str:
@@ -262,6 +320,11 @@ class _ModelInfo:
 
     def panels_of(self, layer: str) -> list[dict]:
         return [p for p in self.panels if p["layer"] == layer]
+
+    @property
+    def pictures(self) -> list[dict]:
+        """The panels that are images (the filmstrip and compare pickers offer only these)."""
+        return [p for p in self.panels if p["picture"]]
 
 
 def _model_info(ctx: _Context, model: ModelData) -> _ModelInfo:
@@ -281,6 +344,7 @@ def _model_info(ctx: _Context, model: ModelData) -> _ModelInfo:
                 "experimental": bool(panel.experimental or tech.get("experimental", False)),
                 "description": tech.get("description", ""),
                 "scope": "checkpoint" if panel in step.checkpoint_panels else "input",
+                "picture": picture(panel) is not None,
                 "_order": (ctx.order.get(panel.technique, len(ctx.order)), len(catalogue)),
             }
     panels = sorted(catalogue.values(), key=lambda p: p["_order"])
@@ -290,7 +354,28 @@ def _model_info(ctx: _Context, model: ModelData) -> _ModelInfo:
     layers = [entry for entry in LAYER_PAGES if entry[0] in used]
     return _ModelInfo(model=model, slug=ctx.slugs[model.name], panels=panels, layers=layers,
                       default_step=model.steps[-1] if model.steps else None,
-                      default_input=model.inputs[0].key if model.inputs else None)
+                      default_input=model.inputs[0].key if model.inputs else None,
+                      dataset_panels=_dataset_catalogue(ctx, model))
+
+
+def _dataset_catalogue(ctx: _Context, model: ModelData) -> list[dict]:
+    """Every dataset-level panel id of a model (union over steps) in technique order."""
+    catalogue: dict[str, dict] = {}
+    for step in model.steps:
+        for panel in step.dataset_panels:
+            pid = panel_id(panel)
+            if pid not in catalogue:
+                tech = ctx.techniques.get(panel.technique, {})
+                catalogue[pid] = {
+                    "id": pid, "technique": panel.technique, "variant": panel.variant,
+                    "title": panel.title, "layer": panel.layer,
+                    "experimental": bool(panel.experimental or tech.get("experimental", False)),
+                    "description": tech.get("description", ""), "scope": "dataset",
+                    "_order": (ctx.order.get(panel.technique, len(ctx.order)), len(catalogue))}
+    panels = sorted(catalogue.values(), key=lambda p: p["_order"])
+    for p in panels:
+        del p["_order"]
+    return panels
 
 
 def _find_panel(step: StepData | None, input_key: str | None, pid: str) -> Panel | None:
@@ -305,22 +390,33 @@ def _find_panel(step: StepData | None, input_key: str | None, pid: str) -> Panel
     return None
 
 
+def _find_dataset_panel(step: StepData | None, pid: str) -> Panel | None:
+    if step is None:
+        return None
+    return next((p for p in step.dataset_panels if panel_id(p) == pid), None)
+
+
 # --------------------------------------------------------------------------------------------
 # The per-model index (what the slider and the pickers read)
 
 
-def model_index(ctx: _Context, info: _ModelInfo) -> dict:
-    """Every built step x input of one model: panel figures, predictions, accuracy.
+def model_index(ctx: _Context, info: _ModelInfo, live: dict[str, str] | None = None) -> dict:
+    """Every built step x input of one model: panel figures, predictions, accuracy, the
+    dataset-level panels of each step, and (`live`: step -> docs-relative path) the live
+    decoder's per-step script.
 
     Paths are docs-relative and URL-encoded; a page prefixes its own root.
     """
     model = info.model
+    live = live or {}
     steps = {}
     for step in model.steps:
         steps[step.step] = {
             "accuracy": step.accuracy,
             "checkpoint": {panel_id(p): ctx.figure_record(p)
                            for p in step.checkpoint_panels if p.figures},
+            "dataset": {panel_id(p): ctx.figure_record(p)
+                        for p in step.dataset_panels if p.figures},
             "inputs": {key: {panel_id(p): ctx.figure_record(p) for p in panels if p.figures}
                        for key, panels in step.input_panels.items()},
             "predictions": {key: {"predicted": pred.predicted,
@@ -328,6 +424,8 @@ def model_index(ctx: _Context, info: _ModelInfo) -> dict:
                                   "correct": pred.correct}
                             for key, pred in step.predictions.items()},
         }
+        if step.step in live:
+            steps[step.step]["live"] = _url(live[step.step])
     inputs = []
     for inp in model.inputs:
         width, height = _image_size(ctx.docs_dir, inp.image, ctx.sizes)
@@ -341,7 +439,9 @@ def model_index(ctx: _Context, info: _ModelInfo) -> dict:
         "step_names": [s.step for s in model.steps],
         "inputs": inputs,
         "panels": [{k: p[k] for k in ("id", "technique", "variant", "title", "layer",
-                                      "experimental", "scope")} for p in info.panels],
+                                      "experimental", "scope", "picture")} for p in info.panels],
+        "dataset_panels": [{k: p[k] for k in ("id", "technique", "variant", "title")}
+                           for p in info.dataset_panels],
         "steps": steps,
     }
 
@@ -532,7 +632,9 @@ def _pages_for_model(ctx: _Context, info: _ModelInfo) -> dict[str, str]:
     pages = {f"{info.folder}/index.md": "Overview"}
     for layer, title, stem in info.layers:
         pages[f"{info.folder}/{stem}.md"] = title
-    if info.panels:
+    if info.has_analyses:
+        pages[f"{info.folder}/{ANALYSES_STEM}.md"] = ANALYSES_TITLE
+    if info.pictures:
         pages[f"{info.folder}/filmstrip.md"] = "Training filmstrip"
     return pages
 
@@ -540,7 +642,10 @@ def _pages_for_model(ctx: _Context, info: _ModelInfo) -> dict[str, str]:
 def _model_links(info: _ModelInfo, root: str) -> list[dict]:
     links = [{"title": title, "href": f"{root}{_url(info.folder)}/{stem}.html", "layer": layer}
              for layer, title, stem in info.layers]
-    if info.panels:
+    if info.has_analyses:
+        links.append({"title": ANALYSES_TITLE, "layer": "analyses",
+                      "href": f"{root}{_url(info.folder)}/{ANALYSES_STEM}.html"})
+    if info.pictures:
         links.append({"title": "Filmstrip", "href": f"{root}{_url(info.folder)}/filmstrip.html",
                       "layer": "filmstrip"})
     return links
@@ -572,7 +677,8 @@ def _render_home(env, ctx: _Context, infos: list[_ModelInfo]) -> str:
                      "latest_step": model.steps[-1].step if model.steps else None})
     return env.get_template("pages/home.md.j2").render(
         **_common(ctx.site, root, "home"), rows=rows,
-        compare_href="compare.html" if any(i.panels for i in infos) else None)
+        compare_href="compare.html" if any(i.pictures for i in infos)
+        or ctx.site.compare_panels else None)
 
 
 def _render_model(env, ctx: _Context, info: _ModelInfo) -> str:
@@ -624,21 +730,23 @@ def _render_filmstrip(env, ctx: _Context, info: _ModelInfo) -> str:
     root = "../../"
     key = info.default_input
     # Default technique: the first layer-dependent one (the model-level ones are on every page).
-    choice = next((p for p in info.panels if p["layer"] != "model"), info.panels[0])
+    choices = info.pictures
+    choice = next((p for p in choices if p["layer"] != "model"), choices[0])
     cards = [ctx.panel_view(choice, _find_panel(step, key, choice["id"]), root, label=step.step)
              for step in info.model.steps]
     return env.get_template("pages/filmstrip.md.j2").render(
         **_common(ctx.site, root, "filmstrip"), model=_model_view(ctx, info, root),
-        choices=info.panels, choice=choice, cards=cards, card_min=_card_min(cards),
+        choices=choices, choice=choice, cards=cards, card_min=_card_min(cards),
         input=_input_view(ctx, info, root, key))
 
 
-def _render_compare(env, ctx: _Context, infos: list[_ModelInfo]) -> str:
+def _render_compare(env, ctx: _Context, infos: list[_ModelInfo], files: dict[str, str]) -> str:
+    """The Compare page; the numbers behind the overlaid plots go into `files`."""
     root = ""
     choices: dict[str, dict] = {}
     inputs: dict[str, str] = {}
     for info in infos:
-        for meta in info.panels:
+        for meta in info.pictures:
             choices.setdefault(meta["id"], meta)
         for inp in info.model.inputs:
             inputs.setdefault(inp.key, inp.label)
@@ -657,11 +765,60 @@ def _render_compare(env, ctx: _Context, infos: list[_ModelInfo]) -> str:
                               note=f"step {step.step}" if step else "no built step")
         cards.append({"model": model, "panel": view})
     all_steps = sorted({s.step for info in infos for s in info.model.steps}, key=_step_key)
+    models = [info.model for info in infos]
+    compare = [ctx.panel_view(_derived_meta(ctx, p), _numbered(
+                   ctx, p, analyses.compare_sources(models, p), "model", "numbers/compare", files),
+                   root, anchor=f"compare-{panel_id(p)}")
+               for p in ctx.site.compare_panels]
     return env.get_template("pages/compare_models.md.j2").render(
-        **_common(ctx.site, root, "compare"), cards=cards, choices=ordered, choice=choice,
-        card_min=_card_min([c["panel"] for c in cards]),
+        **_common(ctx.site, root, "compare"), cards=cards if choice else [], choices=ordered,
+        choice=choice, card_min=_card_min([c["panel"] for c in cards]),
         inputs=[{"key": k, "label": v} for k, v in inputs.items()], input_key=input_key,
-        steps=all_steps)
+        steps=all_steps, compare_panels=compare)
+
+
+def _numbered(ctx: _Context, panel: Panel, sources, axis: str, folder: str,
+              files: dict[str, str]) -> Panel:
+    """A trend / comparison panel with the numbers it was drawn from (JSON + CSV, written into
+    `folder` under the name of its first figure) when it has none of its own."""
+    if any(f.kind == "json" for f in panel.figures):
+        return panel
+    numbers = analyses.derived_numbers(ctx.docs_dir, panel, sources, axis)
+    first = picture(panel)
+    if numbers is None or first is None:
+        return panel
+    stem = f"{folder}/{PurePosixPath(first.path).stem}"
+    files[f"{stem}.json"], files[f"{stem}.csv"] = numbers
+    return dataclasses.replace(panel, figures=[*panel.figures, FigureFile("json", f"{stem}.json"),
+                                               FigureFile("csv", f"{stem}.csv")])
+
+
+def _derived_meta(ctx: _Context, panel: Panel) -> dict:
+    """Card metadata of a panel drawn across steps or models (trends, comparisons)."""
+    tech = ctx.techniques.get(panel.technique, {})
+    return {"id": panel_id(panel), "technique": panel.technique, "variant": panel.variant,
+            "title": panel.title, "layer": panel.layer,
+            "experimental": bool(panel.experimental or tech.get("experimental", False)),
+            "description": tech.get("description", "")}
+
+
+def _render_analyses(env, ctx: _Context, info: _ModelInfo, files: dict[str, str]) -> str:
+    """Dataset-level analyses of one model: the chosen step's (switched by the slider; a step
+    without them says so) and the trends over training (static; their numbers go into
+    `files`)."""
+    root = "../../"
+    step = info.default_step
+    cards = [ctx.panel_view(m, _find_dataset_panel(step, m["id"]), root, anchor=m["id"],
+                            missing_note=ANALYSES_NOTE) for m in info.dataset_panels]
+    trends = [ctx.panel_view(_derived_meta(ctx, p), _numbered(
+                  ctx, p, analyses.trend_sources(info.model, p), "step",
+                  f"numbers/{info.slug}", files), root, anchor=f"trend-{panel_id(p)}")
+              for p in info.model.trend_panels]
+    return env.get_template("pages/analyses.md.j2").render(
+        **_common(ctx.site, root, "analyses"), model=_model_view(ctx, info, root),
+        panels=cards, trends=trends, missing_note=ANALYSES_NOTE,
+        has_default=bool(step and step.dataset_panels),
+        steps_with=[s.step for s in info.model.steps if s.dataset_panels])
 
 
 # --------------------------------------------------------------------------------------------
@@ -747,18 +904,28 @@ def render_site(site: SiteData, docs_dir: Path, templates_dir: Path | None = Non
 
     files: dict[str, str] = {"index.md": _render_home(env, ctx, infos)}
     nav: list = [{"Home": "index.md"}]
-    if any(info.panels for info in infos):
-        files["compare.md"] = _render_compare(env, ctx, infos)
+    if any(info.pictures for info in infos) or site.compare_panels:
+        files["compare.md"] = _render_compare(env, ctx, infos, files)
         nav.append({"Compare models": "compare.md"})
     for info in infos:
-        index = model_index(ctx, info)
+        live_steps = [data for data in (live_step(docs_dir, info.model, step)
+                                        for step in info.model.steps) if data is not None]
+        live_paths = {data.step: f"{info.folder}/live/{_file_part(data.step)}.js"
+                      for data in live_steps}
+        for data in live_steps:
+            files[live_paths[data.step]] = data.inputs_script
+        if live_steps:
+            console.echo(live_summary_line(info.model, live_steps))
+        index = model_index(ctx, info, live_paths)
         files[f"{info.folder}/index.json"] = json.dumps(index, ensure_ascii=False,
                                                         separators=(",", ":")) + "\n"
         files[f"{info.folder}/data.js"] = _index_js(index)
         files[f"{info.folder}/index.md"] = _render_model(env, ctx, info)
         for layer, title, stem in info.layers:
             files[f"{info.folder}/{stem}.md"] = _render_layer(env, ctx, info, layer, title)
-        if info.panels:
+        if info.has_analyses:
+            files[f"{info.folder}/{ANALYSES_STEM}.md"] = _render_analyses(env, ctx, info, files)
+        if info.pictures:
             files[f"{info.folder}/filmstrip.md"] = _render_filmstrip(env, ctx, info)
         nav.append({str(escape(info.model.name)): [
             {title: path} for path, title in _pages_for_model(ctx, info).items()]})

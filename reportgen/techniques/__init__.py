@@ -16,9 +16,16 @@ TECHNIQUE_MODULES = (
     "primary_heatmaps",
     "class_capsules",
     "rpv",
+    "live_decoder",
     "decoder_length",
     "decoder_perturbation",
     "activation_maximization",
+    # dataset level, over the evaluation set (issue 5)
+    "routing_diagnostics",
+    "capsule_semantics",
+    "explanation_fidelity",
+    "affine_robustness",
+    "adversarial_robustness",
 )
 
 

@@ -26,7 +26,24 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
 
 def _render(result, params, ctx):
     from reportgen.figures.panels import render_class_capsules
-    return render_class_capsules(result, params, ctx)
+    return render_class_capsules(result, params, ctx) + [_capsules_json(result)]
+
+
+def _capsules_json(result):
+    """The pose values themselves (K x D) and lengths, as JSON: a download, and what the
+    Decoder page's live decoder starts its sliders from."""
+    import json
+
+    from reportgen.techniques.base import Figure
+
+    capsules = np.asarray(result["capsules"], np.float64)
+    lengths = np.asarray(result["lengths"], np.float64).reshape(-1)
+    data = {"capsules": [[float(v) for v in row] for row in capsules],
+            "lengths": [float(v) for v in lengths], "predicted": int(np.argmax(lengths))}
+    return Figure(name="class_capsules.json", kind="json",
+                  data=json.dumps(data, separators=(",", ":")).encode() + b"\n",
+                  caption=f"Class capsules: {capsules.shape[0]} x {capsules.shape[1]} pose "
+                          "values and their lengths (JSON).")
 
 
 TECHNIQUE = Technique(

@@ -14,6 +14,10 @@
  *
  * Without JavaScript the pages show the latest step and the first input (server-rendered).
  * Plain DOM, no framework; text is always set with textContent (never innerHTML).
+ *
+ * After every change the page's choice is published for other scripts (the Decoder page's live
+ * decoder, live-decoder.js): window.reportgenSelection = {model, step, input} and a
+ * "reportgen:selection" event (detail: the same object) dispatched on the page element.
  */
 (function () {
   "use strict";
@@ -21,6 +25,7 @@
   var STORAGE_KEY = "reportgen.selection.v1";
   var QUERY_KEYS = ["step", "input", "panel"];
   var MIN_DISPLAY = 160; /* images narrower than this are upscaled (pixelated) */
+  var PICTURES = ["png", "svg", "jpg", "jpeg", "gif", "webp"]; /* what an <img> can show */
   var CARD_WIDTHS = [240, 900]; /* a card's preferred width: its image's, within these */
 
   var page = document.querySelector("[data-rg-page]");
@@ -196,18 +201,123 @@
     img.hidden = false;
   }
 
-  /* Fill one panel card (figure[data-rg-panel]) from an index record, or mark it missing. */
+  /* The figure a card shows: the first one an <img> can display (PNG first), if any. */
+  function pictureOf(record) {
+    var figures = record ? record.figures : [];
+    for (var i = 0; i < figures.length; i++) {
+      if (PICTURES.indexOf(figures[i].kind) >= 0) {
+        return figures[i];
+      }
+    }
+    return null;
+  }
+
+  /* A record's files grouped by figure ("label": "" = the panel's own figure or its numbers),
+   * groups with a picture first: [{label, figures, picture}]. */
+  function figureGroups(record) {
+    var order = [];
+    var byLabel = {};
+    (record ? record.figures : []).forEach(function (figure) {
+      var label = figure.label || "";
+      if (!byLabel[label]) {
+        byLabel[label] = [];
+        order.push(label);
+      }
+      byLabel[label].push(figure);
+    });
+    var groups = order.map(function (label) {
+      var figures = byLabel[label];
+      var png = figures.filter(function (f) { return f.kind === "png"; })[0];
+      return {label: label, figures: figures, picture: png || pictureOf({figures: figures})};
+    });
+    return groups.filter(function (g) { return g.picture; })
+      .concat(groups.filter(function (g) { return !g.picture; }));
+  }
+
+  function humane(label) {
+    return label.replace(/[_-]+/g, " ").trim();
+  }
+
+  function downloadLink(figure) {
+    var anchor = document.createElement("a");
+    anchor.href = root + figure.src;
+    anchor.setAttribute("download", "");
+    anchor.textContent = figure.kind.toUpperCase();
+    return anchor;
+  }
+
+  /* Downloads: flat (PNG SVG ...) for one figure, grouped by figure when there are several. */
+  function fillDownloads(downloads, record, groups) {
+    if (!downloads) {
+      return;
+    }
+    var nodes;
+    if (groups.length > 1) {
+      nodes = groups.map(function (group) {
+        var span = document.createElement("span");
+        span.className = "rg-download-group";
+        var label = document.createElement("span");
+        label.className = "rg-download-label";
+        label.textContent = group.picture ? humane(group.label) || "figure" : "numbers";
+        span.appendChild(label);
+        group.figures.forEach(function (figure) {
+          span.appendChild(downloadLink(figure));
+        });
+        return span;
+      });
+    } else {
+      nodes = record.figures.map(downloadLink);
+    }
+    downloads.replaceChildren.apply(downloads, nodes);
+  }
+
+  /* The other figures of a panel of several (dataset analyses), below the first one. */
+  function fillExtras(card, groups, shown, title) {
+    var more = hook(card, "more");
+    if (!more) {
+      return;
+    }
+    var extras = groups.filter(function (g) { return g.picture && g.picture !== shown; });
+    more.hidden = extras.length === 0;
+    setText(hook(card, "more-summary"), extras.length + " more figure" +
+      (extras.length === 1 ? "" : "s"));
+    var holder = hook(card, "more-figures");
+    if (holder) {
+      holder.replaceChildren.apply(holder, extras.map(function (group) {
+        var figure = document.createElement("figure");
+        figure.className = "rg-more-figure";
+        var link = document.createElement("a");
+        link.href = root + group.picture.src;
+        var img = document.createElement("img");
+        img.loading = "lazy";
+        img.alt = title + ": " + humane(group.label);
+        setImage(img, root + group.picture.src, group.picture.width, group.picture.height);
+        img.classList.remove("rg-upscale");
+        var caption = document.createElement("figcaption");
+        caption.textContent = humane(group.label);
+        link.appendChild(img);
+        figure.appendChild(link);
+        figure.appendChild(caption);
+        return figure;
+      }));
+    }
+  }
+
+  /* Fill one panel card (figure[data-rg-panel]) from an index record, or mark it missing.
+   * A record without a picture (e.g. the live decoder's weights) fills text and downloads. */
   function updatePanel(card, record) {
     var img = hook(card, "img");
     var link = hook(card, "link");
     var downloads = hook(card, "downloads");
-    var shown = record && record.figures.length ? record.figures[0] : null;
-    card.classList.toggle("rg-unavailable", !shown);
+    var available = Boolean(record && record.figures.length);
+    var groups = available ? figureGroups(record) : [];
+    var shown = available ? pictureOf(record) : null;
+    card.classList.toggle("rg-unavailable", !available);
     var missing = hook(card, "missing");
     if (missing) {
-      missing.hidden = Boolean(shown);
+      missing.hidden = available;
     }
-    if (!shown) {
+    if (!available) {
       setImage(img, null);
       if (link) {
         link.removeAttribute("href");
@@ -216,29 +326,29 @@
       if (downloads) {
         downloads.replaceChildren();
       }
+      fillExtras(card, [], null, "");
       return;
     }
-    var src = root + shown.src;
-    setImage(img, src, shown.width, shown.height, record.title);
-    if (shown.width) {
-      var basis = Math.min(Math.max(shown.width, CARD_WIDTHS[0]), CARD_WIDTHS[1]);
-      card.style.setProperty("--rg-basis", basis + "px");
-    }
-    if (link) {
-      link.setAttribute("href", src);
+    if (shown) {
+      var src = root + shown.src;
+      setImage(img, src, shown.width, shown.height, record.title);
+      if (shown.width) {
+        var basis = Math.min(Math.max(shown.width, CARD_WIDTHS[0]), CARD_WIDTHS[1]);
+        card.style.setProperty("--rg-basis", basis + "px");
+      }
+      if (link) {
+        link.setAttribute("href", src);
+      }
+    } else {
+      setImage(img, null);
+      if (link) {
+        link.removeAttribute("href");
+      }
     }
     setText(hook(card, "title"), record.title);
     setText(hook(card, "caption"), record.caption);
-    if (downloads) {
-      var anchors = record.figures.map(function (figure) {
-        var anchor = document.createElement("a");
-        anchor.href = root + figure.src;
-        anchor.setAttribute("download", "");
-        anchor.textContent = figure.kind.toUpperCase();
-        return anchor;
-      });
-      downloads.replaceChildren.apply(downloads, anchors);
-    }
+    fillDownloads(downloads, record, groups);
+    fillExtras(card, groups, shown, record.title);
   }
 
   /* "predicted 7 (0.93) ✓" as DOM nodes (class names are user data: textContent only). */
@@ -294,9 +404,9 @@
   /* Filmstrip / compare grids: cards as wide as the shown image (240 ... 480 px). */
   function setCardWidth(records) {
     var strip = page.querySelector("[data-rg-strip]");
-    var first = records.filter(function (r) { return r && r.figures.length && r.figures[0].width; })[0];
+    var first = records.map(pictureOf).filter(function (f) { return f && f.width; })[0];
     if (strip && first) {
-      var width = Math.min(Math.max(first.figures[0].width, 240), 480);
+      var width = Math.min(Math.max(first.width, 240), 480);
       strip.style.setProperty("--rg-card-min", width + "px");
     }
   }
@@ -429,6 +539,30 @@
     page.querySelectorAll("[data-rg-panel]").forEach(function (card) {
       updatePanel(card, lookup(model, stepName, inputKey, card.getAttribute("data-rg-panel")));
     });
+    return {step: stepName, input: inputKey};
+  }
+
+  /* Quantitative analyses: the chosen step's dataset-level panels; a step without them says so
+   * (the trend plots below are static and not touched). */
+  function renderAnalysesPage(model) {
+    var stepName = resolveStep(model, selection.step);
+    syncControls(stepName, null);
+    setSelectionText({step: stepName || "none"});
+    var step = model.steps[stepName];
+    var records = (step && step.dataset) || {};
+    var none = Object.keys(records).length === 0;
+    var note = page.querySelector("[data-rg-no-analyses]");
+    if (note) {
+      note.hidden = !none;
+    }
+    var grid = page.querySelector("[data-rg-step-panels]");
+    if (grid) {
+      grid.hidden = none; /* one note for the step, not one per analysis */
+    }
+    page.querySelectorAll("[data-rg-step-panels] [data-rg-panel]").forEach(function (card) {
+      updatePanel(card, records[card.getAttribute("data-rg-panel")] || null);
+    });
+    return {step: stepName, input: null};
   }
 
   function renderFilmstrip(model) {
@@ -489,13 +623,28 @@
     setCardWidth(records);
   }
 
+  /* Tell other scripts (live-decoder.js) what is shown now. */
+  function publish(slug, shown) {
+    var detail = {model: slug, step: shown.step, input: shown.input};
+    window.reportgenSelection = detail;
+    var event;
+    try {
+      event = new CustomEvent("reportgen:selection", {bubbles: true, detail: detail});
+    } catch (error) {
+      return; /* very old browsers: the global above is still set */
+    }
+    page.dispatchEvent(event);
+  }
+
   function render() {
     var slug = page.getAttribute("data-rg-model");
     var model = slug ? allData[slug] : null;
     if (kind === "model" && model) {
       renderModelPage(model);
     } else if (kind === "layer" && model) {
-      renderLayerPage(model);
+      publish(slug, renderLayerPage(model));
+    } else if (kind === "analyses" && model) {
+      publish(slug, renderAnalysesPage(model));
     } else if (kind === "filmstrip" && model) {
       renderFilmstrip(model);
     } else if (kind === "compare") {
@@ -508,7 +657,8 @@
     }
   }
 
-  var needsData = kind === "model" || kind === "layer" || kind === "filmstrip";
+  var needsData = kind === "model" || kind === "layer" || kind === "filmstrip" ||
+    kind === "analyses";
   if (needsData && !allData[page.getAttribute("data-rg-model")]) {
     return; /* the index did not load: keep the server-rendered default view */
   }

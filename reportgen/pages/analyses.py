@@ -1,0 +1,121 @@
+"""Helpers for panels made of several files (issue 5): naming each figure of a panel, grouping
+its downloads, and the numbers (JSON + CSV) behind the plots drawn across steps or models.
+
+A dataset-level analysis often draws several figures (e.g. routing diagnostics: entropy, vote
+agreement, dead units), each as PNG and SVG, plus its numbers as JSON and CSV; the assembler
+names them `<technique>[-<variant>]-<figure>.<kind>` and the numbers `<technique>[-<variant>]
+.<kind>`. A trend (over training) or comparison (across models) panel is drawn from the per-step
+summaries, which the build does not export again: `derived_numbers` gathers them from the
+steps' JSON exports so that every figure of the site has its numbers beside it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path, PurePosixPath
+
+from reportgen.pages.sitedata import FigureFile, ModelData, Panel
+
+PICTURES = ("png", "svg", "jpg", "jpeg", "gif", "webp")   # figure kinds an <img> can show
+
+
+def figure_label(panel: Panel, figure: FigureFile) -> str:
+    """Which figure of the panel a file is: "" for the panel's own (main figure or numbers),
+    else the part of the file name after the panel's stem ("entropy", "vote_agreement")."""
+    stem = PurePosixPath(figure.path).stem
+    prefix = panel.technique + (f"-{panel.variant}" if panel.variant else "")
+    if stem == prefix:
+        return ""
+    for start in (prefix + "-", panel.technique + "-", panel.technique + "_"):
+        if stem.startswith(start):
+            return stem[len(start):]
+    return stem
+
+
+def groups(panel: Panel) -> list[tuple[str, list[FigureFile]]]:
+    """The panel's files grouped by figure label, in order of first appearance; a group with a
+    picture comes before the numbers-only group ("")."""
+    order: dict[str, list[FigureFile]] = {}
+    for fig in panel.figures:
+        order.setdefault(figure_label(panel, fig), []).append(fig)
+    pictured = [(k, v) for k, v in order.items() if any(f.kind in PICTURES for f in v)]
+    rest = [(k, v) for k, v in order.items() if not any(f.kind in PICTURES for f in v)]
+    return pictured + rest
+
+
+def humane(label: str) -> str:
+    return label.replace("_", " ").replace("-", " ").strip()
+
+
+# --------------------------------------------------------------------------------------------
+# Numbers behind the trend and comparison plots
+
+
+def _read(docs: Path, panel: Panel) -> dict | None:
+    path = next((f.path for f in panel.figures if f.kind == "json"), None)
+    if path is None:
+        return None
+    try:
+        return json.loads((docs / path).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def trend_sources(model: ModelData, panel: Panel) -> list[tuple[str, Panel]]:
+    """(step, dataset panel) of the same analysis at every step that has it."""
+    found = []
+    for step in model.steps:
+        match = next((p for p in step.dataset_panels if p.technique == panel.technique
+                      and p.variant == panel.variant), None)
+        if match is not None:
+            found.append((step.step, match))
+    return found
+
+
+def compare_sources(models: list[ModelData], panel: Panel) -> list[tuple[str, Panel]]:
+    """("model (step)", dataset panel) of each model at its last step with the analysis (the
+    build overlays the same ones)."""
+    found = []
+    for model in models:
+        for step in reversed(model.steps):
+            match = next((p for p in step.dataset_panels if p.technique == panel.technique
+                          and (not panel.variant or p.variant == panel.variant)), None)
+            if match is not None:
+                found.append((f"{model.name} ({step.step})", match))
+                break
+    return found
+
+
+def derived_numbers(docs: Path, panel: Panel, sources: list[tuple[str, Panel]],
+                    axis: str) -> tuple[str, str] | None:
+    """(JSON, CSV) texts of the summaries a trend or comparison plot was drawn from; None when
+    none of them was exported. `axis` names the series ("step" or "model")."""
+    series = [(name, summary) for name, summary in ((n, _read(docs, p)) for n, p in sources)
+              if summary is not None]
+    if not series:
+        return None
+    data = {"technique": panel.technique, "variant": panel.variant, "title": panel.title,
+            "series_by": axis, "series": [{axis: name, "summary": s} for name, s in series]}
+    rows = io.StringIO()
+    writer = csv.writer(rows, lineterminator="\n")
+    writer.writerow([axis, "key", "value"])
+    for name, summary in series:
+        for key, value in flatten(summary):
+            writer.writerow([name, key, value])
+    return json.dumps(data, indent=1, sort_keys=True) + "\n", rows.getvalue()
+
+
+def flatten(value, prefix: str = ""):
+    """(dotted key, value) pairs of a JSON value; lists of plain values stay one row."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from flatten(v, f"{prefix}.{k}" if prefix else str(k))
+    elif isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
+        for i, v in enumerate(value):
+            yield from flatten(v, f"{prefix}[{i}]")
+    elif isinstance(value, list):
+        yield prefix, " ".join("" if v is None else str(v) for v in value)
+    else:
+        yield prefix, "" if value is None else value

@@ -1,0 +1,382 @@
+"""The live decoder (issue 6): the float16 export of the decoder's weights, and the Decoder page's
+JavaScript forward pass in headless Chromium (Debian's chromium driven by Playwright) checked
+pixel by pixel against the model's own (Keras) decoder; sliders, keyboard, reset, class choice,
+step change; over 127.0.0.1 and from file://, with no console error and no outside request.
+
+The browser site is made of two tiny CapsNets (tests/conftest.py: 3 classes x 4 dims, decoder
+12 -> 16 -> 144, 12x12 images) standing for two training steps, their results computed by the
+real techniques and placed by the real Assembler.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from reportgen.figures import live_decoder as fmt
+from reportgen.techniques import live_decoder
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+CLASSES = ("zero", "one", "two")
+STEPS = ("0-1", "0-2")                  # built from seeds 0 (tiny_net) and 1
+TOLERANCE = 1e-2 + 1 / 255              # float16 weights, then an 8-bit canvas
+MODEL = "Tiny"
+
+
+def _export(net, step="0-1"):
+    from reportgen.probe.probe import empty_batch
+    from reportgen.techniques.base import RenderContext
+
+    result = live_decoder.compute(empty_batch(net), live_decoder.Params())
+    ctx = RenderContext(model=MODEL, step=step, class_names=CLASSES)
+    figures = {f.kind: f for f in live_decoder.TECHNIQUE.render(result, None, ctx)}
+    return result, figures
+
+
+def _keras(net, vectors, classes):
+    """The model's decoder on capsule vectors (N, D) placed in their classes' slots."""
+    from reportgen.techniques.compute import decode, masked_inputs
+
+    inputs = masked_inputs(np.asarray(vectors, np.float32), np.asarray(classes),
+                           net.params.num_classes)
+    return decode(net, inputs)
+
+
+# ------------------------------------------------------------------ the export
+
+
+def test_float16_export_round_trips(tiny_net):
+    result, figures = _export(tiny_net)
+    assert set(figures) == {"bin", "json", "js"}
+    manifest = json.loads(figures["json"].data)
+    data = figures["bin"].data
+    assert manifest["format"] == fmt.FORMAT and manifest["dtype"] == "float16"
+    assert manifest["byte_order"] == "little" and manifest["bytes"] == len(data)
+    assert len(data) == 2 * manifest["values"] == 2 * (12 * 16 + 16 + 16 * 144 + 144)
+    assert [layer["activation"] for layer in manifest["layers"]] == ["relu", "sigmoid"]
+    assert manifest["output_shape"] == [12, 12, 1] and manifest["input_size"] == 12
+    # layers follow each other with no gap: kernel, bias, kernel, bias
+    offset = 0
+    for layer in manifest["layers"]:
+        assert layer["kernel_offset"] == offset
+        assert layer["bias_offset"] == offset + layer["inputs"] * layer["units"]
+        offset = layer["bias_offset"] + layer["units"]
+    assert offset == manifest["values"]
+    for index, (kernel, bias, _) in enumerate(fmt.unpack(data, manifest)):
+        for stored, original in ((kernel, result[f"kernel{index}"]),
+                                 (bias, result[f"bias{index}"])):
+            assert stored.shape == original.shape
+            # exactly the float16 rounding of each weight: relative error <= 2^-11
+            np.testing.assert_array_equal(stored, original.astype(np.float16).astype(np.float32))
+            np.testing.assert_allclose(stored, original, rtol=2.0 ** -11, atol=2.0 ** -24)
+    # the documented NumPy reading works on the raw bytes
+    values = np.frombuffer(data, "<f2")
+    first = manifest["layers"][0]
+    np.testing.assert_array_equal(
+        values[:first["inputs"] * first["units"]].reshape(first["inputs"], first["units"]),
+        result["kernel0"].astype(np.float16))
+    # the page's script carries the same bytes, registered under model and step
+    script = figures["js"].data.decode()
+    assert '"Tiny"' in script and '"0-1"' in script and "</script" not in script
+    assert json.loads(script.split('["0-1"] = ', 1)[1].rsplit(";\n})", 1)[0])["manifest"] == manifest
+    assert manifest["check"]["max_abs_diff"] < 1e-2
+    # deterministic bytes (the site is rebuilt byte for byte)
+    assert [f.data for f in _export(tiny_net)[1].values()] == [f.data for f in figures.values()]
+
+
+def test_float16_decoder_matches_keras(tiny_net):
+    result, figures = _export(tiny_net)
+    layers = fmt.unpack(figures["bin"].data, json.loads(figures["json"].data))
+    vectors, classes = live_decoder.check_vectors(3, 4, count=30, seed=5)
+    ours = fmt.forward(layers, fmt.masked(vectors, classes, 3), [12, 12, 1])
+    np.testing.assert_allclose(ours, _keras(tiny_net, vectors, classes), atol=1e-2)
+
+
+def test_real_demo_decoder_within_float16_precision():
+    """MNIST_Demo's trained decoder (160 -> 512 -> 1024 -> 784), when its weights exist."""
+    from reportgen.catalog import Catalog
+    from reportgen.errors import ReportgenError
+
+    try:
+        entry = next(e for e in Catalog(Path(__file__).resolve().parents[1] / "models").match(
+            "MNIST_Demo") if e.steps)
+    except (StopIteration, ReportgenError):
+        pytest.skip("models/MNIST_Demo has no trained weights")
+    from reportgen.capsnet.architecture import build_capsnet
+    from reportgen.training.checkpoints import load_weights
+
+    net = build_capsnet(entry.params)
+    load_weights(net, entry.weights_path(entry.steps[-1]))
+    result, figures = _export(net)
+    manifest = json.loads(figures["json"].data)
+    assert manifest["bytes"] == 2 * (160 * 512 + 512 + 512 * 1024 + 1024 + 1024 * 784 + 784)
+    vectors, classes = live_decoder.check_vectors(10, 16, count=20, seed=7)
+    ours = fmt.forward(fmt.unpack(figures["bin"].data, manifest),
+                       fmt.masked(vectors, classes, 10), [28, 28, 1])
+    assert np.abs(ours - _keras(net, vectors, classes)).max() < 1e-2
+    assert manifest["check"]["max_abs_diff"] < 1e-2
+
+
+def test_models_without_decoder_have_no_live_decoder(make_net):
+    plain = make_net(decoder={"enabled": False})
+    assert live_decoder.variants(plain) == []
+
+
+def test_pack_refuses_what_float16_cannot_hold():
+    kernel = np.full((2, 3), 1e6, np.float32)
+    with pytest.raises(ValueError, match="float16 cannot hold"):
+        fmt.pack([kernel], [np.zeros(3)], ["sigmoid"], [3, 1, 1], classes=1, dims=2)
+    with pytest.raises(ValueError, match="output shape"):
+        fmt.pack([np.zeros((2, 3))], [np.zeros(3)], ["sigmoid"], [2, 2, 1], classes=1, dims=2)
+
+
+# ------------------------------------------------------------------ a site of two tiny steps
+
+
+@pytest.fixture(scope="module")
+def tiny_site(tmp_path_factory, tiny_net, make_net, images):
+    """(site dir, {step: net}, {step: {input key: class capsules (K, D)}}, printed summary)."""
+    import contextlib
+    import io
+
+    from reportgen.cache.keys import hash_json
+    from reportgen.cache.store import ArtifactStore
+    from reportgen.pages.assemble import Assembler, write_input_png
+    from reportgen.pages.render import build_site, render_site
+    from reportgen.pages.sitedata import InputInfo, ModelData, SiteData, StepData
+    from reportgen.probe.probe import empty_batch, run_probe
+    from reportgen.techniques import class_capsules
+    from reportgen.techniques.base import RenderContext
+
+    root = tmp_path_factory.mktemp("live")
+    docs = root / "project" / "docs"
+    store = ArtifactStore(root / "cache")
+    assembler = Assembler(store, docs)
+    nets = {STEPS[0]: tiny_net, STEPS[1]: make_net(seed=1)}
+    keys = [f"test-{i}" for i in range(3)]
+    inputs = []
+    for i, key in enumerate(keys):
+        path = docs / "artifacts" / MODEL / "inputs" / f"{key}.png"
+        write_input_png(images[i], path)
+        inputs.append(InputInfo(key=key, label=f"test #{i}", image=path.relative_to(docs)
+                                .as_posix(), true_class=CLASSES[i]))
+    steps, capsules = [], {}
+    for name, net in nets.items():
+        ctx = RenderContext(model=MODEL, step=name, class_names=CLASSES)
+        step = StepData(step=name)
+        key = hash_json({"live": name})
+        store.put_arrays(key, live_decoder.compute(empty_batch(net), live_decoder.Params()), {})
+        step.checkpoint_panels.append(assembler.panel(
+            live_decoder.TECHNIQUE, live_decoder.Params(), key, ctx,
+            docs / "artifacts" / MODEL / name / "checkpoint"))
+        result = class_capsules.compute(run_probe(net, images[:3], gradients=False))
+        capsules[name] = {}
+        for i, inp in enumerate(keys):
+            row = {k: v[i] for k, v in result.items()}
+            key = hash_json({"capsules": name, "input": inp})
+            store.put_arrays(key, row, {})
+            item_ctx = RenderContext(model=MODEL, step=name, class_names=CLASSES,
+                                     input_label=inp, image=images[i])
+            step.input_panels[inp] = [assembler.panel(
+                class_capsules.TECHNIQUE, class_capsules.Params(), key, item_ctx,
+                docs / "artifacts" / MODEL / name / inp)]
+            capsules[name][inp] = row["capsules"]
+        steps.append(step)
+    model = ModelData(name=MODEL, dataset="random", description="", params=0,
+                      class_names=list(CLASSES), architecture=[], history=[], steps=steps,
+                      inputs=inputs)
+    techniques = [{"name": t.name, "title": t.title, "layer": t.layer, "description": "",
+                   "experimental": False} for t in (class_capsules.TECHNIQUE,
+                                                    live_decoder.TECHNIQUE)]
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        render_site(SiteData(title="live", models=[model], techniques=techniques), docs)
+    site = build_site(root / "project", root / "site", strict=True)
+    return site, nets, capsules, printed.getvalue()
+
+
+def test_build_summary_prints_bytes_per_step(tiny_site):
+    site, _, _, printed = tiny_site
+    size = 2 * (12 * 16 + 16 + 16 * 144 + 144)
+    assert f"live decoder {MODEL}: {size:,} bytes per step (float16 weights" in printed
+    assert "× 2 steps" in printed
+    index = json.loads((site / "models" / MODEL / "index.json").read_text())
+    assert index["steps"]["0-2"]["live"] == f"models/{MODEL}/live/0-2.js"
+    kinds = [f["kind"] for f in index["steps"]["0-2"]["checkpoint"]["live_decoder"]["figures"]]
+    assert sorted(kinds) == ["bin", "js", "json"]
+    html = (site / "models" / MODEL / "decoder.html").read_text()
+    assert "data-rg-live-decoder" in html and "live-decoder.js" in html
+    # no other page offers the live decoder as a picture
+    assert "live_decoder" not in (site / "models" / MODEL / "filmstrip.html").read_text()
+
+
+# ------------------------------------------------------------------ in the browser
+
+pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
+browser_only = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+
+
+@pytest.fixture(scope="module")
+def base_url(tiny_site):
+    from reportgen.commands.serve_cli import make_server
+
+    server = make_server(tiny_site[0], "127.0.0.1", 0, quiet=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture()
+def context(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    context.set_default_timeout(10000)
+    requests, errors = [], []
+    context.on("request", lambda request: requests.append(request.url))
+    context.on("console", lambda msg: msg.type == "error" and errors.append(msg.text))
+    context.on("weberror", lambda error: errors.append(str(error.error)))
+    yield context, requests, errors
+    context.close()
+
+
+def _pixels(page, selector="[data-ld-canvas]") -> np.ndarray:
+    """The canvas as (H, W) grey values in [0, 1] (R channel; the decoder is single-channel)."""
+    data = page.evaluate("""(selector) => {
+        const canvas = document.querySelector(selector);
+        const pixels = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height);
+        return {width: canvas.width, height: canvas.height, data: Array.from(pixels.data)};
+    }""", selector)
+    rgba = np.asarray(data["data"], np.float64).reshape(data["height"], data["width"], 4)
+    assert (rgba[..., 0] == rgba[..., 1]).all() and (rgba[..., 3] == 255).all()
+    return rgba[..., 0] / 255.0
+
+
+def _ready(page):
+    page.wait_for_selector("[data-ld-app]:not([hidden])")
+    page.wait_for_function("document.querySelectorAll('[data-ld-dim]').length === 4")
+
+
+def _check_against_keras(page, net, vector, cls):
+    expected = _keras(net, np.asarray(vector)[None], [cls])[0, ..., 0]
+    shown = _pixels(page)
+    assert shown.shape == expected.shape == (12, 12)
+    assert np.abs(shown - expected).max() <= TOLERANCE, np.abs(shown - expected).max()
+    # the Python image beside it (same computation at the real capsule): within 1/255
+    assert np.abs(_pixels(page, "[data-ld-python]") - shown).max() <= 1 / 255 + 1e-9
+    return shown
+
+
+@browser_only
+def test_live_decoder_over_http(context, base_url, tiny_site):
+    context, requests, errors = context
+    _, nets, capsules, _ = tiny_site
+    page = context.new_page()
+    page.goto(base_url + f"models/{MODEL}/decoder.html")
+    _ready(page)
+    last = STEPS[-1]
+    real = capsules[last]["test-0"]
+    predicted = int(np.argmax(np.linalg.norm(real, axis=1)))
+    assert page.locator("[data-ld-class]").input_value() == str(predicted)
+    initial = _check_against_keras(page, nets[last], real[predicted], predicted)
+    length = float(np.linalg.norm(real[predicted]))
+    assert f"{length:.3f}" in page.locator("[data-ld-current]").inner_text()
+    # the sliders start at the real pose values
+    for d in range(4):
+        value = float(page.locator(f'[data-ld-dim="{d}"]').input_value())
+        assert abs(value - real[predicted, d]) <= 0.0026      # within one slider step
+
+    # keyboard: ArrowRight on a focused slider changes its value and the canvas
+    slider = page.locator('[data-ld-dim="0"]')
+    before = float(slider.input_value())
+    slider.focus()
+    page.keyboard.press("ArrowRight")
+    assert float(slider.input_value()) > before
+    page.keyboard.press("End")                                # real value + 0.25
+    page.wait_for_function("document.querySelector('[data-ld-dim=\"0\"] + output')"
+                           ".classList.contains('rg-ld-moved')")
+    page.wait_for_timeout(100)                                # one animation frame
+    moved = _pixels(page)
+    assert np.abs(moved - initial).max() > 2 / 255, "moving a slider changed nothing"
+    vector = real[predicted].astype(np.float64).copy()
+    vector[0] = float(slider.input_value())
+    expected = _keras(nets[last], vector[None], [predicted])[0, ..., 0]
+    assert np.abs(moved - expected).max() <= TOLERANCE
+
+    # reset restores the initial image
+    page.locator("[data-ld-reset]").click()
+    np.testing.assert_array_equal(_pixels(page), initial)
+
+    # the length slider rescales the capsule (direction kept)
+    page.locator("[data-ld-length]").fill("0.5")
+    page.wait_for_timeout(100)
+    half = real[predicted] * (0.5 / length)
+    expected = _keras(nets[last], half[None], [predicted])[0, ..., 0]
+    assert np.abs(_pixels(page) - expected).max() <= TOLERANCE
+    assert "0.500" in page.locator("[data-ld-current]").inner_text()
+
+    # any class: the sliders restart at that class capsule's real values
+    other = (predicted + 1) % 3
+    page.select_option("[data-ld-class]", str(other))
+    _check_against_keras(page, nets[last], real[other], other)
+
+    # ±k σ ranges: the sliders' span follows the dimension's σ over the chosen inputs
+    page.locator('[data-ld-range][value="std"]').check()
+    span = float(slider.get_attribute("max")) - float(slider.get_attribute("min"))
+    vectors = [c[int(np.argmax(np.linalg.norm(c, axis=1)))] for c in capsules[last].values()]
+    sigma = float(np.std(np.asarray(vectors, np.float64)[:, 0]))
+    assert span == pytest.approx(2 * max(2 * sigma, 1e-3), abs=1e-5)
+    assert "chosen inputs" in page.locator("[data-ld-std-note]").inner_text()
+
+    # another step and another input: that step's weights and capsules
+    page.locator("[data-rg-step-slider]").focus()
+    page.keyboard.press("Home")
+    page.select_option("[data-rg-input-picker]", "test-2")
+    page.wait_for_function("document.querySelector('[data-rg-step-value]').textContent"
+                           " === '0-1'")
+    _ready(page)
+    real = capsules[STEPS[0]]["test-2"]
+    predicted = int(np.argmax(np.linalg.norm(real, axis=1)))
+    page.wait_for_function(f"document.querySelector('[data-ld-class]').value === "
+                           f"'{predicted}'")
+    _check_against_keras(page, nets[STEPS[0]], real[predicted], predicted)
+
+    assert not errors, errors
+    outside = [u for u in requests if not u.startswith((base_url, "data:", "blob:"))]
+    assert not outside, outside
+
+
+@browser_only
+def test_live_decoder_from_file_url(context, tiny_site):
+    context, requests, errors = context
+    site, nets, capsules, _ = tiny_site
+    page = context.new_page()
+    page.goto((site / "models" / MODEL / "decoder.html").resolve().as_uri())
+    _ready(page)
+    real = capsules[STEPS[-1]]["test-0"]
+    predicted = int(np.argmax(np.linalg.norm(real, axis=1)))
+    initial = _check_against_keras(page, nets[STEPS[-1]], real[predicted], predicted)
+    page.locator('[data-ld-dim="1"]').fill(str(float(real[predicted, 1]) - 0.25))
+    page.wait_for_timeout(100)
+    assert np.abs(_pixels(page) - initial).max() > 0
+    page.locator("[data-ld-reset]").click()
+    np.testing.assert_array_equal(_pixels(page), initial)
+    assert not errors, errors
+    outside = [u for u in requests if not u.startswith(("file://", "data:", "blob:"))]
+    assert not outside, outside
