@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from reportgen.figures.encode import matplotlib_bytes, new_figure, png_size
+from reportgen.figures.encode import new_figure
+from reportgen.figures.plots import figure_pair, png_figure, style_axes, summary_value
 from reportgen.techniques.adversarial_robustness import (ATTACK_LABELS, TARGET_LABELS,
                                                          metric_key)
 from reportgen.techniques.base import Figure
@@ -21,23 +22,6 @@ DPI = 110
 GU_2022 = ("For context, Gu 2022 reports that attacking the votes is much stronger than "
            "attacking the output capsules: on CIFAR-10 under PGD, 17.3% robust accuracy via the "
            "output capsules vs 4.83% via the votes.")
-
-
-def _style(ax) -> None:
-    ax.tick_params(labelsize=FONT)
-    ax.grid(True, color="#e5e5e5", linewidth=0.6)
-    ax.set_axisbelow(True)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
-
-
-def _plot_files(fig, stem: str, caption: str) -> list[Figure]:
-    png = matplotlib_bytes(fig, "png")
-    width, height = png_size(png)
-    return [Figure(name=f"{stem}.png", data=png, kind="png", caption=caption,
-                   width=width, height=height),
-            Figure(name=f"{stem}.svg", data=matplotlib_bytes(fig, "svg"), kind="svg",
-                   caption=caption)]
 
 
 def _combos(params):
@@ -107,7 +91,7 @@ def render(arrays, params, ctx) -> list[Figure]:
     fig.tight_layout()
     caption = (f"Adversarial robustness, {prefix}accuracy vs attack strength eps for each attack "
                f"and attack target (dotted: clean accuracy). {text} {GU_2022}")
-    figures = _plot_files(fig, "accuracy", caption)
+    figures = figure_pair(fig, "accuracy", caption, svg_size=False)
     if has_decoder:
         figures += _detection_figures(arrays, params, prefix, text)
     figures += _examples_figure(arrays, params, ctx, prefix, has_decoder)
@@ -120,7 +104,7 @@ def _curves(ax, epsilons, values, params) -> None:
         ax.plot(epsilons, values[t, a], style, marker=marker, markersize=3.5,
                 color=TARGET_COLORS[target], linewidth=1.4, label=_combo_label(target, attack))
     ax.set_xlabel("eps (L-infinity, pixel scale 0 … 1)", fontsize=FONT)
-    _style(ax)
+    style_axes(ax)
 
 
 def _detection_figures(arrays, params, prefix, text) -> list[Figure]:
@@ -139,7 +123,7 @@ def _detection_figures(arrays, params, prefix, text) -> list[Figure]:
     fig.tight_layout()
     caption = (f"Reconstruction-based detection of adversarial examples, {prefix}success rate "
                f"(left) and undetected success rate (right) vs eps. {detection} {text}")
-    figures = _plot_files(fig, "detection", caption)
+    figures = figure_pair(fig, "detection", caption, svg_size=False)
 
     # Histograms of distances at the chosen eps.
     combos = _combos(params)
@@ -165,7 +149,7 @@ def _detection_figures(arrays, params, prefix, text) -> list[Figure]:
         ax.set_title(f"{_combo_label(target, attack)}, eps {hist_eps:g}", fontsize=FONT + 1)
         ax.set_xlabel("L2 distance input - reconstruction", fontsize=FONT)
         ax.set_ylabel("images", fontsize=FONT)
-        _style(ax)
+        style_axes(ax)
         ax.legend(fontsize=FONT - 1, frameon=False)
     for ax in axes[len(combos):]:
         ax.set_visible(False)
@@ -174,7 +158,7 @@ def _detection_figures(arrays, params, prefix, text) -> list[Figure]:
                f"examples (misclassified, originally correct) at eps = {hist_eps:g}, per attack; "
                f"dashed: the detection threshold, inputs to its right are flagged. {detection} "
                f"{text}")
-    return figures + _plot_files(fig, "distances", caption)
+    return figures + figure_pair(fig, "distances", caption, svg_size=False)
 
 
 def _examples_figure(arrays, params, ctx, prefix, has_decoder) -> list[Figure]:
@@ -225,23 +209,15 @@ def _examples_figure(arrays, params, ctx, prefix, has_decoder) -> list[Figure]:
                               fontsize=FONT - 1, color="#c0392b" if flagged else "#333333")
     fig.suptitle(f"{prefix}examples at eps {hist_eps:g}", fontsize=FONT + 1)
     fig.tight_layout()
-    png = matplotlib_bytes(fig, "png")
-    width, height = png_size(png)
     recon = (" and its reconstruction from the predicted class capsule (d = L2 distance to the "
              "input; 'flag' = above the detection threshold)" if has_decoder else "")
     caption = (f"Adversarial examples, {prefix}one originally-correct image per class (rows): "
                f"the clean input, then for each attack and target the adversarial image at eps "
                f"= {hist_eps:g} with the real model's prediction (red when wrong){recon}.")
-    return [Figure(name="examples.png", data=png, kind="png", caption=caption,
-                   width=width, height=height)]
+    return [png_figure(fig, "examples.png", caption)]
 
 
 # --- over training steps and across models ------------------------------------------------------
-
-def _value(summary, key):
-    value = summary.get(key)
-    return np.nan if value is None else float(value)
-
 
 def render_trend(history, params, ctx) -> list[Figure]:
     """Accuracy per eps over training steps, one panel per attack and target."""
@@ -256,7 +232,7 @@ def render_trend(history, params, ctx) -> list[Figure]:
     colors = _eps_colors(params.epsilons)
     for ax, (_, target, _, attack) in zip(axes, combos):
         for epsilon, color in zip(params.epsilons, colors):
-            ax.plot(x, [_value(s, metric_key("accuracy", target, attack, epsilon))
+            ax.plot(x, [summary_value(s, metric_key("accuracy", target, attack, epsilon))
                         for _, s in history], marker="o", markersize=3, color=color,
                     label=f"eps {epsilon:g}" + (" (clean)" if epsilon == 0 else ""))
         ax.set_title(_combo_label(target, attack), fontsize=FONT + 1)
@@ -264,7 +240,7 @@ def render_trend(history, params, ctx) -> list[Figure]:
         ax.set_xticks(x)
         ax.set_xticklabels(steps, rotation=90 if len(steps) > 6 else 0, fontsize=FONT - 1)
         ax.set_xlabel("training step", fontsize=FONT)
-        _style(ax)
+        style_axes(ax)
     axes[0].set_ylabel("accuracy", fontsize=FONT)
     axes[-1].legend(fontsize=FONT - 1, frameon=False)
     model = getattr(ctx, "model", "")
@@ -275,7 +251,7 @@ def render_trend(history, params, ctx) -> list[Figure]:
     caption = (f"Adversarial robustness over training steps{' of ' + model if model else ''}: "
                f"accuracy at each eps, one panel per attack and attack target. "
                f"{procedure(params, images)} {GU_2022}")
-    return _plot_files(fig, "trend", caption)
+    return figure_pair(fig, "trend", caption, svg_size=False)
 
 
 def _eps_colors(epsilons):
@@ -303,7 +279,7 @@ def render_compare(entries, params, ctx) -> list[Figure]:
     for c, (_, target, _, attack) in enumerate(combos):
         for i, (model, summary) in enumerate(entries):
             for r, metric in enumerate(("accuracy", "undetected")[:rows]):
-                values = [_value(summary, metric_key(metric, target, attack, e))
+                values = [summary_value(summary, metric_key(metric, target, attack, e))
                           for e in params.epsilons]
                 axes[r, c].plot(epsilons, values, marker="o", markersize=3,
                                 color=palette(i % 10), label=str(model))
@@ -311,18 +287,18 @@ def render_compare(entries, params, ctx) -> list[Figure]:
         for r, metric in enumerate(("accuracy", "undetected success rate")[:rows]):
             axes[r, c].set_ylim(0, 1.02)
             axes[r, c].set_xlabel("eps", fontsize=FONT)
-            _style(axes[r, c])
+            style_axes(axes[r, c])
             if c == 0:
                 axes[r, c].set_ylabel(metric, fontsize=FONT)
     axes[0, -1].legend(fontsize=FONT - 1, frameon=False)
     fig.suptitle("Adversarial robustness across models", fontsize=FONT + 2)
     fig.tight_layout()
     models = ", ".join(f"{m} ({s.get('images', '?')} images, clean accuracy "
-                       f"{_value(s, 'clean_accuracy'):.1%})" for m, s in entries)
+                       f"{summary_value(s, 'clean_accuracy'):.1%})" for m, s in entries)
     undetected = (" Bottom row: successful AND undetected adversarial examples among "
                   "originally-correct images (threshold: 95th percentile of each model's clean "
                   "reconstruction distances; models without a decoder have no line)."
                   if detection else "")
     caption = (f"Adversarial robustness across models ({models}): accuracy vs eps, one panel per "
                f"attack and attack target.{undetected} {procedure(params, 'the')} {GU_2022}")
-    return _plot_files(fig, "compare", caption)
+    return figure_pair(fig, "compare", caption, svg_size=False)

@@ -10,23 +10,13 @@ import math
 
 import numpy as np
 
-from reportgen.figures.encode import matplotlib_bytes, new_figure, png_size
+from reportgen.figures.encode import new_figure
+from reportgen.figures.plots import figure_pair, styled, summary_value
 from reportgen.probe.affine import FACTORS
 from reportgen.techniques.base import Figure
 
 LINE = "#d95f02"
-STYLE = {"font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8, "legend.fontsize": 7,
-         "xtick.labelsize": 7, "ytick.labelsize": 7, "axes.spines.top": False,
-         "axes.spines.right": False}
 TRANSFORM_NOTE = "bilinear resampling about the image centre, zero fill outside the image"
-
-
-def figure_pair(fig, stem: str, caption: str) -> list[Figure]:
-    """The PNG (site) and SVG (paper) files of one matplotlib figure."""
-    png = matplotlib_bytes(fig, "png")
-    width, height = png_size(png)
-    return [Figure(f"{stem}.png", png, "png", caption, width, height),
-            Figure(f"{stem}.svg", matplotlib_bytes(fig, "svg"), "svg", caption, width, height)]
 
 
 def _label(factor: str) -> str:
@@ -66,8 +56,7 @@ def render(arrays, params, ctx) -> list[Figure]:
         return []
     rows, cols = _panels(len(factors))
     fig = new_figure(2.6 * cols + 0.4, 2.1 * rows + 0.5)
-    import matplotlib
-    with matplotlib.rc_context(STYLE):
+    with styled():
         axes = _axes(fig, len(factors))
         for ax, factor in zip(axes, factors):
             values = np.asarray(arrays[f"values_{factor}"], np.float64)
@@ -93,11 +82,6 @@ def render(arrays, params, ctx) -> list[Figure]:
     return figure_pair(fig, "affine_robustness", caption)
 
 
-def _value(summary: dict, key: str) -> float:
-    value = summary.get(key)
-    return float(value) if value is not None else float("nan")
-
-
 def render_trend(series, params, ctx) -> list[Figure]:
     """Clean accuracy and each factor's mean accuracy over its sweep, against training step."""
     if len(series) < 2:
@@ -106,13 +90,12 @@ def render_trend(series, params, ctx) -> list[Figure]:
     x = np.arange(len(steps))
     factors = [f for f in FACTORS if any(f"{f}_values" in s for _, s in series)]
     fig = new_figure(6.4, 3.2)
-    import matplotlib
-    with matplotlib.rc_context(STYLE):
+    with styled():
         ax = fig.subplots()
-        ax.plot(x, [_value(s, "clean_accuracy") for _, s in series], color="0.2",
+        ax.plot(x, [summary_value(s, "clean_accuracy") for _, s in series], color="0.2",
                 linestyle="--", marker="o", markersize=3, linewidth=1.2, label="clean")
         for factor in factors:
-            ax.plot(x, [_value(s, f"{factor}_mean_accuracy") for _, s in series], marker="o",
+            ax.plot(x, [summary_value(s, f"{factor}_mean_accuracy") for _, s in series], marker="o",
                     markersize=3, linewidth=1.0, label=f"{factor} (mean over sweep)")
         ax.set_xticks(x, steps, rotation=60 if len(steps) > 6 else 0)
         ax.set_xlabel("training step")
@@ -139,8 +122,7 @@ def render_compare(series, params, ctx) -> list[Figure]:
         return []
     rows, cols = _panels(len(factors))
     fig = new_figure(2.6 * cols + 0.4, 2.1 * rows + 0.7)
-    import matplotlib
-    with matplotlib.rc_context(STYLE):
+    with styled():
         axes = list(_axes(fig, len(factors)))
         for ax, factor in zip(axes, factors):
             for m, (model, summary) in enumerate(series):

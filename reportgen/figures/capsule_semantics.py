@@ -10,25 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from reportgen.figures.encode import matplotlib_bytes, new_figure, png_size
+from reportgen.figures.encode import new_figure
+from reportgen.figures.plots import figure_pair, styled, summary_value
 from reportgen.probe.affine import FACTORS
 from reportgen.techniques.base import Figure
 
 BAR = "#8098ba"
-STYLE = {"font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8, "legend.fontsize": 7,
-         "xtick.labelsize": 7, "ytick.labelsize": 7, "axes.spines.top": False,
-         "axes.spines.right": False}
 FACTOR_LABELS = {"rotation": "rotation", "translation_x": "x-translation",
                  "translation_y": "y-translation", "scale": "scale", "shear_x": "x-shear",
                  "shear_y": "y-shear"}
-
-
-def figure_pair(fig, stem: str, caption: str) -> list[Figure]:
-    """The PNG (site) and SVG (paper) files of one matplotlib figure."""
-    png = matplotlib_bytes(fig, "png")
-    width, height = png_size(png)
-    return [Figure(f"{stem}.png", png, "png", caption, width, height),
-            Figure(f"{stem}.svg", matplotlib_bytes(fig, "svg"), "svg", caption, width, height)]
 
 
 def _class_name(ctx, k: int) -> str:
@@ -46,8 +36,7 @@ def _variance(arrays, params, ctx) -> list[Figure]:
     counts = np.asarray(arrays["predicted_counts"], np.float64)
     dims, classes = var.size, class_var.shape[0]
     fig = new_figure(6.4, 2.0 + 0.16 * classes)
-    import matplotlib
-    with matplotlib.rc_context(STYLE):
+    with styled():
         ax_bar, ax_map = fig.subplots(1, 2, width_ratios=(1, 1.25))
         ax_bar.bar(np.arange(dims), var, color=BAR, width=0.8)
         ax_bar.set_xlabel("class-capsule dimension")
@@ -149,8 +138,7 @@ def _compactness(arrays, params, ctx) -> list[Figure]:
     dims = shares.shape[1]
     names = [FACTOR_LABELS[f] for f in factors]
     fig = new_figure(7.2, 2.8)
-    import matplotlib
-    with matplotlib.rc_context(STYLE):
+    with styled():
         ax_bar, ax_map = fig.subplots(1, 2, width_ratios=(1, 1.4))
         x = np.arange(len(factors))
         ax_bar.bar(x, np.nan_to_num(scores), color=BAR, width=0.7)
@@ -186,11 +174,6 @@ def render(arrays, params, ctx) -> list[Figure]:
             + _perturbation(arrays, params, ctx))
 
 
-def _value(summary: dict, key: str) -> float:
-    value = summary.get(key)
-    return float(value) if value is not None else float("nan")
-
-
 def render_trend(series, params, ctx) -> list[Figure]:
     """Compactness per factor and the effective number of dimensions against training step."""
     if len(series) < 2:
@@ -198,13 +181,12 @@ def render_trend(series, params, ctx) -> list[Figure]:
     steps = [str(s) for s, _ in series]
     x = np.arange(len(steps))
     fig = new_figure(8.0, 3.0)
-    import matplotlib
-    with matplotlib.rc_context(STYLE):
+    with styled():
         ax_c, ax_d = fig.subplots(1, 2)
         for factor in FACTORS:
-            ax_c.plot(x, [_value(s, f"compactness_{factor}") for _, s in series], marker="o",
+            ax_c.plot(x, [summary_value(s, f"compactness_{factor}") for _, s in series], marker="o",
                       markersize=3, linewidth=1.0, label=FACTOR_LABELS[factor])
-        ax_d.plot(x, [_value(s, "effective_dims") for _, s in series], marker="o",
+        ax_d.plot(x, [summary_value(s, "effective_dims") for _, s in series], marker="o",
                   markersize=3, linewidth=1.0, color=BAR)
         for ax in (ax_c, ax_d):
             ax.set_xticks(x, steps, rotation=60 if len(steps) > 6 else 0)
@@ -227,16 +209,15 @@ def render_compare(series, params, ctx) -> list[Figure]:
         return []
     models = [str(m) for m, _ in series]
     fig = new_figure(7.2, 3.0)
-    import matplotlib
-    with matplotlib.rc_context(STYLE):
+    with styled():
         ax = fig.subplots()
         factors = list(FACTORS)
         width = 0.8 / len(models)
         x = np.arange(len(factors))
         for m, (model, summary) in enumerate(series):
             ax.bar(x + (m - (len(models) - 1) / 2) * width,
-                   [_value(summary, f"compactness_{f}") for f in factors], width=width,
-                   label=f"{model} (eff. dims {_value(summary, 'effective_dims'):.1f})")
+                   [summary_value(summary, f"compactness_{f}") for f in factors], width=width,
+                   label=f"{model} (eff. dims {summary_value(summary, 'effective_dims'):.1f})")
         ax.set_xticks(x, [FACTOR_LABELS[f] for f in factors])
         ax.set_ylabel("compactness KL(p ‖ uniform)")
         ax.legend(frameon=False)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from reportgen.figures.encode import matplotlib_bytes, new_figure, png_size
+from reportgen.figures.encode import new_figure
+from reportgen.figures.plots import figure_pair, png_figure, style_axes, summary_value
 from reportgen.techniques.base import Figure
 from reportgen.techniques.explanation_fidelity import (METHOD_LABELS as LABELS, METHODS,
                                                        area_under_curve, deletion_aopc)
@@ -22,24 +23,6 @@ DPI = 110
 
 
 # --- helpers ------------------------------------------------------------------------------------
-
-def _style(ax) -> None:
-    ax.tick_params(labelsize=FONT)
-    ax.grid(True, color="#e5e5e5", linewidth=0.6)
-    ax.set_axisbelow(True)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
-
-
-def _plot_files(fig, stem: str, caption: str) -> list[Figure]:
-    """The figure as PNG (site) and SVG (paper), same caption."""
-    png = matplotlib_bytes(fig, "png")
-    width, height = png_size(png)
-    return [Figure(name=f"{stem}.png", data=png, kind="png", caption=caption,
-                   width=width, height=height),
-            Figure(name=f"{stem}.svg", data=matplotlib_bytes(fig, "svg"), kind="svg",
-                   caption=caption)]
-
 
 def _get(params, name, default):
     value = getattr(params, name, default) if params is not None else default
@@ -115,7 +98,7 @@ def render(arrays, params, ctx) -> list[Figure]:
                       else "fraction of patches restored", fontsize=FONT)
         ax.set_ylabel("target class-capsule length (mean)", fontsize=FONT)
         ax.set_xlim(0, 1)
-        _style(ax)
+        style_axes(ax)
         if n:
             ax.legend(fontsize=FONT - 1, frameon=False)
     fig.suptitle(f"{model}deletion and insertion curves ({n} images)", fontsize=FONT + 2)
@@ -125,7 +108,7 @@ def render(arrays, params, ctx) -> list[Figure]:
                f"fast: higher AOPC, AOPC = mean over k = 0 … P of f(x_0) - f(x_k)) or inserted "
                f"(right; a faithful map rises fast: higher AUC, trapezoid area over the fraction "
                f"of patches k/P). {text}")
-    figures = _plot_files(fig, "curves", caption)
+    figures = figure_pair(fig, "curves", caption, svg_size=False)
 
     # Agreement: distribution of the per-image Spearman correlations.
     figures += _agreement_figure(arrays, grid, layer, model, text)
@@ -160,7 +143,7 @@ def _agreement_figure(arrays, grid, layer, model, text) -> list[Figure]:
     ax.set_xlabel("Spearman rank correlation per image", fontsize=FONT)
     ax.set_ylabel("images", fontsize=FONT)
     ax.set_title(f"{model}RPV vs Grad-CAM++ ({layer}) on the {grid} grid", fontsize=FONT + 1)
-    _style(ax)
+    style_axes(ax)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=FONT - 1, frameon=False, loc="upper left")
     fig.tight_layout()
@@ -173,7 +156,7 @@ def _agreement_figure(arrays, grid, layer, model, text) -> list[Figure]:
                f"the {grid} primary-grid resolution, one value per image; {pooled}. Images where "
                f"either map is constant are left out. {'; '.join(stats)}. The thesis found the "
                f"two comparable when the primary grid is large (MNIST_LPcaps, 18x18). {text}")
-    return _plot_files(fig, "agreement", caption)
+    return figure_pair(fig, "agreement", caption, svg_size=False)
 
 
 def _examples_figure(arrays, ctx, grid, layer, model) -> list[Figure]:
@@ -218,23 +201,15 @@ def _examples_figure(arrays, ctx, grid, layer, model) -> list[Figure]:
                 ax.set_title(title, fontsize=FONT)
     fig.suptitle(f"{model}example maps of the target class", fontsize=FONT + 1)
     fig.tight_layout()
-    png = matplotlib_bytes(fig, "png")
-    width, height = png_size(png)
     caption = (f"Example maps, {model}the input, RPV (modified) and Grad-CAM++ ({layer}) placed "
                f"on the input at their cells' receptive-field centres (viridis overlay, 60% "
                f"opacity; every map scaled min-max on its own), and the two maps on the {grid} "
                f"primary grid whose Spearman correlation (rho) is measured; one row per image "
                f"(first image of each class).")
-    return [Figure(name="examples.png", data=png, kind="png", caption=caption,
-                   width=width, height=height)]
+    return [png_figure(fig, "examples.png", caption)]
 
 
 # --- over training steps and across models ------------------------------------------------------
-
-def _value(summary, key):
-    value = summary.get(key)
-    return np.nan if value is None else float(value)
-
 
 def render_trend(history, params, ctx) -> list[Figure]:
     """Deletion AOPC, insertion AUC per method and the mean agreement over training steps."""
@@ -248,13 +223,13 @@ def render_trend(history, params, ctx) -> list[Figure]:
     for ax, key, title in ((axes[0], "deletion_aopc", "deletion AOPC (higher = faithful)"),
                            (axes[1], "insertion_auc", "insertion AUC (higher = faithful)")):
         for method in METHODS:
-            ax.plot(x, [_value(s, f"{key}_{method}") for _, s in history], STYLES[method],
+            ax.plot(x, [summary_value(s, f"{key}_{method}") for _, s in history], STYLES[method],
                     marker="o", markersize=3, color=COLORS[method], label=LABELS[method])
         ax.set_title(title, fontsize=FONT + 1)
     axes[0].legend(fontsize=FONT - 1, frameon=False)
     for key, label, color in (("agreement_mean", "RPV modified", AGREEMENT_COLOR),
                               ("agreement_original_mean", "RPV original", "#333333")):
-        axes[2].plot(x, [_value(s, key) for _, s in history], marker="o", markersize=3,
+        axes[2].plot(x, [summary_value(s, key) for _, s in history], marker="o", markersize=3,
                      color=color, label=f"{label} vs Grad-CAM++")
     axes[2].set_title("mean Spearman agreement", fontsize=FONT + 1)
     axes[2].set_ylim(-1, 1)
@@ -263,7 +238,7 @@ def render_trend(history, params, ctx) -> list[Figure]:
         ax.set_xticks(x)
         ax.set_xticklabels(steps, rotation=90 if len(steps) > 8 else 0, fontsize=FONT - 1)
         ax.set_xlabel("training step", fontsize=FONT)
-        _style(ax)
+        style_axes(ax)
     model = getattr(ctx, "model", "")
     fig.suptitle(f"{model + ': ' if model else ''}explanation fidelity over training",
                  fontsize=FONT + 2)
@@ -274,7 +249,7 @@ def render_trend(history, params, ctx) -> list[Figure]:
     caption = (f"Explanation fidelity over training steps{' of ' + model if model else ''}: "
                f"deletion AOPC and insertion AUC per saliency method, and the mean per-image "
                f"Spearman correlation of RPV and Grad-CAM++ on the primary grid. {text}")
-    return _plot_files(fig, "trend", caption)
+    return figure_pair(fig, "trend", caption, svg_size=False)
 
 
 def render_compare(entries, params, ctx) -> list[Figure]:
@@ -291,12 +266,12 @@ def render_compare(entries, params, ctx) -> list[Figure]:
                            (axes[1], "insertion_auc", "insertion AUC (higher = faithful)")):
         for m, method in enumerate(METHODS):
             ax.bar(x + (m - (len(METHODS) - 1) / 2) * width,
-                   [_value(s, f"{key}_{method}") for _, s in entries], width,
+                   [summary_value(s, f"{key}_{method}") for _, s in entries], width,
                    color=COLORS[method], label=LABELS[method])
         ax.set_title(title, fontsize=FONT + 1)
     axes[0].legend(fontsize=FONT - 1, frameon=False)
-    means = np.array([_value(s, "agreement_mean") for _, s in entries])
-    stds = np.array([_value(s, "agreement_std") for _, s in entries])
+    means = np.array([summary_value(s, "agreement_mean") for _, s in entries])
+    stds = np.array([summary_value(s, "agreement_std") for _, s in entries])
     axes[2].bar(x, np.nan_to_num(means), 0.6, yerr=np.nan_to_num(stds), color=AGREEMENT_COLOR,
                 capsize=3, error_kw={"linewidth": 0.8})
     for i, (_, s) in enumerate(entries):
@@ -310,7 +285,7 @@ def render_compare(entries, params, ctx) -> list[Figure]:
         ax.set_xticks(x)
         ax.set_xticklabels(models, rotation=30 if len(models) > 3 else 0, ha="right"
                            if len(models) > 3 else "center", fontsize=FONT - 1)
-        _style(ax)
+        style_axes(ax)
     fig.suptitle("Explanation fidelity across models", fontsize=FONT + 2)
     fig.tight_layout()
     grids = ", ".join(f"{m}: {s.get('grid', '?')} grid, Grad-CAM++ {s.get('gradcam_layer', '?')}"
@@ -323,4 +298,4 @@ def render_compare(entries, params, ctx) -> list[Figure]:
                + procedure(params, int(entries[0][1].get("images", 0)),
                            int(entries[0][1].get("patches", 0)), "model's",
                            str(_get(params, "gradcam_layer", "conv1"))))
-    return _plot_files(fig, "compare", caption)
+    return figure_pair(fig, "compare", caption, svg_size=False)

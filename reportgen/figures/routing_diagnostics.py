@@ -10,24 +10,14 @@ import math
 
 import numpy as np
 
-from reportgen.figures.encode import matplotlib_bytes, new_figure, png_size
+from reportgen.figures.encode import new_figure
+from reportgen.figures.plots import figure_pair, styled, summary_value
 from reportgen.techniques.base import Figure
 
 TRUE_COLOUR = "#d95f02"       # panels.HIGHLIGHT: the true class
 WRONG_COLOUR = "#5a7bb0"      # the strongest wrong class
 DEAD_COLOUR = "#dc1414"       # panels.DEAD
 ALIVE_COLOUR = "#8098ba"      # panels.BAR
-STYLE = {"font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8, "legend.fontsize": 7,
-         "xtick.labelsize": 7, "ytick.labelsize": 7, "axes.spines.top": False,
-         "axes.spines.right": False}
-
-
-def figure_pair(fig, stem: str, caption: str) -> list[Figure]:
-    """The PNG (site) and SVG (paper) files of one matplotlib figure."""
-    png = matplotlib_bytes(fig, "png")
-    width, height = png_size(png)
-    return [Figure(f"{stem}.png", png, "png", caption, width, height),
-            Figure(f"{stem}.svg", matplotlib_bytes(fig, "svg"), "svg", caption, width, height)]
 
 
 def _class_name(ctx, k: int) -> str:
@@ -60,8 +50,7 @@ def _entropy(arrays, params, ctx) -> list[Figure]:
     n = int(np.asarray(arrays["entropy_image_mean"]).size)
     colours = [f"C{k % 10}" for k in range(classes)]
     fig = new_figure(8.0, 3.0)
-    import matplotlib
-    with matplotlib.rc_context(STYLE):
+    with styled():
         ax_h, ax_d = fig.subplots(1, 2)
         for k in range(classes):
             mean = f"{means[k]:.4f}" if np.isfinite(means[k]) else "–"
@@ -111,8 +100,7 @@ def _agreement(arrays, params, ctx) -> list[Figure]:
     n = int(np.asarray(arrays["entropy_image_mean"]).size)
     centres = (edges[:-1] + edges[1:]) / 2
     fig = new_figure(6.4, 5.2)
-    import matplotlib
-    with matplotlib.rc_context(STYLE):
+    with styled():
         axes = fig.subplots(3, 1, sharex=True)
         for r, (label, colour) in enumerate((("true class", TRUE_COLOUR),
                                               ("strongest wrong class", WRONG_COLOUR))):
@@ -151,8 +139,7 @@ def _agreement_images(arrays, params, ctx) -> list[Figure]:
     kept, _, bins = shares.shape
     fig = new_figure(8.0, 1.1 + 0.22 * kept)
     fig.set_layout_engine("constrained")
-    import matplotlib
-    with matplotlib.rc_context(STYLE):
+    with styled():
         axes = fig.subplots(1, 2, sharey=True)
         vmax = float(shares.max()) or 1.0
         for r, (ax, label) in enumerate(zip(axes, ("true class", "strongest wrong class"))):
@@ -179,8 +166,7 @@ def _dead_units(arrays, params, ctx) -> list[Figure]:
     threshold = float(np.asarray(arrays["dead_type_threshold"]))
     panels = len(layers) + 1
     fig = new_figure(6.4, 1.6 * panels + 0.3)
-    import matplotlib
-    with matplotlib.rc_context(STYLE):
+    with styled():
         axes = fig.subplots(panels, 1, squeeze=False)[:, 0]
         for ax, layer in zip(axes, layers):
             values = np.asarray(arrays[FILTER_PREFIX + layer], np.float64)
@@ -240,11 +226,6 @@ PANEL_LABELS = ("", "fraction", "cosine")
 DEFICIT_FLOOR_SHOWN = 1e-9    # compare chart: normalised deficits below this are drawn at it
 
 
-def _value(summary: dict, key: str) -> float:
-    value = summary.get(key)
-    return float(value) if value is not None else float("nan")
-
-
 def render_trend(series, params, ctx) -> list[Figure]:
     """Headline numbers against training step (categorical axis, in the given order)."""
     if len(series) < 2:
@@ -252,20 +233,19 @@ def render_trend(series, params, ctx) -> list[Figure]:
     steps = [str(s) for s, _ in series]
     x = np.arange(len(steps))
     fig = new_figure(9.6, 3.0)
-    import matplotlib
-    with matplotlib.rc_context(STYLE):
+    with styled():
         axes = fig.subplots(1, 3)
         for key, label in (("entropy_mean", "mean H"),
                            ("entropy_length_weighted_mean", "mean H, weighted by |u_i|")):
-            axes[0].plot(x, [_value(s, key) for _, s in series], marker="o", markersize=3,
+            axes[0].plot(x, [summary_value(s, key) for _, s in series], marker="o", markersize=3,
                          linewidth=1.0, label=label)
-        log_k = max((_value(s, "entropy_max") for _, s in series), default=float("nan"))
+        log_k = max((summary_value(s, "entropy_max") for _, s in series), default=float("nan"))
         axes[0].axhline(log_k, color="0.4", linestyle=":", linewidth=0.8,
                         label=f"log K = {log_k:.3f} (uniform)")
         axes[0].set_ylabel("coupling entropy (nats)")
         for key, label, panel in UNITS:
-            axes[panel].plot(x, [_value(s, key) for _, s in series], marker="o", markersize=3,
-                             linewidth=1.0, label=label)
+            axes[panel].plot(x, [summary_value(s, key) for _, s in series], marker="o",
+                             markersize=3, linewidth=1.0, label=label)
         for panel, ax in enumerate(axes):
             ax.set_xticks(x, steps, rotation=60 if len(steps) > 6 else 0)
             ax.set_xlabel("training step")
@@ -292,11 +272,10 @@ def render_compare(series, params, ctx) -> list[Figure]:
         return []
     models = [str(m) for m, _ in series]
     fig = new_figure(9.6, 3.3)
-    import matplotlib
-    with matplotlib.rc_context(STYLE):
+    with styled():
         axes = fig.subplots(1, 3, width_ratios=(0.7, 1, 1.3))
         x = np.arange(len(models))
-        deficits = [max(1.0 - _value(s, "entropy_mean") / _value(s, "entropy_max"),
+        deficits = [max(1.0 - summary_value(s, "entropy_mean") / summary_value(s, "entropy_max"),
                         DEFICIT_FLOOR_SHOWN) for _, s in series]
         axes[0].bar(x, deficits, color=[f"C{m % 10}" for m in range(len(models))])
         axes[0].set_yscale("log")
@@ -310,8 +289,8 @@ def render_compare(series, params, ctx) -> list[Figure]:
             xm = np.arange(len(metrics))
             for m, (model, summary) in enumerate(series):
                 ax.bar(xm + (m - (len(models) - 1) / 2) * width,
-                       [_value(summary, k) for k, _ in metrics], width=width, label=str(model),
-                       color=f"C{m % 10}")
+                       [summary_value(summary, k) for k, _ in metrics], width=width,
+                       label=str(model), color=f"C{m % 10}")
             ax.set_xticks(xm, [label for _, label in metrics], rotation=20, ha="right")
             ax.set_ylabel(PANEL_LABELS[panel])
             ax.axhline(0, color="0.5", linewidth=0.6)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reportgen.techniques.base import Technique
+from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_positive
 
 _BETA1, _BETA2, _EPSILON = 0.9, 0.999, 1e-7
@@ -73,11 +73,6 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
     return {"images": np.asarray(x, np.float32), "lengths": np.asarray(lengths, np.float32)}
 
 
-def _render(result, params, ctx):
-    from reportgen.figures.panels import render_activation_maximization
-    return render_activation_maximization(result, params, ctx)
-
-
 TECHNIQUE = Technique(
     name="activation_maximization",
     title="Activation maximization",
@@ -87,7 +82,7 @@ TECHNIQUE = Technique(
     params_type=Params,
     version=1,
     compute=compute,
-    render=_render,
+    render=lazy("reportgen.figures.panels", "render_activation_maximization"),
     variants=variants,
     experimental=True,
     description="For each class, the input synthesized by gradient ascent on that class "

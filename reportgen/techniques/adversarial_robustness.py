@@ -31,8 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.errors import ReportgenError
-from reportgen.techniques.base import Technique
-from reportgen.techniques.compute import check_option, check_positive
+from reportgen.techniques.base import Technique, lazy
+from reportgen.techniques.compute import check_option, check_positive, rounded_number
 
 TARGETS = ("capsules", "votes")
 TARGET_LABELS = {"capsules": "output capsules", "votes": "votes (Gu 2022)"}
@@ -366,12 +366,6 @@ def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
     return out
 
 
-def _number(value):
-    """A JSON number rounded to 6 decimals (float32 arrays print as 0.8999999761…), or None."""
-    value = float(value)
-    return None if math.isnan(value) else round(value, 6)
-
-
 def summarize(arrays: dict, params: Params | None = None) -> dict:
     """Flat JSON-ready headline numbers: images, clean_accuracy, threshold,
     clean_false_positive_rate, and per target, attack and eps (e.g. accuracy_votes_pgd_0.1)
@@ -382,10 +376,10 @@ def summarize(arrays: dict, params: Params | None = None) -> dict:
     threshold = float(np.asarray(arrays["threshold"]))
     out = {
         "images": int(len(np.asarray(arrays["labels"]))),
-        "clean_accuracy": _number(np.asarray(arrays["clean_accuracy"])),
+        "clean_accuracy": rounded_number(np.asarray(arrays["clean_accuracy"])),
         "has_decoder": has_decoder,
-        "threshold": _number(threshold) if has_decoder else None,
-        "clean_false_positive_rate": (_number(np.mean(clean > threshold))
+        "threshold": rounded_number(threshold) if has_decoder else None,
+        "clean_false_positive_rate": (rounded_number(np.mean(clean > threshold))
                                       if has_decoder and len(clean) else None),
         "histogram_epsilon": float(params.histogram_epsilon),
         "pgd_steps": int(params.pgd_steps),
@@ -400,23 +394,8 @@ def summarize(arrays: dict, params: Params | None = None) -> dict:
             for e, epsilon in enumerate(epsilons):
                 for metric in metrics:
                     out[metric_key(metric, target, attack, round(float(epsilon), 6))] = \
-                        _number(np.asarray(arrays[metric])[t, a, e])
+                        rounded_number(np.asarray(arrays[metric])[t, a, e])
     return out
-
-
-def _render(arrays, params, ctx):
-    from reportgen.figures.adversarial_robustness import render
-    return render(arrays, params or Params(), ctx)
-
-
-def _render_trend(history, params, ctx):
-    from reportgen.figures.adversarial_robustness import render_trend
-    return render_trend(history, params or Params(), ctx)
-
-
-def _render_compare(entries, params, ctx):
-    from reportgen.figures.adversarial_robustness import render_compare
-    return render_compare(entries, params or Params(), ctx)
 
 
 TECHNIQUE = Technique(
@@ -428,11 +407,11 @@ TECHNIQUE = Technique(
     params_type=Params,
     version=1,
     compute=compute,
-    render=_render,
+    render=lazy("reportgen.figures.adversarial_robustness", "render", Params),
     variants=variants,
     summarize=summarize,
-    render_trend=_render_trend,
-    render_compare=_render_compare,
+    render_trend=lazy("reportgen.figures.adversarial_robustness", "render_trend", Params),
+    render_compare=lazy("reportgen.figures.adversarial_robustness", "render_compare", Params),
     description="Accuracy under L-infinity FGSM and PGD attacks of growing strength, crafted "
                 "through the output capsules (routing included) or through the averaged votes "
                 "of the primary capsules, bypassing routing (Gu 2022: attacking the votes is "

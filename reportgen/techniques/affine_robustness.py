@@ -17,8 +17,8 @@ import numpy as np
 from reportgen.console import progress
 from reportgen.errors import ReportgenError
 from reportgen.probe.affine import FACTORS, factor_batch
-from reportgen.techniques.base import Technique
-from reportgen.techniques.compute import check_positive
+from reportgen.techniques.base import Technique, lazy
+from reportgen.techniques.compute import check_positive, require_images
 
 NAME = "affine_robustness"
 VOTES_BUDGET_BYTES = 256 * 2 ** 20      # routing votes of one forward call stay under this
@@ -64,13 +64,6 @@ class Params:
 
 def variants(net) -> list[Params]:
     return [Params()]
-
-
-def require_images(evaluation, technique: str) -> None:
-    """ReportgenError for an empty evaluation set (nothing to aggregate)."""
-    if len(evaluation.images) == 0:
-        raise ReportgenError(f"Technique '{technique}' needs at least one evaluation image.",
-                             fix="Build with a non-empty evaluation set (--eval-images > 0).")
 
 
 def forward_chunk(net, requested: int) -> int:
@@ -170,21 +163,6 @@ def summarize(arrays, params: Params | None = None) -> dict:
     return summary
 
 
-def _render(arrays, params, ctx):
-    from reportgen.figures.affine_robustness import render
-    return render(arrays, params or Params(), ctx)
-
-
-def _render_trend(series, params, ctx):
-    from reportgen.figures.affine_robustness import render_trend
-    return render_trend(series, params or Params(), ctx)
-
-
-def _render_compare(series, params, ctx):
-    from reportgen.figures.affine_robustness import render_compare
-    return render_compare(series, params or Params(), ctx)
-
-
 TECHNIQUE = Technique(
     name=NAME,
     title="Affine robustness",
@@ -194,11 +172,11 @@ TECHNIQUE = Technique(
     params_type=Params,
     version=1,
     compute=compute,
-    render=_render,
+    render=lazy("reportgen.figures.affine_robustness", "render", Params),
     variants=variants,
     summarize=summarize,
-    render_trend=_render_trend,
-    render_compare=_render_compare,
+    render_trend=lazy("reportgen.figures.affine_robustness", "render_trend", Params),
+    render_compare=lazy("reportgen.figures.affine_robustness", "render_compare", Params),
     description="Accuracy of the evaluation set under rotation, x/y translation, scale and x/y "
                 "shear, one sweep per factor (bilinear resampling about the image centre, zero "
                 "fill), with the clean accuracy marked: how far the capsule network's "

@@ -11,6 +11,7 @@ it never touches TensorFlow.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from importlib import import_module
 from typing import Any, Callable
 
 import numpy as np
@@ -74,3 +75,18 @@ class Technique:
         if self.scope not in SCOPES:
             raise ValueError(f"Technique {self.name}: scope must be one of {SCOPES}. "
                              f"Received: {self.scope}")
+
+
+def lazy(module: str, function: str, default_params: Callable[[], Any] | None = None) -> Callable:
+    """A renderer `(data, params, ctx) -> figures` calling `module.function`, imported on the
+    first call (a technique module imports without matplotlib or the figures modules).
+
+    With `default_params`, a params of None is replaced by `default_params()` (e.g. Params).
+    """
+    def call(data, params, ctx):
+        if params is None and default_params is not None:
+            params = default_params()
+        return getattr(import_module(module), function)(data, params, ctx)
+
+    call.__name__ = call.__qualname__ = f"lazy_{function}"
+    return call

@@ -27,8 +27,9 @@ import numpy as np
 from reportgen.console import progress
 from reportgen.errors import ReportgenError
 from reportgen.probe.affine import FACTORS
-from reportgen.techniques.base import Technique
-from reportgen.techniques.compute import check_option, check_positive, decode, masked_inputs
+from reportgen.techniques.base import Technique, lazy
+from reportgen.techniques.compute import (check_option, check_positive, decode, finite_number,
+                                          masked_inputs, require_images)
 
 NAME = "capsule_semantics"
 REPRESENTATIVES = ("per_class", "first")
@@ -86,13 +87,6 @@ class Params:
 
 def variants(net) -> list[Params]:
     return [Params()]
-
-
-def require_images(evaluation, technique: str) -> None:
-    """ReportgenError for an empty evaluation set (nothing to aggregate)."""
-    if len(evaluation.images) == 0:
-        raise ReportgenError(f"Technique '{technique}' needs at least one evaluation image.",
-                             fix="Build with a non-empty evaluation set (--eval-images > 0).")
 
 
 def compactness_scores(vectors: np.ndarray) -> np.ndarray:
@@ -200,11 +194,6 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     return out
 
 
-def _number(value) -> float | None:
-    value = float(np.asarray(value))
-    return value if np.isfinite(value) else None
-
-
 def summarize(arrays, params: Params | None = None) -> dict:
     """Variance use of the D dimensions and the compactness per factor (JSON-ready)."""
     var = np.asarray(arrays["dim_variance"], np.float64)
@@ -216,30 +205,15 @@ def summarize(arrays, params: Params | None = None) -> dict:
         "variance_max_share": float(np.nanmax(var) / total) if total > 0 else None,
         # participation ratio: D for equal variances, 1 when one dimension holds all of it
         "effective_dims": total ** 2 / float(np.nansum(var ** 2)) if total > 0 else None,
-        "dim_variance": [_number(v) for v in var],
+        "dim_variance": [finite_number(v) for v in var],
         "compactness_images": int(np.asarray(arrays["compactness_index"]).size),
     }
     scores = np.asarray(arrays["compactness"], np.float64)
     for factor, score in zip(FACTORS, scores):
-        summary[f"compactness_{factor}"] = _number(score)
-    summary["compactness_mean"] = _number(np.nanmean(scores)) if np.isfinite(scores).any() \
+        summary[f"compactness_{factor}"] = finite_number(score)
+    summary["compactness_mean"] = finite_number(np.nanmean(scores)) if np.isfinite(scores).any() \
         else None
     return summary
-
-
-def _render(arrays, params, ctx):
-    from reportgen.figures.capsule_semantics import render
-    return render(arrays, params or Params(), ctx)
-
-
-def _render_trend(series, params, ctx):
-    from reportgen.figures.capsule_semantics import render_trend
-    return render_trend(series, params or Params(), ctx)
-
-
-def _render_compare(series, params, ctx):
-    from reportgen.figures.capsule_semantics import render_compare
-    return render_compare(series, params or Params(), ctx)
 
 
 TECHNIQUE = Technique(
@@ -251,11 +225,11 @@ TECHNIQUE = Technique(
     params_type=Params,
     version=1,
     compute=compute,
-    render=_render,
+    render=lazy("reportgen.figures.capsule_semantics", "render", Params),
     variants=variants,
     summarize=summarize,
-    render_trend=_render_trend,
-    render_compare=_render_compare,
+    render_trend=lazy("reportgen.figures.capsule_semantics", "render_trend", Params),
+    render_compare=lazy("reportgen.figures.capsule_semantics", "render_compare", Params),
     description="What the class-capsule dimensions encode over the evaluation set: the variance "
                 "of each dimension of the predicted class capsule; decoder reconstructions with "
                 "one dimension shifted by -2σ … +2σ of its own spread (instead of a fixed "

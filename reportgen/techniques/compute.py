@@ -2,7 +2,8 @@
 
 `variant_label` and `params_dict` turn a technique's frozen Params into a file-name-safe label
 and a JSON-ready dict (captions, cache keys). `decode` and `target_classes` are the two steps
-the decoder techniques (SPEC §3.5, §3.6) share.
+the decoder techniques (SPEC §3.5, §3.6) share; the option checks and JSON numbers of the
+dataset techniques are here too.
 """
 
 from __future__ import annotations
@@ -145,3 +146,53 @@ def check_conv_layer(net, technique: str, layer: str) -> None:
             f"Unknown conv layer '{layer}' for technique '{technique}'.",
             expected=f"one of this model's conv layers: {', '.join(net.conv_layer_names)}",
             received=repr(layer), fix="Set the technique's 'layer' option to one of those names.")
+
+
+def require_images(evaluation, technique: str) -> None:
+    """ReportgenError for an empty evaluation set (nothing to aggregate)."""
+    if len(evaluation.images) == 0:
+        raise ReportgenError(f"Technique '{technique}' needs at least one evaluation image.",
+                             fix="Build with a non-empty evaluation set (--eval-images > 0).")
+
+
+def finite_number(value) -> float | None:
+    """A JSON number, or None when not finite."""
+    value = float(np.asarray(value))
+    return value if math.isfinite(value) else None
+
+
+def rounded_number(value) -> float | None:
+    """A JSON number rounded to 6 decimals (float32 arrays print as 0.8999999761…), or None
+    for NaN."""
+    value = float(value)
+    return None if math.isnan(value) else round(value, 6)
+
+
+def float_tuple(technique: str, option: str, values) -> tuple[float, ...]:
+    """A list of numbers (from TOML or JSON) as a tuple of floats, so Params stay hashable."""
+    try:
+        return tuple(float(v) for v in values)
+    except (TypeError, ValueError) as exc:
+        raise ReportgenError(f"Invalid option '{option}' for technique '{technique}'.",
+                             expected="a list of numbers", received=repr(values)) from exc
+
+
+def check_target(technique: str, target) -> None:
+    """ReportgenError unless the decoder option `target` is -1 or a class index >= 0."""
+    if isinstance(target, bool) or not isinstance(target, (int, np.integer)) or target < -1:
+        raise ReportgenError(f"Invalid option 'target' for technique '{technique}'.",
+                             expected="-1 (the predicted class) or a class index >= 0",
+                             received=repr(target))
+
+
+def target_vectors(batch, target: int, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """The target class of each image (B,) and its class-capsule vector (B, D) as `dtype`."""
+    capsules = np.asarray(batch["class_capsules"], dtype)               # (B, K, D)
+    targets = target_classes(batch, target)
+    return targets, capsules[np.arange(len(targets)), targets]
+
+
+def decoder_result(batch, inputs: np.ndarray, targets: np.ndarray, **arrays) -> dict:
+    """{"images": the decoder's images of `inputs`, **arrays, "target", "inputs"}."""
+    return {"images": decode(batch.net, inputs), **arrays,
+            "target": targets.astype(np.float32), "inputs": inputs}

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reportgen.techniques.base import Technique
+from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_conv_layer
 
 # The primary-capsule conv is shown as capsules (primary_heatmaps), not as raw feature maps.
@@ -35,11 +35,6 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
     return {"maps": maps, "dead": dead}
 
 
-def _render(result, params, ctx):
-    from reportgen.figures.panels import render_conv_feature_maps
-    return render_conv_feature_maps(result, params, ctx)
-
-
 TECHNIQUE = Technique(
     name="conv_feature_maps",
     title="Conv feature maps",
@@ -49,7 +44,7 @@ TECHNIQUE = Technique(
     params_type=Params,
     version=1,
     compute=compute,
-    render=_render,
+    render=lazy("reportgen.figures.panels", "render_conv_feature_maps"),
     variants=variants,
     description="The activation (after ReLU) of every filter of a convolutional layer for this "
                 "input, one small image per filter. Filters whose map is entirely zero are dead "

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reportgen.techniques.base import Technique
+from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_conv_layer
 
 _CAPSULE_CONV = "primary_conv"
@@ -31,11 +31,6 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
     return {"kernels": np.array(kernel.numpy(), dtype=np.float32)}
 
 
-def _render(result, params, ctx):
-    from reportgen.figures.panels import render_conv_kernels
-    return render_conv_kernels(result, params, ctx)
-
-
 TECHNIQUE = Technique(
     name="conv_kernels",
     title="Conv kernels",
@@ -45,7 +40,7 @@ TECHNIQUE = Technique(
     params_type=Params,
     version=1,
     compute=compute,
-    render=_render,
+    render=lazy("reportgen.figures.panels", "render_conv_kernels"),
     variants=variants,
     description="The weights of every filter of a convolutional layer at this training step; "
                 "they do not depend on the input.",

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.errors import ReportgenError
-from reportgen.techniques.base import Technique
-from reportgen.techniques.compute import decode, masked_inputs, target_classes
+from reportgen.techniques.base import Technique, lazy
+from reportgen.techniques.compute import (check_target, decoder_result, float_tuple,
+                                          masked_inputs, target_vectors)
 
 LENGTHS = tuple(float(p) for p in np.round(np.linspace(0.0, 1.0, 11), 1))
 
@@ -25,18 +26,8 @@ class Params:
     lengths: tuple[float, ...] = LENGTHS      # 0.0, 0.1, ..., 1.0
 
     def __post_init__(self):
-        # Lists (from TOML or JSON) become tuples of floats: Params stay hashable.
-        try:
-            object.__setattr__(self, "lengths", tuple(float(v) for v in self.lengths))
-        except (TypeError, ValueError) as exc:
-            raise ReportgenError("Invalid option 'lengths' for technique 'decoder_length'.",
-                                 expected="a list of numbers",
-                                 received=repr(self.lengths)) from exc
-        if (isinstance(self.target, bool) or not isinstance(self.target, (int, np.integer))
-                or self.target < -1):
-            raise ReportgenError("Invalid option 'target' for technique 'decoder_length'.",
-                                 expected="-1 (the predicted class) or a class index >= 0",
-                                 received=repr(self.target))
+        object.__setattr__(self, "lengths", float_tuple("decoder_length", "lengths", self.lengths))
+        check_target("decoder_length", self.target)
         if not self.lengths or any(not np.isfinite(p) or p < 0 for p in self.lengths):
             raise ReportgenError("Invalid option 'lengths' for technique 'decoder_length'.",
                                  expected="a non-empty list of lengths >= 0",
@@ -50,23 +41,14 @@ def variants(net) -> list[Params]:
 def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
     """{"images": (B, P, H, W, C), "lengths": (B, P), "target": (B,), "inputs": (B, P, K*D)}."""
     params = params or Params()
-    capsules = np.asarray(batch["class_capsules"], np.float64)          # (B, K, D)
-    targets = target_classes(batch, params.target)
-    vectors = capsules[np.arange(len(targets)), targets]                 # (B, D)
+    targets, vectors = target_vectors(batch, params.target, np.float64)   # (B,), (B, D)
     norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
     directions = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
     wanted = np.asarray(params.lengths, np.float64)
     fed = directions[:, None, :] * wanted[None, :, None]                 # (B, P, D)
-    inputs = masked_inputs(fed.astype(np.float32), targets, capsules.shape[1])
-    return {"images": decode(batch.net, inputs),
-            "lengths": np.linalg.norm(fed, axis=-1).astype(np.float32),
-            "target": targets.astype(np.float32),
-            "inputs": inputs}
-
-
-def _render(result, params, ctx):
-    from reportgen.figures.panels import render_decoder_length
-    return render_decoder_length(result, params, ctx)
+    inputs = masked_inputs(fed.astype(np.float32), targets, batch["class_capsules"].shape[1])
+    return decoder_result(batch, inputs, targets,
+                          lengths=np.linalg.norm(fed, axis=-1).astype(np.float32))
 
 
 TECHNIQUE = Technique(
@@ -78,7 +60,7 @@ TECHNIQUE = Technique(
     params_type=Params,
     version=1,
     compute=compute,
-    render=_render,
+    render=lazy("reportgen.figures.panels", "render_decoder_length"),
     variants=variants,
     description="The class capsule (the predicted one unless chosen) rescaled to lengths 0.0, "
                 "0.1, ..., 1.0 with its direction kept, the other capsules masked, and "

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reportgen.techniques.base import Technique
-from reportgen.techniques.compute import check_option, check_positive
+from reportgen.techniques.base import Technique, lazy
+from reportgen.techniques.compute import check_option, check_positive, rounded_number
 
 METHODS = ("rpv_modified", "rpv_original", "gradcam_pp", "random")
 METHOD_LABELS = {"rpv_modified": "RPV (modified)", "rpv_original": "RPV (original)",
@@ -386,19 +386,13 @@ def _example_rows(labels: np.ndarray, count: int) -> np.ndarray:
     return np.asarray(sorted(rows), np.int64)
 
 
-def _number(value) -> float | None:
-    """A JSON number rounded to 6 decimals, or None for NaN."""
-    value = float(value)
-    return None if math.isnan(value) else round(value, 6)
-
-
 def _nan_stats(values: np.ndarray) -> dict:
     values = np.asarray(values, np.float64)
     valid = values[~np.isnan(values)]
     if len(valid) == 0:
         return {"mean": None, "median": None, "std": None, "valid": 0}
-    return {"mean": _number(valid.mean()), "median": _number(np.median(valid)),
-            "std": _number(valid.std()), "valid": int(len(valid))}
+    return {"mean": rounded_number(valid.mean()), "median": rounded_number(np.median(valid)),
+            "std": rounded_number(valid.std()), "valid": int(len(valid))}
 
 
 def summarize(arrays: dict, params: Params | None = None) -> dict:
@@ -419,34 +413,19 @@ def summarize(arrays: dict, params: Params | None = None) -> dict:
                             if params.insertion_start == "blur" else "blank"),
         "grid": f"{grid[0]}x{grid[1]}",
         "grid_cells": grid[0] * grid[1],
-        "accuracy": _number(np.mean(np.asarray(arrays["predicted"]) ==
+        "accuracy": rounded_number(np.mean(np.asarray(arrays["predicted"]) ==
                                     np.asarray(arrays["labels"]))) if deletion.shape[1] else None,
     }
     for m, method in enumerate(METHODS):
         if deletion.shape[1] == 0:
             continue
-        out[f"deletion_aopc_{method}"] = _number(deletion_aopc(deletion[m]).mean())
-        out[f"deletion_auc_{method}"] = _number(area_under_curve(deletion[m]).mean())
-        out[f"insertion_auc_{method}"] = _number(area_under_curve(insertion[m]).mean())
+        out[f"deletion_aopc_{method}"] = rounded_number(deletion_aopc(deletion[m]).mean())
+        out[f"deletion_auc_{method}"] = rounded_number(area_under_curve(deletion[m]).mean())
+        out[f"insertion_auc_{method}"] = rounded_number(area_under_curve(insertion[m]).mean())
     for name in ("agreement", "agreement_original"):
         for key, value in _nan_stats(arrays[name]).items():
             out[f"{name}_{key}"] = value
     return out
-
-
-def _render(arrays, params, ctx):
-    from reportgen.figures.explanation_fidelity import render
-    return render(arrays, params or Params(), ctx)
-
-
-def _render_trend(history, params, ctx):
-    from reportgen.figures.explanation_fidelity import render_trend
-    return render_trend(history, params or Params(), ctx)
-
-
-def _render_compare(entries, params, ctx):
-    from reportgen.figures.explanation_fidelity import render_compare
-    return render_compare(entries, params or Params(), ctx)
 
 
 TECHNIQUE = Technique(
@@ -459,11 +438,11 @@ TECHNIQUE = Technique(
     params_type=Params,
     version=1,
     compute=compute,
-    render=_render,
+    render=lazy("reportgen.figures.explanation_fidelity", "render", Params),
     variants=variants,
     summarize=summarize,
-    render_trend=_render_trend,
-    render_compare=_render_compare,
+    render_trend=lazy("reportgen.figures.explanation_fidelity", "render_trend", Params),
+    render_compare=lazy("reportgen.figures.explanation_fidelity", "render_compare", Params),
     description="Do the saliency maps point at what the network uses? Deletion and insertion "
                 "curves (Petsiuk et al. 2018) perturb each image patch by patch in the order of "
                 "a map's relevance and follow the target class capsule's length, for Routing "

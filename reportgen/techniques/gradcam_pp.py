@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.errors import ReportgenError
-from reportgen.techniques.base import Technique
+from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_conv_layer
 
 
@@ -85,11 +85,6 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
     return {"map": normalize_maps(raw).astype(np.float32)}
 
 
-def _render(result, params, ctx):
-    from reportgen.figures.panels import render_gradcam_pp
-    return render_gradcam_pp(result, params, ctx)
-
-
 TECHNIQUE = Technique(
     name="gradcam_pp",
     title="Grad-CAM++",
@@ -99,7 +94,7 @@ TECHNIQUE = Technique(
     params_type=Params,
     version=1,
     compute=compute,
-    render=_render,
+    render=lazy("reportgen.figures.panels", "render_gradcam_pp"),
     variants=variants,
     description="Where the network looks for the predicted class: Grad-CAM++ (Chattopadhyay et "
                 "al. 2017) weights a convolutional layer's feature maps by the positive "

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.errors import ReportgenError
-from reportgen.techniques.base import Technique
+from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import decode, masked_inputs
 
 CHECK_VECTORS = 16      # capsule vectors decoded by Keras to measure the float16 export
@@ -80,11 +80,6 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
     return result
 
 
-def _render(result, params, ctx):
-    from reportgen.figures.live_decoder import render_live_decoder
-    return render_live_decoder(result, params, ctx)
-
-
 TECHNIQUE = Technique(
     name="live_decoder",
     title="Live decoder",
@@ -94,7 +89,7 @@ TECHNIQUE = Technique(
     params_type=Params,
     version=1,
     compute=compute,
-    render=_render,
+    render=lazy("reportgen.figures.live_decoder", "render_live_decoder"),
     variants=variants,
     description="The decoder running in your browser: 16 sliders start at the pose values of "
                 "the chosen class capsule (the predicted one unless you pick another) and a "

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reportgen.techniques.base import Technique
+from reportgen.techniques.base import Technique, lazy
 
 
 @dataclass(frozen=True)
@@ -26,11 +26,6 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
     return {"lengths": np.asarray(batch["lengths"], np.float32)}
 
 
-def _render(result, params, ctx):
-    from reportgen.figures.panels import render_predictions
-    return render_predictions(result, params, ctx)
-
-
 TECHNIQUE = Technique(
     name="predictions",
     title="Predictions",
@@ -40,7 +35,7 @@ TECHNIQUE = Technique(
     params_type=Params,
     version=1,
     compute=compute,
-    render=_render,
+    render=lazy("reportgen.figures.panels", "render_predictions"),
     variants=variants,
     description="The length of every class capsule, drawn as a bar chart. A class capsule's "
                 "length is the network's probability that the class is present (Sabour et al. "

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reportgen.techniques.base import Technique
+from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_option
 
 NORMALIZATIONS = ("per_layer", "per_map", "absolute")
@@ -40,11 +40,6 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
     return {"lengths": np.asarray(batch["primary_lengths"], np.float32)}
 
 
-def _render(result, params, ctx):
-    from reportgen.figures.panels import render_primary_heatmaps
-    return render_primary_heatmaps(result, params, ctx)
-
-
 TECHNIQUE = Technique(
     name="primary_heatmaps",
     title="Primary-capsule heatmaps",
@@ -54,7 +49,7 @@ TECHNIQUE = Technique(
     params_type=Params,
     version=1,
     compute=compute,
-    render=_render,
+    render=lazy("reportgen.figures.panels", "render_primary_heatmaps"),
     variants=variants,
     description="For each primary-capsule type, the grid of capsule lengths (how strongly the "
                 "type's feature is present at each place) as a heatmap over the input. Each grid "

@@ -25,8 +25,8 @@ import numpy as np
 
 from reportgen.console import progress
 from reportgen.errors import ReportgenError
-from reportgen.techniques.base import Technique
-from reportgen.techniques.compute import check_option, check_positive
+from reportgen.techniques.base import Technique, lazy
+from reportgen.techniques.compute import check_option, check_positive, finite_number, require_images
 
 NAME = "routing_diagnostics"
 GROUPINGS = ("argmax", "weighted")
@@ -58,13 +58,6 @@ class Params:
 
 def variants(net) -> list[Params]:
     return [Params()]
-
-
-def require_images(evaluation, technique: str) -> None:
-    """ReportgenError for an empty evaluation set (nothing to aggregate)."""
-    if len(evaluation.images) == 0:
-        raise ReportgenError(f"Technique '{technique}' needs at least one evaluation image.",
-                             fix="Build with a non-empty evaluation set (--eval-images > 0).")
 
 
 def relu_layers(net) -> list[str]:
@@ -270,28 +263,23 @@ def dead_units(arrays) -> dict:
             "types": types, "type_total": int(np.asarray(arrays["type_max_length"]).size)}
 
 
-def _number(value) -> float | None:
-    value = float(np.asarray(value))
-    return value if math.isfinite(value) else None
-
-
 def summarize(arrays, params: Params | None = None) -> dict:
     """Headline numbers (JSON-ready; NaN becomes None)."""
     dead = dead_units(arrays)
     entropy_max = float(np.asarray(arrays["entropy_max"]))
-    entropy_mean = _number(arrays["entropy_mean"])
+    entropy_mean = finite_number(arrays["entropy_mean"])
     dead_filters = sum(len(v) for v in dead["filters"].values())
     summary = {
         "images": int(np.asarray(arrays["entropy_image_mean"]).size),
         "entropy_mean": entropy_mean,
         "entropy_max": entropy_max,
         "entropy_mean_normalized": None if entropy_mean is None else entropy_mean / entropy_max,
-        "entropy_length_weighted_mean": _number(arrays["entropy_length_weighted_mean"]),
-        "entropy_mean_per_class": [_number(v) for v in arrays["entropy_mean_class"]],
-        "agreement_true_mean_cos": _number(arrays["agreement_mean_cos"][0]),
-        "agreement_wrong_mean_cos": _number(arrays["agreement_mean_cos"][1]),
-        "agreement_true_coupling_weighted_cos": _number(arrays["agreement_coupling_cos"][0]),
-        "agreement_wrong_coupling_weighted_cos": _number(arrays["agreement_coupling_cos"][1]),
+        "entropy_length_weighted_mean": finite_number(arrays["entropy_length_weighted_mean"]),
+        "entropy_mean_per_class": [finite_number(v) for v in arrays["entropy_mean_class"]],
+        "agreement_true_mean_cos": finite_number(arrays["agreement_mean_cos"][0]),
+        "agreement_wrong_mean_cos": finite_number(arrays["agreement_mean_cos"][1]),
+        "agreement_true_coupling_weighted_cos": finite_number(arrays["agreement_coupling_cos"][0]),
+        "agreement_wrong_coupling_weighted_cos": finite_number(arrays["agreement_coupling_cos"][1]),
         "dead_filter_count": dead_filters,
         "filter_count": dead["filter_total"],
         "dead_filter_fraction": dead_filters / dead["filter_total"] if dead["filter_total"]
@@ -307,21 +295,6 @@ def summarize(arrays, params: Params | None = None) -> dict:
     return summary
 
 
-def _render(arrays, params, ctx):
-    from reportgen.figures.routing_diagnostics import render
-    return render(arrays, params or Params(), ctx)
-
-
-def _render_trend(series, params, ctx):
-    from reportgen.figures.routing_diagnostics import render_trend
-    return render_trend(series, params or Params(), ctx)
-
-
-def _render_compare(series, params, ctx):
-    from reportgen.figures.routing_diagnostics import render_compare
-    return render_compare(series, params or Params(), ctx)
-
-
 TECHNIQUE = Technique(
     name=NAME,
     title="Routing diagnostics",
@@ -332,11 +305,11 @@ TECHNIQUE = Technique(
     params_type=Params,
     version=1,
     compute=compute,
-    render=_render,
+    render=lazy("reportgen.figures.routing_diagnostics", "render", Params),
     variants=variants,
     summarize=summarize,
-    render_trend=_render_trend,
-    render_compare=_render_compare,
+    render_trend=lazy("reportgen.figures.routing_diagnostics", "render_trend", Params),
+    render_compare=lazy("reportgen.figures.routing_diagnostics", "render_compare", Params),
     description="How decided and how consistent dynamic routing is over the evaluation set: the "
                 "entropy of every primary capsule's final coupling coefficients (log #classes = "
                 "uniform, 0 = all to one class) per class capsule; how well the votes for the "

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reportgen.techniques.base import Technique
+from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_option
 
 METHODS = ("modified", "original")
@@ -53,11 +53,6 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
     return {"maps": maps.astype(np.float32, copy=False)}
 
 
-def _render(result, params, ctx):
-    from reportgen.figures.panels import render_rpv
-    return render_rpv(result, params, ctx)
-
-
 TECHNIQUE = Technique(
     name="rpv",
     title="Routing Path Visualization",
@@ -67,7 +62,7 @@ TECHNIQUE = Technique(
     params_type=Params,
     version=1,
     compute=compute,
-    render=_render,
+    render=lazy("reportgen.figures.panels", "render_rpv"),
     variants=variants,
     description="Where each class capsule's evidence comes from: for every primary-capsule grid "
                 "location, the mean strength of the routing paths from its capsules to the class "

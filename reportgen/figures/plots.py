@@ -1,0 +1,54 @@
+"""Helpers shared by the matplotlib charts of the dataset analyses; no TensorFlow.
+
+One rc style for the charts, an axes style, the PNG (site) + SVG (paper) pair of one figure
+(deterministic bytes, reportgen.figures.encode) and a summary lookup for trend/compare charts.
+"""
+
+from __future__ import annotations
+
+from reportgen.figures.encode import matplotlib_bytes, png_size
+from reportgen.techniques.base import Figure
+
+STYLE = {"font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8, "legend.fontsize": 7,
+         "xtick.labelsize": 7, "ytick.labelsize": 7, "axes.spines.top": False,
+         "axes.spines.right": False}
+FONT = 8
+
+
+def styled():
+    """The rc context of STYLE (use as `with styled(): ...`)."""
+    import matplotlib
+
+    return matplotlib.rc_context(STYLE)
+
+
+def style_axes(ax) -> None:
+    """Small tick labels, a light grid behind the data, no top and right spines."""
+    ax.tick_params(labelsize=FONT)
+    ax.grid(True, color="#e5e5e5", linewidth=0.6)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+
+
+def figure_pair(fig, stem: str, caption: str, svg_size: bool = True) -> list[Figure]:
+    """The PNG (site) and SVG (paper) files of one matplotlib figure, same caption.
+
+    The SVG carries the PNG's pixel size unless `svg_size` is False (then 0 x 0).
+    """
+    png = png_figure(fig, f"{stem}.png", caption)
+    width, height = (png.width, png.height) if svg_size else (0, 0)
+    return [png, Figure(f"{stem}.svg", matplotlib_bytes(fig, "svg"), "svg", caption, width, height)]
+
+
+def png_figure(fig, name: str, caption: str) -> Figure:
+    """The PNG file of one matplotlib figure, with its pixel size."""
+    png = matplotlib_bytes(fig, "png")
+    width, height = png_size(png)
+    return Figure(name, png, "png", caption, width, height)
+
+
+def summary_value(summary: dict, key: str) -> float:
+    """summary[key] as a float; NaN when missing or None."""
+    value = summary.get(key)
+    return float(value) if value is not None else float("nan")
