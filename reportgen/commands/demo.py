@@ -25,4 +25,7 @@ def run_demo(models_dir, epochs: int | None, site_dir: str) -> None:
     except ModuleNotFoundError:
         notice("The site builder is not available yet; training finished.")
         return
-    run_build(models_dir=models_dir, models=DEMO_MODEL, site_dir=site_dir)
+    # Every 4th step keeps the slider meaningful and the site small (the live decoder ships
+    # ~6.7 MB per step); 200 evaluation images keep the dataset analyses to about a minute.
+    run_build(models_dir=models_dir, models=DEMO_MODEL, site_dir=site_dir, steps="every:4",
+              eval_images=200)
