@@ -106,6 +106,8 @@ def compute_step(net, weights_path, variants, inputs, eval_set, keys: StepKeys, 
 
     eval_x, eval_y, class_names = eval_set
     evaluation = EvalBatch(net, eval_x, eval_y, tuple(class_names))
+    # one clean pass over the evaluation set for everything the analyses will read
+    evaluation.prefetch({"lengths"}.union(*(t.needs for t, _ in missing_dataset)))
     if need_eval:
         store.put_arrays(keys.evaluation,
                          {"lengths": evaluation.tensors("lengths")["lengths"], "labels": eval_y},
