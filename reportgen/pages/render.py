@@ -604,7 +604,7 @@ def _confusion_view(step: StepData, class_names: list[str]) -> dict | None:
         rows.append({"name": class_names[i] if i < len(class_names) else str(i),
                      "cells": cells, "total": sum(row), "accuracy": acc,
                      "bar": round(100 * acc, 1) if acc is not None else 0})
-    return {"rows": rows,
+    return {"rows": rows, "images": sum(sum(r) for r in matrix),
             "columns": [class_names[j] if j < len(class_names) else str(j)
                         for j in range(len(matrix[0]) if matrix else 0)]}
 
