@@ -6,22 +6,18 @@ The live decoder is tested in depth in tests/test_live_decoder.py."""
 
 from __future__ import annotations
 
-import shutil
-import threading
 from pathlib import Path
 
 import pytest
 
 from site_fixture import EVIL_MODEL, build_fixture_site
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+from browser_support import CHROMIUM, chromium, serve
 pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
 pytestmark = pytest.mark.skipif(CHROMIUM is None,
                                 reason="Debian's chromium is not installed (apt-get install "
                                        "chromium); the browser tests need it")
 
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
 CONV_IMG = '[data-rg-panel="conv_feature_maps"] img[data-rg="img"]'
 PRIMARY_IMG = '[data-rg-panel="primary_heatmaps"] img[data-rg="img"]'
 
@@ -33,23 +29,14 @@ def site(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def base_url(site):
-    from reportgen.commands.serve_cli import make_server
-
-    server = make_server(site, "127.0.0.1", 0, quiet=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
+    with serve(site) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield browser
-        browser.close()
+    with chromium() as launched:
+        yield launched
 
 
 class Recorder:

@@ -11,8 +11,6 @@ real techniques and placed by the real Assembler.
 from __future__ import annotations
 
 import json
-import shutil
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -21,9 +19,7 @@ import pytest
 from reportgen.figures import live_decoder as fmt
 from reportgen.techniques import live_decoder
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+from browser_support import CHROMIUM, chromium, serve
 CLASSES = ("zero", "one", "two")
 STEPS = ("0-1", "0-2")                  # built from seeds 0 (tiny_net) and 1
 TOLERANCE = 1e-2 + 1 / 255              # float16 weights, then an 8-bit canvas
@@ -225,23 +221,14 @@ browser_only = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is
 
 @pytest.fixture(scope="module")
 def base_url(tiny_site):
-    from reportgen.commands.serve_cli import make_server
-
-    server = make_server(tiny_site[0], "127.0.0.1", 0, quiet=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
+    with serve(tiny_site[0]) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield browser
-        browser.close()
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture()

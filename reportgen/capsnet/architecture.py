@@ -38,6 +38,11 @@ class CapsNet:
     grid_shape: tuple[int, int]             # primary-capsule grid (H, W)
 
     @property
+    def plain_conv_layer_names(self) -> tuple[str, ...]:
+        """The conv layers before the capsules (every conv layer but the primary-capsule conv)."""
+        return tuple(n for n in self.conv_layer_names if n != self.primary_conv.name)
+
+    @property
     def num_primary_capsules(self) -> int:
         return self.grid_shape[0] * self.grid_shape[1] * self.params.primary.types
 

@@ -13,9 +13,6 @@ from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_conv_layer
 
 # The primary-capsule conv is shown as capsules (primary_heatmaps), not as raw feature maps.
-_CAPSULE_CONV = "primary_conv"
-
-
 @dataclass(frozen=True)
 class Params:
     layer: str = "conv1"
@@ -23,7 +20,7 @@ class Params:
 
 def variants(net) -> list[Params]:
     """One per plain conv layer (every conv layer but the primary-capsule conv)."""
-    return [Params(layer=name) for name in net.conv_layer_names if name != _CAPSULE_CONV]
+    return [Params(layer=name) for name in net.plain_conv_layer_names]
 
 
 def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
