@@ -97,3 +97,35 @@ def test_select_steps():
         select_steps(steps, "3-1")
     with pytest.raises(ReportgenError, match="every:N"):
         select_steps(steps, "every:0")
+
+
+def test_build_config_file_sets_options_and_the_command_line_wins(models, tmp_path, monkeypatch):
+    import reportgen.commands.build as build_module
+
+    seen = {}
+    monkeypatch.setattr(build_module, "run_build", lambda models_dir, **kw: seen.update(kw))
+    config = tmp_path / "build.toml"
+    config.write_text('[build]\nmodels = "Tiny"\nsteps = "last"\neval_images = 50\n'
+                      'transforms = "invert"\n')
+    result = CliRunner().invoke(main, ["--models-dir", str(models), "build", "--config",
+                                       str(config), "--steps", "all"])
+    assert result.exit_code == 0, result.output
+    assert seen["models"] == "Tiny" and seen["eval_images"] == 50
+    assert seen["transforms"] == "invert"
+    assert seen["steps"] == "all"          # given on the command line
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[build]\nmodel = "x"\n', "Unknown option 'model'"),
+    ('[build]\neval_images = "many"\n', "Invalid 'eval_images'"),
+    ('models = "x"\n', "no [build] table"),
+    ('[build\n', "not valid TOML"),
+])
+def test_bad_build_config_is_named(tmp_path, text, message):
+    from reportgen.commands.build import load_build_config
+
+    config = tmp_path / "build.toml"
+    config.write_text(text)
+    with pytest.raises(ReportgenError, match=message.replace("[", r"\[")) as err:
+        load_build_config(config)
+    assert "build.toml" in err.value.message

@@ -99,6 +99,42 @@ def select_steps(available: list[Step], spec: str) -> list[Step]:
     return sorted(set(chosen))
 
 
+def load_build_config(path) -> dict:
+    """The [build] table of a TOML file, checked against the build options' names and types."""
+    import tomllib
+    from dataclasses import fields
+
+    try:
+        raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ReportgenError(f"Build configuration {path} is not valid TOML.",
+                             received=str(exc), fix=f"Fix the syntax of {path}.") from exc
+    table = raw.get("build")
+    if not isinstance(table, dict):
+        raise ReportgenError(f"Build configuration {path} has no [build] table.",
+                             fix='Put the options under [build], e.g. models = "MNIST_*".')
+    known = {f.name: f for f in fields(BuildOptions)} | {"image": None}
+    out = {}
+    for key, value in table.items():
+        name = "files" if key in ("image", "images_files") else key
+        if name not in known or name in ("render_site", "project_dir", "title"):
+            raise ReportgenError(f"Unknown option '{key}' in {path} [build].",
+                                 expected=", ".join(sorted(k for k in known if k not in
+                                                           ("render_site", "project_dir",
+                                                            "title", "image"))))
+        default = getattr(BuildOptions(), name)
+        if name in ("files", "techniques"):
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ReportgenError(f"Invalid '{key}' in {path} [build].",
+                                     expected="a list of strings", received=repr(value))
+            value = tuple(value)
+        elif default is not None and not isinstance(value, type(default)):
+            raise ReportgenError(f"Invalid '{key}' in {path} [build].",
+                                 expected=type(default).__name__, received=repr(value))
+        out[name] = value
+    return out
+
+
 def _techniques(options: BuildOptions):
     from reportgen.techniques import all_techniques, get_technique
 

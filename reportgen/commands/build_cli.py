@@ -32,8 +32,11 @@ import click
 @click.option("--templates", "templates_dir", default=None,
               type=click.Path(file_okay=False, exists=True),
               help="Your templates folder; its files override the bundled ones by name.")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, exists=True),
+              help="A TOML file whose [build] table sets any of these options (names with "
+                   "underscores, e.g. eval_images = 200); options given on the command line win.")
 @click.pass_context
-def command(ctx, **options):
+def command(ctx, config_file, **options):
     """Compute every analysis for the chosen models, steps and images, and build site/.
 
     Results are cached by content: a second identical build computes nothing.
@@ -42,9 +45,16 @@ def command(ctx, **options):
     Examples:
       reportgen build --models 'MNIST_*' --steps last --images test:0-15
       reportgen build --models MNIST_Demo --image cat.png --transforms rotate:90,invert
+      reportgen build --config build.toml      # [build] models = "MNIST_*", steps = "every:5"
     """
-    from reportgen.commands.build import run_build
+    from reportgen.commands.build import load_build_config, run_build
 
+    if config_file:
+        from click.core import ParameterSource
+
+        for key, value in load_build_config(config_file).items():
+            if ctx.get_parameter_source(key) != ParameterSource.COMMANDLINE:
+                options[key] = value
     options["files"] = tuple(options["files"])
     options["techniques"] = tuple(options["techniques"])
     run_build(models_dir=ctx.obj["models_dir"], **options)
