@@ -104,6 +104,8 @@ def make_environment(templates_dir: Path | str | None = None):
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        # compiled templates keyed by their source's checksum: warm builds skip compiling
+        bytecode_cache=jinja2.FileSystemBytecodeCache(),
     )
     env.filters["pct"] = _pct
     env.filters["thousands"] = lambda n: f"{n:,}" if isinstance(n, int) else "—"
