@@ -226,6 +226,7 @@ def _build_model(entry: ModelEntry, options, techniques, indices, transforms, st
         return None
     dataset = load_dataset(params.dataset)
     inputs = make_inputs(dataset, indices, list(options.files), transforms, params.input_shape)
+    _warn_polarity(inputs, dataset)
     global _MODELS_BUILT
     if _MODELS_BUILT:  # rebuilt models otherwise slow down build after build (SPEC §6)
         keras.backend.clear_session()
@@ -276,6 +277,16 @@ def _build_model(entry: ModelEntry, options, techniques, indices, transforms, st
         best_val_accuracy=max(accs) if accs else None)
     data.trend_panels = _trend_panels(entry, net, dataset, variants, steps_data, assembler)
     return data
+
+
+def _warn_polarity(inputs, dataset) -> None:
+    """A user's dark-on-light image fed to a light-on-dark model (MNIST) mostly shows nothing."""
+    train_mean = float(np.mean(dataset.x_test[:200])) if len(dataset.x_test) else 0.5
+    for item in inputs:
+        if item.key.startswith("file-") and item.transform.is_identity and train_mean < 0.3 \
+                and float(np.mean(item.image)) > 0.5:
+            console.notice(f"{item.label}: mostly light, while {dataset.name} images are light "
+                           f"on dark; add --transforms invert to see it as the model expects.")
 
 
 def array_digest(array: np.ndarray) -> str:
