@@ -14,6 +14,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's C++ bann
 class _Group(click.Group):
     """Turns ReportgenError into a clean message and exit code 2 instead of a traceback."""
 
+    def resolve_command(self, ctx, args):
+        name, command, rest = super().resolve_command(ctx, args)
+        if name in ("train", "demo", "build") and not {"-h", "--help"} & set(rest):
+            from reportgen.tf_quiet import import_tensorflow_quietly
+
+            import_tensorflow_quietly()
+        return name, command, rest
+
     def invoke(self, ctx):
         from reportgen.errors import ReportgenError
 
