@@ -129,3 +129,20 @@ def test_bad_build_config_is_named(tmp_path, text, message):
     with pytest.raises(ReportgenError, match=message.replace("[", r"\[")) as err:
         load_build_config(config)
     assert "build.toml" in err.value.message
+
+
+def test_dataset_analyses_trends_and_comparisons_are_cached(models, tmp_path):
+    twin = tmp_path / "models"
+    shutil.copytree(models, twin)
+    shutil.rmtree(twin / "Untrained")
+    shutil.copytree(twin / "Tiny", twin / "Twin")     # comparisons need two models
+    options = _options(tmp_path, models="*", steps="all", analyses="all", render_site=True,
+                       techniques=("predictions", "routing_diagnostics"), eval_images=30)
+    first = build(Catalog(twin), options)
+    assert first.ok
+    trends = list((tmp_path / "mkdocs" / "docs" / "artifacts" / "Tiny" / "trends").iterdir())
+    assert any(p.suffix == ".png" for p in trends)
+    compare = list((tmp_path / "mkdocs" / "docs" / "artifacts" / "_compare").iterdir())
+    assert any(p.suffix == ".png" for p in compare)
+    second = build(Catalog(twin), options)
+    assert second.computed == 0 and second.drawn == 0

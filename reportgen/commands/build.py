@@ -363,8 +363,9 @@ def _trend_panels(entry, net, dataset, variants, steps_data, assembler):
         series = [(step, summ) for step, summ in series if summ is not None]
         if len(series) < 2:
             continue
-        panel = assembler.derived_panel(t, p, t.render_trend(series, p, ctx), "over training",
-                                        assembler.docs / "artifacts" / entry.name / "trends")
+        panel = assembler.derived_panel(
+            t, p, series, lambda s, t=t, p=p: t.render_trend(s, p, ctx), "over training",
+            assembler.docs / "artifacts" / entry.name / "trends")
         if panel is not None:
             panels.append(panel)
     return panels
@@ -404,8 +405,9 @@ def _compare_panels(models_data, techniques, assembler, docs):
         if not series:
             continue
         ctx = RenderContext(model="all models", step="last", class_names=())
-        panel = assembler.derived_panel(t, None, t.render_compare(series, None, ctx),
-                                        "across models", docs / "artifacts" / "_compare")
+        panel = assembler.derived_panel(
+            t, None, series, lambda s, t=t: t.render_compare(s, None, ctx), "across models",
+            docs / "artifacts" / "_compare")
         if panel is not None:
             panels.append(panel)
     return panels

@@ -49,37 +49,37 @@ class Assembler:
                 self.drawn += 1
         return self._place(tech, params, figures, out_dir)
 
-    def derived_panel(self, tech, params, figures: list[Figure], title_suffix: str,
+    def derived_panel(self, tech, params, series: list, draw, title_suffix: str,
                       out_dir: Path) -> Panel | None:
-        """A panel of figures drawn across steps or models (trends, comparisons); not cached:
-        they are cheap line plots of already-computed summaries."""
+        """A panel drawn from the summaries of several steps or models (trends, comparisons),
+        cached by those summaries: `draw(series)` runs only when they changed."""
+        key = hash_json({"derived": tech.name, "version": tech.version, "suffix": title_suffix,
+                         "figures": FIGURES_VERSION, "params": params_dict(params),
+                         "series": series})
+        figures = self.store.get_figures(key)
+        if figures is None:
+            drawn = list(draw(series))
+            if not drawn:
+                return None
+            figures = self.store.put_figures(key, drawn)
+            with self._lock:
+                self.drawn += 1
         if not figures:
             return None
-        out_dir.mkdir(parents=True, exist_ok=True)
-        listing = []
-        for fig in figures:
-            path = out_dir / fig.name
-            path.write_bytes(fig.data)
-            listing.append({"name": fig.name, "kind": fig.kind, "caption": fig.caption,
-                            "width": fig.width, "height": fig.height, "path": str(path)})
-        panel = self._place(tech, params, listing, out_dir, copy=False)
+        panel = self._place(tech, params, figures, out_dir)
         panel.title = f"{panel.title} {title_suffix}".strip()
         return panel
 
-    def _place(self, tech, params, figures: list[dict], out_dir: Path, copy: bool = True):
+    def _place(self, tech, params, figures: list[dict], out_dir: Path):
         label = variant_label(params)
         stem = tech.name + (f"-{label}" if label else "")
         out_dir.mkdir(parents=True, exist_ok=True)
         files = []
         for fig in figures:
-            source = Path(fig["path"])
-            if copy:
-                name = Path(fig["name"])
-                target = out_dir / (f"{stem}{name.suffix}" if name.stem == tech.name
-                                    else f"{stem}-{fig['name']}")
-                link_or_copy(source, target)
-            else:
-                target = source
+            name = Path(fig["name"])
+            target = out_dir / (f"{stem}{name.suffix}" if name.stem == tech.name
+                                else f"{stem}-{fig['name']}")
+            link_or_copy(Path(fig["path"]), target)
             files.append(FigureFile(kind=fig["kind"], path=target.relative_to(self.docs).as_posix(),
                                     width=fig["width"], height=fig["height"]))
         files.sort(key=lambda f: f.kind != "png")   # the first file is the one shown
