@@ -137,12 +137,17 @@ def test_dataset_analyses_trends_and_comparisons_are_cached(models, tmp_path):
     shutil.rmtree(twin / "Untrained")
     shutil.copytree(twin / "Tiny", twin / "Twin")     # comparisons need two models
     options = _options(tmp_path, models="*", steps="all", analyses="all", render_site=True,
-                       techniques=("predictions", "routing_diagnostics"), eval_images=30)
+                       techniques=("predictions", "routing_diagnostics", "affine_robustness"),
+                       eval_images=30)
     first = build(Catalog(twin), options)
     assert first.ok
     trends = list((tmp_path / "mkdocs" / "docs" / "artifacts" / "Tiny" / "trends").iterdir())
     assert any(p.suffix == ".png" for p in trends)
     compare = list((tmp_path / "mkdocs" / "docs" / "artifacts" / "_compare").iterdir())
     assert any(p.suffix == ".png" for p in compare)
+    # two analyses never share (and overwrite) a figure file
+    for folder in (trends, compare):
+        pngs = [p.name for p in folder if p.suffix == ".png"]
+        assert {n.split("-")[0] for n in pngs} == {"routing_diagnostics", "affine_robustness"}
     second = build(Catalog(twin), options)
     assert second.computed == 0 and second.drawn == 0
