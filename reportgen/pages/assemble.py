@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from reportgen.cache.keys import hash_json
+from reportgen.pages.analyses import flatten
 from reportgen.pages.sitedata import FigureFile, Panel, Prediction
 from reportgen.techniques.base import Figure, RenderContext
 from reportgen.techniques.compute import params_dict, variant_label
@@ -95,7 +96,7 @@ def export_figures(name: str, summary: dict) -> list[Figure]:
     rows = io.StringIO()
     writer = csv.writer(rows, lineterminator="\n")
     writer.writerow(["key", "value"])
-    for key, value in _flatten(json.loads(data)):
+    for key, value in flatten(json.loads(data)):
         writer.writerow([key, value])
     return [Figure(name=f"{name}.json", data=data, kind="json"),
             Figure(name=f"{name}.csv", data=rows.getvalue().encode(), kind="csv")]
@@ -107,19 +108,6 @@ def _json_default(obj):
     if isinstance(obj, np.ndarray):
         return obj.tolist()
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
-
-
-def _flatten(value, prefix=""):
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield from _flatten(v, f"{prefix}.{k}" if prefix else str(k))
-    elif isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
-        for i, v in enumerate(value):
-            yield from _flatten(v, f"{prefix}[{i}]")
-    elif isinstance(value, list):
-        yield prefix, " ".join(map(str, value))
-    else:
-        yield prefix, value
 
 
 def link_or_copy(source: Path, target: Path) -> None:
