@@ -12,7 +12,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's C++ bann
 
 
 class _Group(click.Group):
-    """Turns ReportgenError into a clean message and exit code 2 instead of a traceback."""
+    """Turns errors into one line on stderr instead of a traceback (`--debug` shows it).
+
+    Exit codes: 2 for a user error (ReportgenError), 1 for a partial failure (raised by the
+    command itself) or an unexpected error, 130 for Ctrl-C.
+    """
 
     def resolve_command(self, ctx, args):
         name, command, rest = super().resolve_command(ctx, args)
@@ -23,24 +27,41 @@ class _Group(click.Group):
         return name, command, rest
 
     def invoke(self, ctx):
-        from reportgen.errors import ReportgenError
+        from reportgen.errors import EXIT_PARTIAL_FAILURE, EXIT_USER_ERROR, ReportgenError
 
+        debug = _debug_requested(ctx)
         try:
             return super().invoke(ctx)
         except ReportgenError as exc:
+            if debug:
+                raise
             click.echo(f"Error: {exc.message}", err=True)
-            sys.exit(2)
+            sys.exit(EXIT_USER_ERROR)
         except KeyboardInterrupt:
             click.echo("Interrupted.", err=True)
             sys.exit(130)
+        except (click.exceptions.Exit, click.ClickException, SystemExit):
+            raise
+        except Exception as exc:  # a bug or an environment failure: one line, not a traceback
+            if debug:
+                raise
+            message = " ".join(f"{type(exc).__name__}: {exc}".split())
+            click.echo(f"Error: {message} (rerun with --debug for the traceback)", err=True)
+            sys.exit(EXIT_PARTIAL_FAILURE)
+
+
+def _debug_requested(ctx) -> bool:
+    return bool(ctx.params.get("debug")) or bool(os.environ.get("REPORTGEN_DEBUG"))
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="reportgen")
 @click.option("--models-dir", default=None, envvar="REPORTGEN_MODELS", show_envvar=True,
               type=click.Path(file_okay=False), help="Folder holding the model folders [models].")
+@click.option("--debug", is_flag=True, envvar="REPORTGEN_DEBUG",
+              help="Show the full traceback of an error.")
 @click.pass_context
-def main(ctx, models_dir):
+def main(ctx, models_dir, debug):
     """Turn trained Capsule Networks into a browsable static HTML site.
 
     \b
@@ -52,6 +73,7 @@ def main(ctx, models_dir):
     """
     ctx.ensure_object(dict)
     ctx.obj["models_dir"] = models_dir
+    ctx.obj["debug"] = debug
 
 
 @main.command()

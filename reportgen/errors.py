@@ -1,14 +1,24 @@
-"""The one error type reportgen raises for bad input.
+"""The error types reportgen raises for problems a user can cause or meet.
 
-Every message says what happened, what was expected, what was received and how to fix it
-(the habit of MkDocs' config errors and Keras's "Received: ..." messages).
+Every message is one line that says what happened, which file or value, what was expected, what
+was received and how to fix it (the habit of MkDocs' config errors and Keras's "Received: ..."
+messages). The command line prints it as `Error: ...` and exits 2 (no traceback unless
+`--debug`); a build that finished with some models or steps failed exits 1.
 """
 
 from __future__ import annotations
 
+EXIT_USER_ERROR = 2       # bad input: nothing (or nothing more) was done
+EXIT_PARTIAL_FAILURE = 1  # the run finished, but some models or steps failed
+
+
+def _one_line(text: str) -> str:
+    """Collapse whitespace (a wrapped OS or library message) so the error stays on one line."""
+    return " ".join(str(text).split())
+
 
 class ReportgenError(Exception):
-    """A user-facing error: what / expected / received / fix."""
+    """A user-facing error: what / expected / received / fix, printed on one line."""
 
     def __init__(self, what: str, *, expected: str | None = None, received: str | None = None,
                  fix: str | None = None):
@@ -20,11 +30,16 @@ class ReportgenError(Exception):
 
     @property
     def message(self) -> str:
-        lines = [self.what]
+        parts = [_one_line(self.what).rstrip(".") + "."]
         if self.expected is not None:
-            lines.append(f"  expected: {self.expected}")
+            parts.append(f"Expected {_one_line(self.expected)}.")
         if self.received is not None:
-            lines.append(f"  received: {self.received}")
+            parts.append(f"Received {_one_line(self.received)}.")
         if self.fix is not None:
-            lines.append(f"  fix: {self.fix}")
-        return "\n".join(lines)
+            parts.append(f"Fix: {_one_line(self.fix)}".rstrip(".") + ".")
+        return " ".join(parts)
+
+
+class StoreError(ReportgenError):
+    """The artifact store (or another working folder) cannot be used: not a model's fault, so a
+    build stops at once instead of reporting every model as failed."""
