@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from reportgen.errors import ReportgenError
 from reportgen.settings.model_params import (PARAMS_FILE, ModelParams, check_model_name,
-                                             load_model_params)
+                                             load_model_params, printable_name)
 from reportgen.training.checkpoints import Step, list_steps, load_weights
 
 HISTORY_FILE = "history.json"
@@ -26,7 +27,7 @@ class ModelEntry:
 
     @property
     def params(self) -> ModelParams:
-        return load_model_params(self.path / PARAMS_FILE)
+        return _read_params(self.path)
 
     @property
     def steps(self) -> list[Step]:
@@ -41,43 +42,169 @@ class ModelEntry:
         if not path.is_file():
             return []
         try:
-            return json.loads(path.read_text(encoding="utf-8"))["records"]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ReportgenError(f"Training history {path} is corrupt.", received=str(exc),
-                                 fix=f"Delete {path}; it is rewritten by the next training run."
-                                 ) from exc
+            data = json.loads(path.read_text(encoding="utf-8"))
+            problem = _history_problem(data)
+        except json.JSONDecodeError as exc:
+            problem = f"invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+        except (OSError, UnicodeDecodeError) as exc:
+            problem = f"an unreadable file ({getattr(exc, 'strerror', None) or exc})"
+        if problem:
+            raise ReportgenError(
+                f"Training history {path} is corrupt.",
+                expected="the JSON that `reportgen train` writes: an object with a 'records' "
+                         "list, one object per saved step",
+                received=problem,
+                fix=f"Delete {path}; the next training run writes a new one (without the records "
+                    "of earlier steps)")
+        records = data["records"]
+        return records
+
+
+def _history_problem(data) -> str | None:
+    """What is wrong with a parsed history.json, in a few words, or None."""
+    if not isinstance(data, dict):
+        return f"a JSON {type(data).__name__} instead of an object"
+    records = data.get("records")
+    if not isinstance(records, list):
+        return "no 'records' list"
+    for i, record in enumerate(records):
+        step = record.get("step") if isinstance(record, dict) else None
+        try:
+            Step.parse(step if isinstance(step, str) else "")
+        except ReportgenError:
+            return f"record {i} without a valid 'step' ({step!r})"
+    return None
+
+
+def _read_params(folder: Path) -> ModelParams:
+    """params.toml of one model folder; an unreadable file is a ReportgenError too."""
+    path = folder / PARAMS_FILE
+    if path.is_symlink() and not path.exists():
+        raise ReportgenError(f"Model parameter file {path} is a broken link.",
+                             fix=f"Point the link at a params.toml or replace {path} with one.")
+    if path.exists() and not path.is_file():
+        raise ReportgenError(f"Model parameter file {path} is not a file.",
+                             fix=f"Replace {path} with a params.toml file.")
+    try:
+        return load_model_params(path)
+    except OSError as exc:  # a folder named params.toml, no permission, an I/O error
+        raise ReportgenError(f"Cannot read the model parameter file {path}.",
+                             received=f"{type(exc).__name__}: {exc.strerror or exc}",
+                             fix=f"Make {path} a readable TOML file.") from exc
+
+
+@dataclass(frozen=True)
+class InvalidModel:
+    """A model folder that cannot be used: an unsafe name or an unreadable / invalid
+    params.toml. `name` is the folder name made printable; `reason` is one line."""
+
+    name: str
+    folder: str      # the raw folder name (globs match against it)
+    path: Path
+    reason: str
 
 
 class Catalog:
-    """Every model directory (one with a params.toml) under the models folder."""
+    """Every model directory (one with a params.toml) under the models folder.
+
+    Folders are validated one by one: a folder with an unsafe name or a bad params.toml is
+    listed apart (`invalid_models`) and never stops the others from being used.
+    """
 
     def __init__(self, models_dir: str | Path | None = None):
         self.root = Path(models_dir) if models_dir is not None else default_models_dir()
 
-    def names(self) -> list[str]:
-        if not self.root.is_dir():
-            return []
-        return sorted(p.name for p in self.root.iterdir() if (p / PARAMS_FILE).is_file())
+    # -- the models folder ---------------------------------------------------------------------
+    def _require_root(self) -> Path:
+        root = self.root
+        where = "" if root.is_absolute() else f" (looked in {printable_name(str(root.absolute()))})"
+        fix = ("Pass --models-dir DIR or set REPORTGEN_MODELS to the folder that holds your model "
+               "folders (each with a params.toml), or run reportgen from the folder that has "
+               "models/.")
+        if not root.exists():
+            raise ReportgenError(f"Models folder {printable_name(str(root))} does not exist"
+                                 f"{where}.", fix=fix)
+        if not root.is_dir():
+            raise ReportgenError(f"Models folder {printable_name(str(root))} is not a folder"
+                                 f"{where}.", fix=fix)
+        return root
 
+    def _folders(self) -> list[Path]:
+        """Sub-folders that hold a params.toml (of any kind: a broken one is still a model
+        someone meant to define), sorted by name."""
+        root = self._require_root()
+        try:
+            children = list(root.iterdir())
+        except OSError as exc:
+            raise ReportgenError(f"Cannot list the models folder {printable_name(str(root))}.",
+                                 received=f"{type(exc).__name__}: {exc.strerror or exc}",
+                                 fix="Check the folder's permissions.") from exc
+        found = []
+        for child in children:
+            marker = child / PARAMS_FILE
+            try:
+                if child.is_dir() and (marker.exists() or marker.is_symlink()):
+                    found.append(child)
+            except OSError:  # a name the file system refuses to stat (too long, ...)
+                continue
+        return sorted(found, key=lambda p: p.name)
+
+    def scan(self) -> tuple[list[ModelEntry], list[InvalidModel]]:
+        """(valid models, invalid model folders), each sorted by folder name."""
+        valid, invalid = [], []
+        for folder in self._folders():
+            try:
+                check_model_name(folder.name, folder)
+                _read_params(folder)
+            except ReportgenError as exc:
+                invalid.append(InvalidModel(printable_name(folder.name), folder.name, folder,
+                                            exc.message))
+                continue
+            valid.append(ModelEntry(folder.name, folder))
+        return valid, invalid
+
+    def names(self) -> list[str]:
+        """Names of the valid models (see `invalid_models` for the others)."""
+        return [e.name for e in self.scan()[0]]
+
+    def invalid_models(self, pattern: str = "*") -> list[tuple[str, str]]:
+        """(folder name, one-line reason) of every invalid model folder matching `pattern`."""
+        return [(m.name, m.reason) for m in self.scan()[1] if fnmatchcase(m.folder, pattern)]
+
+    # -- one model -----------------------------------------------------------------------------
     def get(self, name: str) -> ModelEntry:
+        """The named model; its params.toml is validated (the error names the field)."""
         check_model_name(name)
-        path = self.root / name
-        if not (path / PARAMS_FILE).is_file():
+        path = self._require_root() / name
+        marker = path / PARAMS_FILE
+        if not (marker.exists() or marker.is_symlink()):
             known = ", ".join(self.names()) or "(none)"
-            raise ReportgenError(f"Unknown model '{name}' (no {path / PARAMS_FILE}).",
+            raise ReportgenError(f"Unknown model '{name}' (no {marker}).",
                                  expected=f"one of: {known}",
-                                 fix=f"Pick a listed model or create {path / PARAMS_FILE}.")
+                                 fix=f"Pick a listed model or create {marker}.")
+        _read_params(path)
         return ModelEntry(name, path)
 
     def match(self, pattern: str) -> list[ModelEntry]:
-        """Models whose names match a shell glob such as 'MNIST_*'."""
-        from fnmatch import fnmatchcase
+        """Valid models whose names match a shell glob such as 'MNIST_*'.
 
-        names = [n for n in self.names() if fnmatchcase(n, pattern)]
-        if not names:
-            raise ReportgenError(f"No model matches '{pattern}'.",
-                                 expected=f"a glob over: {', '.join(self.names()) or '(none)'}")
-        return [self.get(n) for n in names]
+        Invalid folders that match are left out (`invalid_models(pattern)` lists them); only a
+        pattern that matches no folder at all is an error.
+        """
+        valid, invalid = self.scan()
+        found = [e for e in valid if fnmatchcase(e.name, pattern)]
+        if not found and not any(fnmatchcase(m.folder, pattern) for m in invalid):
+            names = [e.name for e in valid] + [m.name for m in invalid]
+            if names:
+                raise ReportgenError(f"No model matches '{pattern}'.",
+                                     expected=f"a glob over: {', '.join(names)}")
+            raise ReportgenError(
+                f"No model matches '{pattern}': the models folder "
+                f"{printable_name(str(self.root))} holds no model.",
+                expected="sub-folders with a params.toml (e.g. models/MNIST/params.toml)",
+                fix="Point --models-dir (or REPORTGEN_MODELS) at your models folder, or create "
+                    "a model folder with a params.toml.")
+        return found
 
     def resolve_step(self, entry: ModelEntry, step: str | Step) -> Step | None:
         """'last' -> latest saved step; 'init' -> None (fresh weights); 'E-B' -> that step."""

@@ -62,4 +62,70 @@ def test_bad_params_file_is_named(tmp_path):
     assert result.exit_code == 2
     assert "'primary.types'" in result.output and "Bad/params.toml" in result.output
     listing = CliRunner().invoke(main, ["--models-dir", str(tmp_path), "models"])
-    assert "Bad" in listing.output and "error" in listing.output
+    assert listing.exit_code == 0
+    assert "Bad" in listing.output and "invalid:" in listing.output
+    assert "'primary.types'" in listing.output
+
+
+def _hostile_models(root):
+    """One valid model beside folders that are not: unsafe names and a garbage params.toml."""
+    good = (root.parent / "good.toml")
+    good.write_text('dataset = "mnist"\ninput_shape = [28, 28, 1]\n')
+    for name in ("Good", "a<b", "has space", "-dash", "Modèle", "Garbage"):
+        (root / name).mkdir(parents=True)
+        (root / name / "params.toml").write_text(
+            "\x00 = = [[" if name == "Garbage" else good.read_text())
+    return root
+
+
+def test_models_lists_invalid_folders_with_their_reason_and_the_rest_normally(tmp_path):
+    root = _hostile_models(tmp_path / "models")
+    result = CliRunner().invoke(main, ["--models-dir", str(root), "models"])
+    assert result.exit_code == 0, result.output
+    lines = {line.split("  ")[0]: line for line in result.stdout.splitlines()[2:]}
+    assert set(lines) == {"Good", "a<b", "has space", "-dash", "Modèle", "Garbage"}
+    assert "mnist" in lines["Good"] and "8,215,568" in lines["Good"]
+    for name in ("a<b", "has space", "-dash", "Modèle"):
+        assert "invalid: Unsafe model name" in lines[name] and repr(name) in lines[name]
+    assert "invalid:" in lines["Garbage"] and "not valid TOML" in lines["Garbage"]
+    assert "5 model folders are invalid" in result.stderr
+
+    rows = {r["name"]: r for r in json.loads(CliRunner().invoke(
+        main, ["--models-dir", str(root), "models", "--json"]).stdout)}
+    assert rows["Good"]["valid"] is True and rows["Good"]["error"] is None
+    assert rows["Good"]["params"] == 8_215_568
+    assert rows["a<b"]["valid"] is False and "a_b" in rows["a<b"]["error"]   # the rename hint
+    assert rows["Garbage"]["valid"] is False and "Garbage/params.toml" in rows["Garbage"]["error"]
+    assert all("\n" not in r["error"] for r in rows.values() if r["error"])
+
+
+def test_a_corrupt_history_is_one_line_and_keeps_the_model_listed(tmp_path):
+    root = _hostile_models(tmp_path / "models")
+    (root / "Good" / "history.json").write_text('{"records": [{"step": "1-')
+    result = CliRunner().invoke(main, ["--models-dir", str(root), "models"])
+    assert result.exit_code == 0
+    row = [line for line in result.stdout.splitlines() if line.startswith("Good")][0]
+    assert "8,215,568" in row                             # still listed with its numbers
+    error = [line for line in result.stdout.splitlines() if "history.json" in line]
+    assert len(error) == 1 and "is corrupt" in error[0] and "invalid JSON" in error[0]
+
+
+@pytest.mark.parametrize("args", [["models"], ["models", "--json"], ["train", "MNIST_Demo"],
+                                  ["build", "--models", "*"], ["demo"]],
+                         ids=lambda a: " ".join(a))
+@pytest.mark.parametrize("via_env", [False, True], ids=["option", "env"])
+def test_missing_models_folder_is_one_line_for_every_command(args, via_env, tmp_path,
+                                                            monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    if via_env:
+        monkeypatch.setenv("REPORTGEN_MODELS", "nowhere")
+        result = CliRunner().invoke(main, args)
+    else:
+        result = CliRunner().invoke(main, ["--models-dir", "nowhere", *args])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, result.output
+    assert lines[0].startswith("Error: Models folder nowhere does not exist")
+    assert str(tmp_path / "nowhere") in lines[0] and "Fix: " in lines[0]
+    assert "No model matches" not in lines[0]
+    assert not (tmp_path / "nowhere").exists() and not (tmp_path / "site").exists()

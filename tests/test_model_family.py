@@ -100,3 +100,95 @@ def test_unknown_model_lists_known_ones():
 def test_unsafe_model_names_are_refused(name):
     with pytest.raises(ReportgenError, match="Unsafe model name"):
         Catalog("models").get(name)
+
+
+def test_name_ending_in_a_newline_is_refused():
+    # "$" in a regular expression also matches before a final newline
+    with pytest.raises(ReportgenError, match="Unsafe model name"):
+        Catalog("models").get("MNIST\n")
+
+
+VALID_TOML = 'dataset = "mnist"\ninput_shape = [28, 28, 1]\n'
+HOSTILE = ["a<b", "has space", "-dash", "Modèle", "x\ny"]
+
+
+@pytest.fixture
+def hostile(tmp_path):
+    """Two valid models beside invalid folders: unsafe names, garbage / missing / directory
+    params.toml, and a folder without params.toml (not a model at all)."""
+    root = tmp_path / "models"
+    for name in ["Good", "Good2", *HOSTILE]:
+        (root / name).mkdir(parents=True)
+        (root / name / "params.toml").write_text(VALID_TOML)
+    (root / "Garbage").mkdir()
+    (root / "Garbage" / "params.toml").write_bytes(b"\xff\x00 = = [[")
+    (root / "BadField").mkdir()
+    (root / "BadField" / "params.toml").write_text(VALID_TOML + "[primary]\ntypes = 0\n")
+    (root / "DirParams" / "params.toml").mkdir(parents=True)
+    (root / "archive").mkdir()
+    return root
+
+
+def test_invalid_folders_are_skipped_one_by_one(hostile):
+    catalog = Catalog(hostile)
+    assert [e.name for e in catalog.match("*")] == ["Good", "Good2"]
+    assert catalog.names() == ["Good", "Good2"]
+    invalid = dict(catalog.invalid_models())
+    assert set(invalid) == {"a<b", "has space", "-dash", "Modèle", "x\\ny", "Garbage",
+                            "BadField", "DirParams"}
+    for name, reason in invalid.items():
+        assert "\n" not in reason and reason.endswith(".")
+    assert "Unsafe model name" in invalid["a<b"] and "such as a_b" in invalid["a<b"]
+    assert "such as dash" in invalid["-dash"] and "'x\\ny'" in invalid["x\\ny"]
+    assert "not valid TOML" in invalid["Garbage"] and str(hostile / "Garbage") in invalid["Garbage"]
+    assert "'primary.types'" in invalid["BadField"]
+    assert "is not a file" in invalid["DirParams"]
+    assert catalog.invalid_models("Good*") == []
+    assert [n for n, _ in catalog.invalid_models("G*")] == ["Garbage"]
+    assert [n for n, _ in catalog.invalid_models("*<*")] == ["a<b"]
+
+
+def test_match_raises_only_when_no_folder_at_all_matches(hostile):
+    catalog = Catalog(hostile)
+    assert catalog.match("Garb*") == []                  # an invalid folder matched: skipped
+    assert catalog.match("a<b") == []
+    with pytest.raises(ReportgenError, match="No model matches 'Nothing'") as err:
+        catalog.match("Nothing")
+    assert "Good" in err.value.message
+
+
+def test_explicitly_named_invalid_model_raises_its_one_line_error(hostile):
+    catalog = Catalog(hostile)
+    for name, text in [("Garbage", "not valid TOML"), ("BadField", "'primary.types'"),
+                       ("a<b", "Unsafe model name"), ("DirParams", "is not a file")]:
+        with pytest.raises(ReportgenError, match=text) as err:
+            catalog.get(name)
+        assert "\n" not in err.value.message
+    assert catalog.get("Good").params.dataset == "mnist"
+
+
+def test_missing_models_folder_is_named(tmp_path):
+    catalog = Catalog(tmp_path / "nowhere")
+    for call in (catalog.names, lambda: catalog.match("*"), lambda: catalog.get("MNIST"),
+                 catalog.invalid_models):
+        with pytest.raises(ReportgenError, match="Models folder .*nowhere does not exist"):
+            call()
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ReportgenError, match="is not a folder"):
+        Catalog(tmp_path / "file").names()
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ReportgenError, match="holds no model"):
+        Catalog(tmp_path / "empty").match("*")
+
+
+@pytest.mark.parametrize("text, received", [
+    ("{bad", "invalid JSON"), ("[]", "a JSON list instead of an object"),
+    ('{"x": 1}', "no 'records' list"), ('{"records": [{"step": "1-2"}, 3]}', "record 1"),
+])
+def test_corrupt_history_is_one_readable_line(hostile, text, received):
+    (hostile / "Good" / "history.json").write_text(text)
+    with pytest.raises(ReportgenError) as err:
+        Catalog(hostile).get("Good").history()
+    message = err.value.message
+    assert "\n" not in message and f"Received {received}" in message
+    assert message.startswith(f"Training history {hostile / 'Good' / 'history.json'} is corrupt")

@@ -1,36 +1,53 @@
-"""`reportgen models`: a table (or JSON) of every model under the models folder."""
+"""`reportgen models`: a table (or JSON) of every model under the models folder.
+
+Invalid model folders (unsafe name, unreadable or invalid params.toml) are listed too, marked
+invalid with their reason; they never hide the others. The listing itself succeeded, so the exit
+code stays 0 (`reportgen build` is where an invalid folder counts as a failure).
+"""
 
 from __future__ import annotations
 
 import json
 
 from reportgen.catalog import Catalog
-from reportgen.console import echo
+from reportgen.console import echo, notice
 from reportgen.errors import ReportgenError
 
 
+def _one_line(exc: Exception) -> str:
+    if isinstance(exc, ReportgenError):
+        return exc.message
+    return " ".join(f"{type(exc).__name__}: {exc}".split())
+
+
 def describe_models(models_dir=None) -> list[dict]:
-    """One dict per model: name, dataset, params (trainable), steps, latest/best val accuracy."""
+    """One dict per model folder, sorted by name: name, valid, dataset, params (trainable),
+    steps, latest/best val accuracy, error (the one-line reason, or None)."""
     from reportgen.capsnet.param_count import count_trainable_params
 
-    rows = []
     catalog = Catalog(models_dir)
-    for name in catalog.names():
-        entry = catalog.get(name)
-        row = {"name": name, "dataset": None, "params": None, "steps": [],
+    valid, invalid = catalog.scan()
+    rows = []
+    for entry in valid:
+        row = {"name": entry.name, "valid": True, "dataset": None, "params": None, "steps": [],
                "latest_val_accuracy": None, "best_val_accuracy": None, "error": None}
-        try:
+        try:  # a valid params.toml can still come with a corrupt history.json
             params = entry.params
             row["dataset"] = params.dataset
             row["params"] = count_trainable_params(params)
             row["steps"] = [str(s) for s in entry.steps]
-            accs = [r["val_accuracy"] for r in entry.history() if r.get("val_accuracy") is not None]
+            accs = [r["val_accuracy"] for r in entry.history()
+                    if isinstance(r.get("val_accuracy"), (int, float))]
             if accs:
                 row["latest_val_accuracy"], row["best_val_accuracy"] = accs[-1], max(accs)
-        except ReportgenError as exc:
-            row["error"] = exc.what
+        except Exception as exc:  # one model's problem must not hide the others
+            row["error"] = _one_line(exc)
         rows.append(row)
-    return rows
+    for bad in invalid:
+        rows.append({"name": bad.name, "valid": False, "dataset": None, "params": None,
+                     "steps": [], "latest_val_accuracy": None, "best_val_accuracy": None,
+                     "error": bad.reason})
+    return sorted(rows, key=lambda r: r["name"])
 
 
 def run_models(models_dir, as_json: bool) -> None:
@@ -41,14 +58,24 @@ def run_models(models_dir, as_json: bool) -> None:
     if not rows:
         echo("No models found (a model is a folder with a params.toml).")
         return
-    header = f"{'model':<20} {'dataset':<14} {'params':>12} {'steps':>6} {'last step':>10} {'val acc':>8}"
+    header = (f"{'model':<20} {'dataset':<14} {'params':>12} {'steps':>6} {'last step':>10} "
+              f"{'val acc':>8}")
     echo(header)
     echo("-" * len(header))
     for r in rows:
-        if r["error"]:
+        if not r["valid"]:
+            echo(f"{r['name']:<20} invalid: {r['error']}")
+            continue
+        if r["params"] is None:
             echo(f"{r['name']:<20} error: {r['error']}")
             continue
         acc = f"{r['latest_val_accuracy']:.4f}" if r["latest_val_accuracy"] is not None else "-"
         last = r["steps"][-1] if r["steps"] else "-"
         echo(f"{r['name']:<20} {r['dataset']:<14} {r['params']:>12,} {len(r['steps']):>6} "
              f"{last:>10} {acc:>8}")
+        if r["error"]:
+            echo(f"{'':<20} error: {r['error']}")
+    bad = sum(not r["valid"] for r in rows)
+    if bad:
+        notice(f"{bad} model folder{'s are' if bad > 1 else ' is'} invalid (reason above) and "
+               "cannot be trained or built; the others are unaffected.")

@@ -216,15 +216,37 @@ def load_model_params(path: str | Path) -> ModelParams:
     return parse_model_params(raw, source=str(path))
 
 
-def check_model_name(name: str) -> str:
-    """Refuse names that could escape models/ or break URLs."""
-    if not isinstance(name, str) or not SAFE_NAME.match(name):
-        raise ReportgenError(
-            "Unsafe model name.",
-            expected="letters, digits, '_' or '-', starting with a letter or digit, at most 64 "
-                     "characters (e.g. MNIST_WSharing)",
-            received=repr(name), fix="Use a plain directory name under models/.")
-    return name
+def printable_name(name: str) -> str:
+    """A folder name as it can be shown on one line: control characters, bytes that are not
+    valid UTF-8 (surrogate escapes) and other unprintables escaped as Python does."""
+    return name if name.isprintable() else repr(name)[1:-1]
+
+
+def suggest_model_name(name: str) -> str:
+    """A safe name close to `name` (runs of other characters become '_'), for a fix hint."""
+    plain = re.sub(r"[^A-Za-z0-9_\-]+", "_", name).lstrip("_-")[:64].rstrip("_-")
+    return plain or "my_model"
+
+
+def check_model_name(name: str, folder: str | Path | None = None) -> str:
+    """Refuse names that could escape models/ or break URLs.
+
+    `folder`, when given, is the model folder that carries the name: the fix then says how to
+    rename it instead of how to type another name.
+    """
+    # fullmatch: with match(), "$" would also accept a name ending in a newline
+    if isinstance(name, str) and SAFE_NAME.fullmatch(name):
+        return name
+    if folder is not None and isinstance(name, str):
+        fix = (f"Rename the folder {printable_name(str(folder))} to a plain name such as "
+               f"{suggest_model_name(name)}")
+    else:
+        fix = "Use a plain directory name under models/."
+    raise ReportgenError(
+        "Unsafe model name.",
+        expected="letters, digits, '_' or '-', starting with a letter or digit, at most 64 "
+                 "characters (e.g. MNIST_WSharing)",
+        received=repr(name), fix=fix)
 
 
 def _known_datasets() -> tuple[str, ...]:
