@@ -2,6 +2,8 @@
 
 import multiprocessing
 import os
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -70,8 +72,6 @@ def test_figures_round_trip(tmp_path):
             Figure(name="a.svg", data=b"<svg/>", kind="svg")]
     listing = store.put_figures("12" * 32, figs)
     assert [f["name"] for f in listing] == ["a.png", "a.svg"]
-    from pathlib import Path
-
     assert Path(listing[0]["path"]).read_bytes() == b"\x89PNG..."
     assert store.get_figures("12" * 32)[0]["caption"] == "c"
 
@@ -95,3 +95,240 @@ def test_two_concurrent_writers_do_not_corrupt(tmp_path):
         np.testing.assert_array_equal(store.get_arrays(f"{i:064x}")["x"],
                                       np.full(1000, i, np.float32))
     assert not any((tmp_path / "tmp").iterdir())
+
+
+# -- working folders left by killed writers ------------------------------------------------------
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    return int(proc.stdout)
+
+
+def test_next_store_use_removes_only_working_folders_of_gone_writers(tmp_path):
+    from reportgen.cache import workdirs
+
+    root = tmp_path / "cache"
+    ArtifactStore(root).put_arrays("aa" * 32, {"x": np.zeros(2)}, {})
+    host, tmp = workdirs.this_host(), root / "tmp"
+    dead = tmp / f"0123456789ab@{host}@{_dead_pid()}@00ff00ff"
+    live = tmp / f"0123456789ab@{host}@{os.getppid()}@00ff00ff"
+    far_new = tmp / "0123456789ab@otherhost@1@00ff00ff"
+    far_old = tmp / "0123456789ab@otherhost@2@00ff00ff"
+    odd_new, odd_old = tmp / "hand-made", tmp / "hand-made-old"
+    for folder in (dead, live, far_new, far_old, odd_new, odd_old):
+        folder.mkdir()
+        (folder / "arrays.npz").write_bytes(b"half")
+    day_ago = time.time() - 25 * 3600
+    for folder in (far_old, odd_old):
+        os.utime(folder, (day_ago, day_ago))
+    outside = tmp_path / "precious"      # a stale-looking link must not lead the cleaner out
+    outside.mkdir()
+    (outside / "keep.txt").write_text("x")
+    link = tmp / f"0123456789ab@{host}@{_dead_pid()}@11ff00ff"
+    link.symlink_to(outside)
+    beside = root / dead.name            # stale-looking, but not under tmp/
+    beside.mkdir()
+
+    ArtifactStore(root).put_arrays("bb" * 32, {"x": np.ones(2)}, {})
+
+    assert sorted(p.name for p in tmp.iterdir()) == sorted(
+        [live.name, far_new.name, odd_new.name])
+    assert (outside / "keep.txt").read_text() == "x" and beside.is_dir()
+    np.testing.assert_array_equal(ArtifactStore(root).get_arrays("aa" * 32)["x"], np.zeros(2))
+
+
+def test_working_folders_name_their_writer(tmp_path, monkeypatch):
+    from reportgen.cache import workdirs
+
+    seen = []
+
+    def spy(tmp):
+        seen.append(tmp.name)
+        np.save(tmp / "x.npy", np.zeros(1))
+    store = ArtifactStore(tmp_path)
+    store._commit("arrays", "cc" * 32, spy)
+    writer = workdirs.writer_of(seen[0])
+    assert (writer.host, writer.pid) == (workdirs.this_host(), os.getpid())
+    assert writer.prefix == ("cc" * 32)[:12]
+
+
+# -- the marker and what clear may delete ------------------------------------------------------
+def test_clear_refuses_a_folder_that_is_not_a_store(tmp_path):
+    from reportgen.errors import StoreError
+
+    (tmp_path / "thesis.tex").write_text("years of work")
+    (tmp_path / "arrays").mkdir()
+    with pytest.raises(StoreError) as err:
+        ArtifactStore(tmp_path).clear()
+    assert "not a reportgen artifact store" in err.value.message
+    assert "thesis.tex" in err.value.message and "\n" not in err.value.message
+    assert (tmp_path / "thesis.tex").read_text() == "years of work"
+    assert (tmp_path / "arrays").is_dir()
+
+
+def test_clear_of_a_store_beside_user_files_removes_only_what_the_store_made(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    store = ArtifactStore(tmp_path)
+    store.put_arrays("ab" * 32, {"x": np.zeros(100)}, {})
+    assert (tmp_path / ".reportgen-store").is_file()
+    with store.shared_lock():
+        pass
+    assert store.clear() > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".reportgen-store", "notes.txt"]
+    assert ArtifactStore(tmp_path).clear() == 0 and (tmp_path / "notes.txt").is_file()
+
+
+def test_clear_recognises_a_store_made_before_the_marker(tmp_path):
+    root = tmp_path / "cache"
+    ArtifactStore(root).put_arrays("ab" * 32, {"x": np.zeros(100)}, {})
+    (root / ".reportgen-store").unlink()
+    assert ArtifactStore(root).clear() > 0 and not root.exists()
+
+
+def test_clear_unlinks_a_symlink_in_place_of_a_store_folder(tmp_path):
+    root, elsewhere = tmp_path / "cache", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("x")
+    ArtifactStore(root).put_arrays("ab" * 32, {"x": np.zeros(3)}, {})
+    (root / "figures").symlink_to(elsewhere)
+    ArtifactStore(root).clear()
+    assert not root.exists() and (elsewhere / "keep.txt").read_text() == "x"
+
+
+def test_clear_without_waiting_refuses_while_a_build_holds_the_store(tmp_path):
+    from reportgen.cache.store import StoreBusyError
+
+    store = ArtifactStore(tmp_path / "cache")
+    store.put_arrays("ab" * 32, {"x": np.zeros(3)}, {})
+    with store.shared_lock():
+        with pytest.raises(StoreBusyError) as err:
+            ArtifactStore(tmp_path / "cache").clear(wait=False)
+        assert f"1 build using {tmp_path / 'cache'} (pid {os.getpid()}" in err.value.message
+        assert store.has_arrays("ab" * 32)
+    assert ArtifactStore(tmp_path / "cache").clear(wait=False) > 0
+
+
+# -- an unusable location: one line naming the folder, the OS error and the fix ----------------
+@pytest.mark.parametrize("blocked", ["store", "parent"])
+def test_a_file_where_the_store_should_be_is_a_store_error(tmp_path, blocked):
+    from reportgen.errors import StoreError
+
+    (tmp_path / "x").write_text("a file")
+    root = tmp_path / "x" if blocked == "store" else tmp_path / "x" / "cache"
+    for use in (lambda s: s.put_arrays("ab" * 32, {"x": np.zeros(3)}, {}),
+                lambda s: s.shared_lock().__enter__()):
+        with pytest.raises(StoreError) as err:
+            use(ArtifactStore(root))
+        message = err.value.message
+        assert str(root) in message and f"{tmp_path / 'x'} is a file" in message
+        assert "--cache-dir" in message and "\n" not in message
+    assert (tmp_path / "x").read_text() == "a file"
+
+
+def test_disk_full_while_writing_is_a_store_error_and_leaves_nothing(tmp_path, monkeypatch):
+    import errno
+
+    from reportgen.errors import StoreError
+
+    store = ArtifactStore(tmp_path)
+
+    def full(path, **arrays):
+        with open(path, "wb") as f:
+            f.write(b"PK\x03\x04")
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+    monkeypatch.setattr(np, "savez", full)
+    with pytest.raises(StoreError) as err:
+        store.put_arrays("ab" * 32, {"x": np.zeros(3)}, {})
+    assert str(tmp_path) in err.value.message and "No space left on device" in err.value.message
+    assert "free disk space" in err.value.message
+    assert not store.has_arrays("ab" * 32) and not any((tmp_path / "tmp").iterdir())
+
+
+def test_permission_denied_is_a_store_error(tmp_path, monkeypatch):
+    from reportgen.errors import StoreError
+
+    real_mkdir = Path.mkdir
+
+    def denied(self, *a, **k):   # root ignores permission bits: simulate the refusal
+        if self == tmp_path / "cache":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_mkdir(self, *a, **k)
+    monkeypatch.setattr(Path, "mkdir", denied)
+    with pytest.raises(StoreError) as err:
+        ArtifactStore(tmp_path / "cache").put_arrays("ab" * 32, {"x": np.zeros(3)}, {})
+    assert err.value.message == (f"Cannot write to the artifact store {tmp_path / 'cache'}: "
+                                 f"Permission denied. Fix: fix the permissions of "
+                                 f"{tmp_path / 'cache'}, or pass --cache-dir a writable folder.")
+
+
+# -- readers: a complete entry or None --------------------------------------------------------
+def test_figures_that_vanish_read_as_missing_and_are_rewritten(tmp_path):
+    store = ArtifactStore(tmp_path)
+    figs = [Figure(name="a.png", data=b"png"), Figure(name="a.svg", data=b"svg", kind="svg")]
+    key = "12" * 32
+    store.put_figures(key, figs)
+    (store._dir("figures", key) / "a.svg").unlink()
+    assert store.get_figures(key) is None
+    listing = store.put_figures(key, figs)
+    assert [Path(f["path"]).read_bytes() for f in listing] == [b"png", b"svg"]
+    (store._dir("figures", key) / "meta.json").write_text("{not json")
+    assert store.get_figures(key) is None
+    import shutil
+    shutil.rmtree(tmp_path / "figures")
+    assert store.get_figures(key) is None
+    assert store.put_figures(key, figs)[1]["name"] == "a.svg"
+
+
+def test_put_figures_rewrites_an_entry_cleared_right_after_writing(tmp_path, monkeypatch):
+    import shutil
+
+    store = ArtifactStore(tmp_path)
+    commits, real_commit = [], store._commit
+
+    def commit_then_clear(kind, key, fill):
+        final = real_commit(kind, key, fill)
+        commits.append(key)
+        if len(commits) == 1:
+            shutil.rmtree(final)
+        return final
+    monkeypatch.setattr(store, "_commit", commit_then_clear)
+    listing = store.put_figures("34" * 32, [Figure(name="a.png", data=b"png")])
+    assert len(commits) == 2 and Path(listing[0]["path"]).read_bytes() == b"png"
+
+
+def test_arrays_that_vanish_or_are_damaged_read_as_missing(tmp_path):
+    store = ArtifactStore(tmp_path)
+    store.put_arrays("ab" * 32, {"x": np.zeros(3)}, {})
+    (store._dir("arrays", "ab" * 32) / "arrays.npz").unlink()
+    assert store.get_arrays("ab" * 32) is None
+    store.put_arrays("cd" * 32, {"x": np.zeros(3)}, {})
+    npz = store._dir("arrays", "cd" * 32) / "arrays.npz"
+    npz.write_bytes(npz.read_bytes()[:40])
+    assert store.get_arrays("cd" * 32) is None and not store.has_arrays("cd" * 32)
+    store.put_arrays("cd" * 32, {"x": np.ones(3)}, {})
+    np.testing.assert_array_equal(store.get_arrays("cd" * 32)["x"], np.ones(3))
+
+
+def test_cache_cli_info_and_clear_one_line_per_fact(tmp_path):
+    from click.testing import CliRunner
+
+    from reportgen.cli import main
+
+    root = tmp_path / "cache"
+    ArtifactStore(root).put_arrays("ab" * 32, {"x": np.zeros(1000)}, {})
+    out = CliRunner().invoke(main, ["cache", "--cache-dir", str(root), "info"])
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    assert lines[0] == f"store: {root}"
+    assert lines[1].split()[:3] == ["arrays", "1", "entries"]
+    assert lines[-1].strip() == "builds using it: 0"
+    out = CliRunner().invoke(main, ["cache", "--cache-dir", str(root), "clear", "--no-wait"])
+    assert out.exit_code == 0 and out.output == "freed 0.0 MB\n" and not root.exists()
+    (tmp_path / "mine.txt").write_text("x")
+    out = CliRunner().invoke(main, ["cache", "--cache-dir", str(tmp_path), "clear"])
+    assert out.exit_code == 2 and len(out.output.splitlines()) == 1
+    assert out.output.startswith(f"Error: {tmp_path} is not a reportgen artifact store")
+    assert (tmp_path / "mine.txt").is_file()

@@ -1,53 +1,136 @@
 """The artifact store: arrays (.npz, no pickle) + a JSON sidecar, and rendered files.
 
-Layout: ROOT/arrays/ab/<key>/{arrays.npz, meta.json} and ROOT/figures/ab/<key>/{files, meta.json}.
+Layout: ROOT/arrays/ab/<key>/{arrays.npz, meta.json}, ROOT/figures/ab/<key>/{files, meta.json},
+ROOT/tmp/ (private working folders), ROOT/store.lock and the marker file ROOT/.reportgen-store.
 An entry is written in a private temporary folder and renamed into place in one step, so a
 killed build never leaves a half-written entry and two builds sharing a store cannot corrupt
-it (the second rename finds the entry there and drops its own copy).
+it (the second rename finds the entry there and drops its own copy). The working folder a
+killed build leaves is removed by the next use of the store (see workdirs.py).
+
+Builds hold `shared_lock()`; `clear()` takes the lock alone, so it never deletes entries under
+a running build. Readers return a complete entry or None, never a half one.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
-import tempfile
+import threading
 import time
+import zipfile
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable, Iterator
 
 import numpy as np
 
+from reportgen import console
+from reportgen.cache import locking, workdirs
+from reportgen.errors import StoreError
+
 DEFAULT_CACHE_DIR = Path(".reportgen/cache")
+MARKER = ".reportgen-store"
+KINDS = ("arrays", "figures")
+STORE_NAMES = frozenset({*KINDS, "tmp", locking.LOCK_NAME, MARKER})
+_MARKER_TEXT = ("This folder is a reportgen artifact store (see README, 'The artifact store').\n"
+                "`reportgen cache clear` empties it; everything here can be recomputed.\n")
+_PUT_ATTEMPTS = 3
+
+
+class StoreBusyError(StoreError):
+    """`clear(wait=False)` while builds hold the store."""
 
 
 class ArtifactStore:
     def __init__(self, root: str | Path | None = None):
         self.root = Path(root) if root is not None else Path(
             os.environ.get("REPORTGEN_CACHE", DEFAULT_CACHE_DIR))
+        self._ready = False
+        self._ready_lock = threading.Lock()
 
     # -- paths ------------------------------------------------------------------------------
     def _dir(self, kind: str, key: str) -> Path:
         return self.root / kind / key[:2] / key
 
+    @property
+    def _tmp(self) -> Path:
+        return self.root / "tmp"
+
+    def _prepare(self) -> None:
+        """Create the store (with its marker) and remove what killed writers left in tmp/;
+        once per store object."""
+        if self._ready:
+            return
+        with self._ready_lock:
+            if self._ready:
+                return
+            try:
+                self.root.mkdir(parents=True, exist_ok=True)
+                self._mark()
+                self._tmp.mkdir(exist_ok=True)
+            except OSError as exc:
+                raise store_error(self.root, exc) from exc
+            removed = workdirs.remove_stale(self._tmp)
+            if removed:
+                console.notice(f"Removed {removed} working folder{'s' * (removed != 1)} left "
+                               f"in {self._tmp} by interrupted builds.")
+            self._ready = True
+
+    def _mark(self) -> None:
+        """Write the marker that says this folder is a store. Not into a folder that already
+        holds an `arrays/`, `figures/` or `tmp/` the store did not make (clear refuses those)."""
+        marker = self.root / MARKER
+        if marker.is_file():
+            return
+        children = set(os.listdir(self.root))
+        if not children <= STORE_NAMES and children & {*KINDS, "tmp"}:
+            return
+        marker.write_text(_MARKER_TEXT)   # only its presence counts: a torn write is harmless
+
+    def is_store(self) -> bool:
+        """Whether ROOT is a store: it has the marker, or (a store made before the marker)
+        holds nothing but what a store makes. A missing folder is an empty store."""
+        if not self.root.exists():
+            return True
+        if not self.root.is_dir():
+            return False
+        if (self.root / MARKER).is_file():
+            return True
+        return set(os.listdir(self.root)) <= STORE_NAMES
+
     def _commit(self, kind: str, key: str, fill) -> Path:
         final = self._dir(kind, key)
-        if final.is_dir():
+        if (final / "meta.json").is_file():
             return final
-        tmp_root = self.root / "tmp"
-        tmp_root.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f"{key[:12]}-", dir=tmp_root))
+        self._prepare()
+        tmp = None
         try:
+            tmp = workdirs.make_private_dir(self._tmp, key[:12])
             fill(tmp)
             final.parent.mkdir(parents=True, exist_ok=True)
+            if final.is_dir() and not (final / "meta.json").exists():
+                self._discard(final)   # an entry damaged by hand: replace it
             try:
                 os.rename(tmp, final)
             except OSError:
-                if not final.is_dir():  # a real failure, not a concurrent writer's win
+                if not (final / "meta.json").is_file():  # a real failure, not a concurrent win
                     raise
+        except OSError as exc:
+            raise store_error(self.root, exc) from exc
         finally:
-            if tmp.exists():
+            if tmp is not None and tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
         return final
+
+    def _discard(self, path: Path) -> None:
+        """Remove a damaged entry: renamed into tmp/ first, so readers see it whole or gone."""
+        try:
+            self._tmp.mkdir(parents=True, exist_ok=True)
+            workdirs.remove(path, self._tmp)
+        except OSError:
+            shutil.rmtree(path, ignore_errors=True)
 
     # -- arrays -----------------------------------------------------------------------------
     def has_arrays(self, key: str) -> bool:
@@ -61,31 +144,42 @@ class ArtifactStore:
         self._commit("arrays", key, fill)
 
     def get_arrays(self, key: str) -> dict[str, np.ndarray] | None:
+        """Every array of the entry, or None when it is missing (never part of one)."""
         path = self._dir("arrays", key)
         if not (path / "meta.json").is_file():
             return None
         try:
-            with np.load(path / "arrays.npz", allow_pickle=False) as data:
+            with open(path / "arrays.npz", "rb") as f, np.load(f, allow_pickle=False) as data:
                 return {k: data[k] for k in data.files}
-        except (OSError, ValueError, EOFError):
-            shutil.rmtree(path, ignore_errors=True)   # damaged by hand: recompute
+        except FileNotFoundError:    # cleared meanwhile
+            return None
+        except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile):
+            self._discard(path)      # damaged by hand: recompute
             return None
 
     # -- figures ----------------------------------------------------------------------------
     def get_figures(self, key: str) -> list[dict] | None:
-        """[{name, kind, caption, width, height, path}] or None when not rendered yet."""
+        """[{name, kind, caption, width, height, path}] with every file present, or None when
+        not rendered yet (or no longer complete)."""
         path = self._dir("figures", key)
-        meta = path / "meta.json"
-        if not meta.is_file():
+        try:
+            figures = json.loads((path / "meta.json").read_text())["figures"]
+            for fig in figures:
+                fig["path"] = str(path / fig["name"])
+            complete = all(Path(fig["path"]).is_file() for fig in figures)
+        except FileNotFoundError:
             return None
-        figures = json.loads(meta.read_text())["figures"]
-        for fig in figures:
-            fig["path"] = str(path / fig["name"])
-            if not Path(fig["path"]).is_file():
-                return None
+        except (OSError, ValueError, KeyError, TypeError):
+            complete = False
+        if not complete:
+            self._discard(path)
+            return None
         return figures
 
     def put_figures(self, key: str, figures) -> list[dict]:
+        """Store the figures and return their listing (as get_figures)."""
+        figures = list(figures)
+
         def fill(tmp: Path) -> None:
             listing = []
             for fig in figures:
@@ -93,26 +187,159 @@ class ArtifactStore:
                 listing.append({"name": fig.name, "kind": fig.kind, "caption": fig.caption,
                                 "width": fig.width, "height": fig.height})
             (tmp / "meta.json").write_text(json.dumps({"figures": listing}, indent=1))
-        self._commit("figures", key, fill)
-        return self.get_figures(key)
+        for _ in range(_PUT_ATTEMPTS):
+            self._commit("figures", key, fill)
+            listing = self.get_figures(key)
+            if listing is not None:
+                return listing
+        raise StoreError(f"Entries of the artifact store {self.root} vanish as soon as they are "
+                         f"written", fix="do not delete files in it while a build runs "
+                         "(`reportgen cache clear` waits for running builds)")
+
+    # -- sharing ----------------------------------------------------------------------------
+    @contextmanager
+    def shared_lock(self) -> Iterator[ArtifactStore]:
+        """Hold the store for a whole build: any number of builds share it, while `clear()`
+        waits for (or refuses) them. A killed holder releases it automatically."""
+        self._prepare()
+        try:
+            fd = locking.acquire(self.root / locking.LOCK_NAME, exclusive=False, blocking=True)
+        except OSError as exc:
+            raise store_error(self.root, exc) from exc
+        note = locking.write_note(self._tmp)
+        try:
+            yield self
+        finally:
+            if note is not None:
+                note.unlink(missing_ok=True)
+            locking.release(fd)
+
+    def holders(self) -> list[str]:
+        """The builds holding the store, as far as their notes tell ('pid 12: reportgen build')."""
+        return locking.live_holders(self._tmp)
 
     # -- maintenance ------------------------------------------------------------------------
     def info(self) -> dict:
-        out = {"root": str(self.root)}
-        for kind in ("arrays", "figures"):
+        out = {"root": str(self.root), "exists": self.root.is_dir(), "is_store": self.is_store()}
+        for kind in KINDS:
             entries, size = 0, 0
             base = self.root / kind
             if base.is_dir():
                 for meta in base.glob("*/*/meta.json"):
+                    try:
+                        size += sum(f.stat().st_size for f in meta.parent.iterdir())
+                    except FileNotFoundError:   # removed meanwhile
+                        continue
                     entries += 1
-                    size += sum(f.stat().st_size for f in meta.parent.iterdir())
             out[kind] = {"entries": entries, "bytes": size}
+        working = [p for p in self._children(self._tmp)
+                   if not p.name.startswith(locking.HOLDER + workdirs.SEP)]
+        out["tmp"] = {"entries": len(working), "bytes": sum(_size(p) for p in working)}
+        out["builds"] = self.holders()
         return out
 
-    def clear(self) -> int:
-        """Remove the whole store; returns the number of bytes freed."""
-        info = self.info()
-        freed = info["arrays"]["bytes"] + info["figures"]["bytes"]
-        if self.root.is_dir():
-            shutil.rmtree(self.root)
+    def clear(self, wait: bool = True, on_wait: Callable[[str], None] | None = None) -> int:
+        """Remove what the store made (arrays/, figures/, tmp/, its lock file and marker) and
+        the folder itself if nothing else is left; returns the number of bytes freed.
+
+        Waits while builds hold the store (calling `on_wait` with a one-line message once), or
+        with `wait=False` raises StoreBusyError. Refuses (StoreError) a folder that is not a
+        store, so a mistyped `--cache-dir` never deletes a user's files."""
+        if not self.root.exists() and not self.root.is_symlink():
+            return 0
+        if not self.root.is_dir():
+            raise StoreError(f"{self.root} is a file, not an artifact store; not deleting it",
+                             fix="pass the store's folder to --cache-dir")
+        if not self.is_store():
+            others = sorted(set(os.listdir(self.root)) - STORE_NAMES)
+            shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+            raise StoreError(f"{self.root} is not a reportgen artifact store (it holds {shown}); "
+                             f"not deleting it", fix="pass the store's folder to --cache-dir "
+                             f"(default {DEFAULT_CACHE_DIR})")
+        lock_path = self.root / locking.LOCK_NAME
+        try:
+            fd = locking.acquire(lock_path, exclusive=True, blocking=False)
+            if fd is None:
+                message = self._busy_message()
+                if not wait:
+                    raise StoreBusyError(f"{message[0].upper()}{message[1:]}; not clearing it",
+                                         fix="wait for it to finish, or run `reportgen cache "
+                                             "clear` without --no-wait to wait for it")
+                if on_wait is not None:
+                    on_wait(f"waiting for {message} to finish (Ctrl-C to stop)")
+                fd = locking.acquire(lock_path, exclusive=True, blocking=True)
+        except OSError as exc:
+            raise store_error(self.root, exc) from exc
+        try:
+            info = self.info()
+            freed = sum(info[k]["bytes"] for k in (*KINDS, "tmp"))
+            for name in (*KINDS, "tmp"):
+                _remove_tree(self.root / name)
+            lock_path.unlink(missing_ok=True)   # while held: see locking.acquire
+            if set(os.listdir(self.root)) <= {MARKER}:
+                (self.root / MARKER).unlink(missing_ok=True)
+                self.root.rmdir()
+        except OSError as exc:
+            raise store_error(self.root, exc) from exc
+        finally:
+            locking.release(fd)
+        self._ready = False
         return freed
+
+    def _busy_message(self) -> str:
+        holders = self.holders()
+        if not holders:
+            return f"a build using {self.root} (a process holds {locking.LOCK_NAME})"
+        n = len(holders)
+        return (f"{n} build{'s' * (n != 1)} using {self.root} ({'; '.join(holders)})")
+
+    @staticmethod
+    def _children(folder: Path) -> list[Path]:
+        try:
+            return list(folder.iterdir()) if folder.is_dir() else []
+        except OSError:
+            return []
+
+
+def _size(path: Path) -> int:
+    try:
+        if path.is_symlink() or not path.is_dir():
+            return path.lstat().st_size
+        return sum(f.lstat().st_size for f in path.rglob("*") if not f.is_dir())
+    except OSError:
+        return 0
+
+
+def _remove_tree(path: Path) -> None:
+    """Delete a folder the store made; a symbolic link put in its place is unlinked, not
+    followed."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)
+
+
+def store_error(root: Path, exc: OSError) -> StoreError:
+    """One line naming the store, the OS error and the fix."""
+    reason = exc.strerror or str(exc)
+    where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(root) else ""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        fix = "free disk space, or pass --cache-dir a folder on another disk"
+    elif exc.errno in (errno.EEXIST, errno.ENOTDIR):
+        blocker = _blocking_file(root)
+        if blocker is not None:
+            return StoreError(f"Cannot use the artifact store {root}: {blocker} is a file, "
+                              f"not a folder", fix=f"remove or rename {blocker}, or pass "
+                              f"--cache-dir another folder")
+        fix = "pass --cache-dir another folder"
+    else:
+        fix = f"fix the permissions of {root}, or pass --cache-dir a writable folder"
+    return StoreError(f"Cannot write to the artifact store {root}: {reason}{where}", fix=fix)
+
+
+def _blocking_file(root: Path) -> Path | None:
+    """The file standing where the store (or one of its parent folders) should be."""
+    for path in [root, *root.parents]:
+        if path.exists() and not path.is_dir():
+            return path
+    return None
