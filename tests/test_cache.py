@@ -332,3 +332,20 @@ def test_cache_cli_info_and_clear_one_line_per_fact(tmp_path):
     assert out.exit_code == 2 and len(out.output.splitlines()) == 1
     assert out.output.startswith(f"Error: {tmp_path} is not a reportgen artifact store")
     assert (tmp_path / "mine.txt").is_file()
+
+
+def test_a_write_whose_working_folder_is_deleted_under_it_starts_over(tmp_path, monkeypatch):
+    import shutil
+
+    store = ArtifactStore(tmp_path)
+    real_savez, calls = np.savez, []
+
+    def savez_then_clear(path, **arrays):
+        real_savez(path, **arrays)
+        calls.append(path)
+        if len(calls) == 1:
+            shutil.rmtree(tmp_path / "tmp")   # a clear that did not wait for the lock
+    monkeypatch.setattr(np, "savez", savez_then_clear)
+    store.put_arrays("ab" * 32, {"x": np.arange(3)}, {})
+    assert len(calls) == 2
+    np.testing.assert_array_equal(store.get_arrays("ab" * 32)["x"], np.arange(3))

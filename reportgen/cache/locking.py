@@ -30,7 +30,10 @@ def acquire(path: Path, exclusive: bool, blocking: bool) -> int | None:
     and start over if not."""
     mode = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | (0 if blocking else fcntl.LOCK_NB)
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        except PermissionError:   # another user's lock file: flock needs no write access
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         try:
             fcntl.flock(fd, mode)
         except BlockingIOError:

@@ -102,27 +102,33 @@ class ArtifactStore:
 
     def _commit(self, kind: str, key: str, fill) -> Path:
         final = self._dir(kind, key)
-        if (final / "meta.json").is_file():
-            return final
-        self._prepare()
-        tmp = None
-        try:
-            tmp = workdirs.make_private_dir(self._tmp, key[:12])
-            fill(tmp)
-            final.parent.mkdir(parents=True, exist_ok=True)
-            if final.is_dir() and not (final / "meta.json").exists():
-                self._discard(final)   # an entry damaged by hand: replace it
+        for _ in range(_PUT_ATTEMPTS):
+            if (final / "meta.json").is_file():
+                return final
+            self._prepare()
+            tmp = None
             try:
-                os.rename(tmp, final)
-            except OSError:
-                if not (final / "meta.json").is_file():  # a real failure, not a concurrent win
-                    raise
-        except OSError as exc:
-            raise store_error(self.root, exc) from exc
-        finally:
-            if tmp is not None and tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
-        return final
+                tmp = workdirs.make_private_dir(self._tmp, key[:12])
+                fill(tmp)
+                final.parent.mkdir(parents=True, exist_ok=True)
+                if final.is_dir() and not (final / "meta.json").exists():
+                    self._discard(final)   # an entry damaged by hand: replace it
+                try:
+                    os.rename(tmp, final)
+                except OSError:
+                    if not (final / "meta.json").is_file():  # not a concurrent writer's win
+                        raise
+                return final
+            except FileNotFoundError as exc:
+                if tmp is not None and not (tmp.exists() and final.parent.is_dir()):
+                    continue   # deleted under us (a clear without the lock): start over
+                raise store_error(self.root, exc) from exc
+            except OSError as exc:
+                raise store_error(self.root, exc) from exc
+            finally:
+                if tmp is not None and tmp.exists():
+                    shutil.rmtree(tmp, ignore_errors=True)
+        raise _vanishing(self.root)
 
     def _discard(self, path: Path) -> None:
         """Remove a damaged entry: renamed into tmp/ first, so readers see it whole or gone."""
@@ -151,7 +157,7 @@ class ArtifactStore:
         try:
             with open(path / "arrays.npz", "rb") as f, np.load(f, allow_pickle=False) as data:
                 return {k: data[k] for k in data.files}
-        except FileNotFoundError:    # cleared meanwhile
+        except (FileNotFoundError, PermissionError):    # cleared meanwhile, or not ours to read
             return None
         except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile):
             self._discard(path)      # damaged by hand: recompute
@@ -167,9 +173,9 @@ class ArtifactStore:
             for fig in figures:
                 fig["path"] = str(path / fig["name"])
             complete = all(Path(fig["path"]).is_file() for fig in figures)
-        except FileNotFoundError:
+        except OSError:     # cleared meanwhile, or not ours to read
             return None
-        except (OSError, ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError):
             complete = False
         if not complete:
             self._discard(path)
@@ -192,9 +198,7 @@ class ArtifactStore:
             listing = self.get_figures(key)
             if listing is not None:
                 return listing
-        raise StoreError(f"Entries of the artifact store {self.root} vanish as soon as they are "
-                         f"written", fix="do not delete files in it while a build runs "
-                         "(`reportgen cache clear` waits for running builds)")
+        raise _vanishing(self.root)
 
     # -- sharing ----------------------------------------------------------------------------
     @contextmanager
@@ -220,7 +224,7 @@ class ArtifactStore:
 
     # -- maintenance ------------------------------------------------------------------------
     def info(self) -> dict:
-        out = {"root": str(self.root), "exists": self.root.is_dir(), "is_store": self.is_store()}
+        out = {"root": str(self.root), "exists": self.root.exists(), "is_store": self.is_store()}
         for kind in KINDS:
             entries, size = 0, 0
             base = self.root / kind
@@ -278,7 +282,8 @@ class ArtifactStore:
             lock_path.unlink(missing_ok=True)   # while held: see locking.acquire
             if set(os.listdir(self.root)) <= {MARKER}:
                 (self.root / MARKER).unlink(missing_ok=True)
-                self.root.rmdir()
+                if not self.root.is_symlink():
+                    self.root.rmdir()
         except OSError as exc:
             raise store_error(self.root, exc) from exc
         finally:
@@ -299,6 +304,12 @@ class ArtifactStore:
             return list(folder.iterdir()) if folder.is_dir() else []
         except OSError:
             return []
+
+
+def _vanishing(root: Path) -> StoreError:
+    return StoreError(f"Entries of the artifact store {root} vanish as soon as they are written",
+                      fix="do not delete files in it while a build runs (`reportgen cache "
+                          "clear` waits for running builds)")
 
 
 def _size(path: Path) -> int:

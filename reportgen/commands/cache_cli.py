@@ -35,7 +35,7 @@ def info(ctx):
     data = ArtifactStore(ctx.obj["cache_dir"]).info()
     state = "" if data["exists"] else " (not created yet)"
     if data["exists"] and not data["is_store"]:
-        state = " (not a reportgen artifact store: it holds other files)"
+        state = " (not a reportgen artifact store)"
     console.echo(f"store: {data['root']}{state}")
     for kind in ("arrays", "figures"):
         console.echo(f"  {kind:<8} {data[kind]['entries']:>7} entries "
@@ -66,5 +66,5 @@ def clear(ctx, no_wait):
     store = ArtifactStore(ctx.obj["cache_dir"])
     freed = store.clear(wait=not no_wait, on_wait=console.notice)
     console.echo(f"freed {freed / 1e6:.1f} MB")
-    if store.root.is_dir():
+    if store.root.is_dir() and any(store.root.iterdir()):
         console.echo(f"kept {store.root}: it holds files reportgen did not make")
