@@ -122,7 +122,9 @@ def test_real_demo_decoder_within_float16_precision():
 
 def test_models_without_decoder_have_no_live_decoder(make_net):
     plain = make_net(decoder={"enabled": False})
-    assert live_decoder.variants(plain) == []
+    # The technique applies to models with a decoder only (applies_to, read from the description).
+    assert live_decoder.TECHNIQUE.variants(plain) == []
+    assert not live_decoder.TECHNIQUE.applicable(plain.description)
 
 
 def test_pack_refuses_what_float16_cannot_hold():

@@ -1,7 +1,9 @@
-"""Build a CapsNet (SPEC §2) from ModelParams, and name its parts for the analyses.
+"""Build a CapsNet (Sabour et al. 2017) from ModelParams, and name its parts for the analyses.
 
-The CapsNet object says which layer is which (conv layers, primary capsules, class capsules,
-decoder): analyses never guess a layer's kind from its name or read private Keras attributes.
+The network is built from its description (reportgen.capsnet.description.describe): layer names,
+kernel sizes, strides and grids come from there, so `net.description` — what techniques and
+renderers read — is what was built. Analyses never guess a layer's kind from its name or read
+private Keras attributes.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 import keras
 from keras import layers
 
+from reportgen.capsnet.description import ModelDescription, describe
 from reportgen.capsnet.layers import ClassCaps, Length, Mask, PrimaryCaps
 from reportgen.settings.model_params import ModelParams
 
@@ -25,92 +28,92 @@ class CapsNet:
              class capsule. Holds every weight: weights files are saved from and loaded into it.
     encoder: image -> [class_capsules, lengths] (training, evaluation).
     decoder: masked class capsules (batch, classes*dims) -> image, or None.
+    description: layers, grids, receptive fields and features, without TensorFlow.
     """
 
     params: ModelParams
+    description: ModelDescription
     model: keras.Model
     encoder: keras.Model
     decoder: keras.Model | None
-    conv_layer_names: tuple[str, ...]       # every conv layer, input side first
     primary_conv: keras.layers.Conv2D
     primary_caps: PrimaryCaps
     class_caps: ClassCaps
-    grid_shape: tuple[int, int]             # primary-capsule grid (H, W)
+
+    # Aliases of the description, kept while callers move over to `description`.
+    @property
+    def conv_layer_names(self) -> tuple[str, ...]:
+        """Every conv layer, input side first (= description.conv_layer_names)."""
+        return self.description.conv_layer_names
 
     @property
     def plain_conv_layer_names(self) -> tuple[str, ...]:
         """The conv layers before the capsules (every conv layer but the primary-capsule conv)."""
-        return tuple(n for n in self.conv_layer_names if n != self.primary_conv.name)
+        return tuple(c.name for c in self.description.plain_conv_layers)
+
+    @property
+    def grid_shape(self) -> tuple[int, int]:
+        """Primary-capsule grid (H, W) (= description.primary_capsules.grid)."""
+        return self.description.primary_capsules.grid
 
     @property
     def num_primary_capsules(self) -> int:
-        return self.grid_shape[0] * self.grid_shape[1] * self.params.primary.types
+        return self.description.primary_capsules.capsules
 
     def trainable_params(self) -> int:
         return int(sum(math.prod(w.shape) for w in self.model.trainable_weights))
 
     def receptive_fields(self) -> list[tuple[int, int, int]]:
-        """(start, size, stride) of each conv layer's receptive field, input side first.
-
-        Cell p of the primary grid sees input rows start + p*stride ... start + p*stride + size - 1.
-        """
-        size, stride, out = 1, 1, []
-        for kernel, step in [(c.kernel_size, c.strides) for c in self.params.conv] + \
-                            [(self.params.primary.kernel_size, self.params.primary.strides)]:
-            size += (kernel - 1) * stride
-            stride *= step
-            out.append((0, size, stride))
-        return out
+        """(start, size, stride) along the rows of each conv layer's receptive field, input side
+        first (= [c.receptive_field.rows for c in description.conv_layers])."""
+        return [c.receptive_field.rows for c in self.description.conv_layers]
 
 
 def build_capsnet(params: ModelParams) -> CapsNet:
-    """The Keras 3 model for `params`; its weights are freshly initialised."""
+    """The Keras 3 model for `params`, built from `describe(params)`; weights freshly
+    initialised."""
+    description = describe(params)
     image = keras.Input(params.input_shape, name="image")
     x = image
     outputs = {}
-    conv_names = []
-    for i, conv in enumerate(params.conv):
-        name = f"conv{i + 1}"
-        x = layers.Conv2D(conv.filters, conv.kernel_size, strides=conv.strides, padding="valid",
-                          activation=None if conv.activation == "none" else conv.activation,
-                          name=name)(x)
-        outputs[name] = x
-        conv_names.append(name)
-    p = params.primary
-    primary_conv = layers.Conv2D(p.types * p.dims, p.kernel_size, strides=p.strides,
-                                 padding="valid",
-                                 activation=None if p.activation == "none" else p.activation,
-                                 name="primary_conv")
-    x = primary_conv(x)
-    outputs["primary_conv"] = x
-    conv_names.append("primary_conv")
-    grid_shape = (int(x.shape[1]), int(x.shape[2]))
-    primary_caps = PrimaryCaps(p.types, p.dims, name="primary_caps")
+    convs = {}
+    for conv in description.conv_layers:
+        convs[conv.name] = layers.Conv2D(
+            conv.filters, conv.kernel_size, strides=conv.strides, padding=conv.padding,
+            activation=None if conv.activation == "none" else conv.activation, name=conv.name)
+        x = convs[conv.name](x)
+        outputs[conv.name] = x
+    primary_desc, class_desc = description.primary_capsules, description.class_capsules
+    primary_caps = PrimaryCaps(primary_desc.types, primary_desc.pose_size,
+                               name=primary_desc.name)
     primary = primary_caps(x)
     c = params.class_caps
-    class_caps = ClassCaps(params.num_classes, c.dims, routing_iterations=c.routing_iterations,
-                           weight_sharing=c.weight_sharing, capsule_types=p.types,
-                           kernel_init_stddev=c.kernel_init_stddev, name="class_caps")
+    class_caps = ClassCaps(class_desc.types, class_desc.pose_size,
+                           routing_iterations=primary_desc.routing_iterations,
+                           weight_sharing=c.weight_sharing, capsule_types=primary_desc.types,
+                           kernel_init_stddev=c.kernel_init_stddev, name=class_desc.name)
     capsules, coupling = class_caps(primary)
     lengths = Length(name="lengths")(capsules)
     outputs.update(primary_capsules=primary, coupling=coupling, class_capsules=capsules,
                    lengths=lengths)
 
     decoder = None
-    if params.decoder.enabled:
-        flat = params.num_classes * c.dims
+    if description.decoder is not None:
+        d = description.decoder
         decoder = keras.Sequential(
-            [keras.Input((flat,), name="masked_capsules")]
+            [keras.Input((d.input_size,), name="masked_capsules")]
             + [layers.Dense(u, activation="relu", name=f"decoder_dense{i + 1}")
-               for i, u in enumerate(params.decoder.units)]
-            + [layers.Dense(math.prod(params.input_shape), activation="sigmoid",
+               for i, u in enumerate(d.units)]
+            + [layers.Dense(math.prod(d.output_shape), activation="sigmoid",
                             name="decoder_output"),
-               layers.Reshape(params.input_shape, name="decoder_image")],
+               layers.Reshape(d.output_shape, name="decoder_image")],
             name="decoder")
         outputs["reconstruction"] = decoder(Mask(name="mask_longest")(capsules))
 
     model = keras.Model(image, outputs, name="capsnet")
     encoder = keras.Model(image, [capsules, lengths], name="capsnet_encoder")
-    return CapsNet(params=params, model=model, encoder=encoder, decoder=decoder,
-                   conv_layer_names=tuple(conv_names), primary_conv=primary_conv,
-                   primary_caps=primary_caps, class_caps=class_caps, grid_shape=grid_shape)
+    primary_conv = next(convs[c.name] for c in description.conv_layers
+                        if c.capsules == primary_desc.name)
+    return CapsNet(params=params, description=description, model=model, encoder=encoder,
+                   decoder=decoder, primary_conv=primary_conv, primary_caps=primary_caps,
+                   class_caps=class_caps)

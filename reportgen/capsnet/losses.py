@@ -1,4 +1,4 @@
-"""Losses of SPEC §2: margin loss on class-capsule lengths, weighted mean-squared reconstruction."""
+"""Losses of Sabour et al. 2017: margin loss on class-capsule lengths, weighted mean-squared reconstruction."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Capsule operations (SPEC §2), written with keras.ops so they run on any Keras 3 backend."""
+"""Capsule operations (Sabour et al. 2017), written with keras.ops so they run on any Keras 3 backend."""
 
 from __future__ import annotations
 

@@ -7,16 +7,13 @@ from __future__ import annotations
 
 import math
 
+from reportgen.capsnet.description import describe
 from reportgen.settings.model_params import ModelParams
 
 
 def primary_grid(params: ModelParams) -> tuple[int, int]:
-    """(H, W) of the primary-capsule grid after the valid convolutions."""
-    h, w = params.input_shape[:2]
-    for c in params.conv:
-        h, w = (h - c.kernel_size) // c.strides + 1, (w - c.kernel_size) // c.strides + 1
-    p = params.primary
-    return (h - p.kernel_size) // p.strides + 1, (w - p.kernel_size) // p.strides + 1
+    """(H, W) of the primary-capsule grid (reportgen.capsnet.description computes it)."""
+    return describe(params).primary_capsules.grid
 
 
 def count_trainable_params(params: ModelParams) -> int:

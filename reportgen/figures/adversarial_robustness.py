@@ -12,7 +12,7 @@ from reportgen.figures.encode import new_figure
 from reportgen.figures.plots import figure_pair, png_figure, style_axes, summary_value
 from reportgen.techniques.adversarial_robustness import (ATTACK_LABELS, TARGET_LABELS,
                                                          metric_key)
-from reportgen.techniques.base import Figure
+from reportgen.figures.figure import Figure
 
 TARGET_COLORS = {"capsules": "#d95f02", "votes": "#7570b3"}
 ATTACK_STYLES = {"fgsm": ("--", "s"), "pgd": ("-", "o")}

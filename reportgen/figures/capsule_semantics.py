@@ -13,7 +13,7 @@ import numpy as np
 from reportgen.figures.encode import new_figure
 from reportgen.figures.plots import figure_pair, styled, summary_value
 from reportgen.probe.affine import FACTORS
-from reportgen.techniques.base import Figure
+from reportgen.figures.figure import Figure
 
 BAR = "#8098ba"
 FACTOR_LABELS = {"rotation": "rotation", "translation_x": "x-translation",

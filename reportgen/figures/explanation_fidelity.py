@@ -10,7 +10,7 @@ import numpy as np
 
 from reportgen.figures.encode import new_figure
 from reportgen.figures.plots import figure_pair, png_figure, style_axes, summary_value
-from reportgen.techniques.base import Figure
+from reportgen.figures.figure import Figure
 from reportgen.techniques.explanation_fidelity import (METHOD_LABELS as LABELS, METHODS,
                                                        area_under_curve, deletion_aopc)
 

@@ -158,7 +158,7 @@ def js_safe(text: str) -> str:
 
 def render_live_decoder(result, params, ctx) -> list:
     """Figures of one exported decoder: the binary, its manifest (JSON) and the page's script."""
-    from reportgen.techniques.base import Figure
+    from reportgen.figures.figure import Figure
 
     kernels, biases, index = [], [], 0
     while f"kernel{index}" in result:

@@ -21,7 +21,7 @@ from reportgen.figures.colormaps import (
 )
 from reportgen.figures.encode import png_bytes
 from reportgen.figures.placement import place_grid_at_centres, stretch_grid
-from reportgen.techniques.base import Figure, RenderContext
+from reportgen.figures.figure import Figure, RenderContext
 
 WHITE = 255
 MARGIN = 8

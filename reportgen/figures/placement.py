@@ -7,11 +7,22 @@ from 8 to 18, so `stretch_grid` — the even stretch over the whole image earlie
 spreads the map about 2.3x too wide (SPEC §3.3). Kept for comparison.
 
 Both are separable, so they are two small matrix products (no loops over pixels or cells).
+A receptive field is one (start, size, stride) for both axes, or an object with `rows` and
+`cols` triples (reportgen.capsnet.description.ReceptiveField) when the axes differ.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+
+def axes(receptive_field) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """((start, size, stride) of the rows, of the columns) of a receptive field."""
+    if hasattr(receptive_field, "rows"):
+        return (tuple(int(v) for v in receptive_field.rows),
+                tuple(int(v) for v in receptive_field.cols))
+    start, size, stride = (int(v) for v in receptive_field)
+    return (start, size, stride), (start, size, stride)
 
 
 def coverage_matrix(cells: int, pixels: int, start: int, size: int, stride: int) -> np.ndarray:
@@ -34,10 +45,10 @@ def place_grid_on_input(grid: np.ndarray, input_hw: tuple[int, int],
     g = np.asarray(grid, dtype=np.float64)
     if g.ndim not in (2, 3):
         raise ValueError(f"grid must be (gh, gw) or (gh, gw, N). Received shape {g.shape}")
-    start, size, stride = (int(v) for v in receptive_field)
+    row_field, col_field = axes(receptive_field)
     height, width = (int(v) for v in input_hw)
-    rows = coverage_matrix(g.shape[0], height, start, size, stride)    # (H, gh)
-    cols = coverage_matrix(g.shape[1], width, start, size, stride)     # (W, gw)
+    rows = coverage_matrix(g.shape[0], height, *row_field)             # (H, gh)
+    cols = coverage_matrix(g.shape[1], width, *col_field)              # (W, gw)
     total = np.einsum("yp,pq...,xq->yx...", rows, g, cols, optimize=True)
     count = np.outer(rows.sum(axis=1), cols.sum(axis=1))               # cells covering (y, x)
     if g.ndim == 3:
@@ -49,9 +60,9 @@ def place_grid_on_input(grid: np.ndarray, input_hw: tuple[int, int],
 def seen_mask(grid_hw: tuple[int, int], input_hw: tuple[int, int],
               receptive_field: tuple[int, int, int]) -> np.ndarray:
     """(H, W) bool: True where at least one grid cell sees the pixel."""
-    start, size, stride = (int(v) for v in receptive_field)
-    rows = coverage_matrix(int(grid_hw[0]), int(input_hw[0]), start, size, stride).any(axis=1)
-    cols = coverage_matrix(int(grid_hw[1]), int(input_hw[1]), start, size, stride).any(axis=1)
+    row_field, col_field = axes(receptive_field)
+    rows = coverage_matrix(int(grid_hw[0]), int(input_hw[0]), *row_field).any(axis=1)
+    cols = coverage_matrix(int(grid_hw[1]), int(input_hw[1]), *col_field).any(axis=1)
     return np.outer(rows, cols)
 
 
@@ -77,10 +88,10 @@ def place_grid_at_centres(grid: np.ndarray, input_hw: tuple[int, int],
     g = np.asarray(grid, dtype=np.float64)
     if g.ndim not in (2, 3):
         raise ValueError(f"grid must be (gh, gw) or (gh, gw, N). Received shape {g.shape}")
-    start, size, stride = (int(v) for v in receptive_field)
+    row_field, col_field = axes(receptive_field)
     height, width = (int(v) for v in input_hw)
-    rows = centre_matrix(g.shape[0], height, start, size, stride)
-    cols = centre_matrix(g.shape[1], width, start, size, stride)
+    rows = centre_matrix(g.shape[0], height, *row_field)
+    cols = centre_matrix(g.shape[1], width, *col_field)
     total = np.einsum("yp,pq...,xq->yx...", rows, g, cols, optimize=True)
     owned = np.outer(rows.sum(axis=1), cols.sum(axis=1)) > 0
     if g.ndim == 3:

@@ -7,7 +7,7 @@ One rc style for the charts, an axes style, the PNG (site) + SVG (paper) pair of
 from __future__ import annotations
 
 from reportgen.figures.encode import matplotlib_bytes, png_size
-from reportgen.techniques.base import Figure
+from reportgen.figures.figure import Figure
 
 STYLE = {"font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8, "legend.fontsize": 7,
          "xtick.labelsize": 7, "ytick.labelsize": 7, "axes.spines.top": False,

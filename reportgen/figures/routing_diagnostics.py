@@ -12,7 +12,7 @@ import numpy as np
 
 from reportgen.figures.encode import new_figure
 from reportgen.figures.plots import figure_pair, styled, summary_value
-from reportgen.techniques.base import Figure
+from reportgen.figures.figure import Figure
 
 TRUE_COLOUR = "#d95f02"       # panels.HIGHLIGHT: the true class
 WRONG_COLOUR = "#5a7bb0"      # the strongest wrong class

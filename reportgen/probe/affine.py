@@ -1,4 +1,4 @@
-"""Batched affine transforms of images (SPEC §4 robustness; issue 5), in plain NumPy.
+"""Batched affine transforms of images, in plain NumPy.
 
 One inverse-mapping bilinear resampling for a whole batch: every output pixel is mapped back
 into its source image and interpolated from the four nearest pixels; samples outside the image

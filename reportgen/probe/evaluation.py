@@ -1,4 +1,4 @@
-"""The evaluation set that dataset-level analyses share (SPEC §4, issue 5).
+"""The evaluation set that dataset-level analyses share.
 
 One EvalBatch per (model, step): a stratified sample of test images with labels. Probe tensors
 over it are computed once, in chunks, on first request, and shared by every analysis that asks
@@ -28,37 +28,36 @@ class EvalBatch:
     def chunk_size(self) -> int:
         """Images per probe pass: 100 for the baseline's 1,152 primary capsules, fewer for
         bigger grids (MNIST_LPcaps' 10,368 capsules make votes of 6.6 MB per image)."""
-        capsules = self.net.num_primary_capsules * self.net.params.num_classes
+        description = self.net.description
+        primary = description.primary_capsules
+        capsules = (primary.capsules if primary is not None else 1) * description.classes
         return int(max(8, min(CHUNK, CHUNK * 11_520 // max(capsules, 1))))
 
     def prefetch(self, needs) -> None:
-        """Compute, in one pass, every tensor that techniques declaring `needs` will ask for
-        ("conv:<layer>" / "grad:<layer>" stand for every conv layer)."""
-        names = set()
-        for need in needs:
-            if need.endswith(":<layer>"):
-                names.update(f"{need[:-8]}:{layer}" for layer in self.net.conv_layer_names)
-            else:
-                names.add(need)
-        self.tensors(*sorted(names))
+        """Compute, in one pass, every tensor of `needs` this model has ("<layer>" stands for
+        every conv layer): what the analyses about to run declared."""
+        from reportgen.probe.probe import available, expand_needs
+
+        description = self.net.description
+        self.tensors(*sorted(n for n in expand_needs(needs, description)
+                             if available(n, description)))
 
     def tensors(self, *names: str) -> dict[str, np.ndarray]:
         """Probe tensors (see reportgen.probe.probe.TENSORS) over the whole set, memoised.
 
         A pass keeps only the tensors asked for (conv maps of 500 images are ~0.2 GB each), so
         callers that know what several analyses need ask for the union once (see `prefetch`);
-        gradients ("grad:<layer>") are taken only when asked for.
+        gradients are taken only when asked for ("grad[true]:<layer>" against `labels`).
         """
         from reportgen.probe.probe import run_probe
 
         missing = [n for n in names if n not in self._tensors]
         if missing:
-            gradients = any(n.startswith("grad:") for n in missing)
             parts: dict[str, list[np.ndarray]] = {}
             chunk = self.chunk_size()
             for start in range(0, len(self.images), chunk):
-                batch = run_probe(self.net, self.images[start:start + chunk],
-                                  gradients=gradients)
+                batch = run_probe(self.net, self.images[start:start + chunk], needs=missing,
+                                  labels=self.labels[start:start + chunk])
                 for n in missing:
                     if n in batch.tensors:
                         parts.setdefault(n, []).append(batch.tensors[n])
@@ -66,8 +65,53 @@ class EvalBatch:
                 self._tensors[n] = np.concatenate(chunks)
             for n in missing:
                 if n not in self._tensors:
-                    raise KeyError(f"The probe has no tensor '{n}'. Known: {sorted(self._tensors)}")
+                    raise KeyError(f"The probe has no tensor '{n}' for this model. Known: "
+                                   f"{sorted(self._tensors)}")
         return {n: self._tensors[n] for n in names}
+
+    def restricted(self, declared, reader: str = "this technique") -> RestrictedEvaluation:
+        """This evaluation set, where asking for a tensor not in `declared` raises
+        UndeclaredTensorError."""
+        return RestrictedEvaluation(self, frozenset(declared), reader)
+
+
+@dataclass(frozen=True)
+class RestrictedEvaluation:
+    """An EvalBatch as one technique sees it: the same images, labels and shared tensors, but
+    `tensors(...)` refuses names the technique did not declare in `needs`."""
+
+    evaluation: EvalBatch
+    declared: frozenset[str]
+    reader: str = "this technique"
+
+    @property
+    def net(self):
+        return self.evaluation.net
+
+    @property
+    def images(self) -> np.ndarray:
+        return self.evaluation.images
+
+    @property
+    def labels(self) -> np.ndarray:
+        return self.evaluation.labels
+
+    @property
+    def class_names(self) -> tuple[str, ...]:
+        return self.evaluation.class_names
+
+    def __len__(self) -> int:
+        return len(self.evaluation)
+
+    def chunk_size(self) -> int:
+        return self.evaluation.chunk_size()
+
+    def tensors(self, *names: str) -> dict[str, np.ndarray]:
+        from reportgen.probe.probe import check_declared
+
+        for n in names:
+            check_declared(n, self.declared, self.reader)
+        return self.evaluation.tensors(*names)
 
 
 def stratified_sample(labels: np.ndarray, n: int, seed: int = 0) -> np.ndarray:

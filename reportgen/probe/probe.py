@@ -1,36 +1,143 @@
 """The single forward (and, when needed, backward) pass per (model, step, batch of images).
 
 Every technique reads from the ProbeBatch this returns; none runs the network forward for itself.
-Gradients for Grad-CAM++ are taken in the same pass: of each image's target class-capsule length
-(the predicted class) with respect to every conv layer's output.
+The pass keeps only the tensors asked for (the union of what the techniques being computed
+declared in `needs`); gradients are taken in the same pass, and only when some "grad" tensor is
+asked for: of each image's target class-capsule length with respect to the named conv layers'
+outputs. The target is the predicted class ("grad:<layer>"), the true class
+("grad[true]:<layer>", when labels are given) or every class in turn ("grad[all]:<layer>").
+
+A technique receives `batch.restricted(needs)`: the same batch, where reading a tensor it did
+not declare raises UndeclaredTensorError (tests/test_technique_contract.py runs every technique
+that way).
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
-# Tensors a technique can ask for (Technique.needs). Shapes for batch B:
+# Tensors a technique can ask for (Technique.needs): shape for batch B, and the model features
+# (reportgen.capsnet.description.FEATURES) a model needs to have the tensor.
 TENSORS = {
-    "images": "(B, H, W, C) the inputs, float32 in [0, 1]",
-    "conv:<layer>": "(B, h, w, filters) post-activation output of a conv layer",
-    "primary_capsules": "(B, N, D) squashed primary capsules, N = gh*gw*types",
-    "primary_lengths": "(B, gh, gw, types) primary-capsule lengths on the grid",
-    "coupling": "(B, N, classes) final coupling coefficients c_ij",
-    "class_capsules": "(B, classes, dims)",
-    "lengths": "(B, classes) class-capsule lengths",
-    "predicted": "(B,) int64 argmax of lengths",
-    "reconstruction": "(B, H, W, C) decoder output from the longest capsule (if decoder)",
-    "grad:<layer>": "(B, h, w, filters) d length[predicted] / d conv output",
+    "images": ("(B, H, W, C) the inputs, float32 in [0, 1]", ()),
+    "conv:<layer>": ("(B, h, w, filters) post-activation output of a conv layer", ()),
+    "primary_capsules": ("(B, N, D) squashed primary capsules, N = gh*gw*types",
+                         ("primary_capsules", "vector_capsules")),
+    "primary_lengths": ("(B, gh, gw, types) primary-capsule lengths on the grid",
+                        ("primary_capsules", "vector_capsules")),
+    "coupling": ("(B, N, classes) final coupling coefficients c_ij", ("dynamic_routing",)),
+    "class_capsules": ("(B, classes, dims)", ("class_capsules", "vector_capsules")),
+    "lengths": ("(B, classes) class-capsule lengths", ("class_capsules", "vector_capsules")),
+    "predicted": ("(B,) int64 argmax of lengths", ("class_capsules", "vector_capsules")),
+    "reconstruction": ("(B, H, W, C) decoder output from the longest capsule", ("decoder",)),
+    "grad:<layer>": ("(B, h, w, filters) d length[predicted] / d conv output",
+                     ("class_capsules", "vector_capsules")),
+    "grad[true]:<layer>": ("(B, h, w, filters) d length[true class] / d conv output (labels "
+                           "needed)", ("class_capsules", "vector_capsules")),
+    "grad[all]:<layer>": ("(B, classes, h, w, filters) d length[k] / d conv output, every k",
+                          ("class_capsules", "vector_capsules")),
 }
+GRADIENT = re.compile(r"^grad(?:\[(true|all)\])?:(.+)$")
+LAYER_PLACEHOLDER = "<layer>"
+
+
+class UndeclaredTensorError(LookupError):
+    """A technique read a probe tensor it did not declare in `needs`."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def expand_needs(names, description) -> frozenset[str]:
+    """Tensor names with "<layer>" replaced by every conv layer of the model."""
+    out = set()
+    for name in names:
+        if name.endswith(":" + LAYER_PLACEHOLDER):
+            prefix = name[:-len(LAYER_PLACEHOLDER)]
+            out.update(prefix + layer for layer in description.conv_layer_names)
+        else:
+            out.add(name)
+    return frozenset(out)
+
+
+def gradient_target(name: str) -> tuple[str, str] | None:
+    """("predicted" | "true" | "all", layer) for a gradient tensor name, else None."""
+    match = GRADIENT.match(name)
+    if match is None:
+        return None
+    return match.group(1) or "predicted", match.group(2)
+
+
+def tensor_kind(name: str) -> str:
+    """The TENSORS entry `name` is an instance of ("conv:conv1" -> "conv:<layer>")."""
+    target = gradient_target(name)
+    if target is not None:
+        return "grad:<layer>" if target[0] == "predicted" else f"grad[{target[0]}]:<layer>"
+    if name.startswith("conv:"):
+        return "conv:<layer>"
+    return name
+
+
+def available(name: str, description) -> bool:
+    """Whether a model of `description` has the probe tensor `name`."""
+    kind = tensor_kind(name)
+    if kind not in TENSORS:
+        return False
+    if kind.endswith(":<layer>") and name.split(":", 1)[1] not in description.conv_layer_names:
+        return False
+    return set(TENSORS[kind][1]) <= description.features
+
+
+def all_tensors(description, gradients: bool = True) -> frozenset[str]:
+    """Every tensor the probe can give for the model (predicted-class gradients only)."""
+    names = {"images", "primary_capsules", "primary_lengths", "coupling", "class_capsules",
+             "lengths", "predicted", "reconstruction"}
+    names.update(f"conv:{n}" for n in description.conv_layer_names)
+    if gradients:
+        names.update(f"grad:{n}" for n in description.conv_layer_names)
+    return frozenset(n for n in names if available(n, description))
+
+
+def check_declared(name: str, declared: frozenset[str], reader: str) -> None:
+    """UndeclaredTensorError unless `name` is one of the `declared` tensors."""
+    if name not in declared:
+        raise UndeclaredTensorError(
+            f"{reader} read the probe tensor '{name}' without declaring it. Declared "
+            f"(Technique.needs): {', '.join(sorted(declared)) or 'none'}. Add it to the "
+            "technique's needs.")
+
+
+class DeclaredTensors(Mapping):
+    """A read-only view of a batch's tensors that refuses names outside `declared`."""
+
+    def __init__(self, tensors: Mapping, declared, reader: str = "this technique"):
+        self._tensors = tensors
+        self._declared = frozenset(declared)
+        self._reader = reader
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        check_declared(name, self._declared, self._reader)
+        return self._tensors[name]
+
+    def __contains__(self, name) -> bool:
+        return name in self._declared and name in self._tensors
+
+    def __iter__(self):
+        return (n for n in self._tensors if n in self._declared)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 @dataclass
 class ProbeBatch:
     net: object                      # reportgen.capsnet.architecture.CapsNet (decoder calls)
     images: np.ndarray
-    tensors: dict[str, np.ndarray] = field(default_factory=dict)
+    tensors: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.tensors[name]
@@ -38,38 +145,93 @@ class ProbeBatch:
     def __len__(self) -> int:
         return len(self.images)
 
+    def restricted(self, declared, reader: str = "this technique") -> ProbeBatch:
+        """The same batch, where reading a tensor not in `declared` raises
+        UndeclaredTensorError (`images` and `net` stay readable)."""
+        return ProbeBatch(net=self.net, images=self.images,
+                          tensors=DeclaredTensors(self.tensors, declared, reader))
 
-def run_probe(net, images: np.ndarray, gradients: bool = True) -> ProbeBatch:
-    """One pass over `images` (B, H, W, C) float32 collecting every tensor of TENSORS."""
+
+def run_probe(net, images: np.ndarray, needs=None, *, labels=None,
+              gradients: bool = True) -> ProbeBatch:
+    """One pass over `images` (B, H, W, C) float32 keeping the tensors `needs` names.
+
+    `needs` None keeps every tensor the model has, with predicted-class gradients of every conv
+    layer unless `gradients` is False. Names the model cannot have (a reconstruction without a
+    decoder) are skipped. `labels` (B,) are the true classes, for "grad[true]:<layer>".
+    """
+    description = net.description
+    wanted = all_tensors(description, gradients) if needs is None else \
+        frozenset(n for n in needs if available(n, description))
+    grads: dict[str, list[str]] = {}
+    for name in sorted(wanted):
+        target = gradient_target(name)
+        if target is not None:
+            grads.setdefault(target[0], []).append(target[1])
+    if "true" in grads and labels is None:
+        raise ValueError("The probe needs the true labels for 'grad[true]:...' tensors.")
+    images = np.asarray(images, np.float32)
+    outputs, scores, tape = _forward(net, images, grads, labels)
+    tensors = {"images": images}
+    for target, layers in grads.items():
+        layers = _in_model_order(layers, description)
+        sources = [outputs[n] for n in layers]
+        if target == "all":
+            per_class = [tape.gradient(score, sources) for score in scores[target]]
+            for i, name in enumerate(layers):
+                tensors[f"grad[all]:{name}"] = np.stack([g[i].numpy() for g in per_class], axis=1)
+        else:
+            prefix = "grad:" if target == "predicted" else "grad[true]:"
+            for name, grad in zip(layers, tape.gradient(scores[target], sources)):
+                tensors[prefix + name] = grad.numpy()
+    del tape
+    for name in description.conv_layer_names:
+        if f"conv:{name}" in wanted:
+            tensors[f"conv:{name}"] = outputs[name].numpy()
+    if wanted & {"primary_capsules", "primary_lengths"}:
+        primary = outputs["primary_capsules"].numpy()
+        if "primary_capsules" in wanted:
+            tensors["primary_capsules"] = primary
+        if "primary_lengths" in wanted:
+            layer = description.primary_capsules
+            gh, gw = layer.grid
+            tensors["primary_lengths"] = np.sqrt(np.sum(primary ** 2, axis=-1)).reshape(
+                -1, gh, gw, layer.types)
+    for name in ("coupling", "class_capsules", "lengths", "reconstruction"):
+        if name in wanted:
+            tensors[name] = outputs[name].numpy()
+    if "predicted" in wanted:
+        tensors["predicted"] = np.argmax(outputs["lengths"].numpy(), axis=1).astype(np.int64)
+    return ProbeBatch(net=net, images=images, tensors=tensors)
+
+
+def _forward(net, images, grads, labels):
+    """The model's outputs and, under one tape, the gradient targets asked for."""
     import tensorflow as tf
 
-    x = tf.convert_to_tensor(np.asarray(images, np.float32))
-    conv_names = net.conv_layer_names
-    with tf.GradientTape(watch_accessed_variables=False) as tape:
+    x = tf.convert_to_tensor(images)
+    if not grads:
+        return net.model(x, training=False), {}, None
+    scores = {}
+    # persistent only when several backward passes read the same tape
+    persistent = "all" in grads or len(grads) > 1
+    with tf.GradientTape(watch_accessed_variables=False, persistent=persistent) as tape:
         tape.watch(x)  # records the path from the input through every conv output
         outputs = net.model(x, training=False)
         lengths = outputs["lengths"]
-        predicted = tf.argmax(lengths, axis=1)
-        target = tf.gather(lengths, predicted, axis=1, batch_dims=1)
-    tensors = {"images": np.asarray(images, np.float32)}
-    if gradients:
-        grads = tape.gradient(target, [outputs[n] for n in conv_names])
-        for name, grad in zip(conv_names, grads):
-            tensors[f"grad:{name}"] = grad.numpy()
-    for name in conv_names:
-        tensors[f"conv:{name}"] = outputs[name].numpy()
-    gh, gw = net.grid_shape
-    types = net.params.primary.types
-    primary = outputs["primary_capsules"].numpy()
-    tensors["primary_capsules"] = primary
-    tensors["primary_lengths"] = np.sqrt(np.sum(primary ** 2, axis=-1)).reshape(-1, gh, gw, types)
-    tensors["coupling"] = outputs["coupling"].numpy()
-    tensors["class_capsules"] = outputs["class_capsules"].numpy()
-    tensors["lengths"] = lengths.numpy()
-    tensors["predicted"] = predicted.numpy().astype(np.int64)
-    if "reconstruction" in outputs:
-        tensors["reconstruction"] = outputs["reconstruction"].numpy()
-    return ProbeBatch(net=net, images=tensors["images"], tensors=tensors)
+        if "predicted" in grads:
+            predicted = tf.argmax(lengths, axis=1)
+            scores["predicted"] = tf.gather(lengths, predicted, axis=1, batch_dims=1)
+        if "true" in grads:
+            scores["true"] = tf.gather(lengths, tf.constant(np.asarray(labels, np.int64)),
+                                       axis=1, batch_dims=1)
+        if "all" in grads:
+            scores["all"] = [lengths[:, k] for k in range(int(lengths.shape[1]))]
+    return outputs, scores, tape
+
+
+def _in_model_order(layers, description) -> list[str]:
+    return [n for n in description.conv_layer_names if n in set(layers)]
 
 
 def subset(batch: ProbeBatch, index) -> ProbeBatch:
@@ -81,6 +243,6 @@ def subset(batch: ProbeBatch, index) -> ProbeBatch:
 
 def empty_batch(net) -> ProbeBatch:
     """A batch of no images: what checkpoint-scope techniques (e.g. conv kernels) receive."""
-    shape = (0, *net.params.input_shape)
+    shape = (0, *net.description.input_shape)
     return ProbeBatch(net=net, images=np.zeros(shape, np.float32),
                       tensors={"images": np.zeros(shape, np.float32)})

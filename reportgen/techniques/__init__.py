@@ -20,7 +20,7 @@ TECHNIQUE_MODULES = (
     "decoder_length",
     "decoder_perturbation",
     "activation_maximization",
-    # dataset level, over the evaluation set (issue 5)
+    # dataset level, over the evaluation set
     "routing_diagnostics",
     "capsule_semantics",
     "explanation_fidelity",

@@ -1,4 +1,4 @@
-"""Activation maximization (SPEC §3.8, experimental): inputs that maximise a class capsule.
+"""Activation maximization (experimental; Erhan et al. 2009): inputs maximising a class capsule.
 
 From an all-black input, gradient ascent on one class capsule's length, no regulariser, the input
 clipped to [0, 1] after every step; all classes are optimised together as one batch (an image
@@ -30,7 +30,7 @@ class Params:
         check_positive("activation_maximization", "learning_rate", self.learning_rate, float)
 
 
-def variants(net) -> list[Params]:
+def variants(description) -> list[Params]:
     return [Params()]
 
 
@@ -43,8 +43,8 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
 
     params = params or Params()
     net = batch.net
-    classes = net.params.num_classes
-    shape = (classes,) + tuple(net.params.input_shape)
+    classes = net.description.classes
+    shape = (classes,) + tuple(net.description.input_shape)
     selector = tf.constant(np.eye(classes, dtype=np.float32))
     learning_rate = float(params.learning_rate)
 
@@ -79,6 +79,7 @@ TECHNIQUE = Technique(
     layer="model",
     scope="checkpoint",
     needs=frozenset(),
+    applies_to=frozenset({"class_capsules", "vector_capsules"}),
     params_type=Params,
     version=1,
     compute=compute,

@@ -1,4 +1,4 @@
-"""Adversarial robustness and reconstruction-based detection over an evaluation set (SPEC §4).
+"""Adversarial robustness and reconstruction-based detection over an evaluation set.
 
 Attacks (L-infinity, untargeted, on the true label y, inputs kept in [0, 1]):
     FGSM (Goodfellow et al. 2015):  x' = clip(x + eps sign(grad_x L), 0, 1)
@@ -102,7 +102,7 @@ class Params:
             2.5 * float(epsilon) / self.pgd_steps
 
 
-def variants(net) -> list[Params]:
+def variants(description) -> list[Params]:
     return [Params()]
 
 
@@ -228,8 +228,9 @@ def detection_threshold(clean_distances: np.ndarray, percentile: float = PERCENT
 
 def attack_chunk(net) -> int:
     """Images per attack batch: CHUNK, fewer when one image's votes are big (LPcaps: 6.6 MB)."""
-    per_image = net.num_primary_capsules * net.params.num_classes * \
-        net.params.class_caps.dims * 4
+    description = net.description
+    per_image = (description.primary_capsules.capsules * description.classes
+                 * description.class_capsules.pose_size * 4)
     return int(max(16, min(CHUNK, VOTE_BYTES // max(1, per_image))))
 
 
@@ -404,6 +405,8 @@ TECHNIQUE = Technique(
     layer="model",
     scope="dataset",
     needs=frozenset({"lengths", "predicted", "reconstruction"}),
+    applies_to=frozenset({"primary_capsules", "class_capsules", "vector_capsules",
+                          "dynamic_routing"}),
     params_type=Params,
     version=1,
     compute=compute,

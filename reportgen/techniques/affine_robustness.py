@@ -1,4 +1,4 @@
-"""Accuracy under affine transforms of the evaluation set (SPEC §4 robustness; issue 5).
+"""Accuracy under affine transforms of the evaluation set.
 
 One sweep per factor (rotation, x/y translation, scale, x/y shear): every evaluation image is
 transformed with each value of the sweep (reportgen.probe.affine: bilinear, zero fill, image
@@ -62,14 +62,16 @@ class Params:
         return {f: getattr(self, f) for f in FACTORS if getattr(self, f)}
 
 
-def variants(net) -> list[Params]:
+def variants(description) -> list[Params]:
     return [Params()]
 
 
 def forward_chunk(net, requested: int) -> int:
     """Images per forward call: `requested`, fewer when the routing votes would exceed
     VOTES_BUDGET_BYTES (an MNIST_LPcaps image has 6.6 MB of votes)."""
-    per_image = net.num_primary_capsules * net.params.num_classes * net.params.class_caps.dims * 4
+    description = net.description
+    per_image = (description.primary_capsules.capsules * description.classes
+                 * description.class_capsules.pose_size * 4)
     return int(max(1, min(requested, VOTES_BUDGET_BYTES // max(per_image, 1))))
 
 
@@ -94,7 +96,7 @@ def sweep(net, images: np.ndarray, factor: str, values, chunk: int, bar=None):
         lengths.append(np.asarray(outputs["lengths"]))
         if bar is not None:
             bar.update(len(x))
-    classes, dims = net.params.num_classes, net.params.class_caps.dims
+    classes, dims = net.description.classes, net.description.class_capsules.pose_size
     if not capsules:
         return np.zeros((s, n, classes, dims), np.float32), np.zeros((s, n, classes), np.float32)
     return (np.concatenate(capsules).reshape(s, n, classes, dims),
@@ -118,7 +120,7 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     net = evaluation.net
     images = np.asarray(evaluation.images, np.float32)
     labels = np.asarray(evaluation.labels, np.int64)
-    classes = net.params.num_classes
+    classes = net.description.classes
     clean = np.asarray(evaluation.tensors("lengths")["lengths"]).argmax(1) == labels
     out = {"clean_accuracy": np.float64(clean.mean() if len(labels) else np.nan),
            "clean_class_accuracy": _class_accuracy(clean, labels, classes),
@@ -169,6 +171,7 @@ TECHNIQUE = Technique(
     layer="model",
     scope="dataset",
     needs=frozenset({"lengths"}),
+    applies_to=frozenset({"primary_capsules", "class_capsules", "vector_capsules"}),
     params_type=Params,
     version=1,
     compute=compute,

@@ -4,8 +4,16 @@ A technique turns a ProbeBatch (tensors of one forward/backward pass over a batc
 for one model at one training step) into a dict of float32 arrays with the batch axis first
 (scope "input"), or into arrays about the checkpoint itself (scope "checkpoint", computed once
 per model step, e.g. conv kernels), or into dataset-level numbers over an evaluation set (scope
-"dataset": compute receives a reportgen.probe.evaluation.EvalBatch; e.g. robustness curves). `render` draws one result (one image's slice) into figures;
-it never touches TensorFlow.
+"dataset": compute receives a reportgen.probe.evaluation.EvalBatch; e.g. robustness curves).
+`render` draws one result (one image's slice) into figures; it never touches TensorFlow.
+
+A technique says what it reads and what it needs of a model, and the engine obeys:
+- `needs`: the probe tensors it reads (names of reportgen.probe.probe.TENSORS; "<layer>" stands
+  for every conv layer of the model). The probe computes only what the techniques being
+  computed declared, and hands each technique a view of the batch that refuses the rest.
+- `applies_to`: features of reportgen.capsnet.description.FEATURES the model must have;
+  `applicable(description)` is the one test, and `variants(model)` is [] for a model it does
+  not apply to.
 """
 
 from __future__ import annotations
@@ -16,48 +24,66 @@ from typing import Any, Callable
 
 import numpy as np
 
+from reportgen.capsnet.description import FEATURES, ModelDescription
+# Figure and RenderContext are the figures' data types; re-exported for older imports.
+from reportgen.figures.figure import Figure, RenderContext  # noqa: F401
+from reportgen.probe.probe import expand_needs
+
 LAYERS = ("model", "conv", "primary", "class", "decoder")
 SCOPES = ("input", "checkpoint", "dataset")
 
 
-@dataclass(frozen=True)
-class Figure:
-    """One drawn file of a result. `kind` is "png" (site) or "svg"/"pdf" (paper figure)."""
+def model_description(model) -> ModelDescription:
+    """The ModelDescription of `model`: a description itself, or anything with one (a CapsNet)."""
+    if isinstance(model, ModelDescription):
+        return model
+    description = getattr(model, "description", None)
+    if isinstance(description, ModelDescription):
+        return description
+    raise TypeError("Expected a ModelDescription or a built model with a `description`. "
+                    f"Received: {type(model).__name__}")
 
-    name: str             # file-name-safe, unique within one result, e.g. "heatmaps.png"
-    data: bytes
-    kind: str = "png"
-    caption: str = ""     # what it shows: technique, options, normalisation
-    width: int = 0        # pixel size of PNGs (for the page's img tags)
-    height: int = 0
+
+class ModelVariants:
+    """`technique.variants(model)`: the params instances to compute for a model (a CapsNet or a
+    ModelDescription): [] when the technique does not apply to it, else what the module's
+    `variants(description)` chooses (e.g. one per conv layer)."""
+
+    def __init__(self, technique: str, applies_to: frozenset[str], choose: Callable):
+        self.technique = technique
+        self.applies_to = applies_to
+        self.choose = choose
+
+    def __call__(self, model) -> list:
+        description = model_description(model)
+        if not self.applies_to <= description.features:
+            return []
+        return list(self.choose(description))
+
+    def __repr__(self) -> str:
+        return f"ModelVariants({self.technique})"
 
 
-@dataclass(frozen=True)
-class RenderContext:
-    """What a renderer may know besides the arrays: labels for captions and axes."""
-
-    model: str
-    step: str
-    class_names: tuple[str, ...]
-    input_label: str = ""                     # e.g. "test #12 (rot90)"; "" for checkpoint scope
-    image: np.ndarray | None = None           # the input image (H, W, C) in [0, 1], for overlays
-    receptive_fields: tuple[tuple[int, int, int], ...] = ()   # (start, size, stride) per conv layer
-    conv_layer_names: tuple[str, ...] = ()
+def _one_default(description) -> list:
+    return [None]
 
 
 @dataclass(frozen=True)
 class Technique:
     name: str                          # module, template, test, cache namespace and URL anchor
-    title: str                         # as in SPEC §3
+    title: str                         # as in the papers / the README's technique table
     layer: str                         # one of LAYERS
     scope: str                         # one of SCOPES
-    needs: frozenset[str]              # probe tensors read (see reportgen.probe.probe.TENSORS)
+    needs: frozenset[str] | Callable[[Any], frozenset[str]]
+    """Probe tensors read, or (params) -> them when they depend on the options."""
+    applies_to: frozenset[str]         # FEATURES a model must have; frozenset() = every model
     params_type: type                  # frozen dataclass of options; hashed into the cache key
     version: int                       # bump when the numbers change
     compute: Callable[..., dict[str, np.ndarray]]     # (batch: ProbeBatch, params) -> arrays
     render: Callable[..., list[Figure]]               # (arrays of ONE item, params, ctx) -> figures
-    variants: Callable[..., list[Any]] = field(default=lambda net: [None])
-    """(net) -> the params instances to compute for this model ([] = not applicable)."""
+    variants: Callable[..., list[Any]] = _one_default
+    """(description) -> the params instances to compute for a model; after construction,
+    `technique.variants(model)` also returns [] where the technique does not apply."""
     experimental: bool = False         # opt-in (e.g. activation maximization)
     # Dataset scope only (all optional):
     summarize: Callable[..., dict] | None = None
@@ -75,6 +101,31 @@ class Technique:
         if self.scope not in SCOPES:
             raise ValueError(f"Technique {self.name}: scope must be one of {SCOPES}. "
                              f"Received: {self.scope}")
+        applies_to = frozenset(self.applies_to)
+        unknown = sorted(applies_to - set(FEATURES))
+        if unknown:
+            raise ValueError(f"Technique {self.name}: applies_to must name features of "
+                             f"{sorted(FEATURES)}. Received: {unknown}")
+        object.__setattr__(self, "applies_to", applies_to)
+        if not callable(self.needs):
+            object.__setattr__(self, "needs", frozenset(self.needs))
+        choose = self.variants.choose if isinstance(self.variants, ModelVariants) \
+            else self.variants
+        object.__setattr__(self, "variants", ModelVariants(self.name, applies_to, choose))
+
+    def applicable(self, model) -> bool:
+        """True when the model (a ModelDescription, or a CapsNet) has every feature of
+        `applies_to`."""
+        return self.applies_to <= model_description(model).features
+
+    def missing_features(self, model) -> frozenset[str]:
+        """The features of `applies_to` the model lacks (for a "not applicable" note)."""
+        return self.applies_to - model_description(model).features
+
+    def needs_for(self, params, model) -> frozenset[str]:
+        """The concrete probe tensors this technique reads for `params` on `model`."""
+        names = self.needs(params) if callable(self.needs) else self.needs
+        return expand_needs(names, model_description(model))
 
 
 def lazy(module: str, function: str, default_params: Callable[[], Any] | None = None) -> Callable:

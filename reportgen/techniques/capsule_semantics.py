@@ -1,10 +1,10 @@
-"""What the class-capsule dimensions encode, over the evaluation set (SPEC §3.6, §4; issue 5).
+"""What the class-capsule dimensions encode, over the evaluation set.
 
 1. Per-dimension variance of the predicted class capsule over the set: how many of the D pose
    dimensions the network actually uses.
 2. Decoder dimension perturbation in units of each dimension's spread: dimension d of a
    representative image's predicted class capsule is shifted by m·σ_d, m = -k … k, instead of
-   the fixed δ = ±0.25 of SPEC §3.6 (a dimension with σ = 0.01 does nothing at δ = 0.25 steps
+   the fixed δ = ±0.25 of decoder_perturbation (a dimension with σ = 0.01 does nothing at δ = 0.25 steps
    while one with σ = 0.3 is pushed off its range). σ_d is the standard deviation of that class
    capsule over the images predicted as that class (option sigma="per_class", default; the
    pooled σ over all predicted capsules when fewer than 2 images are predicted as it), or the
@@ -85,7 +85,7 @@ class Params:
         return {f: np.linspace(*ranges[f], self.steps) for f in FACTORS}
 
 
-def variants(net) -> list[Params]:
+def variants(description) -> list[Params]:
     return [Params()]
 
 
@@ -126,7 +126,7 @@ def _perturbation(net, params, vectors, predicted, dim_std, class_std, counts):
     offsets = np.eye(dims)[None, :, None, :] * (sigma[:, :, None, None]
                                                 * multiples[None, None, :, None])
     perturbed = (vectors[:, None, None, :] + offsets).astype(np.float32)      # (R, D, S, D)
-    inputs = masked_inputs(perturbed, predicted, net.params.num_classes)
+    inputs = masked_inputs(perturbed, predicted, net.description.classes)
     return decode(net, inputs), sigma, multiples
 
 
@@ -222,6 +222,7 @@ TECHNIQUE = Technique(
     layer="class",
     scope="dataset",
     needs=frozenset({"class_capsules", "lengths"}),
+    applies_to=frozenset({"class_capsules", "vector_capsules"}),
     params_type=Params,
     version=1,
     compute=compute,

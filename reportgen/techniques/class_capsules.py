@@ -1,4 +1,4 @@
-"""Class capsules (SPEC §3, ClassCaps group): every class capsule's vector and its length."""
+"""Class capsules (Sabour et al. 2017): every class capsule's vector and its length."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ class Params:
     """No options."""
 
 
-def variants(net) -> list[Params]:
+def variants(description) -> list[Params]:
     return [Params()]
 
 
@@ -34,7 +34,7 @@ def _capsules_json(result):
     Decoder page's live decoder starts its sliders from."""
     import json
 
-    from reportgen.techniques.base import Figure
+    from reportgen.figures.figure import Figure
 
     capsules = np.asarray(result["capsules"], np.float64)
     lengths = np.asarray(result["lengths"], np.float64).reshape(-1)
@@ -52,6 +52,7 @@ TECHNIQUE = Technique(
     layer="class",
     scope="input",
     needs=frozenset({"class_capsules", "lengths"}),
+    applies_to=frozenset({"class_capsules", "vector_capsules"}),
     params_type=Params,
     version=1,
     compute=compute,

@@ -2,7 +2,7 @@
 
 `variant_label` and `params_dict` turn a technique's frozen Params into a file-name-safe label
 and a JSON-ready dict (captions, cache keys). `decode` and `target_classes` are the two steps
-the decoder techniques (SPEC §3.5, §3.6) share; the option checks and JSON numbers of the
+the decoder techniques (decoder_length, decoder_perturbation) share; the option checks and JSON numbers of the
 dataset techniques are here too.
 """
 
@@ -104,7 +104,7 @@ def masked_inputs(vectors: np.ndarray, targets: np.ndarray, classes: int) -> np.
 def decode(net, inputs: np.ndarray) -> np.ndarray:
     """Run the decoder on masked capsules (..., K*D) -> images (..., H, W, C), float32.
 
-    One eager call (never predict(): ~110 ms setup per call, SPEC §6), split into chunks of at
+    One eager call (never predict(): ~110 ms setup per call), split into chunks of at
     most DECODER_CHUNK rows to bound memory.
     """
     if net.decoder is None:
@@ -139,12 +139,16 @@ def check_positive(technique: str, option: str, value, kind=int) -> None:
             fix=f"Set '{option}' to a positive value.")
 
 
-def check_conv_layer(net, technique: str, layer: str) -> None:
-    """ReportgenError naming `layer` and listing the model's conv layers when it is not one."""
-    if layer not in net.conv_layer_names:
+def check_conv_layer(model, technique: str, layer: str) -> None:
+    """ReportgenError naming `layer` and listing the model's conv layers when it is not one
+    (`model`: a CapsNet or its ModelDescription)."""
+    from reportgen.techniques.base import model_description
+
+    names = model_description(model).conv_layer_names
+    if layer not in names:
         raise ReportgenError(
             f"Unknown conv layer '{layer}' for technique '{technique}'.",
-            expected=f"one of this model's conv layers: {', '.join(net.conv_layer_names)}",
+            expected=f"one of this model's conv layers: {', '.join(names)}",
             received=repr(layer), fix="Set the technique's 'layer' option to one of those names.")
 
 

@@ -1,4 +1,4 @@
-"""Conv feature maps (SPEC §3.2): the post-ReLU activation of every filter of a conv layer.
+"""Conv feature maps: the post-ReLU activation of every filter of a conv layer.
 
 Filters whose map is all zero for an image ("dead" for that input) are flagged.
 """
@@ -18,9 +18,9 @@ class Params:
     layer: str = "conv1"
 
 
-def variants(net) -> list[Params]:
-    """One per plain conv layer (every conv layer but the primary-capsule conv)."""
-    return [Params(layer=name) for name in net.plain_conv_layer_names]
+def variants(description) -> list[Params]:
+    """One per plain conv layer (every conv layer but the one forming the capsules)."""
+    return [Params(layer=c.name) for c in description.plain_conv_layers]
 
 
 def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
@@ -38,6 +38,7 @@ TECHNIQUE = Technique(
     layer="conv",
     scope="input",
     needs=frozenset({"conv:<layer>"}),
+    applies_to=frozenset({"conv"}),
     params_type=Params,
     version=1,
     compute=compute,

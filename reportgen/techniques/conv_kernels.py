@@ -14,9 +14,9 @@ class Params:
     layer: str = "conv1"
 
 
-def variants(net) -> list[Params]:
-    """One per plain conv layer (every conv layer but the primary-capsule conv)."""
-    return [Params(layer=name) for name in net.plain_conv_layer_names]
+def variants(description) -> list[Params]:
+    """One per plain conv layer (every conv layer but the one forming the capsules)."""
+    return [Params(layer=c.name) for c in description.plain_conv_layers]
 
 
 def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
@@ -34,6 +34,7 @@ TECHNIQUE = Technique(
     layer="conv",
     scope="checkpoint",
     needs=frozenset(),
+    applies_to=frozenset({"conv"}),
     params_type=Params,
     version=1,
     compute=compute,

@@ -1,4 +1,4 @@
-"""Decoder, capsule length (SPEC §3.5): reconstruct one class at growing certainty.
+"""Decoder, capsule length (Sabour et al. 2017): reconstruct one class at growing certainty.
 
 The target class capsule's vector x is rescaled to each length p (x <- x * p / |x|), every other
 class capsule is masked, and the decoder reconstructs: how the network draws the class as its
@@ -34,8 +34,8 @@ class Params:
                                  received=repr(self.lengths))
 
 
-def variants(net) -> list[Params]:
-    return [Params()] if net.decoder is not None else []
+def variants(description) -> list[Params]:
+    return [Params()]
 
 
 def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
@@ -57,6 +57,7 @@ TECHNIQUE = Technique(
     layer="decoder",
     scope="input",
     needs=frozenset({"class_capsules", "predicted"}),
+    applies_to=frozenset({"decoder", "class_capsules", "vector_capsules"}),
     params_type=Params,
     version=1,
     compute=compute,

@@ -1,4 +1,4 @@
-"""Decoder, dimension perturbation (SPEC §3.6; Sabour et al. 2017, fig. 4).
+"""Decoder, dimension perturbation (Sabour et al. 2017, fig. 4).
 
 Add delta to one dimension at a time of the target class capsule (every other class capsule
 masked) and reconstruct: a dims x deltas grid of what each dimension encodes. All images x
@@ -34,8 +34,8 @@ class Params:
                                  received=repr(self.deltas))
 
 
-def variants(net) -> list[Params]:
-    return [Params()] if net.decoder is not None else []
+def variants(description) -> list[Params]:
+    return [Params()]
 
 
 def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
@@ -60,6 +60,7 @@ TECHNIQUE = Technique(
     layer="decoder",
     scope="input",
     needs=frozenset({"class_capsules", "predicted"}),
+    applies_to=frozenset({"decoder", "class_capsules", "vector_capsules"}),
     params_type=Params,
     version=1,
     compute=compute,

@@ -1,4 +1,4 @@
-"""Explanation fidelity over an evaluation set (SPEC §4, issue 5): do the saliency maps point at
+"""Explanation fidelity over an evaluation set: do the saliency maps point at
 what the model uses, and do Routing Path Visualization and Grad-CAM++ agree?
 
 Deletion and insertion curves (Petsiuk et al. 2018, "RISE"; AOPC of Samek et al. 2017). For each
@@ -15,7 +15,7 @@ one), for k = 0 … P (P patches). Headline numbers per method, averaged over im
     deletion AOPC  = 1/(P+1) sum_k (f(x_0) - f(x_k))    (higher = the map found what matters)
     deletion AUC   = trapezoid area under f(x_k) over k/P in [0, 1]   (lower is better)
     insertion AUC  = trapezoid area under f(x_k) over k/P in [0, 1]   (higher is better)
-Methods: RPV modified and original (SPEC §3.4, the target class's map), Grad-CAM++ (SPEC §3.7,
+Methods: RPV modified and original (rpv, the target class's map), Grad-CAM++ (gradcam_pp,
 gradients of the target class's length, layer `gradcam_layer`) and a random order (baseline).
 
 Agreement: Spearman's rank correlation (ties get their average rank) between the RPV map and the
@@ -65,12 +65,26 @@ class Params:
         check_positive("explanation_fidelity", "blur_sigma", self.blur_sigma, kind=float)
 
 
-def variants(net) -> list[Params]:
+def variants(description) -> list[Params]:
     """Grad-CAM++ of conv1 (the thesis's layer) when the model has it, else its default layer."""
     from reportgen.techniques.gradcam_pp import default_layer
 
-    names = net.conv_layer_names
-    return [Params() if "conv1" in names else Params(gradcam_layer=default_layer(net))]
+    names = description.conv_layer_names
+    return [Params() if "conv1" in names else Params(gradcam_layer=default_layer(description))]
+
+
+def gradient_name(params: Params) -> str:
+    """The probe's gradients of the target class's length at the Grad-CAM++ layer."""
+    target = "grad:" if params.target == "predicted" else "grad[true]:"
+    return target + params.gradcam_layer
+
+
+def needs(params: Params | None) -> frozenset[str]:
+    """The clean tensors read: RPV's, the class capsules', and the Grad-CAM++ layer's maps and
+    gradients of the target class (the probe takes them in its one pass)."""
+    params = params or Params()
+    return frozenset({"primary_lengths", "coupling", "class_capsules", "lengths", "predicted",
+                      f"conv:{params.gradcam_layer}", gradient_name(params)})
 
 
 # --- perturbation curves (model-free: the score is any callable) --------------------------------
@@ -245,32 +259,24 @@ def pool_to_grid(maps: np.ndarray, layer_field, primary_field, grid_shape, input
     return np.divide(sums, np.where(counts > 0, counts, 1.0)) * (counts > 0)
 
 
-def gradcam_maps(eval_batch, index: np.ndarray, targets: np.ndarray, layer: str) -> np.ndarray:
+def gradcam_maps(eval_batch, index: np.ndarray, targets: np.ndarray, layer: str,
+                 gradients: str = "all") -> np.ndarray:
     """(n, h, w) Grad-CAM++ maps (gradcam_pp.gradcam_plus_plus + normalize_maps) of the TARGET
     class at `layer` for the images `index` of the evaluation set.
 
-    The shared probe tensors hold the gradients of the PREDICTED class; only images whose target
-    differs get a new backward pass (the same one run_probe takes, for the target's length).
+    The gradients come from the shared probe pass: `gradients` says which of its tensors hold
+    the targets' — "predicted" (targets are the predicted classes: "grad:<layer>"), "true" (the
+    labels: "grad[true]:<layer>") or "all" (any targets: "grad[all]:<layer>", every class).
     """
     from reportgen.techniques.gradcam_pp import gradcam_plus_plus, normalize_maps
 
-    tensors = eval_batch.tensors(f"conv:{layer}", f"grad:{layer}", "lengths", "predicted")
+    name = {"predicted": "grad:", "true": "grad[true]:", "all": "grad[all]:"}[gradients] + layer
+    tensors = eval_batch.tensors(f"conv:{layer}", name, "lengths")
     features = tensors[f"conv:{layer}"][index]
-    grads = np.array(tensors[f"grad:{layer}"][index])
+    grads = tensors[name][index]
+    if gradients == "all":
+        grads = grads[np.arange(len(index)), targets]
     lengths = tensors["lengths"][index]
-    redo = np.flatnonzero(tensors["predicted"][index] != targets)
-    if len(redo):
-        import tensorflow as tf
-
-        for start in range(0, len(redo), ROWS):
-            part = redo[start:start + ROWS]
-            x = tf.convert_to_tensor(np.asarray(eval_batch.images[index[part]], np.float32))
-            with tf.GradientTape(watch_accessed_variables=False) as tape:
-                tape.watch(x)
-                outputs = eval_batch.net.model(x, training=False)
-                score = tf.gather(outputs["lengths"], tf.constant(targets[part]), axis=1,
-                                  batch_dims=1)
-            grads[part] = tape.gradient(score, outputs[layer]).numpy()
     scores = np.take_along_axis(lengths, targets[:, None], axis=1)[:, 0]
     return normalize_maps(gradcam_plus_plus(features, grads, scores))
 
@@ -308,15 +314,15 @@ def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
     check_conv_layer(net, "explanation_fidelity", layer)
     height, width = eval_batch.images.shape[1:3]
     input_hw = (int(height), int(width))
-    fields = net.receptive_fields()
-    primary_field = tuple(fields[-1])
-    layer_field = tuple(fields[net.conv_layer_names.index(layer)])
-    grid_shape = tuple(int(g) for g in net.grid_shape)
+    description = net.description
+    primary = description.primary_capsules
+    primary_field = primary.receptive_field.rows
+    layer_field = description.receptive_field(layer).rows
+    grid_shape = tuple(int(g) for g in primary.grid)
 
     # One probe pass over the shared set gives every clean tensor used below (asking piecemeal
     # would run it twice: once without and once with gradients).
-    eval_batch.tensors("primary_lengths", "coupling", "class_capsules", "lengths", "predicted",
-                       f"conv:{layer}", f"grad:{layer}")
+    eval_batch.tensors(*sorted(needs(params)))
     index = stratified_sample(eval_batch.labels, params.images, seed=params.seed)
     images = np.asarray(eval_batch.images[index], np.float32)
     labels = np.asarray(eval_batch.labels[index], np.int64)
@@ -326,7 +332,7 @@ def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
 
     grid_maps = {m: rpv_maps(eval_batch, index, targets, m.split("_")[1])
                  for m in ("rpv_modified", "rpv_original")}
-    cam = gradcam_maps(eval_batch, index, targets, layer)                 # (n, h, w)
+    cam = gradcam_maps(eval_batch, index, targets, layer, params.target)  # (n, h, w)
     placed = {m: place_on_input(g, input_hw, primary_field) for m, g in grid_maps.items()}
     placed["gradcam_pp"] = place_on_input(cam, input_hw, layer_field)
     cam_grid = pool_to_grid(cam, layer_field, primary_field, grid_shape, input_hw)
@@ -433,8 +439,9 @@ TECHNIQUE = Technique(
     title="Explanation fidelity (deletion / insertion, RPV vs Grad-CAM++)",
     layer="model",
     scope="dataset",
-    needs=frozenset({"primary_lengths", "coupling", "class_capsules", "lengths", "predicted",
-                     "conv:<layer>", "grad:<layer>"}),
+    needs=needs,
+    applies_to=frozenset({"conv", "primary_capsules", "vector_capsules", "class_capsules",
+                          "dynamic_routing"}),
     params_type=Params,
     version=1,
     compute=compute,

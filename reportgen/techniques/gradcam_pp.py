@@ -1,4 +1,4 @@
-"""Grad-CAM++ (SPEC §3.7; Chattopadhyay et al. 2017) of the predicted class-capsule length.
+"""Grad-CAM++ (Chattopadhyay et al. 2017) of the predicted class-capsule length.
 
 The closed form is tf-keras-vis 0.8.7's GradcamPlusPlus: with score S (the predicted class
 capsule's length), A the layer's feature maps and g = dS/dA,
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.errors import ReportgenError
-from reportgen.techniques.base import Technique, lazy
+from reportgen.techniques.base import Technique, lazy, model_description
 from reportgen.techniques.compute import check_conv_layer
 
 
@@ -29,15 +29,17 @@ class Params:
     layer: str = ""
 
 
-def default_layer(net) -> str:
-    """The last conv layer before the primary-capsule conv (the only one if there is just one)."""
-    names = net.conv_layer_names
-    return names[-2] if len(names) >= 2 else names[-1]
+def default_layer(model) -> str:
+    """The last plain conv layer before the capsules (the only conv layer if there is just one);
+    `model`: a CapsNet or its ModelDescription."""
+    description = model_description(model)
+    plain = description.plain_conv_layers
+    return plain[-1].name if plain else description.conv_layer_names[-1]
 
 
-def variants(net) -> list[Params]:
-    """One map per conv layer, named explicitly."""
-    return [Params(layer=name) for name in net.conv_layer_names]
+def variants(description) -> list[Params]:
+    """One map per conv layer (the one forming the capsules too), named explicitly."""
+    return [Params(layer=name) for name in description.conv_layer_names]
 
 
 def gradcam_plus_plus(features: np.ndarray, grads: np.ndarray, scores: np.ndarray) -> np.ndarray:
@@ -91,6 +93,7 @@ TECHNIQUE = Technique(
     layer="model",
     scope="input",
     needs=frozenset({"conv:<layer>", "grad:<layer>", "lengths", "predicted"}),
+    applies_to=frozenset({"conv", "class_capsules", "vector_capsules"}),
     params_type=Params,
     version=1,
     compute=compute,

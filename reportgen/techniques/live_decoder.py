@@ -1,4 +1,4 @@
-"""Live decoder (issue 6; SPEC §3.5-3.6 made interactive): the decoder's weights at one training
+"""Live decoder (decoder_length and decoder_perturbation made interactive): the decoder's weights at one training
 step, exported for the Decoder page, where a plain JavaScript dense forward pass redraws the
 reconstruction while the user moves the 16 pose sliders and the length slider.
 
@@ -27,8 +27,8 @@ class Params:
     """No options: the weights are exported as float16 (see reportgen/figures/live_decoder.py)."""
 
 
-def variants(net) -> list[Params]:
-    return [Params()] if net.decoder is not None else []
+def variants(description) -> list[Params]:
+    return [Params()]
 
 
 def dense_layers(net) -> list:
@@ -70,7 +70,7 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
         result[f"kernel{index}"] = np.array(layer.kernel.numpy(), np.float32)
         result[f"bias{index}"] = (np.array(layer.bias.numpy(), np.float32) if layer.use_bias
                                   else np.zeros(layer.units, np.float32))
-    classes, dims = net.params.num_classes, net.params.class_caps.dims
+    classes, dims = net.description.classes, net.description.class_capsules.pose_size
     vectors, targets = check_vectors(classes, dims)
     inputs = masked_inputs(vectors, targets, classes)
     result.update(activations=np.array(codes, np.int64),
@@ -86,6 +86,7 @@ TECHNIQUE = Technique(
     layer="decoder",
     scope="checkpoint",
     needs=frozenset(),
+    applies_to=frozenset({"decoder", "class_capsules", "vector_capsules"}),
     params_type=Params,
     version=1,
     compute=compute,

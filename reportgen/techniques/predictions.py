@@ -1,4 +1,4 @@
-"""Predictions (SPEC §3.1): the length of every class capsule, the network's class probabilities.
+"""Predictions: the length of every class capsule, the network's class probabilities.
 
 Lengths, not a softmax: each class capsule's length is its own probability (Sabour et al. 2017).
 """
@@ -17,7 +17,7 @@ class Params:
     """No options."""
 
 
-def variants(net) -> list[Params]:
+def variants(description) -> list[Params]:
     return [Params()]
 
 
@@ -32,6 +32,7 @@ TECHNIQUE = Technique(
     layer="model",
     scope="input",
     needs=frozenset({"lengths"}),
+    applies_to=frozenset({"class_capsules", "vector_capsules"}),
     params_type=Params,
     version=1,
     compute=compute,

@@ -1,4 +1,4 @@
-"""Primary-capsule heatmaps (SPEC §3.3): per capsule type, the grid of primary-capsule lengths.
+"""Primary-capsule heatmaps: per capsule type, the grid of primary-capsule lengths.
 
 The arrays hold raw lengths; the normalisation option (per layer, per map, absolute) is applied
 when drawing, and each grid cell is placed over the input region it sees (receptive field).
@@ -26,7 +26,7 @@ class Params:
         check_option("primary_heatmaps", "normalization", self.normalization, NORMALIZATIONS)
 
 
-def variants(net) -> list[Params]:
+def variants(description) -> list[Params]:
     return [Params()]
 
 
@@ -46,6 +46,7 @@ TECHNIQUE = Technique(
     layer="primary",
     scope="input",
     needs=frozenset({"primary_lengths"}),
+    applies_to=frozenset({"primary_capsules", "vector_capsules"}),
     params_type=Params,
     version=1,
     compute=compute,

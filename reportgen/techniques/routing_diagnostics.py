@@ -1,4 +1,4 @@
-"""Routing diagnostics over the evaluation set (SPEC §2 routing, §3.2 dead filters; issue 5).
+"""Routing diagnostics over the evaluation set (Sabour et al. 2017, Procedure 1).
 
 Three dataset-level questions about how a CapsNet routes:
 
@@ -25,7 +25,7 @@ import numpy as np
 
 from reportgen.console import progress
 from reportgen.errors import ReportgenError
-from reportgen.techniques.base import Technique, lazy
+from reportgen.techniques.base import Technique, lazy, model_description
 from reportgen.techniques.compute import check_option, check_positive, finite_number, require_images
 
 NAME = "routing_diagnostics"
@@ -56,14 +56,13 @@ class Params:
         check_positive(NAME, "dead_type_threshold", self.dead_type_threshold, float)
 
 
-def variants(net) -> list[Params]:
+def variants(description) -> list[Params]:
     return [Params()]
 
 
-def relu_layers(net) -> list[str]:
+def relu_layers(model) -> list[str]:
     """The conv layers with a ReLU (the only ones where "dead" means never active)."""
-    activations = [c.activation for c in net.params.conv] + [net.params.primary.activation]
-    return [name for name, act in zip(net.conv_layer_names, activations) if act == "relu"]
+    return [c.name for c in model_description(model).conv_layers if c.activation == "relu"]
 
 
 def coupling_entropy(coupling: np.ndarray) -> np.ndarray:
@@ -120,7 +119,9 @@ def vote_agreement(votes: np.ndarray, capsules: np.ndarray, coupling: np.ndarray
 
 
 def _chunk_size(net, params: Params) -> int:
-    per_image = net.num_primary_capsules * net.params.num_classes * net.params.class_caps.dims * 4
+    description = net.description
+    per_image = (description.primary_capsules.capsules * description.classes
+                 * description.class_capsules.pose_size * 4)
     return int(max(1, min(params.chunk, VOTE_BUDGET_BYTES // max(per_image, 1))))
 
 
@@ -155,7 +156,7 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     primary_all = tensors["primary_capsules"]
     labels = np.asarray(evaluation.labels, np.int64)
     n, caps, classes = coupling_all.shape
-    types = net.params.primary.types
+    types = net.description.primary_capsules.types
     lengths = np.asarray(tensors["lengths"], np.float64)
     wrong = np.where(np.eye(classes, dtype=bool)[labels], -np.inf, lengths).argmax(1)
     roles = np.stack([labels, wrong], 1)                                        # (N, 2)
@@ -302,6 +303,8 @@ TECHNIQUE = Technique(
     scope="dataset",
     needs=frozenset({"coupling", "class_capsules", "lengths", "primary_capsules",
                      "primary_lengths", "conv:<layer>"}),
+    applies_to=frozenset({"primary_capsules", "vector_capsules", "class_capsules",
+                          "dynamic_routing"}),
     params_type=Params,
     version=1,
     compute=compute,

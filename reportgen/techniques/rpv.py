@@ -1,4 +1,4 @@
-"""Routing Path Visualization (SPEC §3.4; Bhullar 2020, with the thesis's modified method).
+"""Routing Path Visualization (Bhullar 2020, with the thesis's modified method).
 
 For class capsule j and primary capsule i with lengths l_i, l_j and final coupling coefficient
 c_ij, a routing path's strength is
@@ -28,7 +28,7 @@ class Params:
         check_option("rpv", "method", self.method, METHODS)
 
 
-def variants(net) -> list[Params]:
+def variants(description) -> list[Params]:
     return [Params(method=m) for m in METHODS]
 
 
@@ -59,6 +59,8 @@ TECHNIQUE = Technique(
     layer="class",
     scope="input",
     needs=frozenset({"primary_lengths", "coupling", "class_capsules"}),
+    applies_to=frozenset({"primary_capsules", "vector_capsules", "class_capsules",
+                          "dynamic_routing"}),
     params_type=Params,
     version=1,
     compute=compute,
