@@ -325,24 +325,24 @@ def _step_data(entry, step, net, variants, inputs, dataset, keys, store, assembl
     for t, p in variants:
         if t.scope == "checkpoint":
             data.checkpoint_panels.append(assembler.panel(
-                t, p, keys.checkpoint[(t.name, id(p))], ctx, out_dir / "checkpoint"))
-        elif t.scope == "dataset" and (t.name, id(p)) in keys.dataset:
+                t, p, keys.checkpoint[(t.name, p)], ctx, out_dir / "checkpoint"))
+        elif t.scope == "dataset" and (t.name, p) in keys.dataset:
             data.dataset_panels.append(assembler.panel(
-                t, p, keys.dataset[(t.name, id(p))], ctx, out_dir / "dataset"))
+                t, p, keys.dataset[(t.name, p)], ctx, out_dir / "dataset"))
     # Drawing is mostly NumPy and zlib, which release the GIL: two threads use both cores.
     jobs = [(item, t, p) for item in inputs for t, p in variants if t.scope == "input"]
     contexts = {item.key: _context(entry, step, net, dataset, item) for item in inputs}
     with ThreadPoolExecutor(max_workers=DRAWING_THREADS) as pool:
         panels = list(pool.map(
             lambda job: assembler.panel(job[1], job[2],
-                                        keys.inputs[(job[1].name, id(job[2]), job[0].key)],
+                                        keys.inputs[(job[1].name, job[2], job[0].key)],
                                         contexts[job[0].key], out_dir / job[0].key), jobs))
     for (item, _, _), panel in zip(jobs, panels):
         data.input_panels.setdefault(item.key, []).append(panel)
     for item in inputs:
         for t, p in variants:   # the gallery's predictions come from the stored result
             if t.name == "predictions":
-                lengths = store.get_arrays(keys.inputs[(t.name, id(p), item.key)])["lengths"]
+                lengths = store.get_arrays(keys.inputs[(t.name, p, item.key)])["lengths"]
                 data.predictions[item.key] = prediction(lengths, item.true_class,
                                                         dataset.class_names)
     evaluation = store.get_arrays(keys.evaluation)

@@ -1,9 +1,12 @@
 """Compute every missing result of one (model, training step) into the artifact store.
 
-The plan is made from cache keys first; the checkpoint is loaded only if something is missing,
-and then exactly once. Inputs that miss anything go through ONE probe pass per batch; every
-input-scope technique reads that pass. Checkpoint-scope techniques (conv kernels) read the
-weights. Dataset-scope analyses share one EvalBatch whose clean tensors are computed once.
+The plan is made from the model's description and cache keys first: techniques that do not
+apply to the model (Technique.applicable) are left out and reported; the checkpoint is loaded
+only if something is missing, and then exactly once. Inputs that miss anything go through ONE
+probe pass per batch, keeping only the tensors the missing techniques declared (`needs`); each
+technique reads that pass through a view restricted to its own needs. Checkpoint-scope
+techniques (conv kernels) read the weights. Dataset-scope analyses share one EvalBatch whose
+clean tensors are computed once.
 """
 
 from __future__ import annotations
@@ -19,13 +22,34 @@ from reportgen.techniques.compute import params_dict
 EVALUATION = "evaluation"   # cache namespace of the step's accuracy / confusion-matrix lengths
 
 
+@dataclass(frozen=True)
+class Plan:
+    """What to compute for one model: (technique, params) pairs, and the techniques that do not
+    apply to it with the model features they miss (for a "not applicable" note)."""
+
+    variants: tuple[tuple, ...]
+    not_applicable: tuple[tuple, ...]      # (technique, frozenset of missing features)
+
+
+def plan(techniques, model) -> Plan:
+    """The variants of `techniques` for `model` (a CapsNet or its ModelDescription)."""
+    variants, skipped = [], []
+    for t in techniques:
+        if t.applicable(model):
+            variants.extend((t, p) for p in t.variants(model))
+        else:
+            skipped.append((t, t.missing_features(model)))
+    return Plan(tuple(variants), tuple(skipped))
+
+
 @dataclass
 class StepKeys:
-    """Cache keys of every result of one step."""
+    """Cache keys of every result of one step. Params are frozen dataclasses (hashable), so a
+    result is found by what it is, not by which Python object asked for it."""
 
-    inputs: dict[tuple, str] = field(default_factory=dict)       # (tech, id(p), input key)
-    checkpoint: dict[tuple, str] = field(default_factory=dict)   # (tech, id(p))
-    dataset: dict[tuple, str] = field(default_factory=dict)      # (tech, id(p))
+    inputs: dict[tuple, str] = field(default_factory=dict)       # (tech name, params, input key)
+    checkpoint: dict[tuple, str] = field(default_factory=dict)   # (tech name, params)
+    dataset: dict[tuple, str] = field(default_factory=dict)      # (tech name, params)
     evaluation: str = ""
 
 
@@ -49,11 +73,11 @@ def step_keys(model_digest, weights_path, variants, inputs, eval_digest,
     for t, p in variants:
         if t.scope == "input":
             for item in inputs:
-                keys.inputs[(t.name, id(p), item.key)] = key(t, p, item.source_bytes_digest)
+                keys.inputs[(t.name, p, item.key)] = key(t, p, item.source_bytes_digest)
         elif t.scope == "checkpoint":
-            keys.checkpoint[(t.name, id(p))] = key(t, p, "")
+            keys.checkpoint[(t.name, p)] = key(t, p, "")
         elif with_dataset:
-            keys.dataset[(t.name, id(p))] = key(t, p, eval_digest)
+            keys.dataset[(t.name, p)] = key(t, p, eval_digest)
     return keys
 
 
@@ -68,38 +92,46 @@ def compute_step(net, weights_path, variants, inputs, eval_set, keys: StepKeys, 
     present = {k for group in (keys.inputs, keys.checkpoint, keys.dataset)
                for k in group.values() if store.has_arrays(k)}
     counts.reused = len(present)
+    variants = [(t, p) for t, p in variants if t.applicable(net)]
     input_variants = [(t, p) for t, p in variants if t.scope == "input"]
     missing_inputs = [i for i, item in enumerate(inputs)
-                      if any(keys.inputs[(t.name, id(p), item.key)] not in present
+                      if any(keys.inputs[(t.name, p, item.key)] not in present
                              for t, p in input_variants)]
     missing_ckpt = [(t, p) for t, p in variants if t.scope == "checkpoint"
-                    and keys.checkpoint[(t.name, id(p))] not in present]
-    missing_dataset = [(t, p) for t, p in variants if (t.name, id(p)) in keys.dataset
-                       and keys.dataset[(t.name, id(p))] not in present]
+                    and keys.checkpoint[(t.name, p)] not in present]
+    missing_dataset = [(t, p) for t, p in variants if (t.name, p) in keys.dataset
+                       and keys.dataset[(t.name, p)] not in present]
     need_eval = not store.has_arrays(keys.evaluation)
     if not (missing_inputs or missing_ckpt or missing_dataset or need_eval):
         return counts
     load_weights(net, weights_path)     # at most once per (model, step) and build
 
     for t, p in missing_ckpt:
-        store.put_arrays(keys.checkpoint[(t.name, id(p))],
-                         _float32(t.compute(empty_batch(net), p)), {**meta, "technique": t.name})
+        batch = empty_batch(net).restricted(t.needs_for(p, net), f"Technique '{t.name}'")
+        store.put_arrays(keys.checkpoint[(t.name, p)], _float32(t.compute(batch, p)),
+                         {**meta, "technique": t.name})
         counts.computed += 1
 
-    needs_grad = any(t.name == "gradcam_pp" for t, _ in input_variants)
+    # Only what the techniques with something missing read (gradients only if one asks).
+    probe_needs = frozenset().union(*(
+        t.needs_for(p, net) for t, p in input_variants
+        if any(keys.inputs[(t.name, p, inputs[i].key)] not in present for i in missing_inputs)))
     for start in range(0, len(missing_inputs), batch_size):
         chunk = missing_inputs[start:start + batch_size]
-        batch = run_probe(net, np.stack([inputs[i].image for i in chunk]), gradients=needs_grad)
+        truth = [getattr(inputs[i], "true_class", None) for i in chunk]
+        batch = run_probe(net, np.stack([inputs[i].image for i in chunk]), needs=probe_needs,
+                          labels=None if None in truth else np.asarray(truth, np.int64))
         for t, p in input_variants:
             todo = [j for j, i in enumerate(chunk)
-                    if keys.inputs[(t.name, id(p), inputs[i].key)] not in present]
+                    if keys.inputs[(t.name, p, inputs[i].key)] not in present]
             if not todo:
                 continue
             part = batch if len(todo) == len(chunk) else subset(batch, todo)
+            part = part.restricted(t.needs_for(p, net), f"Technique '{t.name}'")
             result = _float32(t.compute(part, p))
             for row, j in enumerate(todo):
                 item = inputs[chunk[j]]
-                store.put_arrays(keys.inputs[(t.name, id(p), item.key)],
+                store.put_arrays(keys.inputs[(t.name, p, item.key)],
                                  {k: v[row] for k, v in result.items()},
                                  {**meta, "technique": t.name, "input": item.key})
                 counts.computed += 1
@@ -107,7 +139,7 @@ def compute_step(net, weights_path, variants, inputs, eval_set, keys: StepKeys, 
     eval_x, eval_y, class_names = eval_set
     evaluation = EvalBatch(net, eval_x, eval_y, tuple(class_names))
     # one clean pass over the evaluation set for everything the analyses will read
-    evaluation.prefetch({"lengths"}.union(*(t.needs for t, _ in missing_dataset)))
+    evaluation.prefetch({"lengths"}.union(*(t.needs_for(p, net) for t, p in missing_dataset)))
     if need_eval:
         store.put_arrays(keys.evaluation,
                          {"lengths": evaluation.tensors("lengths")["lengths"], "labels": eval_y},
@@ -115,7 +147,8 @@ def compute_step(net, weights_path, variants, inputs, eval_set, keys: StepKeys, 
     for t, p in missing_dataset:
         console.notice(f"  {meta.get('model')} {meta.get('step')}: {t.title} "
                        f"over {len(eval_y)} images")
-        store.put_arrays(keys.dataset[(t.name, id(p))], _float32(t.compute(evaluation, p)),
+        view = evaluation.restricted(t.needs_for(p, net), f"Technique '{t.name}'")
+        store.put_arrays(keys.dataset[(t.name, p)], _float32(t.compute(view, p)),
                          {**meta, "technique": t.name})
         counts.computed += 1
     return counts
