@@ -48,15 +48,16 @@ def analyze(name: str, step: str = "last", images: str = "test:0-3", files=(),
                          parse_transforms(transforms), net.params.input_shape)
     import numpy as np
 
-    batch = run_probe(net, np.stack([i.image for i in inputs])) if inputs else None
+    # techniques that do not apply to this model (Technique.applicable) have no variants
+    variants = [(t, p) for t in chosen if t.scope != "dataset" for p in t.variants(net)]
+    needs = frozenset().union(*(t.needs_for(p, net) for t, p in variants if t.scope == "input"))
+    batch = run_probe(net, np.stack([i.image for i in inputs]), needs=needs) if inputs else None
     results: dict = {"inputs": inputs}
-    for tech in chosen:
-        if tech.scope == "dataset":
-            continue
-        for params in tech.variants(net):
-            label = variant_label(params)
-            key = tech.name + (f"/{label}" if label else "")
-            source = empty_batch(net) if tech.scope == "checkpoint" else batch
-            if source is not None:
-                results[key] = tech.compute(source, params)
+    for tech, params in variants:
+        label = variant_label(params)
+        key = tech.name + (f"/{label}" if label else "")
+        source = empty_batch(net) if tech.scope == "checkpoint" else batch
+        if source is not None:
+            view = source.restricted(tech.needs_for(params, net), f"Technique '{tech.name}'")
+            results[key] = tech.compute(view, params)
     return results

@@ -136,6 +136,8 @@ def compute_step(net, weights_path, variants, inputs, eval_set, keys: StepKeys, 
                                  {**meta, "technique": t.name, "input": item.key})
                 counts.computed += 1
 
+    if not (missing_dataset or need_eval):
+        return counts       # the evaluation set's pass only when something reads it
     eval_x, eval_y, class_names = eval_set
     evaluation = EvalBatch(net, eval_x, eval_y, tuple(class_names))
     # one clean pass over the evaluation set for everything the analyses will read

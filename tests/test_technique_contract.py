@@ -1,0 +1,189 @@
+"""Every registered technique keeps its declaration: it reads only the probe tensors it declared
+(`needs`), the probe computes only those, and the engine computes a technique only for models it
+applies to (`applies_to`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from reportgen.capsnet.description import FEATURES
+from reportgen.engine.step import compute_step, plan, step_keys
+from reportgen.probe import probe as probe_module
+from reportgen.probe.evaluation import EvalBatch
+from reportgen.probe.probe import (TENSORS, UndeclaredTensorError, empty_batch, run_probe,
+                                   tensor_kind)
+from reportgen.techniques import TECHNIQUE_MODULES, all_techniques, get_technique
+
+CLASS_NAMES = ("a", "b", "c")
+# Smaller options for the slow analyses (the code paths stay the same).
+SMALL = {
+    "activation_maximization": {"steps": 3},
+    "explanation_fidelity": {"images": 6, "patch": 4},
+    "capsule_semantics": {"images": 4, "steps": 3, "perturbation_steps": 3},
+    "affine_robustness": {"rotation": (-30.0, 30.0), "translation_x": (2.0,),
+                          "translation_y": (), "scale": (0.9,), "shear_x": (), "shear_y": ()},
+    "adversarial_robustness": {"images": 6, "epsilons": (0.0, 0.1), "pgd_steps": 2},
+}
+
+
+def _variants(technique, net):
+    options = SMALL.get(technique.name, {})
+    return [dataclasses.replace(p, **options) if options else p for p in technique.variants(net)]
+
+
+@pytest.fixture(scope="module")
+def evaluation_data():
+    rng = np.random.default_rng(11)
+    return rng.random((12, 12, 12, 1), dtype=np.float32), rng.integers(0, 3, 12).astype(np.int64)
+
+
+def _assert_same(got: dict, want: dict, what: str):
+    assert sorted(got) == sorted(want), what
+    for key in want:
+        np.testing.assert_array_equal(np.asarray(got[key]), np.asarray(want[key]),
+                                      err_msg=f"{what}: {key}")
+
+
+def test_declarations_are_known():
+    for technique in all_techniques():
+        assert technique.applies_to <= set(FEATURES), technique.name
+        assert technique.variants.choose is not None
+
+
+@pytest.mark.parametrize("name", TECHNIQUE_MODULES)
+def test_reads_only_what_it_declares(name, tiny_net, images, evaluation_data):
+    """Through a view restricted to its needs, over a probe that computed only those, each
+    technique gives exactly what it gives from the full probe."""
+    technique = get_technique(name)
+    assert technique.applicable(tiny_net.description)
+    variants = _variants(technique, tiny_net)
+    assert variants
+    for params in variants:
+        declared = technique.needs_for(params, tiny_net)
+        assert all(tensor_kind(n) in TENSORS for n in declared), declared
+        reader = f"Technique '{name}'"
+        if technique.scope == "input":
+            probed = run_probe(tiny_net, images, needs=declared)
+            assert set(probed.tensors) <= declared | {"images"}
+            got = technique.compute(probed.restricted(declared, reader), params)
+            want = technique.compute(run_probe(tiny_net, images), params)
+        elif technique.scope == "checkpoint":
+            got = technique.compute(empty_batch(tiny_net).restricted(declared, reader), params)
+            want = technique.compute(empty_batch(tiny_net), params)
+        else:
+            x, y = evaluation_data
+            shared = EvalBatch(tiny_net, x, y, CLASS_NAMES)
+            got = technique.compute(shared.restricted(declared, reader), params)
+            assert set(shared._tensors) <= declared       # the shared pass kept nothing more
+            want = technique.compute(EvalBatch(tiny_net, x, y, CLASS_NAMES), params)
+        _assert_same(got, want, name)
+
+
+def test_an_undeclared_read_is_refused(tiny_net, images, evaluation_data):
+    rpv = get_technique("rpv")
+    view = run_probe(tiny_net, images).restricted(rpv.needs - {"coupling"}, "Technique 'rpv'")
+    assert "coupling" not in view.tensors and "lengths" not in view.tensors
+    with pytest.raises(UndeclaredTensorError,
+                       match="Technique 'rpv' read the probe tensor 'coupling' without "
+                             "declaring it"):
+        rpv.compute(view, rpv.params_type())
+    diagnostics = get_technique("routing_diagnostics")
+    x, y = evaluation_data
+    declared = diagnostics.needs_for(None, tiny_net) - {"coupling"}
+    view = EvalBatch(tiny_net, x, y, CLASS_NAMES).restricted(declared, "Technique 'rd'")
+    with pytest.raises(UndeclaredTensorError, match="'coupling'"):
+        diagnostics.compute(view, diagnostics.params_type())
+
+
+def test_probe_targets_of_gradients(tiny_net, images):
+    """grad[true] and grad[all] are the gradients of the true / every class's length; grad is
+    the predicted class's (what Grad-CAM++ uses)."""
+    labels = np.array([0, 1, 2, 1, 0])
+    batch = run_probe(tiny_net, images, needs={"grad:conv1", "grad[true]:conv1",
+                                               "grad[all]:conv1", "predicted"}, labels=labels)
+    every = batch["grad[all]:conv1"]
+    assert every.shape == (5, 3, 10, 10, 8)
+    rows = np.arange(5)
+    np.testing.assert_allclose(batch["grad[true]:conv1"], every[rows, labels], atol=1e-7)
+    np.testing.assert_allclose(batch["grad:conv1"], every[rows, batch["predicted"]], atol=1e-7)
+    assert not np.allclose(every[:, 0], every[:, 1])
+    assert set(batch.tensors) == {"images", "grad:conv1", "grad[true]:conv1", "grad[all]:conv1",
+                                  "predicted"}
+    with pytest.raises(ValueError, match="true labels"):
+        run_probe(tiny_net, images, needs={"grad[true]:conv1"})
+
+
+class DictStore:
+    def __init__(self):
+        self.arrays = {}
+
+    def has_arrays(self, key):
+        return key in self.arrays
+
+    def put_arrays(self, key, arrays, meta):
+        self.arrays[key] = dict(arrays)
+
+
+def test_engine_probes_only_what_missing_techniques_declared(tmp_path, make_net, images,
+                                                             monkeypatch):
+    net = make_net(seed=1)
+    weights = tmp_path / "1-1.weights.h5"
+    net.model.save_weights(str(weights))
+    inputs = [SimpleNamespace(key=f"test-{i}", image=images[i], true_class=i % 3,
+                              source_bytes_digest=f"digest-{i}") for i in range(3)]
+    names = ("predictions", "primary_heatmaps", "gradcam_pp", "conv_kernels", "rpv")
+    variants = plan([get_technique(n) for n in names], net).variants
+    keys = step_keys("model", weights, variants, inputs, "eval", with_dataset=False)
+    eval_set = (images, np.array([0, 1, 2, 0, 1]), CLASS_NAMES)
+    asked = []
+    real = probe_module.run_probe
+
+    def recording(net, x, needs=None, **kwargs):
+        asked.append((len(x), frozenset(needs)))
+        return real(net, x, needs=needs, **kwargs)
+
+    monkeypatch.setattr(probe_module, "run_probe", recording)
+    store = DictStore()
+    counts = compute_step(net, weights, variants, inputs, eval_set, keys, store, 16, {})
+    assert counts.computed == 3 * (1 + 1 + 2 + 2) + 1
+    assert asked[0] == (3, {"lengths", "primary_lengths", "predicted", "coupling",
+                            "class_capsules", "conv:conv1", "conv:primary_conv",
+                            "grad:conv1", "grad:primary_conv"})
+    assert asked[1] == (5, {"lengths"})                 # the evaluation set's accuracy pass
+    # Keys are found by equal params, not by the identity of the object that asked.
+    rpv = get_technique("rpv")
+    key = keys.inputs[("rpv", rpv.params_type(method="original"), "test-2")]
+    expected = rpv.compute(run_probe(net, images[2:3]), rpv.params_type(method="original"))
+    np.testing.assert_allclose(store.arrays[key]["maps"], expected["maps"][0], rtol=1e-5)
+
+    # Only the predictions missing: no gradients, no conv maps.
+    for item in inputs:
+        del store.arrays[keys.inputs[("predictions", get_technique("predictions").params_type(),
+                                      item.key)]]
+    asked.clear()
+    compute_step(net, weights, variants, inputs, eval_set, keys, store, 16, {})
+    assert asked == [(3, {"lengths"})]
+
+
+def test_not_applicable_techniques_are_planned_out(make_net, evaluation_data):
+    plain = make_net(decoder={"enabled": False})
+    result = plan(all_techniques(), plain)
+    assert not {"live_decoder", "decoder_length", "decoder_perturbation"} & \
+        {t.name for t, _ in result.variants}
+    assert {t.name: set(m) for t, m in result.not_applicable} == {
+        "live_decoder": {"decoder"}, "decoder_length": {"decoder"},
+        "decoder_perturbation": {"decoder"}}
+    # A declared tensor the model cannot have (no decoder: no reconstruction) is skipped by the
+    # shared pass instead of failing it; the analysis reads only what exists.
+    adversarial = get_technique("adversarial_robustness")
+    params = _variants(adversarial, plain)[0]
+    x, y = evaluation_data
+    shared = EvalBatch(plain, x, y, CLASS_NAMES)
+    shared.prefetch(adversarial.needs_for(params, plain))
+    assert set(shared._tensors) == {"lengths", "predicted"}
+    result = adversarial.compute(shared.restricted(adversarial.needs_for(params, plain)), params)
+    assert np.isnan(result["clean_distances"]).all()
