@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 import pytest
-from PIL import Image
+from PIL import Image, ImageDraw
 
 from reportgen.data.datasets import Dataset
 from reportgen.data.inputs import (InputImage, Transform, apply_transform, load_image_file,
@@ -183,6 +183,150 @@ def test_unreadable_and_missing_files_are_named(tmp_path):
     Image.new("L", (4, 4)).save(tmp_path / "ok.png")
     with pytest.raises(ReportgenError, match="input shape"):
         load_image_file(tmp_path / "ok.png", (28, 28, 4))
+
+
+def _legacy_convert(img: Image.Image, input_shape) -> np.ndarray:
+    """The converter this module had before large images were shrunk before float conversion:
+    the whole image to float32, then a per-channel bilinear resize (the numerical reference)."""
+    height, width, channels = input_shape
+    mode = img.mode
+    if mode.startswith("I;16") or mode in ("I", "F"):
+        arr = np.asarray(img.convert("F") if mode != "F" else img, dtype=np.float32)
+        top = float(arr.max()) if arr.size else 0.0
+        scale = (65535.0 if mode.startswith("I;16") else
+                 1.0 if (mode == "F" and top <= 1.0) else 255.0 if top <= 255.0 else 65535.0)
+        arr = np.clip(arr / np.float32(scale), 0.0, 1.0)[..., np.newaxis]
+    else:
+        if mode == "P":
+            img = img.convert("RGBA" if "transparency" in img.info else "RGB")
+        elif mode not in ("L", "LA", "RGB", "RGBA"):
+            img = img.convert("L" if mode == "1" else "RGBA" if "A" in mode else "RGB")
+        arr = np.asarray(img, dtype=np.float32) / np.float32(255.0)
+        arr = arr[..., np.newaxis] if arr.ndim == 2 else arr
+        if img.mode in ("LA", "RGBA"):
+            arr = arr[..., :-1] * arr[..., -1:]
+    if channels == 1 and arr.shape[-1] == 3:
+        arr = (arr @ np.array([0.299, 0.587, 0.114], dtype=np.float32))[..., np.newaxis]
+    elif channels == 3 and arr.shape[-1] == 1:
+        arr = np.repeat(arr, 3, axis=-1)
+    h, w, c = arr.shape
+    if (h, w) == (height, width):
+        return arr
+    scale = min(height / h, width / w)
+    new_h, new_w = min(height, max(1, round(h * scale))), min(width, max(1, round(w * scale)))
+    out = np.zeros((height, width, c), dtype=np.float32)
+    top, left = (height - new_h) // 2, (width - new_w) // 2
+    for ch in range(c):
+        plane = Image.fromarray(np.ascontiguousarray(arr[..., ch]))
+        resized = plane.resize((new_w, new_h), resample=Image.Resampling.BILINEAR)
+        out[top:top + new_h, left:left + new_w, ch] = np.asarray(resized, dtype=np.float32)
+    return np.clip(out, 0.0, 1.0)
+
+
+def _photo(mode: str, w: int, h: int) -> Image.Image:
+    """A natural-looking test image: smooth colour gradients, a bright disc and mild noise."""
+    y, x = np.mgrid[0:h, 0:w] / max(h, w)
+    planes = np.stack([np.sin(6 * x + k) * np.cos(4 * y - k) * 0.5 + 0.5 for k in range(4)], -1)
+    planes[(x - 0.5) ** 2 + (y - 0.4) ** 2 < 0.05] = 1.0
+    planes = np.clip(planes + np.random.default_rng(w).normal(0, 0.05, planes.shape), 0, 1)
+    byte = (planes * 255).astype(np.uint8)
+    if mode == "I;16":
+        return Image.fromarray((planes[..., 0] * 65535).astype(np.uint16))
+    if mode == "F":
+        return Image.fromarray(planes[..., 0].astype(np.float32))
+    if mode == "RGBA":
+        return Image.fromarray(byte, "RGBA")
+    if mode == "LA":
+        return Image.fromarray(np.ascontiguousarray(byte[..., [0, 3]]), "LA")
+    rgb = Image.fromarray(np.ascontiguousarray(byte[..., :3]), "RGB")
+    return rgb.quantize(64) if mode == "P" else rgb.convert(mode)
+
+
+CONVERSIONS = [("L", "png"), ("RGB", "png"), ("RGBA", "png"), ("LA", "png"), ("P", "png"),
+               ("1", "bmp"), ("I;16", "png"), ("F", "tif"), ("RGB", "jpg"), ("CMYK", "jpg")]
+
+
+@pytest.mark.parametrize("mode, ext", CONVERSIONS, ids=lambda v: v.replace(";", ""))
+def test_conversion_matches_the_full_float_reference(tmp_path, mode, ext):
+    """Images up to 2 x 4 = 8 times the model's input are converted exactly as before; larger
+    ones are box-reduced first (Pillow's reducing_gap scheme) and stay within ~3 grey levels."""
+    for w, h in [(5, 7), (28, 28), (100, 80), (200, 150), (640, 480), (1500, 1000)]:
+        path = tmp_path / f"{w}x{h}.{ext}"
+        _photo(mode, w, h).save(path)
+        for shape in [(28, 28, 1), (32, 32, 3)]:
+            with Image.open(path) as img:
+                img.load()
+                reference = _legacy_convert(img, shape)
+            out = load_image_file(path, shape)
+            assert out.shape == reference.shape and out.dtype == np.float32
+            if max(w / shape[1], h / shape[0]) < 8:            # not reduced: identical
+                np.testing.assert_array_equal(out, reference, err_msg=f"{w}x{h} {shape}")
+            else:
+                diff = np.abs(out - reference)
+                assert diff.max() < 0.02 and diff.mean() < 0.002, (w, h, shape, diff.max())
+
+
+def test_only_a_few_times_the_input_is_converted_to_float(tmp_path, monkeypatch):
+    import reportgen.data.inputs as inputs
+
+    converted, shrunk = [], []
+    real_float, real_shrink = inputs._pil_to_float, inputs._shrink
+    monkeypatch.setattr(inputs, "_pil_to_float",
+                        lambda img, scale=None: converted.append(img.size) or real_float(img, scale))
+    monkeypatch.setattr(inputs, "_shrink",
+                        lambda img, *a: shrunk.append(img.size) or real_shrink(img, *a))
+    for size, name in (((3000, 2000), "big.png"), ((4000, 3000), "big.jpg")):
+        img = Image.new("RGB", size, (20, 40, 60))
+        ImageDraw.Draw(img).ellipse((500, 500, 1900, 1500), fill=(250, 200, 10))
+        img.save(tmp_path / name)
+    load_image_file(tmp_path / "big.png", (28, 28, 1))
+    load_image_file(tmp_path / "big.jpg", (28, 28, 1))
+    for w, h in converted:                 # at most 2 x gap (4) times the fitted 28 x 19 / 21
+        assert w <= 8 * 28 and h <= 8 * 28
+    assert shrunk[0] == (3000, 2000)       # a PNG decodes at full size, in 8-bit RGB
+    assert shrunk[1] == (500, 375)         # a JPEG decodes at 1/8 scale (Pillow's draft)
+
+
+def test_image_past_the_decompression_bomb_limit_is_refused_in_one_line(tmp_path, monkeypatch):
+    Image.new("L", (100, 60), 255).save(tmp_path / "huge.png")
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 2_000)      # Pillow refuses over 4,000 pixels
+    with pytest.raises(ReportgenError) as err:
+        load_image_file(tmp_path / "huge.png", (28, 28, 1))
+    message = err.value.message
+    assert "\n" not in message and str(tmp_path / "huge.png") in message
+    assert "6,000 pixels" in message and "at most 4,000 pixels" in message
+    assert "MAX_IMAGE_PIXELS" in message and "Fix: Shrink the image" in message
+    # between 1x and 2x the limit Pillow only warns (an error under pytest): still accepted
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 4_000)
+    out = load_image_file(tmp_path / "huge.png", (28, 28, 1))
+    assert out.max() == pytest.approx(1.0) and out[0, 0, 0] == 0.0   # letterboxed white
+
+
+def test_truncated_corrupt_and_empty_files_are_one_line_naming_the_file(tmp_path):
+    _photo("RGB", 300, 200).save(tmp_path / "full.png")
+    _photo("RGB", 300, 200).save(tmp_path / "full.jpg")
+    for ext in ("png", "jpg"):
+        data = (tmp_path / f"full.{ext}").read_bytes()
+        (tmp_path / f"cut.{ext}").write_bytes(data[:len(data) // 2])
+    (tmp_path / "empty.png").write_bytes(b"")
+    cases = {"cut.png": "is truncated or corrupt", "cut.jpg": "is truncated or corrupt",
+             "empty.png": "Received an empty file"}
+    for name, text in cases.items():
+        with pytest.raises(ReportgenError) as err:
+            load_image_file(tmp_path / name, (28, 28, 1))
+        message = err.value.message
+        assert "\n" not in message and text in message and repr(str(tmp_path / name)) in message
+
+
+def test_file_digest_is_sha256_of_the_bytes_and_the_transform(tmp_path):
+    import hashlib
+
+    _photo("L", 40, 30).save(tmp_path / "a.png")
+    data = (tmp_path / "a.png").read_bytes()
+    items = make_inputs(None, [], [tmp_path / "a.png"], parse_transforms("invert"), (28, 28, 1))
+    assert [i.source_bytes_digest for i in items] == [
+        hashlib.sha256(data + b"|" + label).hexdigest() for label in (b"orig", b"inv")]
+    assert items[0].key == f"file-{hashlib.sha256(data).hexdigest()[:10]}-a"
 
 
 # ------------------------------------------------------------------------------- selections

@@ -12,12 +12,13 @@ import hashlib
 import math
 import os
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
-from PIL import Image
+from PIL import Image, UnidentifiedImageError
 
 from reportgen.errors import ReportgenError
 
@@ -174,31 +175,54 @@ def _check_shape(input_shape: Sequence[int]) -> tuple[int, int, int]:
     return h, w, c
 
 
-def _pil_to_float(img: Image.Image) -> np.ndarray:
-    """Any Pillow mode → float32 (h, w, 1 or 3) in [0, 1], alpha composited onto black.
+# Pillow's resize(reducing_gap=...) shrinks by an integer box filter first and resamples only
+# the last 1 to 2 x gap-fold step. Doing that shrink on the decoded 8-/16-bit image, before any
+# float conversion, bounds the float work to (2 x 4)^2 = 64 times the model's input, whatever
+# the file's size. Pillow calls gap 3 indistinguishable from a full resample; 4 keeps large
+# images within ~0.01 (about 3 grey levels) of the full bilinear resample this replaced.
+_REDUCING_GAP = 4.0
 
-    High bit-depth modes are scaled by their own range (Pillow's convert("L") would clip 16-bit
-    values at 255 instead of scaling them).
+
+def _float_scale(img: Image.Image) -> float | None:
+    """The value that maps a high bit-depth image to [0, 1] (None for 8-bit modes).
+
+    Decided on the whole decoded image (before any shrinking, which lowers the maximum): 16-bit
+    modes by their own range (Pillow's convert("L") would clip at 255 instead of scaling),
+    32-bit "I" / "F" by their largest value (<= 1, <= 255 or else 16-bit).
     """
     mode = img.mode
-    if mode.startswith("I;16") or mode in ("I", "F"):
-        arr = np.asarray(img.convert("F") if mode != "F" else img, dtype=np.float32)
-        if mode.startswith("I;16"):
-            scale = 65535.0
-        else:
-            top = float(arr.max()) if arr.size else 0.0
-            scale = 1.0 if (mode == "F" and top <= 1.0) else 255.0 if top <= 255.0 else 65535.0
-        return np.clip(arr / np.float32(scale), 0.0, 1.0)[..., np.newaxis]
+    if mode.startswith("I;16"):
+        return 65535.0
+    if mode not in ("I", "F"):
+        return None
+    top = float(img.getextrema()[1]) if img.width and img.height else 0.0
+    return 1.0 if (mode == "F" and top <= 1.0) else 255.0 if top <= 255.0 else 65535.0
+
+
+def _normalise_mode(img: Image.Image) -> Image.Image:
+    """Any 8-bit Pillow mode -> L, LA, RGB or RGBA; 16-/32-bit modes -> I or F."""
+    mode = img.mode
+    if mode.startswith("I;16"):
+        return img.convert("F")
+    if mode in ("L", "LA", "RGB", "RGBA", "I", "F"):
+        return img
     if mode == "P":
-        img = img.convert("RGBA" if "transparency" in img.info else "RGB")
-    elif mode == "PA":
-        img = img.convert("RGBA")
-    elif mode == "1":
-        img = img.convert("L")
-    elif mode in ("La",):
-        img = img.convert("LA")
-    elif mode not in ("L", "LA", "RGB", "RGBA"):
-        img = img.convert("RGBA" if "A" in mode or "a" in mode else "RGB")
+        return img.convert("RGBA" if "transparency" in img.info else "RGB")
+    if mode == "PA":
+        return img.convert("RGBA")
+    if mode == "1":
+        return img.convert("L")
+    if mode == "La":
+        return img.convert("LA")
+    return img.convert("RGBA" if "A" in mode or "a" in mode else "RGB")
+
+
+def _pil_to_float(img: Image.Image, scale: float | None = None) -> np.ndarray:
+    """A normalised image (see `_normalise_mode`) -> float32 (h, w, 1 or 3) in [0, 1], alpha
+    composited onto black; `scale` as `_float_scale` gives it for 16-/32-bit images."""
+    if scale is not None:
+        arr = np.asarray(img if img.mode == "F" else img.convert("F"), dtype=np.float32)
+        return np.clip(arr / np.float32(scale), 0.0, 1.0)[..., np.newaxis]
     arr = np.asarray(img, dtype=np.float32) / np.float32(255.0)
     if arr.ndim == 2:
         arr = arr[..., np.newaxis]
@@ -207,61 +231,164 @@ def _pil_to_float(img: Image.Image) -> np.ndarray:
     return arr
 
 
-def _letterbox(arr: np.ndarray, height: int, width: int) -> np.ndarray:
-    """Resize (h, w, c) to fit inside height x width with the aspect kept; pad black, centred."""
-    h, w, c = arr.shape
-    if (h, w) == (height, width):
-        return arr
+def _fitted_size(h: int, w: int, height: int, width: int) -> tuple[int, int]:
+    """The size of an h x w image scaled to fit inside height x width, aspect kept."""
     scale = min(height / h, width / w)
-    new_h = min(height, max(1, round(h * scale)))
-    new_w = min(width, max(1, round(w * scale)))
+    return min(height, max(1, round(h * scale))), min(width, max(1, round(w * scale)))
+
+
+def _letterbox(arr: np.ndarray, height: int, width: int, fitted: tuple[int, int] | None = None,
+               box: tuple[float, float, float, float] | None = None) -> np.ndarray:
+    """Resize (h, w, c) to fit inside height x width with the aspect kept; pad black, centred.
+
+    `fitted` and `box` describe an image already shrunk from a larger original: its size fitted
+    as the original's was, and the original's extent in the shrunk image's pixels.
+    """
+    h, w, c = arr.shape
+    if box is None and (h, w) == (height, width):
+        return arr
+    new_h, new_w = fitted or _fitted_size(h, w, height, width)
     out = np.zeros((height, width, c), dtype=np.float32)
     top, left = (height - new_h) // 2, (width - new_w) // 2
     for ch in range(c):
         plane = Image.fromarray(np.ascontiguousarray(arr[..., ch]))
-        resized = plane.resize((new_w, new_h), resample=Image.Resampling.BILINEAR)
+        resized = plane.resize((new_w, new_h), resample=Image.Resampling.BILINEAR, box=box)
         out[top:top + new_h, left:left + new_w, ch] = np.asarray(resized, dtype=np.float32)
     return np.clip(out, 0.0, 1.0)
 
 
-def convert_image(img: Image.Image, input_shape: Sequence[int]) -> np.ndarray:
-    """A Pillow image → float32 (H, W, C) in [0, 1]: C=1 grey (ITU-R 601 luma, as Pillow's "L"),
-    C=3 RGB; alpha onto black; letterboxed to H x W."""
-    height, width, channels = _check_shape(input_shape)
-    arr = _pil_to_float(img)
+def _shrink(img: Image.Image, fitted: tuple[int, int],
+            box: tuple[float, float, float, float] | None):
+    """Box-reduce a decoded image in its own (integer) mode until it is at most ~2 x
+    _REDUCING_GAP times the fitted size, as Pillow's resize(reducing_gap) does.
+
+    Returns the image and the original's extent in its pixels (None: the whole image, as is).
+    """
+    new_h, new_w = fitted
+    x0, y0, x1, y1 = box or (0.0, 0.0, float(img.width), float(img.height))
+    factor_x = int((x1 - x0) / new_w / _REDUCING_GAP) or 1
+    factor_y = int((y1 - y0) / new_h / _REDUCING_GAP) or 1
+    if factor_x == 1 and factor_y == 1:
+        return img, box
+    reduced = img.reduce((factor_x, factor_y))
+    return reduced, (x0 / factor_x, y0 / factor_y, x1 / factor_x, y1 / factor_y)
+
+
+def _to_model_input(img: Image.Image, height: int, width: int, channels: int,
+                    fitted: tuple[int, int] | None = None,
+                    box: tuple[float, float, float, float] | None = None) -> np.ndarray:
+    """A decoded image -> float32 (height, width, channels); see `convert_image`."""
+    fitted = fitted or _fitted_size(img.height, img.width, height, width)
+    scale = _float_scale(img)
+    img = _normalise_mode(img)
+    img, box = _shrink(img, fitted, box)
+    arr = _pil_to_float(img, scale)
     if channels == 1 and arr.shape[-1] == 3:
         luma = np.array([0.299, 0.587, 0.114], dtype=np.float32)
         arr = (arr @ luma)[..., np.newaxis]
     elif channels == 3 and arr.shape[-1] == 1:
         arr = np.repeat(arr, 3, axis=-1)
-    return np.ascontiguousarray(_letterbox(arr, height, width), dtype=np.float32)
+    return np.ascontiguousarray(_letterbox(arr, height, width, fitted, box), dtype=np.float32)
+
+
+def convert_image(img: Image.Image, input_shape: Sequence[int]) -> np.ndarray:
+    """A Pillow image -> float32 (H, W, C) in [0, 1]: C=1 grey (ITU-R 601 luma, as Pillow's "L"),
+    C=3 RGB; alpha onto black; letterboxed to H x W (bilinear, with the aspect kept).
+
+    A large image is first box-reduced in its own 8-/16-bit mode (see `_REDUCING_GAP`), so only
+    a few times the model's input is ever held as float.
+    """
+    height, width, channels = _check_shape(input_shape)
+    return _to_model_input(img, height, width, channels)
+
+
+def _pixel_limit() -> int | None:
+    """Pillow's decompression-bomb limit: it refuses images over 2 x MAX_IMAGE_PIXELS."""
+    limit = Image.MAX_IMAGE_PIXELS
+    return None if limit is None else 2 * int(limit)
+
+
+def _too_large(path: Path, size: tuple[int, int] | None, pixels: int | None) -> ReportgenError:
+    limit = _pixel_limit()
+    if size is not None:
+        received = f"{size[0]:,} x {size[1]:,} = {size[0] * size[1]:,} pixels"
+    else:
+        received = f"{pixels:,} pixels" if pixels is not None else "an image over the limit"
+    return ReportgenError(
+        f"Image file {str(path)!r} is too large to read.",
+        expected=f"at most {limit:,} pixels (Pillow's decompression-bomb limit, "
+                 f"2 x PIL.Image.MAX_IMAGE_PIXELS)" if limit else "a smaller image",
+        received=received,
+        fix=f"Shrink the image first (models see it at their small input size anyway), e.g. "
+            f"with ImageMagick: convert {str(path)!r} -resize 1000x1000 small.png")
+
+
+def _open_error(path: Path, exc: Exception) -> ReportgenError:
+    """One line for a file Pillow cannot decode, naming the file and what went wrong."""
+    detail = " ".join(f"{type(exc).__name__}: {exc}".split())
+    if isinstance(exc, UnidentifiedImageError):
+        try:
+            empty = path.stat().st_size == 0
+        except OSError:
+            empty = False
+        return ReportgenError(f"Image file {str(path)!r} is not a readable image (an unknown "
+                              "format, or corrupt).", expected="a PNG, JPEG, GIF or BMP image",
+                              received="an empty file" if empty else "bytes Pillow cannot "
+                              "identify as any image format",
+                              fix="export or download the image again, or convert it to PNG")
+    if isinstance(exc, OSError) and exc.errno is not None:  # the file system, not the pixels
+        return ReportgenError(f"Cannot read the image file {str(path)!r}.",
+                              received=exc.strerror or detail,
+                              fix="check the file's permissions")
+    return ReportgenError(f"Image file {str(path)!r} is truncated or corrupt.",
+                          expected="a complete PNG, JPEG, GIF or BMP image", received=detail,
+                          fix="export or download the image again, or convert it to PNG")
 
 
 def load_image_file(path: str | os.PathLike, input_shape: Sequence[int]) -> np.ndarray:
-    """Read any PNG/JPEG/GIF/BMP (any size or mode; GIF → first frame) as a model input.
+    """Read any PNG/JPEG/GIF/BMP (any size or mode; GIF -> first frame) as a model input.
 
-    See `convert_image` for the conversion. A missing or unreadable file raises ReportgenError
-    naming the file.
+    See `convert_image` for the conversion. Memory stays bounded by the decoded file in its own
+    mode: JPEGs are decoded at 1/2, 1/4 or 1/8 scale when that still leaves
+    `_REDUCING_GAP` times the model's input (Pillow's `draft`), and nothing of full size is
+    converted to float. Missing, unreadable, truncated or corrupt files, and images past
+    Pillow's decompression-bomb limit, raise a one-line ReportgenError naming the file.
     """
     path = Path(path)
-    _check_shape(input_shape)
+    height, width, channels = _check_shape(input_shape)
     if not path.is_file():
         raise ReportgenError(f"Image file {str(path)!r} does not exist.",
                              expected="a PNG, JPEG, GIF or BMP file",
                              received=str(path.resolve()) + (" (a folder)" if path.is_dir() else ""),
                              fix="check the path (relative paths are taken from the current folder)")
     try:
-        with Image.open(path) as img:
-            img.seek(0)
-            img.load()
-            return convert_image(img, input_shape)
+        with warnings.catch_warnings():
+            # Between 1x and 2x MAX_IMAGE_PIXELS Pillow only warns: such an image is accepted,
+            # its memory bounded by the shrinking above; past 2x it raises (refused below).
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(path) as img:
+                img.seek(0)
+                limit = _pixel_limit()
+                if limit is not None and img.width * img.height > limit:  # e.g. a later frame
+                    raise _too_large(path, img.size, None)
+                fitted = _fitted_size(img.height, img.width, height, width)
+                # JPEG: let the decoder scale down (DCT scaling) instead of decoding it all
+                drafted = img.draft(img.mode, (math.ceil(fitted[1] * _REDUCING_GAP),
+                                               math.ceil(fitted[0] * _REDUCING_GAP)))
+                img.load()
+                # the original's extent in the drafted pixels (None: decoded at full size)
+                box = drafted[1] if drafted and tuple(drafted[1][2:]) != img.size else None
+                return _to_model_input(img, height, width, channels, fitted, box)
     except ReportgenError:
         raise
-    except Exception as exc:  # Pillow raises many types for bad, truncated or huge files
-        raise ReportgenError(f"Cannot read the image file {str(path)!r}.",
-                             expected="a PNG, JPEG, GIF or BMP image Pillow can open",
-                             received=f"{type(exc).__name__}: {exc}",
-                             fix="convert the file to PNG, or check it is not truncated") from None
+    except Image.DecompressionBombError as exc:
+        pixels = re.search(r"\((\d+) pixels\)", str(exc))
+        raise _too_large(path, None, int(pixels.group(1)) if pixels else None) from None
+    except MemoryError:
+        raise ReportgenError(f"Image file {str(path)!r} is too large to read in memory.",
+                             fix="shrink the image first") from None
+    except Exception as exc:  # Pillow raises many types for bad, truncated or odd files
+        raise _open_error(path, exc) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -327,8 +454,25 @@ def _safe_stem(name: str) -> str:
     return stem[:40].strip("-_") or "image"
 
 
-def _digest(source: bytes, t: Transform) -> str:
-    return hashlib.sha256(source + b"|" + t.label().encode("ascii")).hexdigest()
+def _digest(source: "hashlib._Hash", t: Transform) -> str:
+    """sha256(source bytes + "|" + transform label), from a hash already fed the source bytes."""
+    digest = source.copy()
+    digest.update(b"|" + t.label().encode("ascii"))
+    return digest.hexdigest()
+
+
+def _hash_file(path: Path) -> "hashlib._Hash":
+    """sha256 of a file read in blocks (an image file is not held in memory twice)."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as exc:
+        raise ReportgenError(f"Cannot read the image file {str(path)!r}.",
+                             received=exc.strerror or type(exc).__name__,
+                             fix="check the file's permissions") from None
+    return digest
 
 
 def _with_transform(key: str, label: str, t: Transform) -> tuple[str, str]:
@@ -356,7 +500,8 @@ def make_inputs(dataset: "Dataset | None", indices: Sequence[int], files: Sequen
     result: list[InputImage] = []
     seen: set[str] = set()
 
-    def add(key: str, label: str, pixels: np.ndarray, true_class: int | None, source: bytes) -> None:
+    def add(key: str, label: str, pixels: np.ndarray, true_class: int | None,
+            source: "hashlib._Hash") -> None:
         for t in transforms:
             k, lab = _with_transform(key, label, t)
             if k in seen:
@@ -385,12 +530,13 @@ def make_inputs(dataset: "Dataset | None", indices: Sequence[int], files: Sequen
                                               f"{size:,} images)",
                                      received=str(i), fix=f"use e.g. test:0-{min(15, size - 1)}")
             pixels = np.ascontiguousarray(dataset.x_test[i], dtype=np.float32)
-            add(f"test-{i}", f"test #{i}", pixels, int(dataset.y_test[i]), pixels.tobytes())
+            add(f"test-{i}", f"test #{i}", pixels, int(dataset.y_test[i]),
+                hashlib.sha256(pixels.tobytes()))
 
     for name in files:
         path = Path(name)
         pixels = load_image_file(path, shape)
-        data = path.read_bytes()
-        key = f"file-{hashlib.sha256(data).hexdigest()[:10]}-{_safe_stem(path.name)}"
-        add(key, path.name, pixels, None, data)
+        source = _hash_file(path)
+        key = f"file-{source.hexdigest()[:10]}-{_safe_stem(path.name)}"
+        add(key, path.name, pixels, None, source)
     return result
