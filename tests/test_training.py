@@ -1,4 +1,5 @@
-"""Trainer: loss goes down, steps and history are consistent, resume, interruption, bad weights."""
+"""Trainer: loss goes down, steps and history are consistent, resume (optimizer state, same
+numbers as an uninterrupted run), recovery after an interruption, damaged files."""
 
 import json
 import os
@@ -81,25 +82,210 @@ def test_training_lowers_loss_and_names_steps(models_dir):
     assert not [p for p in (models_dir / "Tiny").iterdir() if p.name.startswith(".tmp")]
 
 
-def test_resume_after_kill_continues_mid_epoch(models_dir):
+def _interrupt_after(monkeypatch, step: str) -> None:
+    """Make the trainer stop with Ctrl-C right after it saved `step` (as a user would)."""
+    from reportgen.training import trainer
+
+    commit = trainer.commit_step
+
+    def commit_then_stop(model_dir, saved, *args, **kwargs):
+        commit(model_dir, saved, *args, **kwargs)
+        if str(saved) == step:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(trainer, "commit_step", commit_then_stop)
+
+
+def _weights_arrays(path: Path) -> dict[str, np.ndarray]:
+    import h5py
+
+    arrays = {}
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda name, obj: arrays.__setitem__(name, obj[()])
+                     if isinstance(obj, h5py.Dataset) else None)
+    return arrays
+
+
+def test_resume_restores_the_saved_optimizer_state(models_dir, monkeypatch):
+    from reportgen.training.trainer import TrainOptions, open_run
+
+    _interrupt_after(monkeypatch, "1-4")
+    with pytest.raises(KeyboardInterrupt):
+        _train(models_dir, epochs=1)
+    monkeypatch.undo()
+    tiny = models_dir / "Tiny"
+    with np.load(tiny / "train_state.npz") as state:
+        assert str(state["step"]) == "1-4"
+        saved = [state[f"opt_{i}"] for i in range(sum(k.startswith("opt_") for k in state.files))]
+    run = open_run(Catalog(models_dir).get("Tiny"), TrainOptions(epochs=1, resume=True))
+    variables = {v.path: np.asarray(v) for v in run.optimizer.variables}
+    assert len(variables) == len(saved) > 2
+    for (path, value), array in zip(variables.items(), saved):
+        np.testing.assert_array_equal(value, array, err_msg=path)
+    (iteration,) = [v for p, v in variables.items() if p.endswith("/iteration")]
+    assert iteration == 4                                    # 4 batches, not a fresh optimizer
+    moments = [v for p, v in variables.items() if p.endswith(("_momentum", "_velocity"))]
+    assert moments and all(np.any(m != 0) for m in moments)
+    assert run.start == Step(1, 4) and [r["step"] for r in run.history] == ["0-0", "1-2", "1-4"]
+
+
+def test_resumed_run_computes_the_same_steps_as_an_uninterrupted_one(tmp_path, monkeypatch):
+    """Same seed and data order: interrupted mid-epoch and resumed == never interrupted."""
+    data = _tiny_data(tmp_path / "toy.npz")
+    for name in ("Straight", "Resumed"):
+        (tmp_path / "models" / name).mkdir(parents=True)
+        (tmp_path / "models" / name / "params.toml").write_text(TINY_TOML.format(data=data))
+    catalog = Catalog(tmp_path / "models")
+    from reportgen.training.trainer import TrainOptions, train
+
+    straight = train(catalog.get("Straight"), TrainOptions(epochs=2))
+    _interrupt_after(monkeypatch, "1-2")
+    with pytest.raises(KeyboardInterrupt):
+        train(catalog.get("Resumed"), TrainOptions(epochs=2))
+    monkeypatch.undo()
+    resumed = train(catalog.get("Resumed"), TrainOptions(epochs=2, resume=True))
+    assert [r["step"] for r in resumed] == [r["step"] for r in straight]
+    for a, b in zip(resumed, straight):
+        for key in ("loss", "margin_loss", "reconstruction_loss", "train_accuracy",
+                    "val_accuracy"):
+            assert a[key] == pytest.approx(b[key], rel=1e-6, abs=1e-9), (a["step"], key)
+    for step in ("1-4", "2-5"):  # the first step after the resume, and the last
+        got = _weights_arrays(tmp_path / "models" / "Resumed" / f"{step}.weights.h5")
+        want = _weights_arrays(tmp_path / "models" / "Straight" / f"{step}.weights.h5")
+        for name in want:
+            np.testing.assert_allclose(got[name], want[name], rtol=1e-6, atol=1e-7)
+
+
+def test_resume_after_weights_removed_by_hand_says_the_optimizer_is_fresh(models_dir, capsys):
     _train(models_dir, epochs=1)
     tiny = models_dir / "Tiny"
-    # simulate a run killed after step 1-2: later files never got written
-    for name in ("1-4", "1-5"):
+    for name in ("1-4", "1-5"):  # the newest steps deleted by hand: the state is 1-5's
         (tiny / f"{name}.weights.h5").unlink()
+    capsys.readouterr()
     history = _train(models_dir, epochs=2, resume=True)
+    assert "belongs to step 1-5, whose weights file is gone" in capsys.readouterr().err
     expected = ["0-0", "1-2", "1-4", "1-5", "2-2", "2-4", "2-5"]
     assert [r["step"] for r in history] == expected
     assert [str(s) for s in list_steps(tiny)] == expected
+    assert _records(tiny) == history
+
+
+def _records(folder: Path) -> list[dict]:
+    return json.loads((folder / "history.json").read_text())["records"]
+
+
+def test_recovery_completes_a_committed_step_and_deletes_only_its_temporaries(models_dir):
+    """The folder as a kill leaves it after step 1-5's commit (train_state.npz names 1-5; its
+    weights still pending, history.json one record short), with leftovers of killed writes and
+    files of the user's that only look temporary."""
+    from reportgen.training.run_state import recover
+
+    _train(models_dir, epochs=1)
+    tiny = models_dir / "Tiny"
+    complete = _records(tiny)
+    weights = (tiny / "1-5.weights.h5").read_bytes()
+    (tiny / "1-5.weights.h5").rename(tiny / ".tmp-step-1-5.weights.h5")
+    (tiny / "history.json").write_text(json.dumps({"records": complete[:-1]}))
+    ours = [".tmp-ab_12xyz.npz", ".tmp-k3j9v0qq.json", ".tmp-zz000000.weights.h5",
+            ".tmp-step-2-1.weights.h5"]
+    theirs = ["notes.txt", ".tmp-notes.txt", ".tmp-ab12.npz", ".tmpab_12xyz.npz", "x.npz"]
+    for name in ours + theirs:
+        (tiny / name).write_bytes(b"half written")
+    committed, notices = recover(tiny, "Tiny")
+    assert str(committed.step) == "1-5"
+    assert (tiny / "1-5.weights.h5").read_bytes() == weights
+    assert _records(tiny) == complete
+    assert any("Completed step 1-5" in n for n in notices)
+    left = {p.name for p in tiny.iterdir()}
+    assert not left & set(ours)
+    assert set(theirs) <= left
+    assert all((tiny / name).read_bytes() == b"half written" for name in theirs)
+    # idempotent: a second start finds nothing to do
+    assert recover(tiny, "Tiny")[1] == []
+
+
+def test_weights_without_a_history_record_are_archived_not_trained_over(models_dir, capsys):
+    """An older reportgen wrote the weights before the state: a kill could leave a weights file
+    with no record. --resume moves it aside (never deletes it) and recomputes the step."""
+    _train(models_dir, epochs=1)
+    tiny = models_dir / "Tiny"
+    stray = (tiny / "1-4.weights.h5").read_bytes()
+    (tiny / "2-2.weights.h5").write_bytes(stray)
+    capsys.readouterr()
+    history = _train(models_dir, epochs=2, resume=True)
+    assert "Moved 1 weights file(s) without a history record (2-2)" in capsys.readouterr().err
+    (archived,) = (tiny / "archive").iterdir()
+    assert archived.name.endswith("-uncommitted")
+    assert (archived / "2-2.weights.h5").read_bytes() == stray
+    assert [str(s) for s in list_steps(tiny)] == [r["step"] for r in history]
+    assert (tiny / "2-2.weights.h5").read_bytes() != stray
+
+
+def test_damaged_state_history_or_weights_stop_with_one_line(models_dir):
+    _train(models_dir, epochs=1)
+    tiny = models_dir / "Tiny"
+    originals = {name: (tiny / name).read_bytes()
+                 for name in ("train_state.npz", "history.json", "1-5.weights.h5")}
+
+    def error_for(name: str, damaged: bytes) -> str:
+        (tiny / name).write_bytes(damaged)
+        try:
+            with pytest.raises(ReportgenError) as err:
+                _train(models_dir, epochs=2, resume=True)
+        finally:
+            (tiny / name).write_bytes(originals[name])
+        message = err.value.message
+        assert "\n" not in message and str(tiny / name) in message and "Fix: " in message
+        return message
+
+    assert "Fix: Delete" in error_for("train_state.npz", originals["train_state.npz"][:200])
+    message = error_for("history.json", b'{"records": [{"step": "0-')
+    assert "rewrites it from train_state.npz" in message
+    message = error_for("1-5.weights.h5", originals["1-5.weights.h5"][:4000])
+    assert "unreadable" in message and "--resume" in message
+    # history.json deleted as the fix says: rebuilt from the state, and the run continues
+    (tiny / "history.json").unlink()
+    history = _train(models_dir, epochs=2, resume=True)
+    assert history[:4] == json.loads(originals["history.json"])["records"]
+    assert history[-1]["step"] == "2-5"
+
+
+def test_resume_keeps_the_runs_data_order(models_dir):
+    _train(models_dir, epochs=1, seed=3)
+    with pytest.raises(ReportgenError, match="--batch-size differs") as err:
+        _train(models_dir, epochs=2, resume=True, batch_size=7)
+    assert "Expected --batch-size 10" in err.value.message
+    with pytest.raises(ReportgenError, match="--seed differs"):
+        _train(models_dir, epochs=2, resume=True, seed=0)
+    history = _train(models_dir, epochs=2, resume=True)        # the run's own seed: 3
+    assert history[-1]["step"] == "2-5"
+    with np.load(models_dir / "Tiny" / "train_state.npz") as state:
+        assert json.loads(str(state["settings"]))["seed"] == 3
+
+
+def test_one_training_per_model_at_a_time(models_dir):
+    from reportgen.training.run_state import training_lock
+
+    with training_lock(models_dir / "Tiny", "Tiny"):
+        with pytest.raises(ReportgenError, match="Another `reportgen train Tiny` is running"):
+            _train(models_dir, epochs=1)
 
 
 def test_existing_run_is_never_overwritten_silently(models_dir):
     _train(models_dir, epochs=1)
     with pytest.raises(ReportgenError, match="--resume"):
         _train(models_dir, epochs=1)
+    tiny = models_dir / "Tiny"
+    (tiny / "notes.txt").write_text("mine")
+    (tiny / ".tmp-x1y2z3w4.npz").write_bytes(b"left by a killed write")
+    before = {p.name: p.read_bytes() for p in tiny.iterdir() if p.name.endswith((".h5", ".json",
+                                                                                   "state.npz"))}
     _train(models_dir, epochs=1, fresh=True)
-    archived = list((models_dir / "Tiny" / "archive").iterdir())
-    assert len(archived) == 1 and (archived[0] / "1-5.weights.h5").is_file()
+    archived = list((tiny / "archive").iterdir())
+    assert len(archived) == 1
+    assert {p.name: p.read_bytes() for p in archived[0].iterdir()} == before
+    assert (tiny / "notes.txt").read_text() == "mine"
+    assert not (tiny / ".tmp-x1y2z3w4.npz").exists()
 
 
 def test_save_load_round_trip_gives_identical_outputs(models_dir, tmp_path):

@@ -1,7 +1,9 @@
 """Training steps and their weights files: Step(3, 100) <-> models/NAME/3-100.weights.h5.
 
-Writes are atomic (temporary file in the same folder, then rename), so an interrupted run
-leaves only complete files.
+Writes are atomic: a temporary file in the same folder (named `.tmp-` + 8 random characters +
+the target's suffix, so that the next `reportgen train` can recognise and delete leftovers of a
+killed write), flushed to disk, then renamed over the target. How a training step's files are
+committed together is in reportgen.training.run_state.
 """
 
 from __future__ import annotations
@@ -64,10 +66,35 @@ def atomic_path(final: Path, suffix: str = "") -> Iterator[Path]:
     tmp = Path(tmp)
     try:
         yield tmp
+        fsync_file(tmp)
         os.replace(tmp, final)
+        fsync_dir(final.parent)
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def fsync_file(path: Path) -> None:
+    """Flush a written file to disk, so a rename never publishes a file the OS has not stored."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_dir(folder: Path) -> None:
+    """Flush a folder's entries (a rename) to disk; a no-op where folders cannot be opened."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def atomic_write_bytes(final: Path, data: bytes) -> None:

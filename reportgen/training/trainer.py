@@ -1,46 +1,69 @@
-"""Train a CapsNet and save a weights file every K batches (SPEC §2, issue 2).
+"""Train a CapsNet and save a weights file every K batches.
 
-Steps are named EPOCH-BATCH (epoch 1-based; 0-0 = untrained). Each save writes, atomically:
-the weights file, the history (history.json: losses and validation accuracy per saved step) and
-the optimizer state (train_state.npz) so `--resume` continues exactly where the last save was.
-A custom loop (not `fit`) because saves fall inside epochs and resume may start mid-epoch; the
-bench compares its throughput with `fit` on the same model.
+Steps are named EPOCH-BATCH (epoch 1-based; 0-0 = untrained). Each save commits the step's
+weights, the optimizer state and the history together (the order, and what the next start does
+after a kill at any moment, are in reportgen.training.run_state), so `--resume` continues from
+the last saved step with Adam's moments and iteration count as they were: a resumed run computes
+the same next steps as an uninterrupted one with the same seed. A custom loop (not `fit`)
+because saves fall inside epochs and a resume may start mid-epoch; the bench compares its
+throughput with `fit` on the same model.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import shutil
 import time
-from dataclasses import dataclass
-from datetime import datetime, timezone
-from pathlib import Path
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from reportgen import console
-from reportgen.catalog import HISTORY_FILE, ModelEntry
+from reportgen.catalog import ModelEntry
 from reportgen.errors import ReportgenError
-from reportgen.training.checkpoints import (Step, atomic_path, atomic_write_text, list_steps,
-                                            load_weights, save_weights)
+from reportgen.training.checkpoints import Step, list_steps, load_weights
+from reportgen.training.run_state import (ARCHIVE_DIR, STATE_FILE, Committed,
+                                          archive_run, archive_uncommitted, commit_step,
+                                          recover, remove_temporary_files, sigint_deferred,
+                                          training_lock)
 
-STATE_FILE = "train_state.npz"
-ARCHIVE_DIR = "archive"
 VALIDATION_LIMIT = 1000
+# settings that fix which images each EPOCH-BATCH step saw: a resume must keep them
+_ORDER_SETTINGS = ("data", "seed", "batch_size", "limit")
 
 
 @dataclass(frozen=True)
 class TrainOptions:
     epochs: int | None = None         # None: params.toml's training.epochs
-    batch_size: int | None = None
+    batch_size: int | None = None     # None: the run's on --resume, else params.toml's
     save_every: int | None = None
     learning_rate: float | None = None
-    data: str | None = None           # None: params.toml's dataset
-    seed: int = 0
+    data: str | None = None           # None: the run's on --resume, else params.toml's dataset
+    seed: int | None = None           # None: the run's on --resume, else 0
     resume: bool = False
     fresh: bool = False               # archive an earlier run instead of refusing
     limit: int | None = None          # use only the first N (shuffled) training images
+
+
+@dataclass
+class Run:
+    """A run ready to train: the network and optimizer (restored on resume) and its data."""
+
+    net: object
+    optimizer: object
+    settings: dict                    # data, seed, batch_size, limit, learning_rate, save_every
+    epochs: int
+    start: Step                       # the first batch to train is start.batch of start.epoch
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_val: np.ndarray
+    y_val: np.ndarray
+    source: str                       # the dataset's description, for history.json
+    history: list[dict] = field(default_factory=list)
+    resumed_from: Step | None = None
+
+    @property
+    def batches_per_epoch(self) -> int:
+        return math.ceil(len(self.x_train) / self.settings["batch_size"])
 
 
 def _epoch_order(n: int, seed: int, epoch: int) -> np.ndarray:
@@ -55,44 +78,117 @@ def _validation_split(dataset, seed: int):
     return dataset.x_test[idx], dataset.y_test[idx]
 
 
-def _archive_run(entry: ModelEntry) -> Path:
-    """Move an earlier run's products to models/NAME/archive/<UTC time>/ (never delete)."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    target = entry.path / ARCHIVE_DIR / stamp
-    target.mkdir(parents=True)
-    for path in entry.path.iterdir():
-        if path.name.endswith(".weights.h5") or path.name in (HISTORY_FILE, STATE_FILE):
-            shutil.move(str(path), target / path.name)
-    return target
-
-
 def train(entry: ModelEntry, options: TrainOptions = TrainOptions()) -> list[dict]:
     """Train `entry` and return its history records. See TrainOptions for the knobs."""
+    with training_lock(entry.path, entry.name):
+        run = open_run(entry, options)
+        return _train_loop(entry, run)
+
+
+def open_run(entry: ModelEntry, options: TrainOptions) -> Run:
+    """Recover the model folder after an interruption, then set up a new or resumed run.
+
+    The caller holds `training_lock` (train does); tests call this to inspect a resumed run.
+    """
+    if options.resume and options.fresh:
+        raise ReportgenError("--resume and --fresh exclude each other",
+                             fix="Continue the run with --resume, or start over with --fresh")
+    committed = _recover_folder(entry, options)
+    existing = list_steps(entry.path)
+    if existing and not options.resume:
+        raise ReportgenError(
+            f"{entry.path} already holds a training run (steps {existing[0]} ... "
+            f"{existing[-1]}).",
+            fix=f"Continue it with `reportgen train {entry.name} --resume`, or start over "
+                f"with `--fresh` (moves the old run to {entry.path / ARCHIVE_DIR}/).")
+    if existing:
+        existing = _drop_uncommitted(entry, committed)
+    settings = _settings(entry, options, committed.settings if existing else {})
+    run = _load_data(entry, options, settings)
+
     import keras
 
     from reportgen.capsnet.architecture import build_capsnet
+
+    keras.utils.set_random_seed(settings["seed"])
+    run.net = build_capsnet(entry.params)
+    run.optimizer = keras.optimizers.Adam(settings["learning_rate"])
+    run.optimizer.build(run.net.model.trainable_variables)  # so a resume can restore its moments
+    if existing:
+        last = existing[-1]
+        _load_step_weights(entry, run.net, last)
+        run.history = [r for r in committed.records if Step.parse(r["step"]) <= last]
+        _restore_optimizer(entry, run.optimizer, committed, last, settings["learning_rate"])
+        run.start = Step(last.epoch + 1, 0) if last.batch >= run.batches_per_epoch \
+            or last.epoch == 0 else Step(last.epoch, last.batch)
+        run.resumed_from = last
+        console.notice(f"Resuming {entry.name} from step {last}")
+    return run
+
+
+def _recover_folder(entry: ModelEntry, options: TrainOptions) -> Committed:
+    """Finish or undo what a killed run left (see run_state); with --fresh, archive the run."""
+    if options.fresh:
+        try:  # complete a committed step so the archive holds the whole run
+            recover(entry.path, entry.name)
+        except ReportgenError:
+            pass  # a damaged run is archived as it is
+        target = archive_run(entry.path)
+        remove_temporary_files(entry.path)
+        if target is not None:
+            console.notice(f"Earlier run moved to {target}")
+        return Committed(None)
+    committed, notices = recover(entry.path, entry.name)
+    for line in notices:
+        console.notice(line)
+    return committed
+
+
+def _drop_uncommitted(entry: ModelEntry, committed: Committed) -> list[Step]:
+    """Move weights without a history record aside, so the history has no gap; return the rest."""
+    if committed.step is None:
+        raise ReportgenError(
+            f"{entry.path} holds weights files but neither history.json nor {STATE_FILE}, so "
+            "there is no run to resume",
+            fix=f"Start over with `reportgen train {entry.name} --fresh` (moves the weights to "
+                f"{entry.path / ARCHIVE_DIR}/)")
+    target, moved = archive_uncommitted(entry.path, committed)
+    if moved:
+        console.notice(f"Moved {len(moved)} weights file(s) without a history record "
+                       f"({', '.join(map(str, moved))}) to {target}")
+    existing = list_steps(entry.path)
+    if not existing:
+        raise ReportgenError(f"{entry.path} holds no saved step of the run to resume",
+                             fix=f"Start over with `reportgen train {entry.name} --fresh`")
+    return existing
+
+
+def _settings(entry: ModelEntry, options: TrainOptions, recorded: dict) -> dict:
+    """The run's settings: options, else (on resume) the run's own, else params.toml's."""
+    tp = entry.params.training
+    given = {"data": options.data, "seed": options.seed, "batch_size": options.batch_size,
+             "limit": options.limit, "learning_rate": options.learning_rate,
+             "save_every": options.save_every}
+    for key in _ORDER_SETTINGS:
+        if key in recorded and given[key] is not None and given[key] != recorded[key]:
+            flag = "--" + key.replace("_", "-")
+            kept = f"no {flag}" if recorded[key] is None else f"{flag} {recorded[key]}"
+            raise ReportgenError(
+                f"{flag} differs from the run being resumed, so its steps would not line up",
+                expected=kept, received=f"{flag} {given[key]}",
+                fix=f"Use {kept} to continue the run, or start over with `reportgen train "
+                    f"{entry.name} --fresh`")
+    defaults = {"data": entry.params.dataset, "seed": 0, "batch_size": tp.batch_size,
+                "limit": None, "learning_rate": tp.learning_rate, "save_every": tp.save_every}
+    return {key: given[key] if given[key] is not None else recorded.get(key, defaults[key])
+            for key in defaults}
+
+
+def _load_data(entry: ModelEntry, options: TrainOptions, settings: dict) -> Run:
     from reportgen.data.datasets import load_dataset
-    from reportgen.training.evaluate import accuracy
 
     params = entry.params
-    tp = params.training
-    epochs = options.epochs or tp.epochs
-    batch_size = options.batch_size or tp.batch_size
-    save_every = options.save_every or tp.save_every
-    learning_rate = options.learning_rate or tp.learning_rate
-
-    existing = list_steps(entry.path)
-    if existing and not options.resume:
-        if not options.fresh:
-            raise ReportgenError(
-                f"{entry.path} already holds a training run (steps {existing[0]} ... "
-                f"{existing[-1]}).",
-                fix=f"Continue it with `reportgen train {entry.name} --resume`, or start over "
-                    f"with `--fresh` (moves the old run to {entry.path / ARCHIVE_DIR}/).")
-        console.notice(f"Earlier run moved to {_archive_run(entry)}")
-        existing = []
-
-    dataset = load_dataset(options.data or params.dataset, seed=options.seed)
+    dataset = load_dataset(settings["data"], seed=settings["seed"])
     if tuple(dataset.input_shape) != tuple(params.input_shape):
         raise ReportgenError(f"Dataset '{dataset.name}' does not fit model {entry.name}.",
                              expected=f"images of shape {tuple(params.input_shape)}",
@@ -103,39 +199,71 @@ def train(entry: ModelEntry, options: TrainOptions = TrainOptions()) -> list[dic
                              expected=f"at most {params.num_classes} classes",
                              received=str(dataset.num_classes))
     x_train, y_train = dataset.x_train, dataset.y_train
-    if options.limit:
-        keep = np.sort(np.random.default_rng(options.seed).permutation(len(x_train))[:options.limit])
+    if settings["limit"]:
+        keep = np.sort(np.random.default_rng(settings["seed"]).permutation(len(x_train))
+                       [:settings["limit"]])
         x_train, y_train = x_train[keep], y_train[keep]
-    x_val, y_val = _validation_split(dataset, options.seed)
-    n = len(x_train)
-    batches_per_epoch = math.ceil(n / batch_size)
+    x_val, y_val = _validation_split(dataset, settings["seed"])
+    return Run(net=None, optimizer=None, settings=settings,
+               epochs=options.epochs or params.training.epochs, start=Step(1, 0),
+               x_train=x_train, y_train=y_train, x_val=x_val, y_val=y_val, source=dataset.source)
 
-    keras.utils.set_random_seed(options.seed)
-    net = build_capsnet(params)
-    optimizer = keras.optimizers.Adam(learning_rate)
-    optimizer.build(net.model.trainable_variables)  # so a resume can restore its moments
-    history: list[dict] = []
-    start = Step(1, 0)
-    if existing:  # resume
-        last = existing[-1]
-        load_weights(net, entry.weights_path(last))
-        history = [r for r in entry.history() if Step.parse(r["step"]) <= last]
-        _load_optimizer_state(entry.path / STATE_FILE, optimizer, last)
-        start = Step(last.epoch + 1, 0) if last.batch >= batches_per_epoch or last.epoch == 0 \
-            else Step(last.epoch, last.batch)
-        console.notice(f"Resuming {entry.name} from step {last}")
-    console.notice(f"Training {entry.name} on {dataset.source}: {n:,} images, batch {batch_size}, "
-                   f"{epochs} epochs, saving every {save_every} batches")
 
-    train_step = make_train_step(net, optimizer)
+def _load_step_weights(entry: ModelEntry, net, step: Step) -> None:
+    try:
+        load_weights(net, entry.weights_path(step))
+    except ReportgenError as exc:
+        raise ReportgenError(exc.what, expected=exc.expected, received=exc.received,
+                             fix=f"Move {entry.weights_path(step)} out of {entry.path}; "
+                                 f"`reportgen train {entry.name} --resume` then continues from "
+                                 "the step before, or start over with --fresh") from exc
 
+
+def _restore_optimizer(entry: ModelEntry, optimizer, committed: Committed, last: Step,
+                       learning_rate: float) -> None:
+    """Adam's moments and iteration count as saved with `last`; a fresh Adam (said so) if the
+    state belongs to another step (its weights were removed by hand) or is missing."""
+    state_path = entry.path / STATE_FILE
+    if committed.optimizer is None or committed.step != last:
+        reason = (f"{state_path} is missing" if committed.optimizer is None else
+                  f"{state_path} belongs to step {committed.step}, whose weights file is gone")
+        console.notice(f"{reason}; resuming from step {last} with a fresh optimizer.")
+        return
+    variables = optimizer.variables
+    shapes = [tuple(v.shape) for v in variables]
+    saved = [tuple(a.shape) for a in committed.optimizer]
+    if shapes != saved:
+        raise ReportgenError(
+            f"Optimizer state in {state_path} does not fit model {entry.name}",
+            expected=f"{len(shapes)} optimizer variables shaped as this params.toml builds them",
+            received=f"{len(saved)} variables",
+            fix=f"Delete {state_path} to resume with a fresh optimizer, or start over with "
+                f"`reportgen train {entry.name} --fresh`")
+    for var, array in zip(variables, committed.optimizer):
+        var.assign(array)
+    previous = float(np.asarray(optimizer.learning_rate))
+    if not np.isclose(previous, learning_rate):
+        console.notice(f"Learning rate changed from {previous:g} to {learning_rate:g}.")
+    optimizer.learning_rate = learning_rate
+
+
+def _train_loop(entry: ModelEntry, run: Run) -> list[dict]:
+    params = entry.params
+    settings = run.settings
+    batch_size, save_every = settings["batch_size"], settings["save_every"]
+    n, batches_per_epoch, start = len(run.x_train), run.batches_per_epoch, run.start
+    net, history = run.net, run.history
+    console.notice(f"Training {entry.name} on {run.source}: {n:,} images, batch {batch_size}, "
+                   f"{run.epochs} epochs, saving every {save_every} batches")
+    from reportgen.training.evaluate import accuracy
+
+    train_step = make_train_step(net, run.optimizer)
     clock = time.perf_counter()
     sums = np.zeros(4)
     seen = 0
 
     def save(step: Step) -> None:
         nonlocal sums, seen
-        val_acc = accuracy(net, x_val, y_val)
         record = {"step": str(step), "epoch": step.epoch, "batch": step.batch,
                   "images_seen": (max(step.epoch - 1, 0) * n +
                                   min(step.batch * batch_size, n)),
@@ -143,28 +271,29 @@ def train(entry: ModelEntry, options: TrainOptions = TrainOptions()) -> list[dic
                   "margin_loss": sums[1] / seen if seen else None,
                   "reconstruction_loss": sums[2] / seen if seen else None,
                   "train_accuracy": sums[3] / seen if seen else None,
-                  "val_accuracy": val_acc, "seconds": round(time.perf_counter() - clock, 3)}
-        save_weights(net, entry.weights_path(step))
-        _save_optimizer_state(entry.path / STATE_FILE, optimizer, step)
-        history.append(record)
-        atomic_write_text(entry.path / HISTORY_FILE, json.dumps(
-            {"model": entry.name, "dataset": dataset.source, "batch_size": batch_size,
-             "records": history}, indent=1))
+                  "val_accuracy": accuracy(net, run.x_val, run.y_val),
+                  "seconds": round(time.perf_counter() - clock, 3)}
+        doc = {"model": entry.name, "dataset": run.source, "batch_size": batch_size,
+               "records": history + [record]}
+        with sigint_deferred():  # Ctrl-C mid-save: the step is saved and counted, then we stop
+            commit_step(entry.path, step, lambda path: net.model.save_weights(str(path)),
+                        run.optimizer.variables, doc, settings)
+            history.append(record)
         sums, seen = np.zeros(4), 0
 
-    if not existing:
+    if run.resumed_from is None:
         save(Step(0, 0))
     total_batches = sum(batches_per_epoch - (start.batch if e == start.epoch else 0)
-                        for e in range(start.epoch, epochs + 1))
+                        for e in range(start.epoch, run.epochs + 1))
     try:
         with console.progress(total_batches, f"train {entry.name}", unit="batch") as bar:
-            for epoch in range(start.epoch, epochs + 1):
-                order = _epoch_order(n, options.seed, epoch)
+            for epoch in range(start.epoch, run.epochs + 1):
+                order = _epoch_order(n, settings["seed"], epoch)
                 first = start.batch if epoch == start.epoch else 0
                 for b in range(first, batches_per_epoch):
                     idx = np.sort(order[b * batch_size:(b + 1) * batch_size])
-                    one_hot = np.eye(params.num_classes, dtype=np.float32)[y_train[idx]]
-                    out = train_step(x_train[idx], one_hot)
+                    one_hot = np.eye(params.num_classes, dtype=np.float32)[run.y_train[idx]]
+                    out = train_step(run.x_train[idx], one_hot)
                     k = len(idx)
                     sums += np.array([float(out[0]) * k, float(out[1]) * k, float(out[2]) * k,
                                       float(out[3])])
@@ -177,14 +306,15 @@ def train(entry: ModelEntry, options: TrainOptions = TrainOptions()) -> list[dic
                         bar.set_postfix(val_acc=f"{history[-1]['val_accuracy']:.4f}")
     except KeyboardInterrupt:
         last = history[-1]["step"] if history else "none"
-        console.notice(f"\nInterrupted. Last complete step: {last}. Continue with "
+        console.notice(f"\nInterrupted. Last saved step: {last}. Continue with "
                        f"`reportgen train {entry.name} --resume`.")
         raise
     return history
 
 
 def make_train_step(net, optimizer):
-    """One compiled optimisation step: margin loss + lambda x reconstruction loss (SPEC §2).
+    """One compiled optimisation step: margin loss + lambda x reconstruction loss (Sabour et al.
+    2017, eq. 4 and section 4.1).
 
     The decoder sees the true class's capsule (masked by the label). Returns
     (mean total loss, mean margin loss, mean reconstruction loss, number correct).
@@ -216,23 +346,3 @@ def make_train_step(net, optimizer):
         return total, tf.reduce_mean(margin), tf.reduce_mean(rec), correct
 
     return train_step
-
-
-def _save_optimizer_state(path: Path, optimizer, step: Step) -> None:
-    arrays = {f"v{i}": np.asarray(v) for i, v in enumerate(optimizer.variables)}
-    with atomic_path(path, suffix=".npz") as tmp:
-        np.savez(tmp, step=np.array(str(step)), **arrays)
-
-
-def _load_optimizer_state(path: Path, optimizer, step: Step) -> None:
-    """Restore Adam's moments if they were saved at `step`; otherwise warn and start them fresh."""
-    if not path.is_file():
-        console.notice(f"No optimizer state at {path}; resuming with a fresh optimizer.")
-        return
-    with np.load(path, allow_pickle=False) as state:
-        if str(state["step"]) != str(step) or len(state.files) - 1 != len(optimizer.variables):
-            console.notice(f"Optimizer state in {path} is not from step {step}; "
-                           "resuming with a fresh optimizer.")
-            return
-        for i, var in enumerate(optimizer.variables):
-            var.assign(state[f"v{i}"])
