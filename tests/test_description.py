@@ -194,3 +194,37 @@ def test_layer_lookup_names_the_known_layers():
                          head=Head("capsules", 2, "x"))
     assert INPUT_FIELD.through((3, 3), (2, 2), (0, 0)) == ReceptiveField((0, 0), (3, 3), (2, 2))
     assert isinstance(describe(_params()).conv_layers[0], ConvLayer)
+
+
+def test_render_context_reads_the_geometry_from_the_description(tiny_net):
+    """Renderers get receptive fields from the description (one place computes them); the
+    older per-conv-layer tuples are derived from it."""
+    from reportgen.figures.figure import RenderContext
+
+    ctx = RenderContext(model="m", step="1-1", class_names=("a", "b", "c"),
+                        description=tiny_net.description)
+    assert ctx.receptive_fields == tuple(tiny_net.receptive_fields()) == ((0, 3, 1), (0, 5, 2))
+    assert ctx.conv_layer_names == tiny_net.conv_layer_names
+    assert ctx.receptive_field() == tiny_net.description.primary_capsules.receptive_field
+    assert ctx.receptive_field("conv1").rows == (0, 3, 1)
+    assert ctx.receptive_field("conv9") is None
+    assert RenderContext(model="m", step="s", class_names=()).receptive_field() is None
+
+
+@pytest.mark.parametrize("name", ["primary_heatmaps", "rpv", "gradcam_pp"])
+def test_overlays_are_the_same_from_the_description_or_the_old_tuples(name, tiny_net, probe):
+    from reportgen.figures.figure import RenderContext
+    from reportgen.techniques import get_technique
+
+    technique = get_technique(name)
+    common = dict(model="m", step="1-1", class_names=("a", "b", "c"),
+                  image=probe.images[0])
+    new = RenderContext(**common, description=tiny_net.description)
+    old = RenderContext(**common, receptive_fields=tuple(tiny_net.receptive_fields()),
+                        conv_layer_names=tiny_net.conv_layer_names)
+    for params in technique.variants(tiny_net):
+        result = {k: v[0] for k, v in technique.compute(probe, params).items()}
+        drawn = [(f.name, f.data, f.caption) for f in technique.render(result, params, new)]
+        assert drawn == [(f.name, f.data, f.caption)
+                         for f in technique.render(result, params, old)]
+        assert "placed by receptive field" in drawn[0][2]

@@ -427,6 +427,10 @@ def render_conv_kernels(result, params, ctx: RenderContext) -> list[Figure]:
 # --- 3./4. primary-capsule heatmaps and RPV -----------------------------------------------------
 
 def _last_rf(ctx: RenderContext):
+    """The primary-capsule grid's receptive field (from the model's description when given)."""
+    field = ctx.receptive_field()
+    if field is not None:
+        return field.rows
     return tuple(ctx.receptive_fields[-1]) if ctx.receptive_fields else None
 
 
@@ -568,6 +572,9 @@ def render_decoder_perturbation(result, params, ctx: RenderContext) -> list[Figu
 
 def _layer_rf(ctx: RenderContext, layer: str, grid_hw, input_hw):
     """The receptive field of `layer`; else the only one giving `grid_hw` on the input."""
+    field = ctx.receptive_field(layer) if layer else None
+    if field is not None:
+        return field.rows
     names = list(ctx.conv_layer_names or ())
     fields = list(ctx.receptive_fields or ())
     if layer in names and names.index(layer) < len(fields):
