@@ -66,6 +66,7 @@ def _train(models_dir, **kw):
     return train(Catalog(models_dir).get("Tiny"), TrainOptions(**kw))
 
 
+@pytest.mark.slow
 def test_training_lowers_loss_and_names_steps(models_dir):
     history = _train(models_dir, epochs=3)
     # 48 training images, batch 10 -> 5 batches an epoch; saves at 2, 4 and the epoch's end
@@ -338,6 +339,7 @@ def test_step_names_round_trip_and_sort():
         Step.parse("3_100")
 
 
+@pytest.mark.slow
 def test_sigint_leaves_only_complete_files_and_resume_works(models_dir):
     """A real `reportgen train` process interrupted with Ctrl-C (SIGINT), then --resume."""
     env = {**os.environ, "REPORTGEN_MODELS": str(models_dir)}
