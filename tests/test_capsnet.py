@@ -157,3 +157,20 @@ def test_model_with_batch_size_one(weight_sharing, make_net, images):
                                atol=1e-6)
     capsules, lengths = net.encoder(images[:1])
     assert tuple(capsules.shape) == (1, 3, 4) and tuple(lengths.shape) == (1, 3)
+
+
+def test_save_load_round_trip(tiny_net, images, tmp_path):
+    """Every capsule layer is registered as serializable: the whole model saved as .keras loads
+    back (no custom_objects) and computes the same outputs."""
+    import keras
+
+    path = tmp_path / "capsnet.keras"
+    tiny_net.model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert {type(layer).__name__ for layer in loaded.layers} >= {"PrimaryCaps", "ClassCaps",
+                                                                 "Length", "Mask"}
+    want, got = tiny_net.model(images), loaded(images)
+    assert sorted(got) == sorted(want)
+    for key in want:
+        np.testing.assert_allclose(_np(got[key]), _np(want[key]), rtol=1e-6, atol=1e-7,
+                                   err_msg=key)
