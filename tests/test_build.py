@@ -1,6 +1,9 @@
 """`reportgen build` end to end on a tiny model: nothing computed twice, broken checkpoints
-reported and skipped, models without steps named with the command that trains them."""
+reported and skipped (and shown on Home), models without steps named with the command that
+trains them; the site folder rules, its lock, the staged swap and the per-build working folders
+(in-process; tests/test_faults_site.py races real processes)."""
 
+import re
 import shutil
 
 import pytest
@@ -73,7 +76,8 @@ def test_broken_checkpoint_is_reported_and_the_rest_builds(models, tmp_path):
     assert any("Untrained" in s and "reportgen train Untrained" in s for s in summary.skipped)
 
 
-def test_cli_build_exits_non_zero_on_failure_and_builds_the_site(models, tmp_path):
+def test_cli_build_exits_non_zero_on_failure_and_builds_the_site(models, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     broken = tmp_path / "models"
     shutil.copytree(models, broken)
     (broken / "Tiny" / "0-0.weights.h5").write_bytes(b"not hdf5")
@@ -83,7 +87,11 @@ def test_cli_build_exits_non_zero_on_failure_and_builds_the_site(models, tmp_pat
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 1
     assert "FAILED" in result.output and "0-0.weights.h5" in result.output
-    assert (tmp_path / "site" / "index.html").is_file()   # the rest still became a site
+    home = (tmp_path / "site" / "index.html").read_text("utf-8")   # the rest became a site
+    assert "Failed in this build" in home and "Tiny step 0-0" in home
+    assert "0-0.weights.h5" in home
+    assert "latest 1-5" in home                                # the other steps were built
+    assert not list((tmp_path / ".reportgen" / "builds").iterdir())   # working folder removed
 
 
 def test_select_steps():
@@ -151,3 +159,233 @@ def test_dataset_analyses_trends_and_comparisons_are_cached(models, tmp_path):
         assert {n.split("-")[0] for n in pngs} == {"routing_diagnostics", "affine_robustness"}
     second = build(Catalog(twin), options)
     assert second.computed == 0 and second.drawn == 0
+
+
+# ------------------------------------------------------------------ the site folder
+
+
+def _tree(folder):
+    """Every file under `folder` with its bytes (what "left untouched" compares)."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _site_options(tmp_path, **kw):
+    return _options(tmp_path, render_site=True, project_dir=None,
+                    techniques=("predictions", "conv_kernels"), **kw)
+
+
+def test_site_folder_rules(tmp_path, monkeypatch):
+    from reportgen.pages.site_output import check_site_folder, write_marker
+
+    monkeypatch.chdir(tmp_path)
+    rules = dict(models_dir=tmp_path / "models", cache_dir=tmp_path / "cache")
+    (tmp_path / "models" / "M").mkdir(parents=True)
+    (tmp_path / "models" / "M" / "params.toml").write_text("x = 1\n")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "todo.txt").write_text("mine")
+    (tmp_path / "a_model").mkdir()
+    (tmp_path / "a_model" / "params.toml").write_text("")
+    (tmp_path / "holds" / "sub").mkdir(parents=True)
+    (tmp_path / "holds" / "sub" / "params.toml").write_text("")
+    (tmp_path / "file.txt").write_text("")
+    refused = {"notes": "did not make (todo.txt)", "models": "the models folder",
+               "models/other": "inside the models folder", ".": "project folder",
+               "..": "project folder", "cache": "the artifact cache",
+               "a_model": "holds a model (params.toml)", "holds": "holds a model (sub/params.toml)",
+               "file.txt": "is a file"}
+    for folder, why in refused.items():
+        with pytest.raises(ReportgenError, match=re.escape(why)) as err:
+            check_site_folder(folder, **rules)
+        assert f"'{folder}'" in err.value.message and "--site-dir" in err.value.message
+        assert "\n" not in err.value.message
+    assert (notes / "todo.txt").read_text() == "mine"
+    # absent, empty and reportgen-made folders are fine
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "made").mkdir()
+    (tmp_path / "made" / "index.html").write_text("old")
+    write_marker(tmp_path / "made")
+    for folder in ("site", "empty", "made", "deeper/site"):
+        assert check_site_folder(folder, **rules) == (tmp_path / folder).resolve()
+    # a marked site holding a model is still refused
+    (tmp_path / "made" / "params.toml").write_text("")
+    with pytest.raises(ReportgenError, match="holds a model"):
+        check_site_folder("made", **rules)
+
+
+def test_a_site_made_before_the_marker_is_recognised(tmp_path):
+    from reportgen.pages.site_output import is_reportgen_site
+
+    old = tmp_path / "site"
+    (old / "assets" / "reportgen").mkdir(parents=True)
+    (old / "assets" / "reportgen" / "reportgen.js").write_text("")
+    (old / "index.html").write_text("")
+    (old / "search").mkdir()
+    assert is_reportgen_site(old)
+    (old / "thesis.pdf").write_text("")             # a user's file: no longer ours
+    assert not is_reportgen_site(old)
+
+
+def test_failed_site_build_leaves_the_previous_site_untouched(tmp_path):
+    from reportgen.pages.site_output import staged_site
+
+    site = tmp_path / "site"
+    with staged_site(site, {"digest": "a"}) as staging:
+        (staging / "index.html").write_text("first")
+    before = _tree(site)
+    assert before == {".reportgen-site.json": b'{\n "digest": "a",\n "generator": "reportgen"\n}\n',
+                      "index.html": b"first"}
+    with pytest.raises(RuntimeError):
+        with staged_site(site) as staging:
+            (staging / "index.html").write_text("second")
+            raise RuntimeError("MkDocs failed")
+    assert _tree(site) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]   # no staging left over
+    with staged_site(site) as staging:
+        (staging / "index.html").write_text("third")
+    assert _tree(site)["index.html"] == b"third"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]   # old site deleted
+
+
+def test_a_kill_between_the_two_renames_is_recovered(tmp_path):
+    from reportgen.pages.site_output import recover_leftovers
+
+    site = tmp_path / "site"
+    # the state after "rename the old site away", before "rename the new one in"
+    (tmp_path / ".site.reportgen-old-1-aa").mkdir()
+    (tmp_path / ".site.reportgen-old-1-aa" / "index.html").write_text("old site")
+    (tmp_path / ".site.reportgen-new-1-aa").mkdir()
+    (tmp_path / ".site.reportgen-new-1-aa" / "index.html").write_text("new site")
+    (tmp_path / ".site.reportgen-new-2-bb").mkdir()                 # an earlier killed build
+    (tmp_path / ".other.reportgen-new-3-cc").mkdir()                # another site's: kept
+    recover_leftovers(site)
+    assert _tree(site) == {"index.html": b"old site"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".other.reportgen-new-3-cc", "site"]
+    # after "rename the new one in": the new site stays, the old one goes
+    (tmp_path / ".site.reportgen-old-4-dd").mkdir()
+    recover_leftovers(site)
+    assert _tree(site) == {"index.html": b"old site"}
+    assert not (tmp_path / ".site.reportgen-old-4-dd").exists()
+
+
+def test_site_lock_refuses_or_names_the_holder(tmp_path, capsys):
+    import os
+    import threading
+    import time
+
+    from reportgen.pages.site_output import SiteLock
+
+    site = tmp_path / "site"
+    with SiteLock(site, label="site"):
+        lock_file = tmp_path / ".site.reportgen-lock"
+        assert lock_file.read_text().split()[0] == str(os.getpid())
+        with pytest.raises(ReportgenError, match=f"Another build is writing site/ \\(pid "
+                                                 f"{os.getpid()}\\)") as err:
+            with SiteLock(site, wait=False, label="site"):
+                pass
+        assert "--no-wait" in err.value.message
+        order = []
+        waiter = threading.Thread(target=lambda: SiteLock(site, label="site").__enter__()
+                                  and order.append("waiter"))
+        waiter.start()
+        for _ in range(200):
+            if "waiting for another build of site/" in capsys.readouterr().err:
+                break
+            time.sleep(0.02)
+        else:
+            pytest.fail("the second build did not say it waits")
+        order.append("holder done")
+    waiter.join(10)
+    assert order == ["holder done", "waiter"]
+
+
+def test_abandoned_working_folders_are_removed_and_live_ones_kept(tmp_path):
+    import fcntl
+    import os
+
+    from reportgen.commands.work_folder import WorkFolder
+
+    root = tmp_path / "builds"
+    root.mkdir()
+    for name in ("dead", "alive"):
+        (root / name / "mkdocs").mkdir(parents=True)
+        (root / f"{name}.lock").write_text("123 host\n")
+    (root / "orphan").mkdir()                        # its build died while removing it
+    holder = os.open(root / "alive.lock", os.O_RDWR)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    try:
+        with WorkFolder(root) as path:
+            assert path.is_dir() and path.parent == root
+            assert sorted(p.name for p in root.iterdir()) == sorted(
+                ["alive", "alive.lock", path.name, f"{path.name}.lock"])
+        assert sorted(p.name for p in root.iterdir()) == ["alive", "alive.lock"]
+    finally:
+        os.close(holder)
+
+
+def test_store_error_stops_the_build(models, tmp_path, monkeypatch):
+    import reportgen.engine.step as step_module
+    from reportgen.errors import StoreError
+
+    def unusable(*args, **kwargs):
+        raise StoreError("The artifact store is unusable.", received="disk full")
+
+    monkeypatch.setattr(step_module, "compute_step", unusable)
+    with pytest.raises(StoreError, match="disk full"):
+        build(Catalog(models), _options(tmp_path))
+
+
+def test_invalid_model_folders_are_failures_shown_on_home(models, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+    class WithInvalid(Catalog):
+        def invalid_models(self, pattern="*"):
+            from fnmatch import fnmatchcase
+
+            found = [("Broken", "params.toml: conv.filters must be positive (received -1)."),
+                     ("Other", "not matched")]
+            return [item for item in found if fnmatchcase(item[0], pattern)]
+
+    summary = build(WithInvalid(models), _site_options(tmp_path, models="[BT]*"))
+    assert summary.failures == [("Broken", "params.toml: conv.filters must be positive "
+                                           "(received -1).")]
+    assert not summary.ok and summary.steps_built == 1 and summary.site == "built"
+    home = (tmp_path / "site" / "index.html").read_text("utf-8")
+    assert "<b>Broken</b>: params.toml: conv.filters must be positive" in home
+    assert "Other" not in home
+
+
+def test_nothing_built_keeps_the_site_and_is_an_error(models, tmp_path, monkeypatch):
+    from reportgen.commands.build import run_build
+
+    monkeypatch.chdir(tmp_path)
+    options = dict(models="Tiny", steps="last", images="test:0-1", analyses="none",
+                   cache_dir=str(tmp_path / "cache"), site_dir="site",
+                   techniques=("predictions",))
+    first = run_build(models_dir=models, **options)
+    assert first.site == "built"
+    before = _tree(tmp_path / "site")
+    broken = tmp_path / "models"
+    shutil.copytree(models, broken)
+    last = Catalog(broken).get("Tiny").steps[-1]
+    (broken / "Tiny" / last.filename).write_bytes(b"broken")
+    with pytest.raises(ReportgenError, match="Nothing was built; site/ was left as it was"):
+        run_build(models_dir=broken, **options)
+    with pytest.raises(ReportgenError, match="no trained steps"):
+        run_build(models_dir=broken, **{**options, "models": "Untrained"})
+    assert _tree(tmp_path / "site") == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".reportgen", "cache", "models", "site"]
+    assert not list((tmp_path / ".reportgen" / "builds").iterdir())
+
+
+def test_identical_rebuild_keeps_the_site_folder(models, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    first = build(Catalog(models), _site_options(tmp_path))
+    inode = (tmp_path / "site").stat().st_ino
+    before = _tree(tmp_path / "site")
+    second = build(Catalog(models), _site_options(tmp_path))
+    assert (first.site, second.site) == ("built", "unchanged")
+    assert (tmp_path / "site").stat().st_ino == inode and _tree(tmp_path / "site") == before
+    third = build(Catalog(models), _site_options(tmp_path, images="test:0-3"))
+    assert third.site == "built" and "artifacts/Tiny/inputs/test-3.png" in _tree(tmp_path / "site")

@@ -6,9 +6,13 @@
       -> probe: ONE forward (+ backward) pass per batch of images that needs anything
       -> techniques compute from the probe; arrays go to the store
       -> figures are drawn from stored arrays (redrawn without recomputing); go to the store
-      -> pages: SiteData -> Jinja2 -> MkDocs -> site/
-A broken model or checkpoint is reported and skipped; the rest still builds; the exit code is
-non-zero at the end.
+      -> pages: SiteData -> Jinja2 -> MkDocs -> a staging folder, swapped in for site/
+A broken model or checkpoint is reported (in the summary and on Home) and skipped; the rest
+still builds; the exit code is 1 at the end. Before any model is loaded, the options, the image
+files and the site folder are checked (reportgen.pages.site_output: reportgen replaces only a
+folder it made, and one build per site folder runs at a time); a build that builds nothing
+leaves the previous site as it was. Each build works in its own folder under .reportgen/builds/
+(reportgen.commands.work_folder), so builds in one project folder never share files.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import os
 import shutil
 import traceback
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,12 +31,12 @@ from reportgen import console
 from reportgen.cache.keys import hash_json
 from reportgen.cache.store import ArtifactStore
 from reportgen.catalog import Catalog, ModelEntry
-from reportgen.errors import ReportgenError
+from reportgen.commands.work_folder import WORK_ROOT, WorkFolder
+from reportgen.errors import ReportgenError, StoreError
+from reportgen.pages import site_output
 from reportgen.training.checkpoints import Step
 
 DEFAULT_IMAGES = "test:0-15"
-DEFAULT_PROJECT_DIR = Path(".reportgen/mkdocs")
-SITE_STAMP = ".site-digest"
 DRAWING_THREADS = min(4, os.cpu_count() or 1)
 _MODELS_BUILT = 0   # models built in this build (clear_session only between them)
 
@@ -49,7 +54,8 @@ class BuildOptions:
     eval_images: int = 500             # evaluation set for accuracy / confusion matrix
     batch_size: int = 16
     site_dir: str = "site"
-    project_dir: str | None = None     # the generated MkDocs project [.reportgen/mkdocs]
+    no_wait: bool = False              # another build holds the site folder: refuse, not wait
+    project_dir: str | None = None     # the MkDocs project, kept [a private, removed folder]
     cache_dir: str | None = None
     templates_dir: str | None = None
     title: str = "reportgen: what the capsules learned"
@@ -63,10 +69,17 @@ class BuildSummary:
     drawn: int = 0
     failed: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    failures: list[tuple[str, str]] = field(default_factory=list)   # (subject, reason)
+    steps_built: int = 0
+    site: str = "none"      # none | built | unchanged (up to date) | kept (nothing was built)
 
     @property
     def ok(self) -> bool:
         return not self.failed
+
+    def fail(self, subject: str, reason: str) -> None:
+        self.failures.append((subject, reason))
+        self.failed.append(f"{subject}: {reason}")
 
 
 def select_steps(available: list[Step], spec: str) -> list[Step]:
@@ -144,35 +157,98 @@ def _techniques(options: BuildOptions):
 
 
 def run_build(*, models_dir=None, **kwargs) -> BuildSummary:
-    """Build the analyses and the site; raises SystemExit(1) at the end if anything failed."""
+    """Build the analyses and the site; exits 1 at the end if anything failed, 2 (a
+    ReportgenError) when nothing could be built (the previous site is then left as it was)."""
     options = BuildOptions(**kwargs)
     summary = build(Catalog(models_dir), options)
     _print_summary(summary, options)
+    if summary.steps_built == 0:
+        where = f"; {options.site_dir}/ was left as it was" if options.render_site else ""
+        first = (summary.failed or summary.skipped or ["no step was chosen"])[0]
+        raise ReportgenError(f"Nothing was built{where}.", received=first,
+                             fix="fix the problems listed above and build again")
     if not summary.ok:
         raise SystemExit(1)
     return summary
 
 
-def build(catalog: Catalog, options: BuildOptions) -> BuildSummary:
-    from reportgen.data.inputs import parse_image_selection, parse_transforms
+def _one_line(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())
 
-    from reportgen.pages.assemble import Assembler
+
+def _check_image_files(files) -> None:
+    """A missing or unreadable --image is a user error: say so before any model is loaded."""
+    from reportgen.data.inputs import load_image_file
+
+    for path in files:
+        load_image_file(path, (8, 8, 1))
+
+
+def _match_models(catalog: Catalog, pattern: str, summary: BuildSummary) -> list[ModelEntry]:
+    """The models to build; model folders the catalog found invalid (a bad params.toml, an
+    unsafe name) are recorded as failed, so they show on Home and the exit code is 1."""
+    invalid_models = getattr(catalog, "invalid_models", None)
+    invalid = list(invalid_models(pattern)) if callable(invalid_models) else []
+    for name, reason in invalid:
+        summary.fail(name, reason)
+    try:
+        return catalog.match(pattern)
+    except ReportgenError:
+        if invalid:            # every matching model is invalid: reported above
+            return []
+        raise
+
+
+def build(catalog: Catalog, options: BuildOptions) -> BuildSummary:
+    """Compute, draw, render and (unless `render_site` is off) replace the site folder.
+
+    User errors the options reveal, and an unusable site folder, raise ReportgenError before
+    any model is loaded; a StoreError raised later stops the build at once. The site folder is
+    replaced only when at least one step was built.
+    """
+    from reportgen.data.inputs import parse_image_selection, parse_transforms
 
     global _MODELS_BUILT
     _MODELS_BUILT = 0
-    store = ArtifactStore(options.cache_dir)
-    summary = BuildSummary()
-    entries = catalog.match(options.models)
     techniques = _techniques(options)
     if options.analyses not in ("last", "all", "none"):
         raise ReportgenError("Invalid --analyses.", expected="last, all or none",
                              received=repr(options.analyses))
     indices = parse_image_selection(options.images)
     transforms = parse_transforms(options.transforms)
-    project = Path(options.project_dir) if options.project_dir else DEFAULT_PROJECT_DIR
+    _check_image_files(options.files)
+    store = ArtifactStore(options.cache_dir)
+    summary = BuildSummary()
+    entries = _match_models(catalog, options.models, summary)
+    site_dir = Path(options.site_dir)
+    site_rules = dict(models_dir=catalog.root, cache_dir=store.root, work_dir=WORK_ROOT)
+    with ExitStack() as stack:
+        if options.render_site:
+            site = site_output.check_site_folder(site_dir, **site_rules)
+            stack.enter_context(site_output.SiteLock(site, wait=not options.no_wait,
+                                                     label=options.site_dir))
+            # while this build waited, the other one may have left the folder otherwise
+            site_output.check_site_folder(site_dir, **site_rules)
+            site_output.recover_leftovers(site)
+        shared_lock = getattr(store, "shared_lock", None)
+        if callable(shared_lock):
+            stack.enter_context(shared_lock())
+        if options.project_dir:
+            project = Path(options.project_dir)
+            if (project / "docs").exists():
+                shutil.rmtree(project / "docs")
+        else:
+            project = stack.enter_context(WorkFolder()) / "mkdocs"
+        _build_into(project, catalog, options, entries, techniques, indices, transforms,
+                    store, summary)
+    return summary
+
+
+def _build_into(project: Path, catalog, options, entries, techniques, indices, transforms,
+                store, summary) -> None:
+    from reportgen.pages.assemble import Assembler
+
     docs = project / "docs"
-    if docs.exists():
-        shutil.rmtree(docs)
     docs.mkdir(parents=True)
     assembler = Assembler(store, docs)
     models_data = []
@@ -180,30 +256,38 @@ def build(catalog: Catalog, options: BuildOptions) -> BuildSummary:
         try:
             data = _build_model(entry, options, techniques, indices, transforms, store,
                                 assembler, summary)
+        except StoreError:
+            raise                 # not this model's fault: every other one would fail too
         except ReportgenError as exc:
-            summary.failed.append(f"{entry.name}: {exc.message}")
+            summary.fail(entry.name, exc.message)
             continue
         except Exception as exc:  # a broken model must not stop the others
-            summary.failed.append(f"{entry.name}: {type(exc).__name__}: {exc}")
+            summary.fail(entry.name, _one_line(exc))
             if os.environ.get("REPORTGEN_DEBUG"):
                 traceback.print_exc()
             continue
         if data is not None:
             models_data.append(data)
     summary.drawn = assembler.drawn
-    if options.render_site:
-        from reportgen.pages.render import build_site, render_site
-        from reportgen.pages.sitedata import SiteData
+    summary.steps_built = sum(len(m.steps) for m in models_data)
+    if not options.render_site:
+        return
+    if summary.steps_built == 0:
+        summary.site = "kept"     # nothing to show: the previous site stays as it was
+        return
+    from reportgen.pages.render import build_site, render_site
+    from reportgen.pages.sitedata import BuildFailure, SiteData
 
-        site = SiteData(title=options.title, models=models_data,
-                        techniques=[{"name": t.name, "title": t.title, "layer": t.layer,
-                                     "description": t.description,
-                                     "experimental": t.experimental} for t in techniques],
-                        compare_panels=_compare_panels(models_data, techniques, assembler,
-                                                       docs))
-        render_site(site, docs, Path(options.templates_dir) if options.templates_dir else None)
-        _build_site_if_changed(project, Path(options.site_dir), build_site)
-    return summary
+    site = SiteData(title=options.title, models=models_data,
+                    techniques=[{"name": t.name, "title": t.title, "layer": t.layer,
+                                 "description": t.description,
+                                 "experimental": t.experimental} for t in techniques],
+                    compare_panels=_compare_panels(models_data, techniques, assembler, docs),
+                    failures=[BuildFailure(subject, reason)
+                              for subject, reason in summary.failures])
+    render_site(site, docs, Path(options.templates_dir) if options.templates_dir else None)
+    changed = _build_site_if_changed(project, Path(options.site_dir), build_site)
+    summary.site = "built" if changed else "unchanged"
 
 
 # --------------------------------------------------------------------------------------------
@@ -248,7 +332,7 @@ def _build_model(entry: ModelEntry, options, techniques, indices, transforms, st
             key=item.key, label=item.label, image=path.relative_to(docs).as_posix(),
             true_class=None if item.true_class is None else dataset.class_names[item.true_class]))
 
-    steps_data = []
+    steps_data, errors = [], []
     with console.progress(len(steps), f"build {entry.name}", unit="step") as bar:
         for step in steps:
             with_dataset = options.analyses == "all" or (
@@ -263,8 +347,11 @@ def _build_model(entry: ModelEntry, options, techniques, indices, transforms, st
                 summary.reused += counts.reused
                 steps_data.append(_step_data(entry, step, net, variants, inputs, dataset,
                                              keys, store, assembler))
+            except StoreError:
+                raise
             except ReportgenError as exc:
-                summary.failed.append(f"{entry.name} step {step}: {exc.message}")
+                summary.fail(f"{entry.name} step {step}", exc.message)
+                errors.append(f"step {step}: {exc.message}")
             bar.update(1)
             bar.set_postfix(computed=summary.computed, reused=summary.reused, refresh=False)
     history = entry.history()
@@ -274,7 +361,7 @@ def _build_model(entry: ModelEntry, options, techniques, indices, transforms, st
         params=net.trainable_params(), class_names=list(dataset.class_names),
         architecture=architecture_rows(net), history=history, steps=steps_data,
         inputs=input_infos, latest_val_accuracy=accs[-1] if accs else None,
-        best_val_accuracy=max(accs) if accs else None)
+        best_val_accuracy=max(accs) if accs else None, errors=errors)
     data.trend_panels = _trend_panels(entry, net, dataset, variants, steps_data, assembler)
     return data
 
@@ -413,8 +500,9 @@ def _compare_panels(models_data, techniques, assembler, docs):
     return panels
 
 
-def _build_site_if_changed(project: Path, site_dir: Path, build_site) -> None:
-    """Run MkDocs unless the generated project is byte-for-byte what built `site_dir` last time.
+def _build_site_if_changed(project: Path, site_dir: Path, build_site) -> bool:
+    """Run MkDocs unless the generated project is byte-for-byte what built `site_dir` last
+    time (its digest is kept in the site's marker); True when the site was rebuilt.
 
     Pages and inputs are small and hashed by content; figures are hard links into the
     content-addressed store, so their inode, size and mtime identify them.
@@ -422,7 +510,7 @@ def _build_site_if_changed(project: Path, site_dir: Path, build_site) -> None:
     import hashlib
 
     digest = hashlib.sha256()
-    for path in sorted(p for p in project.rglob("*") if p.is_file() and p.name != SITE_STAMP):
+    for path in sorted(p for p in project.rglob("*") if p.is_file()):
         rel = path.relative_to(project).as_posix()
         digest.update(rel.encode() + b"\0")
         stat = path.stat()
@@ -430,15 +518,12 @@ def _build_site_if_changed(project: Path, site_dir: Path, build_site) -> None:
             digest.update(f"{stat.st_ino}:{stat.st_size}:{stat.st_mtime_ns}".encode())
         else:
             digest.update(path.read_bytes())
-    stamp = f"{digest.hexdigest()} {site_dir.resolve()}"
-    stamp_path = project / SITE_STAMP
-    if (site_dir / "index.html").is_file() and stamp_path.is_file() \
-            and stamp_path.read_text() == stamp:
+    marker = site_output.read_marker(site_dir) or {}
+    if (site_dir / "index.html").is_file() and marker.get("digest") == digest.hexdigest():
         console.notice(f"{site_dir}/ is up to date (no page or figure changed).")
-        return
-    stamp_path.unlink(missing_ok=True)
-    build_site(project, site_dir)
-    stamp_path.write_text(stamp)
+        return False
+    build_site(project, site_dir, marker={"digest": digest.hexdigest()})
+    return True
 
 
 def _print_summary(summary: BuildSummary, options: BuildOptions) -> None:
@@ -448,5 +533,5 @@ def _print_summary(summary: BuildSummary, options: BuildOptions) -> None:
         console.echo(f"skipped: {line}")
     for line in summary.failed:
         console.echo(f"FAILED: {line}")
-    if options.render_site:
+    if summary.site in ("built", "unchanged"):
         console.echo(f"site: {options.site_dir}/index.html")

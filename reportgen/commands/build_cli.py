@@ -26,7 +26,13 @@ import click
 @click.option("--eval-images", type=click.IntRange(min=10), default=500, show_default=True,
               help="Test images for accuracy and the confusion matrix (stratified).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True)
-@click.option("--site-dir", default="site", show_default=True, type=click.Path(file_okay=False))
+@click.option("--site-dir", default="site", show_default=True, type=click.Path(file_okay=False),
+              help="Output folder, replaced whole once the build succeeded; it must be absent, "
+                   "empty or a site reportgen made (never the models folder or the project "
+                   "folder).")
+@click.option("--no-wait", is_flag=True,
+              help="If another build is writing the same site folder, stop (exit 2) instead "
+                   "of waiting for it.")
 @click.option("--cache-dir", default=None, type=click.Path(file_okay=False),
               envvar="REPORTGEN_CACHE", help="Artifact store [.reportgen/cache].")
 @click.option("--templates", "templates_dir", default=None,

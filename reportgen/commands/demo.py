@@ -13,6 +13,7 @@ def run_demo(models_dir, epochs: int | None, site_dir: str) -> None:
 
     catalog = Catalog(models_dir)
     entry = catalog.get(DEMO_MODEL)
+    _check_site_dir(catalog, site_dir)      # before a minute of training, not after
     params = entry.params
     wanted = epochs or params.training.epochs
     steps = entry.steps
@@ -29,3 +30,13 @@ def run_demo(models_dir, epochs: int | None, site_dir: str) -> None:
     # ~6.7 MB per step); 200 evaluation images keep the dataset analyses to about a minute.
     run_build(models_dir=models_dir, models=DEMO_MODEL, site_dir=site_dir, steps="every:4",
               eval_images=200)
+
+
+def _check_site_dir(catalog: Catalog, site_dir: str) -> None:
+    """The build's own site-folder rules (reportgen.pages.site_output), checked up front."""
+    from reportgen.cache.store import ArtifactStore
+    from reportgen.commands.work_folder import WORK_ROOT
+    from reportgen.pages.site_output import check_site_folder
+
+    check_site_folder(site_dir, models_dir=catalog.root, cache_dir=ArtifactStore().root,
+                      work_dir=WORK_ROOT)

@@ -980,32 +980,39 @@ def _write_files(docs_dir: Path, files: dict[str, str]) -> None:
     _write_if_changed(manifest, json.dumps(sorted(files), indent=0) + "\n")
 
 
-def build_site(project_dir: Path, site_dir: Path, *, strict: bool = False) -> Path:
-    """Run MkDocs' build in-process: `project_dir/mkdocs.yml` -> `site_dir` (replaced).
+def build_site(project_dir: Path, site_dir: Path, *, strict: bool = False,
+               marker: dict | None = None) -> Path:
+    """Run MkDocs' build in-process: `project_dir/mkdocs.yml` -> `site_dir`, replaced whole.
 
-    Afterwards writes `search/search_index.js` (the index as a script) so Material's search
-    also works from file://. Returns `site_dir`.
+    MkDocs writes into a private staging folder beside `site_dir`, which is swapped in only
+    once complete (reportgen.pages.site_output): a failed build leaves the previous site as it
+    was. `site_dir` must be absent, empty or a site reportgen made; the new site holds the
+    marker saying so, with `marker`'s entries. Afterwards writes `search/search_index.js` (the
+    index as a script) so Material's search also works from file://. Returns `site_dir`.
     """
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
     from mkdocs.exceptions import MkDocsException
+
+    from reportgen.pages.site_output import staged_site
 
     project_dir, site_dir = Path(project_dir), Path(site_dir)
     config_file = project_dir / "mkdocs.yml"
     if not config_file.is_file():
         raise ReportgenError("No mkdocs.yml to build.", expected=str(config_file),
                              fix="call render_site() first (`reportgen build` does both)")
-    try:
-        config = load_config(config_file=str(config_file), site_dir=str(site_dir.resolve()),
-                             strict=strict)
-        build(config)
-    except MkDocsException as exc:
-        raise ReportgenError("MkDocs could not build the site.", received=str(exc),
-                             fix="check the templates (a --templates override?) and "
-                                 f"{config_file}") from exc
-    index = site_dir / "search" / "search_index.json"
-    if index.is_file() and config.theme.name == "material":
-        data = index.read_text("utf-8")
-        _write_if_changed(site_dir / "search" / "search_index.js", f"var __index = {data}\n")
+    with staged_site(site_dir, marker) as staging:
+        try:
+            config = load_config(config_file=str(config_file), site_dir=str(staging),
+                                 strict=strict)
+            build(config)
+        except MkDocsException as exc:
+            raise ReportgenError("MkDocs could not build the site.", received=str(exc),
+                                 fix="check the templates (a --templates override?) and "
+                                     f"{config_file}") from exc
+        index = staging / "search" / "search_index.json"
+        if index.is_file() and config.theme.name == "material":
+            data = index.read_text("utf-8")
+            _write_if_changed(staging / "search" / "search_index.js",
+                              f"var __index = {data}\n")
     return site_dir
-

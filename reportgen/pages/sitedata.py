@@ -87,6 +87,15 @@ class ModelData:
 
 
 @dataclass
+class BuildFailure:
+    """Something the build could not make, shown on Home: a model (or "MODEL step E-B")
+    and the one-line reason."""
+
+    subject: str
+    reason: str
+
+
+@dataclass
 class SiteData:
     title: str
     models: list[ModelData]
@@ -94,3 +103,5 @@ class SiteData:
     generated_by: str = "reportgen"
     # dataset-level analyses with the models overlaid (each model at its last built step)
     compare_panels: list[Panel] = field(default_factory=list)
+    # models and steps that failed in this build (the rest was built)
+    failures: list[BuildFailure] = field(default_factory=list)
