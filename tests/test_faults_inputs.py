@@ -1,0 +1,168 @@
+"""Hostile inputs against real `reportgen` subprocesses: model folders with unsafe names or a
+garbage params.toml never stop the valid models from being listed or built, and a huge or
+malicious image never eats the machine; every problem is one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+import sys
+import textwrap
+import zlib
+from pathlib import Path
+
+import pytest
+
+from test_training import TINY_TOML, _tiny_data
+
+pytestmark = [pytest.mark.faults, pytest.mark.slow]
+
+# Folder names a user can create that must not become model names (they reach URLs, file names
+# and HTML): markup, spaces, an option-like name, non-ASCII, bytes that are not UTF-8.
+UNSAFE = ["a<b", "has space", "-dash", "Modèle", os.fsdecode(b"bytes\xff")]
+SHOWN = {"a<b": "a<b", "has space": "has space", "-dash": "-dash", "Modèle": "Modèle",
+         os.fsdecode(b"bytes\xff"): "bytes\\udcff"}
+BIG = 10_000            # a 10000 x 10000 PNG: 100 million pixels, about 130 KB on disk
+
+
+def _run(args, cwd, models, timeout=240, **env):
+    return subprocess.run([sys.executable, "-m", "reportgen", *args], cwd=cwd,
+                          env={**os.environ, "REPORTGEN_MODELS": str(models), **env},
+                          capture_output=True, text=True, errors="backslashreplace",
+                          timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    """A trained tiny model beside folders that are not valid models."""
+    from reportgen.catalog import Catalog
+    from reportgen.training.trainer import TrainOptions, train
+
+    tmp = tmp_path_factory.mktemp("hostile")
+    params = TINY_TOML.format(data=_tiny_data(tmp / "toy.npz"))
+    root = tmp / "models"
+    for name in ["Tiny", *UNSAFE]:
+        (root / name).mkdir(parents=True)
+        (root / name / "params.toml").write_text(params)
+    (root / "Garbage").mkdir()
+    (root / "Garbage" / "params.toml").write_bytes(b"\x89PNG\x00 = = [[[ not toml")
+    train(Catalog(root).get("Tiny"), TrainOptions(epochs=1))
+    return root
+
+
+@pytest.fixture(scope="module")
+def big_png(tmp_path_factory):
+    """A mostly black 10000 x 10000 greyscale PNG with a white disc, made in its own process so
+    that the 100 MB it takes to draw stays out of the test process."""
+    path = tmp_path_factory.mktemp("big") / "big.png"
+    code = textwrap.dedent(f"""
+        from PIL import Image, ImageDraw
+        img = Image.new("L", ({BIG}, {BIG}))
+        ImageDraw.Draw(img).ellipse((3000, 3000, 7000, 7000), fill=255)
+        img.save({str(path)!r}, compress_level=9)
+    """)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    assert path.stat().st_size < 1_000_000
+    return path
+
+
+def _bomb_png(path: Path, width: int, height: int) -> Path:
+    """A valid PNG header announcing width x height pixels, with almost no data behind it."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)   # 8-bit greyscale
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+                     + chunk(b"IDAT", zlib.compress(b"\x00" * 1000)) + chunk(b"IEND", b""))
+    return path
+
+
+def test_models_lists_the_valid_model_and_each_invalid_folder_with_its_reason(models, tmp_path):
+    result = _run(["models"], tmp_path, models)
+    assert result.returncode == 0, result.stderr
+    rows = {line.split("  ")[0]: line for line in result.stdout.splitlines()[2:]}
+    assert set(rows) == {"Tiny", "Garbage", *SHOWN.values()}
+    assert "mnist" not in rows["Tiny"] and "toy.npz" in rows["Tiny"]
+    for name in SHOWN.values():
+        assert "invalid: Unsafe model name" in rows[name], rows[name]
+    assert "invalid:" in rows["Garbage"] and "not valid TOML" in rows["Garbage"]
+    assert "6 model folders are invalid" in result.stderr
+
+    listed = json.loads(_run(["models", "--json"], tmp_path, models).stdout)
+    by_name = {r["name"]: r for r in listed}
+    assert by_name["Tiny"]["valid"] is True and by_name["Tiny"]["steps"][-1] == "1-5"
+    assert [r["name"] for r in listed if not r["valid"]] == sorted(["Garbage", *SHOWN.values()])
+    assert all(r["error"] and "\n" not in r["error"] for r in listed if not r["valid"])
+
+
+def test_build_of_every_model_builds_the_valid_one_and_fails_the_rest(models, big_png,
+                                                                     tmp_path):
+    site = tmp_path / "site"
+    result = _run(["build", "--models", "*", "--steps", "last", "--images", "test:0-1",
+                   "--analyses", "none", "--image", str(big_png),
+                   "--cache-dir", str(tmp_path / "cache"), "--site-dir", str(site)],
+                  tmp_path, models)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output                 # partial failure: the rest was built
+    assert "Traceback" not in output
+    failed = [line for line in result.stdout.splitlines() if line.startswith("FAILED")]
+    for name in ["Garbage", *SHOWN.values()]:
+        assert sum(name in line for line in failed) == 1, (name, failed)
+    assert (site / "index.html").is_file()
+    tiny_pages = list((site / "models" / "Tiny").rglob("*.html"))
+    assert tiny_pages, sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html"))
+    home = (site / "index.html").read_text(encoding="utf-8")
+    assert "Tiny" in home and "a&lt;b" in home and "a<b" not in home   # listed, escaped
+    # the 10000 x 10000 input became a 12 x 12 input image of the Tiny model
+    inputs = list(site.rglob("file-*-big.png"))
+    assert inputs, "the large --image was not shown"
+
+
+def test_a_10000_square_png_decodes_in_bounded_memory(big_png):
+    """Peak resident memory (VmHWM) of a child that decodes the image through the project's
+    function, minus the same child's peak when it only imports that function."""
+    code = textwrap.dedent("""
+        import sys
+        from reportgen.data.inputs import load_image_file
+        if sys.argv[1] != "-":
+            out = load_image_file(sys.argv[1], (28, 28, 1))
+            print(out.shape, float(out[14, 14, 0]), float(out[0, 0, 0]), end=" ")
+        status = open("/proc/self/status").read()
+        print([int(l.split()[1]) for l in status.splitlines() if l.startswith("VmHWM")][0])
+    """)
+
+    def peak(arg):
+        out = subprocess.run([sys.executable, "-c", code, arg], capture_output=True, text=True,
+                             check=True, timeout=120).stdout.split()
+        return out
+
+    baseline_kb = int(peak("-")[0])
+    decoded = peak(str(big_png))
+    extra_mb = (int(decoded[-1]) - baseline_kb) / 1024
+    assert decoded[:3] == ["(28,", "28,", "1)"]
+    assert float(decoded[3]) > 0.99 and float(decoded[4]) == 0.0    # the disc, black corners
+    # 100 MB is the decoded 8-bit image itself; converting it to float would take 400 MB more
+    assert extra_mb < 300, f"decoding took {extra_mb:.0f} MB"
+
+
+@pytest.mark.parametrize("kind", ["bomb", "truncated"])
+def test_a_malicious_or_broken_image_is_one_line(models, big_png, tmp_path, kind):
+    if kind == "bomb":
+        image = _bomb_png(tmp_path / "bomb.png", 20_000, 20_000)
+        expected = ["is too large to read", "400,000,000 pixels", "MAX_IMAGE_PIXELS"]
+    else:
+        image = tmp_path / "cut.png"
+        image.write_bytes(big_png.read_bytes()[:2_000])
+        expected = ["is truncated or corrupt"]
+    result = _run(["build", "--models", "Tiny", "--steps", "last", "--images", "test:0",
+                   "--analyses", "none", "--image", str(image),
+                   "--cache-dir", str(tmp_path / "cache"), "--site-dir", str(tmp_path / "site")],
+                  tmp_path, models)
+    assert result.returncode == 2, result.stdout + result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and "Traceback" not in result.stderr
+    assert repr(str(image)) in errors[0] and "Fix:" in errors[0]
+    for text in expected:
+        assert text in errors[0], errors[0]
