@@ -187,3 +187,24 @@ def test_not_applicable_techniques_are_planned_out(make_net, evaluation_data):
     assert set(shared._tensors) == {"lengths", "predicted"}
     result = adversarial.compute(shared.restricted(adversarial.needs_for(params, plain)), params)
     assert np.isnan(result["clean_distances"]).all()
+
+
+def test_figures_never_import_techniques():
+    """Drawings depend on data types (reportgen.figures.figure) and result vocabularies
+    (reportgen.results), never on the techniques that compute the arrays."""
+    import ast
+    from pathlib import Path
+
+    import reportgen
+
+    root = Path(reportgen.__file__).parent
+    offenders = []
+    for package, forbidden in (("figures", ("reportgen.techniques",)),
+                               ("results", ("reportgen.techniques", "reportgen.figures"))):
+        for path in sorted((root / package).glob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+                    [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                offenders += [f"{package}/{path.name}: {n}" for n in names
+                              if n.startswith(forbidden)]
+    assert not offenders

@@ -10,7 +10,7 @@ import numpy as np
 
 from reportgen.figures.encode import new_figure
 from reportgen.figures.plots import figure_pair, png_figure, style_axes, summary_value
-from reportgen.techniques.adversarial_robustness import (ATTACK_LABELS, TARGET_LABELS,
+from reportgen.results.adversarial_robustness import (ATTACK_LABELS, TARGET_LABELS,
                                                          metric_key)
 from reportgen.figures.figure import Figure
 

@@ -47,7 +47,7 @@ def _axes(fig, count):
 
 
 def render(arrays, params, ctx) -> list[Figure]:
-    from reportgen.techniques.affine_robustness import AFFNIST_REFERENCE, factors_in
+    from reportgen.results.affine_robustness import AFFNIST_REFERENCE, factors_in
 
     factors = factors_in(arrays)
     clean = float(np.asarray(arrays["clean_accuracy"]))
@@ -113,7 +113,7 @@ def render_trend(series, params, ctx) -> list[Figure]:
 
 def render_compare(series, params, ctx) -> list[Figure]:
     """One panel per factor, the models' accuracy curves overlaid."""
-    from reportgen.techniques.affine_robustness import AFFNIST_REFERENCE
+    from reportgen.results.affine_robustness import AFFNIST_REFERENCE
 
     if len(series) < 2:
         return []

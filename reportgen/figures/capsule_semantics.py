@@ -128,7 +128,7 @@ def _perturbation(arrays, params, ctx) -> list[Figure]:
 
 
 def _compactness(arrays, params, ctx) -> list[Figure]:
-    from reportgen.techniques.capsule_semantics import REFERENCE
+    from reportgen.results.capsule_semantics import REFERENCE
 
     scores = np.asarray(arrays["compactness"], np.float64)
     shares = np.asarray(arrays["compactness_dim_share"], np.float64)      # (F, D)

@@ -11,7 +11,7 @@ import numpy as np
 from reportgen.figures.encode import new_figure
 from reportgen.figures.plots import figure_pair, png_figure, style_axes, summary_value
 from reportgen.figures.figure import Figure
-from reportgen.techniques.explanation_fidelity import (METHOD_LABELS as LABELS, METHODS,
+from reportgen.results.explanation_fidelity import (METHOD_LABELS as LABELS, METHODS,
                                                        area_under_curve, deletion_aopc)
 
 COLORS = {"rpv_modified": "#d95f02", "rpv_original": "#e6ab02", "gradcam_pp": "#1b9e77",

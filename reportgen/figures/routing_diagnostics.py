@@ -158,7 +158,7 @@ def _agreement_images(arrays, params, ctx) -> list[Figure]:
 
 
 def _dead_units(arrays, params, ctx) -> list[Figure]:
-    from reportgen.techniques.routing_diagnostics import FILTER_PREFIX, dead_units
+    from reportgen.results.routing_diagnostics import FILTER_PREFIX, dead_units
 
     layers = [k[len(FILTER_PREFIX):] for k in arrays if k.startswith(FILTER_PREFIX)]
     dead = dead_units(arrays)

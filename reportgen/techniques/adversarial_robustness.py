@@ -31,13 +31,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.errors import ReportgenError
+from reportgen.results.adversarial_robustness import ATTACKS, TARGETS, metric_key
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_option, check_positive, rounded_number
 
-TARGETS = ("capsules", "votes")
-TARGET_LABELS = {"capsules": "output capsules", "votes": "votes (Gu 2022)"}
-ATTACKS = ("fgsm", "pgd")
-ATTACK_LABELS = {"fgsm": "FGSM", "pgd": "PGD"}
 PERCENTILE = 95.0
 CHUNK = 250                      # images per attack batch (fewer for big vote tensors)
 VOTE_BYTES = 2 ** 27             # budget for one chunk's vote tensor (128 MiB)
@@ -104,11 +101,6 @@ class Params:
 
 def variants(description) -> list[Params]:
     return [Params()]
-
-
-def metric_key(metric: str, target: str, attack: str, epsilon: float) -> str:
-    """Flat summary key, e.g. accuracy_votes_pgd_0.1."""
-    return f"{metric}_{target}_{attack}_{float(epsilon):g}"
 
 
 # --- the attack targets (keras.ops) and the attacks ---------------------------------------------

@@ -17,14 +17,12 @@ import numpy as np
 from reportgen.console import progress
 from reportgen.errors import ReportgenError
 from reportgen.probe.affine import FACTORS, factor_batch
+from reportgen.results.affine_robustness import factors_in
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_positive, require_images
 
 NAME = "affine_robustness"
 VOTES_BUDGET_BYTES = 256 * 2 ** 20      # routing votes of one forward call stay under this
-AFFNIST_REFERENCE = ("affNIST reference (Sabour et al. 2017, trained on translated MNIST, "
-                     "tested on affNIST; context, not our result): CapsNet 79%, CNN of the same "
-                     "size 66%")
 
 
 def _values(*values) -> tuple[float, ...]:
@@ -141,11 +139,6 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
                 np.full(len(values), np.nan)
             out[f"predicted_{factor}"] = predicted.astype(np.int64)
     return out
-
-
-def factors_in(arrays) -> list[str]:
-    """The factors swept in `arrays` (or a summary), in FACTORS order."""
-    return [f for f in FACTORS if f"values_{f}" in arrays or f"{f}_values" in arrays]
 
 
 def summarize(arrays, params: Params | None = None) -> dict:

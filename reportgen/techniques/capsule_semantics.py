@@ -34,8 +34,6 @@ from reportgen.techniques.compute import (check_option, check_positive, decode, 
 NAME = "capsule_semantics"
 REPRESENTATIVES = ("per_class", "first")
 SIGMAS = ("per_class", "pooled")
-REFERENCE = ("reference values reported for a dynamic-routing CapsNet on MNIST: 0.0021 – "
-             "0.0464 across factors, rotation 0.0031 (context, not our result)")
 
 
 def _pair(name: str, value) -> tuple[float, float]:

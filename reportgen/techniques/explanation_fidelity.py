@@ -34,12 +34,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reportgen.results.explanation_fidelity import METHODS, area_under_curve, deletion_aopc
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_option, check_positive, rounded_number
 
-METHODS = ("rpv_modified", "rpv_original", "gradcam_pp", "random")
-METHOD_LABELS = {"rpv_modified": "RPV (modified)", "rpv_original": "RPV (original)",
-                 "gradcam_pp": "Grad-CAM++", "random": "random order"}
 MODES = ("deletion", "insertion")
 TARGETS = ("true", "predicted")
 STARTS = ("blur", "blank")
@@ -174,21 +172,6 @@ def perturbation_curves(images: np.ndarray, order: np.ndarray, fill: np.ndarray,
         if bar is not None:
             bar.update(len(index))
     return scores.reshape(n, steps)
-
-
-def deletion_aopc(curves: np.ndarray) -> np.ndarray:
-    """(N,) AOPC of deletion curves (N, P+1): mean over k = 0 … P of f(x_0) - f(x_k)."""
-    curves = np.asarray(curves, np.float64)
-    return np.mean(curves[:, :1] - curves, axis=1)
-
-
-def area_under_curve(curves: np.ndarray) -> np.ndarray:
-    """(N,) trapezoid area under curves (N, P+1) over the fraction of patches k/P in [0, 1]."""
-    curves = np.asarray(curves, np.float64)
-    steps = curves.shape[1] - 1
-    if steps < 1:
-        return curves[:, 0].copy()
-    return (curves[:, 1:] + curves[:, :-1]).sum(axis=1) / (2.0 * steps)
 
 
 # --- Spearman rank correlation ------------------------------------------------------------------

@@ -25,6 +25,7 @@ import numpy as np
 
 from reportgen.console import progress
 from reportgen.errors import ReportgenError
+from reportgen.results.routing_diagnostics import FILTER_PREFIX, dead_units
 from reportgen.techniques.base import Technique, lazy, model_description
 from reportgen.techniques.compute import check_option, check_positive, finite_number, require_images
 
@@ -33,7 +34,6 @@ GROUPINGS = ("argmax", "weighted")
 ROLES = ("true", "wrong")                 # rows of the vote-agreement arrays
 VOTE_BUDGET_BYTES = 128 * 2 ** 20         # votes of one chunk (float32) stay under this
 DEFICIT_FLOOR = 1e-7                      # nats: float32 couplings are uniform to ~1e-7
-FILTER_PREFIX = "filter_max_"             # + conv layer name: (filters,) max output over the set
 
 
 @dataclass(frozen=True)
@@ -251,17 +251,6 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     for layer in layers:
         out[FILTER_PREFIX + layer] = np.asarray(tensors[f"conv:{layer}"]).max((0, 1, 2))
     return out
-
-
-def dead_units(arrays) -> dict:
-    """{layer: indices of dead filters}, indices of inactive capsule types, and totals."""
-    filters = {k[len(FILTER_PREFIX):]: np.asarray(v) for k, v in arrays.items()
-               if k.startswith(FILTER_PREFIX)}
-    dead = {layer: np.flatnonzero(v <= 0).tolist() for layer, v in filters.items()}
-    threshold = float(np.asarray(arrays["dead_type_threshold"]))
-    types = np.flatnonzero(np.asarray(arrays["type_max_length"]) < threshold).tolist()
-    return {"filters": dead, "filter_total": int(sum(v.size for v in filters.values())),
-            "types": types, "type_total": int(np.asarray(arrays["type_max_length"]).size)}
 
 
 def summarize(arrays, params: Params | None = None) -> dict:

@@ -1,0 +1,14 @@
+"""Adversarial robustness results: attack targets and attacks (their order and labels) and the
+flat summary keys."""
+
+from __future__ import annotations
+
+TARGETS = ("capsules", "votes")
+TARGET_LABELS = {"capsules": "output capsules", "votes": "votes (Gu 2022)"}
+ATTACKS = ("fgsm", "pgd")
+ATTACK_LABELS = {"fgsm": "FGSM", "pgd": "PGD"}
+
+
+def metric_key(metric: str, target: str, attack: str, epsilon: float) -> str:
+    """Flat summary key, e.g. accuracy_votes_pgd_0.1."""
+    return f"{metric}_{target}_{attack}_{float(epsilon):g}"

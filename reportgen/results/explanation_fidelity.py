@@ -1,0 +1,25 @@
+"""Explanation fidelity results: the methods' order and labels, and the measures of the
+deletion / insertion curves (AOPC: Samek et al. 2017; areas: Petsiuk et al. 2018)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+METHODS = ("rpv_modified", "rpv_original", "gradcam_pp", "random")
+METHOD_LABELS = {"rpv_modified": "RPV (modified)", "rpv_original": "RPV (original)",
+                 "gradcam_pp": "Grad-CAM++", "random": "random order"}
+
+
+def deletion_aopc(curves: np.ndarray) -> np.ndarray:
+    """(N,) AOPC of deletion curves (N, P+1): mean over k = 0 … P of f(x_0) - f(x_k)."""
+    curves = np.asarray(curves, np.float64)
+    return np.mean(curves[:, :1] - curves, axis=1)
+
+
+def area_under_curve(curves: np.ndarray) -> np.ndarray:
+    """(N,) trapezoid area under curves (N, P+1) over the fraction of patches k/P in [0, 1]."""
+    curves = np.asarray(curves, np.float64)
+    steps = curves.shape[1] - 1
+    if steps < 1:
+        return curves[:, 0].copy()
+    return (curves[:, 1:] + curves[:, :-1]).sum(axis=1) / (2.0 * steps)
