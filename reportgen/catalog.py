@@ -56,14 +56,15 @@ class ModelEntry:
                 received=problem,
                 fix=f"Delete {path}; the next training run writes a new one (without the records "
                     "of earlier steps)")
-        records = data["records"]
-        return records
+        return data["records"]
 
 
 def _history_problem(data) -> str | None:
     """What is wrong with a parsed history.json, in a few words, or None."""
     if not isinstance(data, dict):
-        return f"a JSON {type(data).__name__} instead of an object"
+        kinds = {list: "an array", str: "a string", bool: "true or false", int: "a number",
+                 float: "a number", type(None): "null"}
+        return f"{kinds.get(type(data), 'a value')} instead of an object"
     records = data.get("records")
     if not isinstance(records, list):
         return "no 'records' list"

@@ -182,7 +182,7 @@ def test_missing_models_folder_is_named(tmp_path):
 
 
 @pytest.mark.parametrize("text, received", [
-    ("{bad", "invalid JSON"), ("[]", "a JSON list instead of an object"),
+    ("{bad", "invalid JSON"), ("[]", "an array instead of an object"),
     ('{"x": 1}', "no 'records' list"), ('{"records": [{"step": "1-2"}, 3]}', "record 1"),
 ])
 def test_corrupt_history_is_one_readable_line(hostile, text, received):
