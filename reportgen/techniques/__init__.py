@@ -1,5 +1,6 @@
 """The technique registry, in page order. Adding a technique = one module + one line here
-(+ its panel template and its test; tests/test_registry.py checks all four exist)."""
+(+ its test; CONTRIBUTING.md). tests/test_technique_contract.py runs every registered technique
+through a probe view restricted to what it declared."""
 
 from __future__ import annotations
 
