@@ -5,6 +5,7 @@ trains them; the site folder rules, its lock, the staged swap and the per-build 
 
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -139,6 +140,7 @@ def test_bad_build_config_is_named(tmp_path, text, message):
     assert "build.toml" in err.value.message
 
 
+@pytest.mark.slow
 def test_dataset_analyses_trends_and_comparisons_are_cached(models, tmp_path):
     twin = tmp_path / "models"
     shutil.copytree(models, twin)
@@ -208,6 +210,8 @@ def test_site_folder_rules(tmp_path, monkeypatch):
     write_marker(tmp_path / "made")
     for folder in ("site", "empty", "made", "deeper/site"):
         assert check_site_folder(folder, **rules) == (tmp_path / folder).resolve()
+    with pytest.raises(ReportgenError, match="inside the site reportgen made in"):
+        check_site_folder("made/sub", **rules)
     # a marked site holding a model is still refused
     (tmp_path / "made" / "params.toml").write_text("")
     with pytest.raises(ReportgenError, match="holds a model"):
@@ -338,22 +342,42 @@ def test_store_error_stops_the_build(models, tmp_path, monkeypatch):
 
 def test_invalid_model_folders_are_failures_shown_on_home(models, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-
-    class WithInvalid(Catalog):
-        def invalid_models(self, pattern="*"):
-            from fnmatch import fnmatchcase
-
-            found = [("Broken", "params.toml: conv.filters must be positive (received -1)."),
-                     ("Other", "not matched")]
-            return [item for item in found if fnmatchcase(item[0], pattern)]
-
-    summary = build(WithInvalid(models), _site_options(tmp_path, models="[BT]*"))
-    assert summary.failures == [("Broken", "params.toml: conv.filters must be positive "
-                                           "(received -1).")]
+    folder = tmp_path / "models"
+    shutil.copytree(models, folder)
+    (folder / "Broken").mkdir()
+    (folder / "Broken" / "params.toml").write_text(
+        'dataset = "mnist"\ninput_shape = [12, 12, 1]\nnum_classes = -3\n')
+    (folder / "Other").mkdir()
+    (folder / "Other" / "params.toml").write_text("not toml [\n")
+    summary = build(Catalog(folder), _site_options(tmp_path, models="[BT]*"))
+    assert [subject for subject, _ in summary.failures] == ["Broken"]
+    assert "num_classes" in summary.failures[0][1]
     assert not summary.ok and summary.steps_built == 1 and summary.site == "built"
     home = (tmp_path / "site" / "index.html").read_text("utf-8")
-    assert "<b>Broken</b>: params.toml: conv.filters must be positive" in home
-    assert "Other" not in home
+    assert "<b>Broken</b>: Invalid model parameter" in home and "num_classes" in home
+    assert "Other" not in home                      # not matched by --models
+    # a pattern matching only invalid folders builds nothing: the site stays
+    before = _tree(tmp_path / "site")
+    only = build(Catalog(folder), _site_options(tmp_path, models="Broken"))
+    assert only.steps_built == 0 and only.site == "kept" and [s for s, _ in only.failures] == ["Broken"]
+    assert _tree(tmp_path / "site") == before
+
+
+def test_demo_refuses_a_user_folder_before_training(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    models = tmp_path / "models"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "models" / "MNIST_Demo",
+                    models / "MNIST_Demo", ignore=shutil.ignore_patterns("*.h5", "*.npz",
+                                                                         "*.json", "archive"))
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "todo.txt").write_text("mine")
+    result = CliRunner().invoke(main, ["--models-dir", str(models), "demo", "--site-dir",
+                                       "notes"])
+    assert result.exit_code == 2
+    assert "Refusing to write the site into 'notes'" in result.output
+    assert sorted(p.name for p in (models / "MNIST_Demo").iterdir()) == ["params.toml"]
+    assert (notes / "todo.txt").read_text() == "mine" and len(list(notes.iterdir())) == 1
 
 
 def test_nothing_built_keeps_the_site_and_is_an_error(models, tmp_path, monkeypatch):

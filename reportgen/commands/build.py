@@ -239,13 +239,13 @@ def build(catalog: Catalog, options: BuildOptions) -> BuildSummary:
                 shutil.rmtree(project / "docs")
         else:
             project = stack.enter_context(WorkFolder()) / "mkdocs"
-        _build_into(project, catalog, options, entries, techniques, indices, transforms,
-                    store, summary)
+        _build_into(project, options, entries, techniques, indices, transforms, store, summary)
     return summary
 
 
-def _build_into(project: Path, catalog, options, entries, techniques, indices, transforms,
-                store, summary) -> None:
+def _build_into(project: Path, options, entries, techniques, indices, transforms, store,
+                summary) -> None:
+    """Everything after the checks: models -> docs/ in `project` -> the site folder."""
     from reportgen.pages.assemble import Assembler
 
     docs = project / "docs"

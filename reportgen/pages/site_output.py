@@ -116,7 +116,8 @@ def check_site_folder(site_dir: str | Path, *, models_dir: str | Path | None = N
                       cache_dir: str | Path | None = None,
                       work_dir: str | Path | None = None) -> Path:
     """Everything `check_replaceable` checks, and never the models folder, the cache, reportgen's
-    working folder or the project folder (the current directory or a folder containing it)."""
+    working folder, the project folder (the current directory or a folder containing it) or a
+    folder inside another reportgen site."""
     label = str(site_dir)
     site = Path(site_dir).expanduser().resolve()
     cwd = Path.cwd().resolve()
@@ -131,6 +132,9 @@ def check_site_folder(site_dir: str | Path, *, models_dir: str | Path | None = N
             _refuse(label, f"it is {what}" + ("" if folder == site else " or contains it"))
         if _within(site, folder):
             _refuse(label, f"it is inside {what} ({folder})")
+    for parent in site.parents:       # a build of that site would replace this one with it
+        if read_marker(parent) is not None:
+            _refuse(label, f"it is inside the site reportgen made in {parent}")
     return check_replaceable(site, label)
 
 
