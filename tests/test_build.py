@@ -210,6 +210,8 @@ def test_site_folder_rules(tmp_path, monkeypatch):
     write_marker(tmp_path / "made")
     for folder in ("site", "empty", "made", "deeper/site"):
         assert check_site_folder(folder, **rules) == (tmp_path / folder).resolve()
+    with pytest.raises(ReportgenError, match="it contains the models folder"):
+        check_site_folder("outer", models_dir=tmp_path / "outer" / "models")
     with pytest.raises(ReportgenError, match="inside the site reportgen made in"):
         check_site_folder("made/sub", **rules)
     # a marked site holding a model is still refused
@@ -290,8 +292,12 @@ def test_site_lock_refuses_or_names_the_holder(tmp_path, capsys):
                 pass
         assert "--no-wait" in err.value.message
         order = []
-        waiter = threading.Thread(target=lambda: SiteLock(site, label="site").__enter__()
-                                  and order.append("waiter"))
+
+        def second_build():
+            with SiteLock(site, label="site"):
+                order.append("waiter")
+
+        waiter = threading.Thread(target=second_build)
         waiter.start()
         for _ in range(200):
             if "waiting for another build of site/" in capsys.readouterr().err:
@@ -302,6 +308,7 @@ def test_site_lock_refuses_or_names_the_holder(tmp_path, capsys):
         order.append("holder done")
     waiter.join(10)
     assert order == ["holder done", "waiter"]
+    assert not lock_file.exists()                   # removed by its last holder
 
 
 def test_abandoned_working_folders_are_removed_and_live_ones_kept(tmp_path):

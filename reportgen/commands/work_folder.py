@@ -96,7 +96,7 @@ class WorkFolder:
         except OSError as exc:
             self.__exit__()
             raise StoreError(f"Cannot create a working folder in {self.root}.",
-                             received=f"{exc.strerror}: {exc.filename}",
+                             received=f"{exc.strerror}: {exc.filename or self.root}",
                              fix="check that the project folder is writable and not full"
                              ) from None
         return self.path

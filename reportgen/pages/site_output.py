@@ -129,7 +129,7 @@ def check_site_folder(site_dir: str | Path, *, models_dir: str | Path | None = N
             continue
         folder = Path(folder).expanduser().resolve()
         if _within(folder, site):
-            _refuse(label, f"it is {what}" + ("" if folder == site else " or contains it"))
+            _refuse(label, f"it {'is' if folder == site else 'contains'} {what}")
         if _within(site, folder):
             _refuse(label, f"it is inside {what} ({folder})")
     for parent in site.parents:       # a build of that site would replace this one with it
