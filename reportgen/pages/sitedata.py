@@ -1,7 +1,8 @@
 """The site's structure as plain data: what `build` hands to the page renderer.
 
 All paths are relative to the MkDocs docs folder (e.g. "artifacts/MNIST_Demo/5-40/test-3/rpv-modified.png").
-Nothing here knows about TensorFlow or the cache.
+Nothing here knows about TensorFlow or the cache. Numbers travel with their panels
+(`Panel.numbers`, `FigureFile.source`): pages never read them back from the docs folder.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from dataclasses import dataclass, field
 
 @dataclass
 class FigureFile:
-    kind: str                 # "png" | "svg" | "pdf"
-    path: str
+    kind: str                 # "png" | "svg" | "pdf" | "json" | "csv" | "bin" | "js"
+    path: str                 # where the page links it (docs-relative)
     width: int = 0
     height: int = 0
+    source: str = ""          # the file's bytes in the artifact store (read these, not `path`)
 
 
 @dataclass
@@ -28,6 +30,10 @@ class Panel:
     caption: str              # model, step, input, technique, options, normalisation
     figures: list[FigureFile] # first is the PNG shown; others are downloads (SVG/PDF/extra PNG)
     experimental: bool = False
+    # The panel's numbers as JSON-ready data, from the artifact store: a dataset analysis's
+    # summary (what its JSON/CSV downloads hold) or a per-input technique's small export
+    # (e.g. class capsules' poses and lengths); None when the technique exports none.
+    numbers: dict | None = None
 
 
 @dataclass
