@@ -88,6 +88,10 @@ class ModelData:
     latest_val_accuracy: float | None = None
     best_val_accuracy: float | None = None
     errors: list[str] = field(default_factory=list)   # what failed for this model during build
+    # techniques that do not apply to this model's kind, with why (e.g. "no decoder"): pages
+    # say "not applicable to this model" instead of leaving a gap. [{technique, title, layer,
+    # reason}]
+    not_applicable: list[dict] = field(default_factory=list)
     # dataset-level numbers over training steps (one panel per analysis), static
     trend_panels: list[Panel] = field(default_factory=list)
 
