@@ -1,97 +1,28 @@
-"""The models/ folder: which models exist, their parameters, saved steps and history."""
+"""The models/ folder: which models exist (discovery, validation, matching by glob), and loading
+one at a training step. What is inside one model folder is reportgen.model_folder's.
+
+The catalog sits above training (it loads weights with reportgen.training.checkpoints); training
+never imports it: the trainer takes a `ModelFolder` value.
+"""
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
 from reportgen.errors import ReportgenError
-from reportgen.settings.model_params import (PARAMS_FILE, ModelParams, check_model_name,
-                                             load_model_params, printable_name)
-from reportgen.training.checkpoints import Step, list_steps, load_weights
+from reportgen.model_folder import PARAMS_FILE, ModelFolder, Step
+from reportgen.settings.model_params import check_model_name, printable_name
+from reportgen.training.checkpoints import load_weights
 
-HISTORY_FILE = "history.json"
+# The catalog's name for a model folder value (reportgen.commands.build imports it from here).
+ModelEntry = ModelFolder
 
 
 def default_models_dir() -> Path:
     return Path(os.environ.get("REPORTGEN_MODELS", "models"))
-
-
-@dataclass(frozen=True)
-class ModelEntry:
-    name: str
-    path: Path
-
-    @property
-    def params(self) -> ModelParams:
-        return _read_params(self.path)
-
-    @property
-    def steps(self) -> list[Step]:
-        return list_steps(self.path)
-
-    def weights_path(self, step: Step) -> Path:
-        return self.path / step.filename
-
-    def history(self) -> list[dict]:
-        """The training history (one record per saved step), or [] before training."""
-        path = self.path / HISTORY_FILE
-        if not path.is_file():
-            return []
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            problem = _history_problem(data)
-        except json.JSONDecodeError as exc:
-            problem = f"invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
-        except (OSError, UnicodeDecodeError) as exc:
-            problem = f"an unreadable file ({getattr(exc, 'strerror', None) or exc})"
-        if problem:
-            raise ReportgenError(
-                f"Training history {path} is corrupt.",
-                expected="the JSON that `reportgen train` writes: an object with a 'records' "
-                         "list, one object per saved step",
-                received=problem,
-                fix=f"Delete {path}; the next training run writes a new one (without the records "
-                    "of earlier steps)")
-        return data["records"]
-
-
-def _history_problem(data) -> str | None:
-    """What is wrong with a parsed history.json, in a few words, or None."""
-    if not isinstance(data, dict):
-        kinds = {list: "an array", str: "a string", bool: "true or false", int: "a number",
-                 float: "a number", type(None): "null"}
-        return f"{kinds.get(type(data), 'a value')} instead of an object"
-    records = data.get("records")
-    if not isinstance(records, list):
-        return "no 'records' list"
-    for i, record in enumerate(records):
-        step = record.get("step") if isinstance(record, dict) else None
-        try:
-            Step.parse(step if isinstance(step, str) else "")
-        except ReportgenError:
-            return f"record {i} without a valid 'step' ({step!r})"
-    return None
-
-
-def _read_params(folder: Path) -> ModelParams:
-    """params.toml of one model folder; an unreadable file is a ReportgenError too."""
-    path = folder / PARAMS_FILE
-    if path.is_symlink() and not path.exists():
-        raise ReportgenError(f"Model parameter file {path} is a broken link.",
-                             fix=f"Point the link at a params.toml or replace {path} with one.")
-    if path.exists() and not path.is_file():
-        raise ReportgenError(f"Model parameter file {path} is not a file.",
-                             fix=f"Replace {path} with a params.toml file.")
-    try:
-        return load_model_params(path)
-    except OSError as exc:  # a folder named params.toml, no permission, an I/O error
-        raise ReportgenError(f"Cannot read the model parameter file {path}.",
-                             received=f"{type(exc).__name__}: {exc.strerror or exc}",
-                             fix=f"Make {path} a readable TOML file.") from exc
 
 
 @dataclass(frozen=True)
@@ -150,18 +81,19 @@ class Catalog:
                 continue
         return sorted(found, key=lambda p: p.name)
 
-    def scan(self) -> tuple[list[ModelEntry], list[InvalidModel]]:
+    def scan(self) -> tuple[list[ModelFolder], list[InvalidModel]]:
         """(valid models, invalid model folders), each sorted by folder name."""
         valid, invalid = [], []
         for folder in self._folders():
             try:
                 check_model_name(folder.name, folder)
-                _read_params(folder)
+                entry = ModelFolder(folder.name, folder)
+                entry.params  # validates params.toml
             except ReportgenError as exc:
                 invalid.append(InvalidModel(printable_name(folder.name), folder.name, folder,
                                             exc.message))
                 continue
-            valid.append(ModelEntry(folder.name, folder))
+            valid.append(entry)
         return valid, invalid
 
     def names(self) -> list[str]:
@@ -173,7 +105,7 @@ class Catalog:
         return [(m.name, m.reason) for m in self.scan()[1] if fnmatchcase(m.folder, pattern)]
 
     # -- one model -----------------------------------------------------------------------------
-    def get(self, name: str) -> ModelEntry:
+    def get(self, name: str) -> ModelFolder:
         """The named model; its params.toml is validated (the error names the field)."""
         check_model_name(name)
         path = self._require_root() / name
@@ -183,10 +115,11 @@ class Catalog:
             raise ReportgenError(f"Unknown model '{name}' (no {marker}).",
                                  expected=f"one of: {known}",
                                  fix=f"Pick a listed model or create {marker}.")
-        _read_params(path)
-        return ModelEntry(name, path)
+        entry = ModelFolder(name, path)
+        entry.params  # validates params.toml (the error names the field)
+        return entry
 
-    def match(self, pattern: str) -> list[ModelEntry]:
+    def match(self, pattern: str) -> list[ModelFolder]:
         """Valid models whose names match a shell glob such as 'MNIST_*'.
 
         Invalid folders that match are left out (`invalid_models(pattern)` lists them); only a
@@ -207,7 +140,7 @@ class Catalog:
                     "a model folder with a params.toml.")
         return found
 
-    def resolve_step(self, entry: ModelEntry, step: str | Step) -> Step | None:
+    def resolve_step(self, entry: ModelFolder, step: str | Step) -> Step | None:
         """'last' -> latest saved step; 'init' -> None (fresh weights); 'E-B' -> that step."""
         if isinstance(step, Step):
             chosen = step

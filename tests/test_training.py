@@ -14,6 +14,7 @@ import pytest
 
 from reportgen.catalog import Catalog
 from reportgen.errors import ReportgenError
+from reportgen.model_folder import ModelFolder
 from reportgen.training.checkpoints import Step, list_steps, load_weights, save_weights
 
 TINY_TOML = """
@@ -192,7 +193,7 @@ def test_recovery_completes_a_committed_step_and_deletes_only_its_temporaries(mo
     theirs = ["notes.txt", ".tmp-notes.txt", ".tmp-ab12.npz", ".tmpab_12xyz.npz", "x.npz"]
     for name in ours + theirs:
         (tiny / name).write_bytes(b"half written")
-    committed, notices = recover(tiny, "Tiny")
+    committed, notices = recover(ModelFolder.at(tiny))
     assert str(committed.step) == "1-5"
     assert (tiny / "1-5.weights.h5").read_bytes() == weights
     assert _records(tiny) == complete
@@ -202,7 +203,7 @@ def test_recovery_completes_a_committed_step_and_deletes_only_its_temporaries(mo
     assert set(theirs) <= left
     assert all((tiny / name).read_bytes() == b"half written" for name in theirs)
     # idempotent: a second start finds nothing to do
-    assert recover(tiny, "Tiny")[1] == []
+    assert recover(ModelFolder.at(tiny))[1] == []
 
 
 def test_weights_without_a_history_record_are_archived_not_trained_over(models_dir, capsys):
@@ -267,7 +268,7 @@ def test_resume_keeps_the_runs_data_order(models_dir):
 def test_one_training_per_model_at_a_time(models_dir):
     from reportgen.training.run_state import training_lock
 
-    with training_lock(models_dir / "Tiny", "Tiny"):
+    with training_lock(ModelFolder.at(models_dir / "Tiny")):
         with pytest.raises(ReportgenError, match="Another `reportgen train Tiny` is running"):
             _train(models_dir, epochs=1)
 

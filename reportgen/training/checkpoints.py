@@ -1,58 +1,25 @@
-"""Training steps and their weights files: Step(3, 100) <-> models/NAME/3-100.weights.h5.
+"""Weights files and atomic writes in a model folder.
 
-Writes are atomic: a temporary file in the same folder (named `.tmp-` + 8 random characters +
-the target's suffix, so that the next `reportgen train` can recognise and delete leftovers of a
-killed write), flushed to disk, then renamed over the target. How a training step's files are
-committed together is in reportgen.training.run_state.
+Which step a weights file holds (`Step` <-> `3-100.weights.h5`) and how temporary files are
+named are reportgen.model_folder's; `Step`, `WEIGHTS_SUFFIX` and `list_steps` are re-exported
+here for the code that imports them from this module. Writes are atomic: a temporary file in the
+same folder (model_folder.TEMP_PREFIX + 8 random characters + the target's suffix, so that the
+next `reportgen train` can recognise and delete leftovers of a killed write), flushed to disk,
+then renamed over the target. How a training step's files are committed together is in
+reportgen.training.run_state.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from reportgen.errors import ReportgenError
-
-WEIGHTS_SUFFIX = ".weights.h5"
-_STEP = re.compile(r"^(\d+)-(\d+)$")
-
-
-@dataclass(frozen=True, order=True)
-class Step:
-    """A training step: `batch` batches into epoch `epoch` (1-based); 0-0 is untrained."""
-
-    epoch: int
-    batch: int
-
-    def __str__(self) -> str:
-        return f"{self.epoch}-{self.batch}"
-
-    @classmethod
-    def parse(cls, text: str) -> "Step":
-        match = _STEP.match(text.strip())
-        if not match:
-            raise ReportgenError("Invalid training step.", expected="EPOCH-BATCH, e.g. 3-100",
-                                 received=repr(text))
-        return cls(int(match.group(1)), int(match.group(2)))
-
-    @property
-    def filename(self) -> str:
-        return f"{self}{WEIGHTS_SUFFIX}"
-
-
-def list_steps(model_dir: Path) -> list[Step]:
-    """Every saved step of a model, in training order."""
-    steps = []
-    for path in Path(model_dir).glob(f"*{WEIGHTS_SUFFIX}"):
-        match = _STEP.match(path.name[: -len(WEIGHTS_SUFFIX)])
-        if match:
-            steps.append(Step(int(match.group(1)), int(match.group(2))))
-    return sorted(steps)
+from reportgen.model_folder import TEMP_PREFIX, WEIGHTS_SUFFIX
+from reportgen.model_folder import Step, list_steps  # noqa: F401  (re-exported)
 
 
 @contextmanager
@@ -60,7 +27,7 @@ def atomic_path(final: Path, suffix: str = "") -> Iterator[Path]:
     """Yield a temporary path beside `final`; rename it onto `final` only if the block succeeds."""
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix or "".join(final.suffixes),
+    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=suffix or "".join(final.suffixes),
                                dir=final.parent)
     os.close(fd)
     tmp = Path(tmp)

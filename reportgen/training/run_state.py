@@ -20,13 +20,16 @@ and `.tmp-step-E-B.weights.h5`), never any other file. A weights file without a 
 committed history (from an older reportgen that wrote the weights first, or copied in by hand)
 is moved to `archive/<time>-uncommitted/` on `--resume`, never deleted and never kept with a
 gap in the history.
+
+The names and paths (and the `is_temporary` test) are reportgen.model_folder's; every function
+here takes a `ModelFolder`. `STATE_FILE` and `is_temporary` are re-exported for the code that
+imports them from this module.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 import threading
@@ -39,26 +42,13 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from reportgen.catalog import HISTORY_FILE
 from reportgen.errors import ReportgenError
-from reportgen.training.checkpoints import (WEIGHTS_SUFFIX, Step, atomic_path, atomic_write_text,
-                                            fsync_dir, fsync_file, list_steps)
+from reportgen.model_folder import (STATE_FILE, ModelFolder, Step, is_temporary,
+                                    is_training_product)
+from reportgen.training.checkpoints import (atomic_path, atomic_write_text, fsync_dir,
+                                            fsync_file)
 
-STATE_FILE = "train_state.npz"
-ARCHIVE_DIR = "archive"
-STATE_FORMAT = 1
-_ATOMIC_TEMP = re.compile(r"^\.tmp-[a-z0-9_]{8}(\.weights\.h5|\.npz|\.json)$")
-_PENDING = re.compile(r"^\.tmp-step-(\d+)-(\d+)\.weights\.h5$")
-
-
-def pending_path(model_dir: Path, step: Step) -> Path:
-    """Where step's weights wait until the step is committed."""
-    return Path(model_dir) / f".tmp-step-{step}{WEIGHTS_SUFFIX}"
-
-
-def is_temporary(name: str) -> bool:
-    """True for the names reportgen gives its own temporary files in a model folder."""
-    return bool(_ATOMIC_TEMP.match(name) or _PENDING.match(name))
+STATE_FORMAT = 1  # the layout of the arrays inside train_state.npz
 
 
 @dataclass
@@ -79,20 +69,19 @@ class Committed:
 
 # --- writing ---------------------------------------------------------------------------------
 
-def commit_step(model_dir: Path, step: Step, write_weights: Callable[[Path], None],
+def commit_step(folder: ModelFolder, step: Step, write_weights: Callable[[Path], None],
                 optimizer_variables, history: dict, settings: dict) -> None:
     """Save step `step` in the order the module docstring gives; Ctrl-C waits until it is done."""
-    model_dir = Path(model_dir)
-    pending = pending_path(model_dir, step)
+    pending = folder.pending_path(step)
     history_text = json.dumps(history, indent=1)
     with sigint_deferred():
         write_weights(pending)
         fsync_file(pending)
-        with atomic_path(model_dir / STATE_FILE, suffix=".npz") as tmp:
+        with atomic_path(folder.state_path, suffix=".npz") as tmp:
             _write_state(tmp, step, optimizer_variables, history_text, settings)
-        atomic_write_text(model_dir / HISTORY_FILE, history_text)
-        os.replace(pending, model_dir / step.filename)
-        fsync_dir(model_dir)
+        atomic_write_text(folder.history_path, history_text)
+        os.replace(pending, folder.weights_path(step))
+        fsync_dir(folder.path)
 
 
 def _write_state(path: Path, step: Step, optimizer_variables, history_text: str,
@@ -124,9 +113,9 @@ def sigint_deferred() -> Iterator[None]:
 
 # --- reading ---------------------------------------------------------------------------------
 
-def read_state(model_dir: Path, name: str) -> Committed | None:
+def read_state(folder: ModelFolder) -> Committed | None:
     """The committed state, or None without a state file. Corrupt files raise a one-line error."""
-    path = Path(model_dir) / STATE_FILE
+    path, name = folder.state_path, folder.name
     if not path.is_file():
         return None
     fix = (f"Delete {path} (`reportgen train {name} --resume` then continues from the latest "
@@ -153,9 +142,13 @@ def read_state(model_dir: Path, name: str) -> Committed | None:
                              fix=fix) from exc
 
 
-def read_history(model_dir: Path, name: str) -> dict | None:
-    """history.json as a document, or None when absent. A corrupt file raises a one-line error."""
-    path = Path(model_dir) / HISTORY_FILE
+def read_history(folder: ModelFolder) -> dict | None:
+    """history.json as a document, or None when absent. A corrupt file raises a one-line error.
+
+    (The catalog's `ModelFolder.history()` reads the same file for listing and building; this
+    reader's fix tells how a training run rebuilds it.)
+    """
+    path, name = folder.history_path, folder.name
     if not path.is_file():
         return None
     try:
@@ -163,7 +156,7 @@ def read_history(model_dir: Path, name: str) -> dict | None:
         [Step.parse(r["step"]) for r in doc["records"]]
         return doc
     except (ValueError, KeyError, TypeError, UnicodeDecodeError, ReportgenError) as exc:
-        has_state = (Path(model_dir) / STATE_FILE).is_file()
+        has_state = folder.state_path.is_file()
         raise ReportgenError(
             f"Training history {path} is unreadable (truncated or not a reportgen history)",
             received=_first_line(exc),
@@ -179,71 +172,68 @@ def _first_line(exc: BaseException) -> str:
 
 # --- recovery --------------------------------------------------------------------------------
 
-def recover(model_dir: Path, name: str) -> tuple[Committed, list[str]]:
+def recover(folder: ModelFolder) -> tuple[Committed, list[str]]:
     """Complete a step committed before a kill and delete reportgen's temporary files.
 
     Returns the committed state (step None when nothing was committed) and notices for the user.
     Reads the state first, so a corrupt state file stops here with its one-line error.
     """
-    model_dir = Path(model_dir)
     notices: list[str] = []
-    state = read_state(model_dir, name)
+    state = read_state(folder)
     if state is not None and not state.has_history:  # an older state: history.json rules
-        state.history = read_history(model_dir, name) or {"records": []}
+        state.history = read_history(folder) or {"records": []}
     keep = None  # the committed step's pending weights: renamed below, after history.json
-    if state is not None and not (model_dir / state.step.filename).exists():
-        keep = pending_path(model_dir, state.step)
-    remove_temporary_files(model_dir, keep=keep)
+    if state is not None and not folder.weights_path(state.step).exists():
+        keep = folder.pending_path(state.step)
+    remove_temporary_files(folder, keep=keep)
     if state is None:
-        history = read_history(model_dir, name)
+        history = read_history(folder)
         records = history["records"] if history else []
         step = Step.parse(records[-1]["step"]) if records else None
         return Committed(step, history=history or {}), notices
     history_text = json.dumps(state.history, indent=1)
-    history_path = model_dir / HISTORY_FILE
+    history_path = folder.history_path
     current = history_path.read_text(encoding="utf-8") if history_path.is_file() else None
     if state.has_history and current != history_text:
         if current is not None:
-            read_history(model_dir, name)  # a corrupt history.json is reported, not replaced
+            read_history(folder)  # a corrupt history.json is reported, not replaced
         atomic_write_text(history_path, history_text)
         notices.append(f"Completed {history_path} from {STATE_FILE} (step {state.step}).")
-    pending = pending_path(model_dir, state.step)
+    pending = folder.pending_path(state.step)
     if pending.is_file():
-        os.replace(pending, model_dir / state.step.filename)
-        fsync_dir(model_dir)
+        os.replace(pending, folder.weights_path(state.step))
+        fsync_dir(folder.path)
         notices.append(f"Completed step {state.step}: its weights were written before the "
                        "interruption.")
     return state, notices
 
 
-def remove_temporary_files(model_dir: Path, keep: Path | None = None) -> None:
+def remove_temporary_files(folder: ModelFolder, keep: Path | None = None) -> None:
     """Delete the leftovers of interrupted writes: only names `is_temporary` accepts."""
-    for path in Path(model_dir).iterdir():
+    for path in folder.path.iterdir():
         if path.is_file() and is_temporary(path.name) and path != keep:
             path.unlink()
 
 
-def archive_uncommitted(model_dir: Path, committed: Committed) -> tuple[Path | None, list[Step]]:
+def archive_uncommitted(folder: ModelFolder,
+                        committed: Committed) -> tuple[Path | None, list[Step]]:
     """Move weights files that have no record in the committed history to archive/."""
     known = {r["step"] for r in committed.records}
-    stray = [s for s in list_steps(model_dir) if str(s) not in known]
+    stray = [s for s in folder.steps if str(s) not in known]
     if not stray:
         return None, []
-    target = _archive_folder(model_dir, "-uncommitted")
+    target = _archive_folder(folder, uncommitted=True)
     for step in stray:
-        shutil.move(str(Path(model_dir) / step.filename), target / step.filename)
+        shutil.move(str(folder.weights_path(step)), target / step.filename)
     return target, stray
 
 
-def archive_run(model_dir: Path) -> Path | None:
+def archive_run(folder: ModelFolder) -> Path | None:
     """Move a run's products (weights, state, history) to archive/<UTC time>/; never delete."""
-    model_dir = Path(model_dir)
-    products = [p for p in model_dir.iterdir() if p.is_file() and (
-        p.name in (STATE_FILE, HISTORY_FILE) or _PENDING.match(p.name)
-        or (p.name.endswith(WEIGHTS_SUFFIX) and not is_temporary(p.name)))]
+    products = [p for p in folder.path.iterdir() if p.is_file() and is_training_product(p.name)]
     if not products:
         return None
-    target = _archive_folder(model_dir, "")
+    target = _archive_folder(folder)
     # the state first: a kill midway leaves weights without a committed history, which the
     # next --resume archives too, never trains on top of
     for path in sorted(products, key=lambda p: p.name != STATE_FILE):
@@ -251,16 +241,16 @@ def archive_run(model_dir: Path) -> Path | None:
     return target
 
 
-def _archive_folder(model_dir: Path, suffix: str) -> Path:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
-    target = Path(model_dir) / ARCHIVE_DIR / f"{stamp}{suffix}"
+def _archive_folder(folder: ModelFolder, uncommitted: bool = False) -> Path:
+    target = folder.archive_dir(datetime.now(timezone.utc), uncommitted=uncommitted)
     target.mkdir(parents=True)
     return target
 
 
 @contextmanager
-def training_lock(model_dir: Path, name: str) -> Iterator[None]:
+def training_lock(folder: ModelFolder) -> Iterator[None]:
     """One `reportgen train` per model at a time (the recovery deletes temporary files)."""
+    name, model_dir = folder.name, folder.lock_path
     try:
         import fcntl
     except ImportError:  # not POSIX: no lock

@@ -7,6 +7,9 @@ the last saved step with Adam's moments and iteration count as they were: a resu
 the same next steps as an uninterrupted one with the same seed. A custom loop (not `fit`)
 because saves fall inside epochs and a resume may start mid-epoch; the bench compares its
 throughput with `fit` on the same model.
+
+The model comes as a `ModelFolder` (reportgen.model_folder: its name, folder, parameters and
+file paths), so training never imports the catalog that finds the folders.
 """
 
 from __future__ import annotations
@@ -18,13 +21,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from reportgen import console
-from reportgen.catalog import ModelEntry
 from reportgen.errors import ReportgenError
-from reportgen.training.checkpoints import Step, list_steps, load_weights
-from reportgen.training.run_state import (ARCHIVE_DIR, STATE_FILE, Committed,
-                                          archive_run, archive_uncommitted, commit_step,
-                                          recover, remove_temporary_files, sigint_deferred,
-                                          training_lock)
+from reportgen.model_folder import HISTORY_FILE, STATE_FILE, ModelFolder, Step
+from reportgen.training.checkpoints import load_weights
+from reportgen.training.run_state import (Committed, archive_run, archive_uncommitted,
+                                          commit_step, recover, remove_temporary_files,
+                                          sigint_deferred, training_lock)
 
 VALIDATION_LIMIT = 1000
 # settings that fix which images each EPOCH-BATCH step saw: a resume must keep them
@@ -78,14 +80,14 @@ def _validation_split(dataset, seed: int):
     return dataset.x_test[idx], dataset.y_test[idx]
 
 
-def train(entry: ModelEntry, options: TrainOptions = TrainOptions()) -> list[dict]:
+def train(entry: ModelFolder, options: TrainOptions = TrainOptions()) -> list[dict]:
     """Train `entry` and return its history records. See TrainOptions for the knobs."""
-    with training_lock(entry.path, entry.name):
+    with training_lock(entry):
         run = open_run(entry, options)
         return _train_loop(entry, run)
 
 
-def open_run(entry: ModelEntry, options: TrainOptions) -> Run:
+def open_run(entry: ModelFolder, options: TrainOptions) -> Run:
     """Recover the model folder after an interruption, then set up a new or resumed run.
 
     The caller holds `training_lock` (train does); tests call this to inspect a resumed run.
@@ -94,13 +96,13 @@ def open_run(entry: ModelEntry, options: TrainOptions) -> Run:
         raise ReportgenError("--resume and --fresh exclude each other",
                              fix="Continue the run with --resume, or start over with --fresh")
     committed = _recover_folder(entry, options)
-    existing = list_steps(entry.path)
+    existing = entry.steps
     if existing and not options.resume:
         raise ReportgenError(
             f"{entry.path} already holds a training run (steps {existing[0]} ... "
             f"{existing[-1]}).",
             fix=f"Continue it with `reportgen train {entry.name} --resume`, or start over "
-                f"with `--fresh` (moves the old run to {entry.path / ARCHIVE_DIR}/).")
+                f"with `--fresh` (moves the old run to {entry.archive_root}/).")
     if existing:
         existing = _drop_uncommitted(entry, committed)
     settings = _settings(entry, options, committed.settings if existing else {})
@@ -126,44 +128,44 @@ def open_run(entry: ModelEntry, options: TrainOptions) -> Run:
     return run
 
 
-def _recover_folder(entry: ModelEntry, options: TrainOptions) -> Committed:
+def _recover_folder(entry: ModelFolder, options: TrainOptions) -> Committed:
     """Finish or undo what a killed run left (see run_state); with --fresh, archive the run."""
     if options.fresh:
         try:  # complete a committed step so the archive holds the whole run
-            recover(entry.path, entry.name)
+            recover(entry)
         except ReportgenError:
             pass  # a damaged run is archived as it is
-        target = archive_run(entry.path)
-        remove_temporary_files(entry.path)
+        target = archive_run(entry)
+        remove_temporary_files(entry)
         if target is not None:
             console.notice(f"Earlier run moved to {target}")
         return Committed(None)
-    committed, notices = recover(entry.path, entry.name)
+    committed, notices = recover(entry)
     for line in notices:
         console.notice(line)
     return committed
 
 
-def _drop_uncommitted(entry: ModelEntry, committed: Committed) -> list[Step]:
+def _drop_uncommitted(entry: ModelFolder, committed: Committed) -> list[Step]:
     """Move weights without a history record aside, so the history has no gap; return the rest."""
     if committed.step is None:
         raise ReportgenError(
-            f"{entry.path} holds weights files but neither history.json nor {STATE_FILE}, so "
+            f"{entry.path} holds weights files but neither {HISTORY_FILE} nor {STATE_FILE}, so "
             "there is no run to resume",
             fix=f"Start over with `reportgen train {entry.name} --fresh` (moves the weights to "
-                f"{entry.path / ARCHIVE_DIR}/)")
-    target, moved = archive_uncommitted(entry.path, committed)
+                f"{entry.archive_root}/)")
+    target, moved = archive_uncommitted(entry, committed)
     if moved:
         console.notice(f"Moved {len(moved)} weights file(s) without a history record "
                        f"({', '.join(map(str, moved))}) to {target}")
-    existing = list_steps(entry.path)
+    existing = entry.steps
     if not existing:
         raise ReportgenError(f"{entry.path} holds no saved step of the run to resume",
                              fix=f"Start over with `reportgen train {entry.name} --fresh`")
     return existing
 
 
-def _settings(entry: ModelEntry, options: TrainOptions, recorded: dict) -> dict:
+def _settings(entry: ModelFolder, options: TrainOptions, recorded: dict) -> dict:
     """The run's settings: options, else (on resume) the run's own, else params.toml's."""
     tp = entry.params.training
     given = {"data": options.data, "seed": options.seed, "batch_size": options.batch_size,
@@ -184,7 +186,7 @@ def _settings(entry: ModelEntry, options: TrainOptions, recorded: dict) -> dict:
             for key in defaults}
 
 
-def _load_data(entry: ModelEntry, options: TrainOptions, settings: dict) -> Run:
+def _load_data(entry: ModelFolder, options: TrainOptions, settings: dict) -> Run:
     from reportgen.data.datasets import load_dataset
 
     params = entry.params
@@ -209,7 +211,7 @@ def _load_data(entry: ModelEntry, options: TrainOptions, settings: dict) -> Run:
                x_train=x_train, y_train=y_train, x_val=x_val, y_val=y_val, source=dataset.source)
 
 
-def _load_step_weights(entry: ModelEntry, net, step: Step) -> None:
+def _load_step_weights(entry: ModelFolder, net, step: Step) -> None:
     try:
         load_weights(net, entry.weights_path(step))
     except ReportgenError as exc:
@@ -219,11 +221,11 @@ def _load_step_weights(entry: ModelEntry, net, step: Step) -> None:
                                  "the step before, or start over with --fresh") from exc
 
 
-def _restore_optimizer(entry: ModelEntry, optimizer, committed: Committed, last: Step,
+def _restore_optimizer(entry: ModelFolder, optimizer, committed: Committed, last: Step,
                        learning_rate: float) -> None:
     """Adam's moments and iteration count as saved with `last`; a fresh Adam (said so) if the
     state belongs to another step (its weights were removed by hand) or is missing."""
-    state_path = entry.path / STATE_FILE
+    state_path = entry.state_path
     if committed.optimizer is None or committed.step != last:
         reason = (f"{state_path} is missing" if committed.optimizer is None else
                   f"{state_path} belongs to step {committed.step}, whose weights file is gone")
@@ -247,7 +249,7 @@ def _restore_optimizer(entry: ModelEntry, optimizer, committed: Committed, last:
     optimizer.learning_rate = learning_rate
 
 
-def _train_loop(entry: ModelEntry, run: Run) -> list[dict]:
+def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
     params = entry.params
     settings = run.settings
     batch_size, save_every = settings["batch_size"], settings["save_every"]
@@ -276,7 +278,7 @@ def _train_loop(entry: ModelEntry, run: Run) -> list[dict]:
         doc = {"model": entry.name, "dataset": run.source, "batch_size": batch_size,
                "records": history + [record]}
         with sigint_deferred():  # Ctrl-C mid-save: the step is saved and counted, then we stop
-            commit_step(entry.path, step, lambda path: net.model.save_weights(str(path)),
+            commit_step(entry, step, lambda path: net.model.save_weights(str(path)),
                         run.optimizer.variables, doc, settings)
             history.append(record)
         sums, seen = np.zeros(4), 0
