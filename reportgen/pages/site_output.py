@@ -54,10 +54,18 @@ def read_marker(site_dir: str | Path) -> dict | None:
     return data if isinstance(data, dict) and data.get("generator") == GENERATOR else None
 
 
+def site_files(site_dir: Path) -> list[str]:
+    """Every file under `site_dir` but the marker, as sorted POSIX paths relative to it."""
+    site = Path(site_dir)
+    return sorted(p.relative_to(site).as_posix() for p in site.rglob("*")
+                  if (p.is_file() or p.is_symlink()) and p.name != MARKER)
+
+
 def write_marker(site_dir: Path, extra: dict | None = None) -> None:
     """No time or absolute path in it: it is published with the site, and two builds of the
-    same pages stay byte-identical."""
-    data = {"generator": GENERATOR, **(extra or {})}
+    same pages stay byte-identical. It lists the site's files, so that a file a user adds to
+    the site later (a CNAME, notes) is recognised as theirs and never replaced."""
+    data = {"generator": GENERATOR, **(extra or {}), "files": site_files(site_dir)}
     (Path(site_dir) / MARKER).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n",
                                          encoding="utf-8")
 
@@ -109,7 +117,23 @@ def check_replaceable(site_dir: str | Path, label: str | None = None) -> Path:
         shown = ", ".join(p.name for p in entries[:3]) + (", ..." if len(entries) > 3 else "")
         _refuse(label, f"it holds files reportgen did not make ({shown})",
                 fix=f"choose another --site-dir (e.g. site), or empty '{label}' yourself")
+    added = _files_added_since_build(site)
+    if added:
+        shown = ", ".join(added[:3]) + (", ..." if len(added) > 3 else "")
+        _refuse(label, f"files were added to it after reportgen built it ({shown}) and a "
+                       f"build replaces the whole folder",
+                fix=f"move them out of '{label}' (keep extra site files elsewhere), or choose "
+                    f"another --site-dir")
     return site
+
+
+def _files_added_since_build(site: Path) -> list[str]:
+    """Files in a marked site that its marker does not list (none for an unmarked one)."""
+    marker = read_marker(site)
+    listed = marker.get("files") if marker else None
+    if not isinstance(listed, list):
+        return []
+    return sorted(set(site_files(site)) - set(listed))
 
 
 def check_site_folder(site_dir: str | Path, *, models_dir: str | Path | None = None,
