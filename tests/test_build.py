@@ -240,7 +240,8 @@ def test_failed_site_build_leaves_the_previous_site_untouched(tmp_path):
     with staged_site(site, {"digest": "a"}) as staging:
         (staging / "index.html").write_text("first")
     before = _tree(site)
-    assert before == {".reportgen-site.json": b'{\n "digest": "a",\n "generator": "reportgen"\n}\n',
+    assert before == {".reportgen-site.json": b'{\n "digest": "a",\n "files": [\n  "index.html"\n ],\n'
+                                              b' "generator": "reportgen"\n}\n',
                       "index.html": b"first"}
     with pytest.raises(RuntimeError):
         with staged_site(site) as staging:

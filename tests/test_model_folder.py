@@ -24,10 +24,7 @@ LAYOUT_NAMES = (WEIGHTS_SUFFIX, HISTORY_FILE, STATE_FILE, ARCHIVE_DIR, TEMP_PREF
 DEFINED_IN = {"reportgen/model_folder.py": set(LAYOUT_NAMES),
               # the parameter file's name is defined beside its schema, one layer below
               "reportgen/settings/model_params.py": {PARAMS_FILE}}
-KNOWN_COPIES = {
-    ("reportgen/pages/site_output.py", PARAMS_FILE):
-        "its own PARAMS_FILE constant: should import reportgen.model_folder.PARAMS_FILE",
-}
+KNOWN_COPIES: dict = {}
 
 
 @pytest.fixture

@@ -29,10 +29,10 @@ from typing import Iterator
 
 from reportgen import console
 from reportgen.errors import ReportgenError
+from reportgen.model_folder import PARAMS_FILE
 
 MARKER = ".reportgen-site.json"
 GENERATOR = "reportgen"
-PARAMS_FILE = "params.toml"
 _LEFTOVER = ".reportgen-"          # .NAME.reportgen-new-XXXX / .NAME.reportgen-old-XXXX
 LOCK_SUFFIX = ".reportgen-lock"
 # What an earlier reportgen (before the marker) wrote at a site's top level: such a folder is
