@@ -8,9 +8,13 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
+import reportgen.data.inputs as inputs_module
+from reference import png as ref_png
+from reportgen.data import png_bands
 from reportgen.data.datasets import Dataset
-from reportgen.data.inputs import (InputImage, Transform, apply_transform, load_image_file,
-                                   make_inputs, parse_image_selection, parse_transforms)
+from reportgen.data.inputs import (InputImage, Transform, apply_transform, convert_image,
+                                   load_image_file, make_inputs, parse_image_selection,
+                                   parse_transforms)
 from reportgen.errors import ReportgenError
 
 SAFE_KEY = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -269,22 +273,31 @@ def test_conversion_matches_the_full_float_reference(tmp_path, mode, ext):
 def test_only_a_few_times_the_input_is_converted_to_float(tmp_path, monkeypatch):
     import reportgen.data.inputs as inputs
 
-    converted, shrunk = [], []
+    converted, shrunk, bands = [], [], []
     real_float, real_shrink = inputs._pil_to_float, inputs._shrink
+    real_bands = png_bands.iter_bands
     monkeypatch.setattr(inputs, "_pil_to_float",
                         lambda img, scale=None: converted.append(img.size) or real_float(img, scale))
     monkeypatch.setattr(inputs, "_shrink",
                         lambda img, *a: shrunk.append(img.size) or real_shrink(img, *a))
-    for size, name in (((3000, 2000), "big.png"), ((4000, 3000), "big.jpg")):
+    monkeypatch.setattr(png_bands, "iter_bands", lambda *a: (
+        bands.append(band.size) or band for band in real_bands(*a)))
+    for size, name in (((3000, 2000), "big.png"), ((4000, 3000), "big.jpg"),
+                       ((1500, 1000), "small.png")):
         img = Image.new("RGB", size, (20, 40, 60))
-        ImageDraw.Draw(img).ellipse((500, 500, 1900, 1500), fill=(250, 200, 10))
+        ImageDraw.Draw(img).ellipse((500, 500, 1400, 900), fill=(250, 200, 10))
         img.save(tmp_path / name)
-    load_image_file(tmp_path / "big.png", (28, 28, 1))
-    load_image_file(tmp_path / "big.jpg", (28, 28, 1))
+    for name in ("big.png", "big.jpg", "small.png"):
+        load_image_file(tmp_path / name, (28, 28, 1))
     for w, h in converted:                 # at most 2 x gap (4) times the fitted 28 x 19 / 21
         assert w <= 8 * 28 and h <= 8 * 28
-    assert shrunk[0] == (3000, 2000)       # a PNG decodes at full size, in 8-bit RGB
-    assert shrunk[1] == (500, 375)         # a JPEG decodes at 1/8 scale (Pillow's draft)
+    # the large PNG is read in bands of whole 26-row reduction boxes, each within _BAND_BYTES
+    rows = bands[0][1]
+    assert sum(h for _, h in bands) == 2000 and all(w == 3000 for w, _ in bands)
+    assert rows % 26 == 0 and 3000 * 4 * rows <= inputs._BAND_BYTES < 3000 * 4 * (rows + 26)
+    assert len(bands) == -(-2000 // rows) > 1
+    assert shrunk == [(500, 375),          # a JPEG decodes at 1/8 scale (Pillow's draft)
+                      (1500, 1000)]        # a smaller PNG decodes whole, in 8-bit RGB
 
 
 def test_image_past_the_decompression_bomb_limit_is_refused_in_one_line(tmp_path, monkeypatch):
@@ -327,6 +340,204 @@ def test_file_digest_is_sha256_of_the_bytes_and_the_transform(tmp_path):
     assert [i.source_bytes_digest for i in items] == [
         hashlib.sha256(data + b"|" + label).hexdigest() for label in (b"orig", b"inv")]
     assert items[0].key == f"file-{hashlib.sha256(data).hexdigest()[:10]}-a"
+
+
+# ------------------------------------------------------------------------------- PNG in bands
+
+# every PNG colour type and bit depth (PNG specification, table 11.1)
+PNG_TYPES = [(0, 1), (0, 2), (0, 4), (0, 8), (0, 16), (2, 8), (2, 16), (3, 1), (3, 2), (3, 4),
+             (3, 8), (4, 8), (4, 16), (6, 8), (6, 16)]
+
+
+def _png_samples(colour: int, depth: int, h: int, w: int, seed: int):
+    """Random samples for a colour type and depth, with the PLTE and tRNS chunks it takes: a
+    palette shorter than the index range, alpha for some palette entries, a transparent grey
+    or RGB value."""
+    rng = np.random.default_rng(seed)
+    top = (1 << depth) - 1
+    samples = rng.integers(0, top + 1, (h, w, ref_png.CHANNELS[colour]))
+    palette = trns = None
+    if colour == 3:
+        entries = min(top + 1, 11)
+        samples %= entries
+        palette = rng.integers(0, 256, 3 * entries, dtype=np.uint8).tobytes()
+        trns = bytes([0, 90, 255, 30])
+    elif colour == 0:
+        trns = int(samples[0, 0, 0]).to_bytes(2, "big")
+    elif colour == 2:
+        trns = b"".join(int(v).to_bytes(2, "big") for v in samples[1, 1])
+    return samples, palette, trns
+
+
+def _bands_of(path, rows):
+    layout = png_bands.read_layout(path)
+    assert layout is not None and layout.whole_image_reason is None
+    return list(png_bands.iter_bands(path, layout, rows))
+
+
+def _assert_bands_equal_whole(path, rows_options):
+    with Image.open(path) as whole:
+        whole.load()
+        expected = np.asarray(whole)
+        for rows in rows_options:
+            bands = _bands_of(path, rows)
+            assert [b.height for b in bands[:-1]] == [rows] * (len(bands) - 1)
+            for band in bands:
+                assert band.mode == whole.mode and band.getpalette() == whole.getpalette()
+                assert band.info.get("transparency") == whole.info.get("transparency")
+            got = np.concatenate([np.asarray(b) for b in bands])
+            np.testing.assert_array_equal(got, expected, err_msg=f"{path.name}, {rows} rows")
+
+
+@pytest.mark.parametrize("colour, depth", PNG_TYPES, ids=lambda v: str(v))
+def test_png_bands_equal_pillows_whole_decode_for_every_type_and_filter(tmp_path, colour, depth):
+    """Rows under each filter type (and a mix), bands that split the image anywhere, one-row
+    bands, one band; sub-byte rows with their unused padding bits set; image data over many
+    IDAT chunks. Each band equals the same rows of Pillow's whole decode, mode and palette."""
+    h, w = 23, 13                     # 13 pixels: sub-byte rows end in padding bits
+    kinds = [ref_png.NONE, ref_png.SUB, ref_png.UP, ref_png.AVERAGE, ref_png.PAETH]
+    mixed = list(np.random.default_rng(1).integers(0, 5, h))
+    for seed, filters in enumerate([*kinds, mixed]):
+        samples, palette, trns = _png_samples(colour, depth, h, w, seed)
+        for padding in ((0, 0xFF) if depth < 8 else (0,)):
+            path = tmp_path / f"f{seed}-p{padding}.png"
+            path.write_bytes(ref_png.encode(samples, depth, colour, filters, palette=palette,
+                                            trns=trns, padding=padding, idat_size=37))
+            _assert_bands_equal_whole(path, [1, 4, 7, h, h + 5])
+        if depth in (8, 16) and colour != 3:     # the decoded samples are the written ones
+            band = np.concatenate([np.asarray(b) for b in _bands_of(path, 5)])
+            if depth == 16 and colour == 0:
+                np.testing.assert_array_equal(band, samples[..., 0])
+            elif depth == 8:
+                np.testing.assert_array_equal(band.reshape(samples.shape), samples)
+
+
+@pytest.mark.parametrize("mode", ["1", "L", "LA", "RGB", "RGBA", "P", "I;16"])
+def test_png_bands_equal_pillows_whole_decode_for_pillows_own_files(tmp_path, mode):
+    """PNGs as Pillow writes them: its adaptive filter choice per row, stored or compressed."""
+    img = _photo(mode if mode in ("I;16", "RGBA", "LA", "RGB", "L") else "RGB", 61, 47)
+    img = img.quantize(200) if mode == "P" else img.convert("1") if mode == "1" else img
+    for i, options in enumerate([{}, {"optimize": True}, {"compress_level": 0},
+                                 {"compress_level": 9}]):
+        img.save(tmp_path / f"{i}.png", **options)
+        _assert_bands_equal_whole(tmp_path / f"{i}.png", [1, 10, 16, 47])
+
+
+def _both_ways(path, shape, monkeypatch) -> tuple[np.ndarray, np.ndarray]:
+    """load_image_file read whole by Pillow and in bands (of about `_BAND_BYTES`)."""
+    monkeypatch.setattr(inputs_module, "_BAND_MIN_PIXELS", 10**12)
+    whole = load_image_file(path, shape)
+    monkeypatch.setattr(inputs_module, "_BAND_MIN_PIXELS", 0)
+    return whole, load_image_file(path, shape)
+
+
+@pytest.mark.parametrize("mode", ["L", "RGB", "RGBA", "LA", "P", "I;16", "1"])
+def test_png_read_in_bands_converts_exactly_as_read_whole(tmp_path, monkeypatch, mode):
+    """Bands a whole number of reduction boxes high shrink to exactly the whole image's
+    reduction: the converted inputs are identical, reduced or not."""
+    for w, h in [(5, 7), (100, 80), (640, 480), (1500, 1000), (333, 1201)]:
+        # bands of 40 rows, rounded down to whole reduction boxes (at most 33 rows high here)
+        monkeypatch.setattr(inputs_module, "_BAND_BYTES", 4 * w * 40)
+        path = tmp_path / f"{w}x{h}.png"
+        img = _photo(mode if mode != "1" else "L", w, h)
+        (img.convert("1") if mode == "1" else img).save(path)
+        for shape in [(28, 28, 1), (32, 32, 3), (9, 50, 3)]:
+            whole, banded = _both_ways(path, shape, monkeypatch)
+            np.testing.assert_array_equal(banded, whole, err_msg=f"{w}x{h} {shape}")
+
+
+def test_a_very_wide_png_is_reduced_in_two_steps_within_a_grey_level(tmp_path, monkeypatch):
+    """When one reduction box is taller than a band, bands shrink along rows only and the
+    stacked bands along columns afterwards: two roundings instead of one."""
+    path = tmp_path / "wide.png"
+    _photo("RGB", 1500, 1000).save(path)
+    # (28, 28): boxes of 13 x 13 pixels; bands of 5 rows of 1500 pixels
+    monkeypatch.setattr(inputs_module, "_BAND_BYTES", 5 * 4 * 1500)
+    bands = []
+    real_bands = png_bands.iter_bands
+    monkeypatch.setattr(png_bands, "iter_bands", lambda *a: (
+        bands.append(band.height) or band for band in real_bands(*a)))
+    whole, banded = _both_ways(path, (28, 28, 3), monkeypatch)
+    assert set(bands) == {5}
+    assert np.abs(banded - whole).max() <= 1.5 / 255 and not np.array_equal(banded, whole)
+
+
+def test_truncated_and_corrupt_pngs_read_in_bands_are_one_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(inputs_module, "_BAND_MIN_PIXELS", 0)
+    samples, _, _ = _png_samples(2, 8, 40, 30, 0)
+    data = ref_png.encode(samples, 8, 2, ref_png.PAETH, level=0)
+    start = data.index(b"IDAT") + 4
+    bad_filter = bytearray(data)
+    bad_filter[start + 2 + 5 + 91 * 5] = 7        # a row's filter type 7 (stored block of rows)
+    corrupt = bytearray(data)
+    corrupt[start:start + 2] = b"\x00\x00"        # not a zlib header
+    cases = {"cut.png": (data[:len(data) // 2], "image data ends at row 19 of 40"),
+             "bad-filter.png": (bytes(bad_filter), "truncated or corrupt"),
+             "corrupt.png": (bytes(corrupt), "corrupt image data")}
+    for name, (content, text) in cases.items():
+        (tmp_path / name).write_bytes(content)
+        with pytest.raises(ReportgenError) as err:
+            load_image_file(tmp_path / name, (28, 28, 1))
+        message = err.value.message
+        assert "\n" not in message and repr(str(tmp_path / name)) in message
+        assert "is truncated or corrupt" in message and text in message, message
+
+
+def test_an_interlaced_png_is_read_whole_within_the_budget_and_refused_past_it(tmp_path,
+                                                                             monkeypatch):
+    samples, _, _ = _png_samples(2, 8, 40, 30, 0)
+    (tmp_path / "adam7.png").write_bytes(ref_png.encode(samples, 8, 2, ref_png.AVERAGE,
+                                                        interlace=True))
+    (tmp_path / "plain.png").write_bytes(ref_png.encode(samples, 8, 2, ref_png.AVERAGE))
+    monkeypatch.setattr(inputs_module, "_BAND_MIN_PIXELS", 0)
+    np.testing.assert_array_equal(load_image_file(tmp_path / "adam7.png", (28, 28, 3)),
+                                  load_image_file(tmp_path / "plain.png", (28, 28, 3)))
+    monkeypatch.setattr(inputs_module, "_DECODE_BUDGET", 40 * 30 * 4 - 1)
+    assert load_image_file(tmp_path / "plain.png", (28, 28, 3)).shape == (28, 28, 3)  # bands
+    with pytest.raises(ReportgenError) as err:
+        load_image_file(tmp_path / "adam7.png", (28, 28, 3))
+    message = err.value.message
+    assert "\n" not in message and repr(str(tmp_path / "adam7.png")) in message
+    assert "an interlaced (Adam7) PNG" in message and "30 x 40 pixels in mode RGB" in message
+    assert "Fix: save it as a non-interlaced PNG" in message and "-interlace none" in message
+
+
+def test_a_png_with_rows_too_wide_for_bands_is_read_whole_within_the_budget(tmp_path,
+                                                                          monkeypatch):
+    _photo("RGB", 300, 20).save(tmp_path / "strip.png")
+    monkeypatch.setattr(inputs_module, "_BAND_MIN_PIXELS", 0)
+    banded = load_image_file(tmp_path / "strip.png", (28, 28, 3))
+    monkeypatch.setattr(inputs_module, "_BAND_MAX_WIDTH", 299)
+    np.testing.assert_array_equal(load_image_file(tmp_path / "strip.png", (28, 28, 3)), banded)
+    monkeypatch.setattr(inputs_module, "_DECODE_BUDGET", 300 * 20 * 4 - 1)
+    with pytest.raises(ReportgenError, match=r"\(a PNG over 299 pixels wide, which cannot be "
+                                             r"read in bands\)"):
+        load_image_file(tmp_path / "strip.png", (28, 28, 3))
+
+
+def test_other_whole_decodes_past_the_budget_are_refused(tmp_path, monkeypatch):
+    """Formats without bands (BMP, GIF, an APNG) are held whole only up to the budget, counted
+    with the conversion to their normalised mode (a palette image becomes RGB)."""
+    _photo("RGB", 60, 50).save(tmp_path / "a.bmp")
+    _photo("P", 60, 50).save(tmp_path / "p.gif")
+    frames = [_photo("RGB", 60, 50), Image.new("RGB", (60, 50))]
+    frames[0].save(tmp_path / "anim.png", save_all=True, append_images=frames[1:])
+    monkeypatch.setattr(inputs_module, "_BAND_MIN_PIXELS", 0)
+    first = load_image_file(tmp_path / "anim.png", (28, 28, 3))          # the first frame
+    np.testing.assert_array_equal(first, convert_image(frames[0], (28, 28, 3)))
+    monkeypatch.setattr(inputs_module, "_DECODE_BUDGET", 60 * 50 * (1 + 4) - 1)
+    assert load_image_file(tmp_path / "a.bmp", (28, 28, 3)).shape == (28, 28, 3)
+    with pytest.raises(ReportgenError, match="too large to decode whole"):
+        load_image_file(tmp_path / "p.gif", (28, 28, 3))             # 1 + 4 bytes a pixel
+    monkeypatch.setattr(inputs_module, "_DECODE_BUDGET", 60 * 50 * 4 - 1)
+    for name, kind, mode in (("a.bmp", "a BMP image", "RGB"), ("p.gif", "a GIF image", "P"),
+                             ("anim.png", "an animated PNG (APNG)", "RGB")):
+        with pytest.raises(ReportgenError) as err:
+            load_image_file(tmp_path / name, (28, 28, 3))
+        message = err.value.message
+        assert "\n" not in message and repr(str(tmp_path / name)) in message
+        assert f"too large to decode whole ({kind}" in message, message
+        assert f"60 x 50 pixels in mode {mode}" in message and "at most 0 MB" in message
 
 
 # ------------------------------------------------------------------------------- selections

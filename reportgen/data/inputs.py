@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
+from reportgen.data import png_bands
 from reportgen.errors import ReportgenError
 
 if TYPE_CHECKING:
@@ -183,38 +184,48 @@ def _check_shape(input_shape: Sequence[int]) -> tuple[int, int, int]:
 _REDUCING_GAP = 4.0
 
 
-def _float_scale(img: Image.Image) -> float | None:
+def _float_scale(mode: str, top: float) -> float | None:
     """The value that maps a high bit-depth image to [0, 1] (None for 8-bit modes).
 
-    Decided on the whole decoded image (before any shrinking, which lowers the maximum): 16-bit
-    modes by their own range (Pillow's convert("L") would clip at 255 instead of scaling),
-    32-bit "I" / "F" by their largest value (<= 1, <= 255 or else 16-bit).
+    Decided on the whole decoded image (before any shrinking, which lowers the maximum `top`):
+    16-bit modes by their own range (Pillow's convert("L") would clip at 255 instead of
+    scaling), 32-bit "I" / "F" by their largest value (<= 1, <= 255 or else 16-bit).
     """
-    mode = img.mode
     if mode.startswith("I;16"):
         return 65535.0
     if mode not in ("I", "F"):
         return None
-    top = float(img.getextrema()[1]) if img.width and img.height else 0.0
     return 1.0 if (mode == "F" and top <= 1.0) else 255.0 if top <= 255.0 else 65535.0
+
+
+def _largest(img: Image.Image) -> float:
+    """The largest value of a 32-bit "I" / "F" image (what `_float_scale` needs), else 0."""
+    if img.mode not in ("I", "F") or not (img.width and img.height):
+        return 0.0
+    return float(img.getextrema()[1])
+
+
+def _normal_mode(mode: str, info: dict) -> str:
+    """The mode `_normalise_mode` converts `mode` to."""
+    if mode.startswith("I;16"):
+        return "F"
+    if mode in ("L", "LA", "RGB", "RGBA", "I", "F"):
+        return mode
+    if mode == "P":
+        return "RGBA" if "transparency" in info else "RGB"
+    if mode == "PA":
+        return "RGBA"
+    if mode == "1":
+        return "L"
+    if mode == "La":
+        return "LA"
+    return "RGBA" if "A" in mode or "a" in mode else "RGB"
 
 
 def _normalise_mode(img: Image.Image) -> Image.Image:
     """Any 8-bit Pillow mode -> L, LA, RGB or RGBA; 16-/32-bit modes -> I or F."""
-    mode = img.mode
-    if mode.startswith("I;16"):
-        return img.convert("F")
-    if mode in ("L", "LA", "RGB", "RGBA", "I", "F"):
-        return img
-    if mode == "P":
-        return img.convert("RGBA" if "transparency" in img.info else "RGB")
-    if mode == "PA":
-        return img.convert("RGBA")
-    if mode == "1":
-        return img.convert("L")
-    if mode == "La":
-        return img.convert("LA")
-    return img.convert("RGBA" if "A" in mode or "a" in mode else "RGB")
+    mode = _normal_mode(img.mode, img.info)
+    return img if mode == img.mode else img.convert(mode)
 
 
 def _pil_to_float(img: Image.Image, scale: float | None = None) -> np.ndarray:
@@ -279,9 +290,15 @@ def _to_model_input(img: Image.Image, height: int, width: int, channels: int,
                     box: tuple[float, float, float, float] | None = None) -> np.ndarray:
     """A decoded image -> float32 (height, width, channels); see `convert_image`."""
     fitted = fitted or _fitted_size(img.height, img.width, height, width)
-    scale = _float_scale(img)
+    scale = _float_scale(img.mode, _largest(img))
     img = _normalise_mode(img)
     img, box = _shrink(img, fitted, box)
+    return _float_input(img, scale, height, width, channels, fitted, box)
+
+
+def _float_input(img: Image.Image, scale: float | None, height: int, width: int, channels: int,
+                 fitted: tuple[int, int], box: tuple[float, float, float, float] | None):
+    """A normalised, shrunk image -> float32 (height, width, channels), letterboxed."""
     arr = _pil_to_float(img, scale)
     if channels == 1 and arr.shape[-1] == 3:
         luma = np.array([0.299, 0.587, 0.114], dtype=np.float32)
@@ -345,14 +362,94 @@ def _open_error(path: Path, exc: Exception) -> ReportgenError:
                           fix="export or download the image again, or convert it to PNG")
 
 
+# A PNG of more pixels than this is read a band of rows at a time (see png_bands); smaller ones,
+# and other formats, are decoded whole by Pillow.
+_BAND_MIN_PIXELS = 4_000_000
+# Bytes per band, the larger of the file's row bytes (up to 8 a pixel) and Pillow's decoded
+# ones (up to 4 a pixel); a few copies of a band are in flight at once.
+_BAND_BYTES = 4 * 1024 * 1024
+# Memory a whole-image decode may take (the decoded image plus its mode conversion). An image
+# past it that cannot be read in bands (interlaced PNG, BMP, GIF...) is refused instead.
+_DECODE_BUDGET = 256 * 1024 * 1024
+# The widest PNG read in bands: a band is at least one row (up to 8 bytes a pixel in the file)
+# and a few copies of it are in flight.
+_BAND_MAX_WIDTH = _DECODE_BUDGET // 64
+
+
+def _pixel_bytes(mode: str) -> int:
+    """Bytes a pixel of `mode` takes in Pillow's memory."""
+    if mode in ("1", "L", "P"):
+        return 1
+    return 2 if mode.startswith("I;16") else 4
+
+
+def _whole_decode_bytes(img: Image.Image) -> int:
+    """Memory to decode `img` whole and convert it to its normalised mode."""
+    size = _pixel_bytes(img.mode)
+    normal = _normal_mode(img.mode, img.info)
+    if normal != img.mode:
+        size += _pixel_bytes(normal)
+    return img.width * img.height * size
+
+
+def _too_large_to_decode(path: Path, img: Image.Image, needed: int,
+                         reason: str | None) -> ReportgenError:
+    mb = 1024 * 1024
+    kind = f"{reason}, which cannot be read in bands" if reason else f"a {img.format} image"
+    return ReportgenError(
+        f"Image file {str(path)!r} is too large to decode whole ({kind}).",
+        expected=f"at most {_DECODE_BUDGET // mb} MB decoded (a non-interlaced PNG of any size "
+                 "is read a band of rows at a time)",
+        received=f"{img.width:,} x {img.height:,} pixels in mode {img.mode}, "
+                 f"{math.ceil(needed / mb):,} MB decoded",
+        fix=f"save it as a non-interlaced PNG, or smaller, e.g. with ImageMagick: convert "
+            f"{str(path)!r} -interlace none image.png")
+
+
+def _png_in_bands(path: Path, layout: png_bands.PngLayout, height: int, width: int,
+                  channels: int, fitted: tuple[int, int]) -> np.ndarray:
+    """`_to_model_input` for a PNG read a band at a time: each band box-reduced as `_shrink`
+    reduces the whole image, so only the reduced image is ever held whole.
+
+    A band is a whole number of reduction boxes high, so each box lies in one band and the
+    result equals the whole-image reduction exactly. Only when a band of one box height would
+    exceed _BAND_BYTES (a very wide image) are the rows reduced afterwards, in a second step.
+    """
+    w, h = layout.width, layout.height
+    factor_x = int(w / fitted[1] / _REDUCING_GAP) or 1
+    factor_y = int(h / fitted[0] / _REDUCING_GAP) or 1
+    rows = max(1, _BAND_BYTES // max(layout.row_bytes, 4 * w))
+    band_factor_y = factor_y if rows >= factor_y else 1
+    rows -= rows % band_factor_y
+    reduced: Image.Image | None = None
+    mode, top, y = "", 0.0, 0
+    for band in png_bands.iter_bands(path, layout, rows):
+        mode, top = band.mode, max(top, _largest(band))
+        band = _normalise_mode(band)
+        if (factor_x, band_factor_y) != (1, 1):
+            band = band.reduce((factor_x, band_factor_y))
+        if reduced is None:
+            reduced = Image.new(band.mode, (band.width, -(-h // band_factor_y)))
+        reduced.paste(band, (0, y))
+        y += band.height
+    assert reduced is not None
+    if band_factor_y != factor_y:
+        reduced = reduced.reduce((1, factor_y))
+    box = None if (factor_x, factor_y) == (1, 1) else (0.0, 0.0, w / factor_x, h / factor_y)
+    return _float_input(reduced, _float_scale(mode, top), height, width, channels, fitted, box)
+
+
 def load_image_file(path: str | os.PathLike, input_shape: Sequence[int]) -> np.ndarray:
     """Read any PNG/JPEG/GIF/BMP (any size or mode; GIF -> first frame) as a model input.
 
-    See `convert_image` for the conversion. Memory stays bounded by the decoded file in its own
-    mode: JPEGs are decoded at 1/2, 1/4 or 1/8 scale when that still leaves
-    `_REDUCING_GAP` times the model's input (Pillow's `draft`), and nothing of full size is
-    converted to float. Missing, unreadable, truncated or corrupt files, and images past
-    Pillow's decompression-bomb limit, raise a one-line ReportgenError naming the file.
+    See `convert_image` for the conversion. Memory stays bounded whatever the file's size, and
+    nothing of full size is converted to float: a PNG over _BAND_MIN_PIXELS (not interlaced
+    or animated) is decoded a band of rows at a time, each band shrunk before the next is read;
+    JPEGs are decoded at 1/2, 1/4 or 1/8 scale when that still leaves `_REDUCING_GAP` times
+    the model's input (Pillow's `draft`); other images are decoded whole, up to
+    _DECODE_BUDGET. Missing, unreadable, truncated or corrupt files, images past Pillow's
+    decompression-bomb limit and whole decodes past the budget raise a one-line
+    ReportgenError naming the file.
     """
     path = Path(path)
     height, width, channels = _check_shape(input_shape)
@@ -372,9 +469,20 @@ def load_image_file(path: str | os.PathLike, input_shape: Sequence[int]) -> np.n
                 if limit is not None and img.width * img.height > limit:  # e.g. a later frame
                     raise _too_large(path, img.size, None)
                 fitted = _fitted_size(img.height, img.width, height, width)
+                reason = None
+                if img.format == "PNG":
+                    layout = png_bands.read_layout(path)
+                    reason = layout.whole_image_reason if layout else None
+                    if layout and layout.width > _BAND_MAX_WIDTH:
+                        reason = f"a PNG over {_BAND_MAX_WIDTH:,} pixels wide"
+                    if layout and not reason and img.width * img.height > _BAND_MIN_PIXELS:
+                        return _png_in_bands(path, layout, height, width, channels, fitted)
                 # JPEG: let the decoder scale down (DCT scaling) instead of decoding it all
                 drafted = img.draft(img.mode, (math.ceil(fitted[1] * _REDUCING_GAP),
                                                math.ceil(fitted[0] * _REDUCING_GAP)))
+                needed = _whole_decode_bytes(img)
+                if needed > _DECODE_BUDGET:
+                    raise _too_large_to_decode(path, img, needed, reason)
                 img.load()
                 # the original's extent in the drafted pixels (None: decoded at full size)
                 box = drafted[1] if drafted and tuple(drafted[1][2:]) != img.size else None
