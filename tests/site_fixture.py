@@ -4,7 +4,8 @@ small PNG files (distinct colours per model, step, input and technique) written 
 The second model's name and some class names / labels contain HTML (`<script>`, quotes, `&`)
 so the tests can check that nothing user-controlled reaches the HTML unescaped. It also has no
 decoder (so no Decoder page), different step names than the first model (compare falls back to
-the nearest earlier step) and one panel missing at one step.
+the nearest earlier step), one panel missing at one step, and techniques that do not apply to
+it (`NOT_APPLICABLE`: no decoder, no dynamic routing).
 
 Issue 5: dataset-level panels (PNG + SVG + PDF + JSON + CSV) at the first model's steps 1-10 and
 2-20 (none at 0-0) and at the second model's last step; capsule semantics (2-20 only) draws two
@@ -51,6 +52,17 @@ DATASET_STEPS = {"MNIST_Demo": ("1-10", "2-20"), EVIL_MODEL: ("3-5",)}
 SEMANTICS_STEP = "2-20"          # the only step with capsule_semantics (evaluation-set σ)
 DECODER_UNITS = (24, 32)
 DIMS = 16
+# ModelData.not_applicable of the second model (it has no results of these techniques)
+NOT_APPLICABLE = [
+    {"technique": "rpv", "title": "Routing Path Visualization", "layer": "class",
+     "reason": "the model has no dynamic routing"},
+    *({"technique": name, "title": title, "layer": layer, "reason": "the model has no decoder"}
+      for name, title, layer in (("decoder_length", "Decoder: capsule length", "decoder"),
+                                 ("decoder_perturbation", "Decoder: dimension perturbation",
+                                  "decoder"),
+                                 ("live_decoder", "Live decoder", "decoder"),
+                                 ("capsule_semantics", "Capsule semantics", "model"))),
+]
 
 
 def _png(path: Path, size: tuple[int, int], hue: float, seed: int, grey: bool = False) -> None:
@@ -233,6 +245,8 @@ def make_site(docs_dir: Path) -> SiteData:
                         continue
                     if model_i == 1 and step_i == 0 and name == "class_capsules":
                         continue  # a panel that failed at one step
+                    if model_i == 1 and name == "rpv":
+                        continue  # not applicable (NOT_APPLICABLE)
                     variants = ["modified", "original"] if name == "rpv" else [""]
                     for variant in variants:
                         caption = (f"{spec['name']}, step {step_name}, input {inp.label}: "
@@ -290,10 +304,11 @@ def make_site(docs_dir: Path) -> SiteData:
             history=history, steps=steps, inputs=inputs,
             latest_val_accuracy=accs[-1], best_val_accuracy=max(accs),
             errors=[] if model_i == 0 else ["gradcam_pp: <b>failed</b> at step 0-0 (test)"],
+            not_applicable=[] if model_i == 0 else [dict(n) for n in NOT_APPLICABLE],
             trend_panels=trends))
-    techniques = [{"name": n, "title": t, "layer": layer, "experimental": e,
+    techniques = [{"name": n, "title": t, "layer": layer, "scope": scope, "experimental": e,
                    "description": f"What {t} shows (fixture text)."}
-                  for n, t, layer, _, e, _ in TECHNIQUES]
+                  for n, t, layer, scope, e, _ in TECHNIQUES]
     compare = [_dataset_panel(docs_dir, "artifacts/_compare", 11, 0.3, 4,
                               "Affine robustness of every model at its last analysed step.",
                               None, suffix="across models", stem="robustness_compare")]

@@ -123,6 +123,22 @@ def test_over_http(context, base_url):
     cards = page.locator("[data-rg-model-card] img[data-rg='img']")
     assert cards.count() == 2
     assert "rpv-original.png" in cards.nth(0).get_attribute("src")
+    # a model the technique does not apply to says why (the reason comes from its index) ...
+    evil_card = f'[data-rg-model-card="{page_slug(EVIL_MODEL)}"]'
+    evil_note = page.locator(evil_card + ' [data-rg="missing"]')
+    assert evil_note.is_visible()
+    assert evil_note.inner_text() == "Not applicable to this model: the model has no dynamic routing"
+    # ... and a result missing at one step says that instead (its class capsules fail at 0-0)
+    page.select_option("[data-rg-input-picker]", "test-0")
+    page.select_option("[data-rg-panel-picker]", "class_capsules")
+    assert not evil_note.is_visible()
+    page.locator("[data-rg-step-slider]").focus()
+    page.keyboard.press("Home")
+    assert evil_note.is_visible()
+    assert evil_note.inner_text() == "Not computed for this step and input."
+    page.keyboard.press("End")
+    page.select_option("[data-rg-input-picker]", "test-2")
+    page.select_option("[data-rg-panel-picker]", "rpv-original")
     page.goto(base_url + "models/MNIST_Demo/filmstrip.html")
     strip = page.locator("[data-rg-step-card] img[data-rg='img']")
     assert strip.count() == 3

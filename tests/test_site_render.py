@@ -18,8 +18,8 @@ from click.testing import CliRunner
 
 from reportgen.cli import main
 from reportgen.errors import ReportgenError
-from reportgen.pages.render import (build_site, model_slug, render_site,
-                                    training_curves_svg)
+from reportgen.pages.render import (build_site, default_templates_dir, model_slug,
+                                    render_site, training_curves_svg)
 from site_fixture import EVIL_CLASS, EVIL_LABEL, EVIL_MODEL, build_fixture_site, make_site
 
 THEMES = ("material", "mkdocs")
@@ -226,13 +226,126 @@ def test_user_templates_override_by_file_name(tmp_path):
     assert "function" in (site / "assets" / "reportgen" / "reportgen.js").read_text()
 
 
-def test_every_technique_has_a_panel_template():
-    from reportgen.pages.render import default_templates_dir
-    from reportgen.techniques import TECHNIQUE_MODULES
+def _card(env, view) -> str:
+    """One panel card as the pages render it (pages/_macros.j2 panel_card)."""
+    page = env.from_string('{% import "pages/_macros.j2" as m with context %}'
+                           "{{ m.panel_card(panel) }}")
+    return page.render(panel=view, assets="../../assets/reportgen",
+                       not_applicable_label="Not applicable to this model")
 
+
+def test_every_technique_renders_with_its_template_or_the_default():
+    from reportgen.pages.environment import make_environment
+    from reportgen.pages.views import Image, PanelView
+    from reportgen.techniques import all_techniques
+
+    env = make_environment()
     panels = default_templates_dir() / "panels"
-    missing = [n for n in (*TECHNIQUE_MODULES, "_default") if not (panels / f"{n}.j2").is_file()]
-    assert not missing
+    own = []
+    for tech in [*all_techniques(), None]:
+        name = tech.name if tech else "a_new_technique"     # registered or not: a card
+        view = PanelView(id=f"{name}-v", technique=name, variant="v", title=f"Title of {name}",
+                         layer=tech.layer if tech else "conv", available=True,
+                         caption=f"caption {name}", image=Image(f"x/{name}.png", 300, 100),
+                         downloads=[{"kind": "PNG", "href": f"x/{name}.png"}],
+                         description=f"about {name}")
+        html = _card(env, view)
+        assert f'data-rg-panel="{name}-v"' in html and f"caption {name}" in html, name
+        for hook in ("title", "caption", "downloads", "missing"):
+            assert f'data-rg="{hook}"' in html, (name, hook)
+        if (panels / f"{name}.j2").is_file():
+            own.append(name)
+        else:   # no template of its own: exactly the default card
+            assert html == env.get_template("panels/_default.j2").render(
+                panel=view, not_applicable_label="Not applicable to this model"), name
+            assert f'<img data-rg="img" src="x/{name}.png"' in html
+    # the few that need more than the default (a note, the live decoder's app)
+    assert set(own) <= {"activation_maximization", "conv_kernels", "live_decoder"}
+    assert "a_new_technique" not in own
+
+
+def test_page_table_matches_the_technique_layers():
+    from reportgen.pages import page_table
+    from reportgen.techniques import all_techniques
+    from reportgen.techniques.base import LAYERS
+
+    assert page_table.check_layers(LAYERS) == []
+    pages = {p.layer for p in page_table.LAYER_PAGES}
+    for tech in all_techniques():
+        assert tech.layer in pages | {page_table.BESIDE_EVERY_LAYER}, tech.name
+    # a technique layer without a page, and a page without a layer, are both reported
+    assert any("'capsule_graph' has no page" in p
+               for p in page_table.check_layers((*LAYERS, "capsule_graph")))
+    assert any("'Decoder'" in p for p in page_table.check_layers(
+        tuple(layer for layer in LAYERS if layer != "decoder")))
+
+
+def test_reportgen_js_reads_the_page_table(built):
+    from reportgen.pages import page_table
+
+    _, _, site = built
+    script = (site / "assets" / "reportgen" / "site-data.js").read_text("utf-8")
+    table = json.loads(script.split("window.reportgenSite.pages = ", 1)[1].rstrip().rstrip(";"))
+    assert table == json.loads(json.dumps(page_table.table()))
+    assert [p["stem"] for p in table["layers"]] == ["conv", "primary-caps", "class-caps",
+                                                    "decoder"]
+    # reportgen.js draws each kind of the table whose controls choose something, and keeps no
+    # list of page kinds of its own
+    js = (default_templates_dir() / "assets" / "reportgen.js").read_text("utf-8")
+    renderers = js.split("var RENDERERS = {", 1)[1].split("};", 1)[0]
+    drawn = set(re.findall(r"^\s*(\w+): render\w+,?$", renderers, re.M))
+    assert drawn == {k for k, p in table["kinds"].items() if p["chooses"]}
+    assert not re.search(r'(?<![.\w])kind [!=]== "', js)
+    # every page loads the table before reportgen.js, and names its kind from the table
+    for page in site.rglob("*.html"):
+        html = page.read_text("utf-8")
+        match = re.search(r'data-rg-page="([^"]+)"', html)
+        if match is None:
+            continue            # 404 page
+        assert match[1] in table["kinds"], page
+        scripts = re.findall(r'<script src="([^"]+)"', html)
+        names = [s.rsplit("/", 1)[1] for s in scripts]
+        assert names.index("site-data.js") < names.index("reportgen.js"), page
+
+
+def test_not_applicable_techniques_say_why(built):
+    _, _, site = built
+    evil = site / "models" / model_slug(EVIL_MODEL)
+    # a layer page: the techniques of its layer that do not apply, with the reason
+    html = (evil / "class-caps.html").read_text("utf-8")
+    assert ('<li id="rpv"><b>Routing Path Visualization</b>: Not applicable to this model: the '
+            "model has no dynamic routing</li>") in html
+    assert 'data-rg-panel="class_capsules"' in html
+    # nothing on the Decoder page applies: no page, no nav entry, no link ...
+    assert not (evil / "decoder.html").exists()
+    overview = (evil / "index.html").read_text("utf-8")
+    assert f"{model_slug(EVIL_MODEL)}/decoder.html" not in overview
+    assert "MNIST_Demo/decoder.html" in overview          # the other model's, in the nav
+    # ... and the overview's technique list says why, page by page
+    rows = re.findall(r"<tr[^>]*><td>([^<]+)</td><td>(.*?)</td></tr>",
+                      overview.split('id="techniques"', 1)[1].split("</table>", 1)[0])
+    listed = {re.sub(r"<[^>]+>", "", cell).split("Not applicable")[0].strip(): (page, cell)
+              for page, cell in rows}
+    for title in ("Decoder: capsule length", "Decoder: dimension perturbation", "Live decoder"):
+        page, cell = listed[title]
+        assert page == "Decoder" and "Not applicable to this model: the model has no decoder" \
+            in cell and "href" not in cell
+    assert listed["Capsule semantics"][0] == "Quantitative analyses"
+    assert listed["Routing Path Visualization"][0] == "ClassCaps"
+    page, cell = listed["Conv feature maps"]
+    assert page == "Conv" and 'href="../../models/' in cell and "conv.html#conv_feature_maps" \
+        in cell and "Not applicable" not in cell
+    # a dataset-level analysis: on the analyses page
+    analyses_html = (evil / "analyses.html").read_text("utf-8")
+    assert "<b>Capsule semantics</b>: Not applicable to this model: the model has no decoder" \
+        in analyses_html
+    # the index carries the reasons (the Compare page's cards read them)
+    index = json.loads((evil / "index.json").read_text("utf-8"))
+    assert index["not_applicable"]["rpv"] == "the model has no dynamic routing"
+    # a model everything applies to says nothing of the kind
+    demo = site / "models" / "MNIST_Demo"
+    assert not any("Not applicable" in p.read_text("utf-8") for p in demo.glob("*.html"))
+    assert json.loads((demo / "index.json").read_text("utf-8"))["not_applicable"] == {}
 
 
 def test_missing_templates_dir_is_a_clear_error(tmp_path):

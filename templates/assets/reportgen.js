@@ -15,8 +15,13 @@
  * Without JavaScript the pages show the latest step and the first input (server-rendered).
  * Plain DOM, no framework; text is always set with textContent (never innerHTML).
  *
- * After every change the page's choice is published for other scripts (the Decoder page's live
- * decoder, live-decoder.js): window.reportgenSelection = {model, step, input} and a
+ * Which pages exist and what they do comes from the site's page table
+ * (window.reportgenSite.pages, written by reportgen/pages/page_table.py into site-data.js): a
+ * page's kind (its data-rg-page) says whether it reads one model's index and whether it
+ * publishes its choice. Only how each kind is drawn lives here (RENDERERS).
+ *
+ * A page that publishes tells other scripts (the Decoder page's live decoder, live-decoder.js)
+ * what it shows after every change: window.reportgenSelection = {model, step, input} and a
  * "reportgen:selection" event (detail: the same object) dispatched on the page element.
  */
 (function () {
@@ -35,6 +40,11 @@
   var kind = page.getAttribute("data-rg-page");
   var root = page.getAttribute("data-rg-root") || "";
   var allData = window.reportgenData || {};
+  var table = (window.reportgenSite || {}).pages || {kinds: {}, labels: {}};
+  var spec = table.kinds[kind];
+  if (!spec) {
+    return; /* the page table did not load: keep the server-rendered default view */
+  }
 
   /* ---------------------------------------------------------------- selection state */
 
@@ -303,9 +313,11 @@
     }
   }
 
-  /* Fill one panel card (figure[data-rg-panel]) from an index record, or mark it missing.
-   * A record without a picture (e.g. the live decoder's weights) fills text and downloads. */
-  function updatePanel(card, record) {
+  /* Fill one panel card (figure[data-rg-panel]) from an index record, or mark it missing:
+   * "Not applicable to this model: <reason>" when `notApplicable` gives one, else the card's own
+   * note. A record without a picture (e.g. the live decoder's weights) fills text and
+   * downloads. */
+  function updatePanel(card, record, notApplicable) {
     var img = hook(card, "img");
     var link = hook(card, "link");
     var downloads = hook(card, "downloads");
@@ -316,6 +328,10 @@
     var missing = hook(card, "missing");
     if (missing) {
       missing.hidden = available;
+      if (missing.hasAttribute("data-rg-missing")) {
+        setText(missing, notApplicable ? table.labels.not_applicable + ": " + notApplicable
+          : missing.getAttribute("data-rg-missing"));
+      }
     }
     if (!available) {
       setImage(img, null);
@@ -585,7 +601,25 @@
     setCardWidth(records);
   }
 
-  function renderCompare(models) {
+  function technique(models, panelId) {
+    for (var i = 0; i < models.length; i++) {
+      var panels = models[i].panels;
+      for (var j = 0; j < panels.length; j++) {
+        if (panels[j].id === panelId) {
+          return panels[j].technique;
+        }
+      }
+    }
+    return panelId;
+  }
+
+  function renderCompare() {
+    var models = Array.prototype.map.call(page.querySelectorAll("[data-rg-model-card]"),
+      function (item) { return allData[item.getAttribute("data-rg-model-card")]; })
+      .filter(Boolean);
+    if (!models.length) {
+      return null;
+    }
     var panelId = selection.panel;
     var known = models.some(function (model) { return modelHasPanel(model, panelId); });
     if (!known) {
@@ -605,6 +639,7 @@
       }
     });
     setSelectionText({panel: panelTitle(panelId, models), input: label || "none"});
+    var name = technique(models, panelId);
     var records = [];
     page.querySelectorAll("[data-rg-model-card]").forEach(function (item) {
       var model = allData[item.getAttribute("data-rg-model-card")];
@@ -617,10 +652,11 @@
       var record = hasInput ? lookup(model, stepName, inputKey, panelId) : null;
       records.push(record);
       card.setAttribute("data-rg-panel", panelId);
-      updatePanel(card, record);
+      updatePanel(card, record, (model.not_applicable || {})[name]);
       setText(hook(card, "note"), stepName ? "step " + stepName : "no built step");
     });
     setCardWidth(records);
+    return null;
   }
 
   /* Tell other scripts (live-decoder.js) what is shown now. */
@@ -636,34 +672,31 @@
     page.dispatchEvent(event);
   }
 
+  /* How each kind of page of the table is drawn: (its model's index, or null) -> what is shown
+   * ({step, input}) for the pages that publish it. */
+  var RENDERERS = {
+    model: renderModelPage,
+    layer: renderLayerPage,
+    analyses: renderAnalysesPage,
+    filmstrip: renderFilmstrip,
+    compare: renderCompare
+  };
+
+  var slug = page.getAttribute("data-rg-model");
+  var model = spec.per_model ? allData[slug] : null;
+
   function render() {
-    var slug = page.getAttribute("data-rg-model");
-    var model = slug ? allData[slug] : null;
-    if (kind === "model" && model) {
-      renderModelPage(model);
-    } else if (kind === "layer" && model) {
-      publish(slug, renderLayerPage(model));
-    } else if (kind === "analyses" && model) {
-      publish(slug, renderAnalysesPage(model));
-    } else if (kind === "filmstrip" && model) {
-      renderFilmstrip(model);
-    } else if (kind === "compare") {
-      var models = Array.prototype.map.call(page.querySelectorAll("[data-rg-model-card]"),
-        function (item) { return allData[item.getAttribute("data-rg-model-card")]; })
-        .filter(Boolean);
-      if (models.length) {
-        renderCompare(models);
-      }
+    var shown = RENDERERS[kind](model);
+    if (spec.publishes && shown) {
+      publish(slug, shown);
     }
   }
 
-  var needsData = kind === "model" || kind === "layer" || kind === "filmstrip" ||
-    kind === "analyses";
-  if (needsData && !allData[page.getAttribute("data-rg-model")]) {
+  if (spec.per_model && !model) {
     return; /* the index did not load: keep the server-rendered default view */
   }
-  if (kind === "home") {
-    return;
+  if (!spec.chooses.length || !RENDERERS[kind]) {
+    return; /* nothing to choose on this page */
   }
   bindControls();
   render();

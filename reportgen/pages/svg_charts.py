@@ -1,0 +1,131 @@
+"""The training curves of a model's overview page as inline SVG: drawn here, with no JavaScript
+chart library, so the bytes are deterministic and the page works without scripts. The step
+slider moves the chosen-step marker (reportgen.js reads its `data-x`)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from markupsafe import Markup, escape
+
+CURVE_SERIES = {
+    "loss": (("loss", "total loss", "#3f51b5"), ("margin_loss", "margin loss", "#e65100"),
+             ("reconstruction_loss", "reconstruction loss", "#2e7d32")),
+    "accuracy": (("val_accuracy", "validation accuracy", "#c2185b"),
+                 ("train_accuracy", "train accuracy (running)", "#757575")),
+}
+
+
+def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    if hi <= lo:
+        hi = lo + 1.0
+    raw = (hi - lo) / count
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    start = math.floor(lo / step) * step
+    ticks, value = [], start
+    while value <= hi + step * 0.5:
+        ticks.append(round(value, 10))
+        value += step
+    return ticks
+
+
+def _fmt(value: float) -> str:
+    text = f"{value:.4g}"
+    return text if "e" not in text else f"{value:.1e}"
+
+
+def training_curves_svg(history: list[dict], kind: str, selected_step: str | None = None,
+                        width: int = 560, height: int = 260) -> Markup:
+    """One chart ("loss" or "accuracy") of ModelData.history as an inline SVG.
+
+    x = images seen when the history records it, else the record's position; one polyline per
+    series, a dot per saved step (hover: step and value), a vertical marker on the chosen step
+    (moved by the slider through `data-x`).
+    """
+    series = [(key, label, colour) for key, label, colour in CURVE_SERIES[kind]
+              if any(isinstance(r.get(key), (int, float)) for r in history)]
+    if not history or not series:
+        return Markup("")
+    left, right, top, bottom = 56, 12, 14, 58
+    plot_w, plot_h = width - left - right, height - top - bottom
+    use_seen = all(isinstance(r.get("images_seen"), (int, float)) for r in history)
+    xs_raw = [float(r["images_seen"]) if use_seen else float(i) for i, r in enumerate(history)]
+    x_lo, x_hi = min(xs_raw), max(xs_raw)
+    x_span = (x_hi - x_lo) or 1.0
+    values = [float(r[k]) for r in history for k, _, _ in series
+              if isinstance(r.get(k), (int, float)) and math.isfinite(float(r[k]))]
+    if kind == "accuracy":
+        y_lo, y_hi = min(values + [1.0]), 1.0
+        y_lo = max(0.0, math.floor(y_lo * 10) / 10)
+        ticks = nice_ticks(y_lo, y_hi, 5)
+    else:
+        ticks = nice_ticks(0.0, max(values) if values else 1.0, 5)
+    y_lo, y_hi = ticks[0], ticks[-1]
+    y_span = (y_hi - y_lo) or 1.0
+
+    def px(x: float) -> float:
+        return round(left + (x - x_lo) / x_span * plot_w, 2)
+
+    def py(y: float) -> float:
+        return round(top + (1 - (y - y_lo) / y_span) * plot_h, 2)
+
+    xs = {str(r.get("step", i)): px(x) for i, (r, x) in enumerate(zip(history, xs_raw))}
+    out = [f'<svg class="rg-chart" viewBox="0 0 {width} {height}" width="{width}" '
+           f'height="{height}" role="img" xmlns="http://www.w3.org/2000/svg">',
+           f"<title>{escape('Loss' if kind == 'loss' else 'Accuracy')} over training steps"
+           "</title>"]
+    for tick in ticks:
+        y = py(tick)
+        label = f"{tick:.0%}" if kind == "accuracy" else _fmt(tick)
+        out.append(f'<line class="rg-gridline" x1="{left}" x2="{left + plot_w}" y1="{y}" '
+                   f'y2="{y}"/>')
+        out.append(f'<text class="rg-tick" x="{left - 6}" y="{y + 4}" '
+                   f'text-anchor="end">{escape(label)}</text>')
+    # x ticks: at most ~8 step labels, always the first and the last
+    n = len(history)
+    every = max(1, math.ceil(n / 8))
+    shown = sorted(set(range(0, n, every)) | {n - 1})
+    for i in shown:
+        x = px(xs_raw[i])
+        out.append(f'<line class="rg-axis" x1="{x}" x2="{x}" y1="{top + plot_h}" '
+                   f'y2="{top + plot_h + 4}"/>')
+        out.append(f'<text class="rg-tick" x="{x}" y="{top + plot_h + 16}" '
+                   f'text-anchor="middle">{escape(str(history[i].get("step", i)))}</text>')
+    out.append(f'<line class="rg-axis" x1="{left}" x2="{left + plot_w}" y1="{top + plot_h}" '
+               f'y2="{top + plot_h}"/>')
+    out.append(f'<line class="rg-axis" x1="{left}" x2="{left}" y1="{top}" '
+               f'y2="{top + plot_h}"/>')
+    out.append(f'<text class="rg-axis-label" x="{left + plot_w / 2}" y="{top + plot_h + 32}" '
+               f'text-anchor="middle">training step (EPOCH-BATCH)'
+               f'{", spaced by images seen" if use_seen else ""}</text>')
+    marker_x = xs.get(selected_step or "", xs[list(xs)[-1]])
+    out.append(f'<line class="rg-step-marker" data-rg-marker="" x1="{marker_x}" '
+               f'x2="{marker_x}" y1="{top}" y2="{top + plot_h}" '
+               f"data-x='{escape(json.dumps(xs))}'/>")
+    legend_x = left
+    for key, label, colour in series:
+        points = [(px(x), py(float(r[key]))) for r, x in zip(history, xs_raw)
+                  if isinstance(r.get(key), (int, float)) and math.isfinite(float(r[key]))]
+        if not points:
+            continue
+        coords = " ".join(f"{x},{y}" for x, y in points)
+        out.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" '
+                   f'points="{coords}"/>')
+        for r, x in zip(history, xs_raw):
+            value = r.get(key)
+            if isinstance(value, (int, float)) and math.isfinite(float(value)):
+                shown_value = f"{value:.2%}" if kind == "accuracy" else _fmt(float(value))
+                out.append(f'<circle cx="{px(x)}" cy="{py(float(value))}" r="3" '
+                           f'fill="{colour}"><title>{escape(label)} at step '
+                           f'{escape(str(r.get("step", "")))}: {escape(shown_value)}'
+                           "</title></circle>")
+        y = height - 10
+        out.append(f'<rect x="{legend_x}" y="{y - 8}" width="14" height="4" '
+                   f'fill="{colour}"/>')
+        out.append(f'<text class="rg-legend" x="{legend_x + 18}" y="{y - 3}">'
+                   f"{escape(label)}</text>")
+        legend_x += 34 + 7 * len(label)
+    out.append("</svg>")
+    return Markup("\n".join(out))

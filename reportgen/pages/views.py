@@ -1,0 +1,390 @@
+"""What the templates see: view models built from SiteData (plain dicts and small dataclasses;
+strings still unescaped, the templates autoescape them).
+
+- `SiteContext`: computed once per render (technique metadata, model slugs, image sizes);
+- `ModelInfo` / `model_info`: one model's panel catalogue and which of its pages exist;
+- `PanelView`: one card (panels/_default.j2 documents its fields);
+- the smaller views of the pages: model links, the input card, the confusion matrix, the
+  technique list with what does not apply to the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import import_module
+from pathlib import Path
+
+from reportgen.pages import analyses
+from reportgen.pages.analyses import PICTURES
+from reportgen.pages.environment import ASSETS_URL
+from reportgen.pages.page_table import (ANALYSES_STEM, ANALYSES_TITLE, BESIDE_EVERY_LAYER,
+                                        FILMSTRIP_STEM, FILMSTRIP_TITLE, KINDS, LAYER_PAGES,
+                                        LAYER_TITLES, NOT_APPLICABLE, LayerPage)
+from reportgen.pages.sitedata import FigureFile, ModelData, Panel, SiteData, StepData
+from reportgen.pages.urls import panel_id, png_size, unique_slugs, url
+
+MIN_DISPLAY = 160                        # images narrower than this are shown upscaled, pixelated
+CARD_WIDTHS = (240, 900)                 # a card's preferred width: its image's, within these
+ANALYSES_NOTE = "Not computed at this step (build with --analyses all)."
+
+
+@dataclass
+class Image:
+    src: str                 # URL relative to the page
+    width: int = 0
+    height: int = 0
+
+    @property
+    def small(self) -> bool:
+        return 0 < self.width < MIN_DISPLAY
+
+    @property
+    def basis(self) -> int:
+        """Preferred card width (px): the natural width, so images show unscaled when they fit."""
+        low, high = CARD_WIDTHS
+        return min(max(self.width or low, low), high)
+
+
+@dataclass
+class PanelView:
+    id: str
+    technique: str
+    variant: str
+    title: str
+    layer: str
+    experimental: bool = False
+    description: str = ""
+    available: bool = False
+    caption: str = ""
+    image: Image | None = None
+    downloads: list[dict] = field(default_factory=list)   # [{kind, href}]
+    anchor: str = ""         # HTML id (layer pages only: ids must be unique on a page)
+    label: str = ""          # card heading instead of the title (filmstrip: step; compare: model)
+    label_href: str = ""
+    note: str = ""           # small text beside the heading (compare: the step shown)
+    missing_note: str = ""   # what the card says when the chosen step has no result
+    not_applicable: str = ""  # why the technique does not apply to the card's model, if so
+    # panels of several figures (dataset analyses): the other figures, and the downloads
+    # grouped by figure ([{label, links: [{kind, href}]}]; one group = the flat `downloads`)
+    extras: list[dict] = field(default_factory=list)       # [{label, image: Image, href}]
+    groups: list[dict] = field(default_factory=list)
+    wide: bool = False       # takes a whole row (dataset analyses: several plots)
+
+
+def picture(panel: Panel) -> FigureFile | None:
+    """The figure a card shows: the first one an <img> can display (PNG first), if any."""
+    return next((f for f in panel.figures if f.kind in PICTURES), None)
+
+
+def best_picture(files: list[FigureFile]) -> FigureFile | None:
+    """A group's picture for the page: its PNG, else its first other picture."""
+    return next((f for f in files if f.kind == "png"),
+                next((f for f in files if f.kind in PICTURES), None))
+
+
+class SiteContext:
+    """Everything computed once per render: technique metadata, image sizes, slugs."""
+
+    def __init__(self, site: SiteData, docs_dir: Path):
+        self.site = site
+        self.docs_dir = docs_dir
+        self.sizes: dict = {}
+        self.techniques = {t["name"]: t for t in site.techniques}
+        self.order = {t["name"]: i for i, t in enumerate(site.techniques)}
+        self.slugs = unique_slugs(m.name for m in site.models)
+
+    def size(self, path: str, source: str = "") -> tuple[int, int]:
+        """A PNG's size from its header: the stored file when known, else the docs copy."""
+        return png_size(Path(source) if source else self.docs_dir / path, self.sizes)
+
+    def image(self, path: str, root: str, width: int = 0, height: int = 0,
+              source: str = "") -> Image:
+        if not (width and height):
+            width, height = self.size(path, source)
+        return Image(root + url(path), width, height)
+
+    def figure_image(self, fig: FigureFile, root: str) -> Image:
+        return self.image(fig.path, root, fig.width, fig.height, fig.source)
+
+    def scope(self, technique: str) -> str:
+        """A technique's scope ("input", "checkpoint", "dataset"): from the site's technique list
+        when it says, else from the registry; "input" for names neither knows."""
+        scope = self.techniques.get(technique, {}).get("scope")
+        if scope:
+            return scope
+        from reportgen.techniques import TECHNIQUE_MODULES
+
+        if technique in TECHNIQUE_MODULES:
+            return import_module(f"reportgen.techniques.{technique}").TECHNIQUE.scope
+        return "input"
+
+    def panel_view(self, meta: dict, panel: Panel | None, root: str, **extra) -> PanelView:
+        view = PanelView(id=meta["id"], technique=meta["technique"], variant=meta["variant"],
+                         title=meta["title"], layer=meta["layer"],
+                         experimental=meta["experimental"], description=meta["description"],
+                         **extra)
+        if panel is not None and panel.figures:
+            view.available = True
+            view.title = panel.title
+            view.caption = panel.caption
+            first = picture(panel)
+            if first is not None:
+                view.image = self.figure_image(first, root)
+            view.downloads = [{"kind": f.kind.upper(), "href": root + url(f.path)}
+                              for f in panel.figures]
+            grouped = analyses.groups(panel)
+            if len(grouped) > 1:
+                view.groups = [{"label": "numbers" if not any(f.kind in PICTURES for f in files)
+                                else analyses.humane(label) or "figure",
+                                "links": [{"kind": f.kind.upper(), "href": root + url(f.path)}
+                                          for f in files]} for label, files in grouped]
+            for label, files in grouped:
+                shown = best_picture(files)
+                if shown is not None and shown is not first:
+                    view.extras.append({"label": analyses.humane(label),
+                                        "image": self.figure_image(shown, root),
+                                        "href": root + url(shown.path)})
+        return view
+
+    def meta(self, panel: Panel, scope: str = "") -> dict:
+        """A panel's card metadata (what does not change from step to step)."""
+        tech = self.techniques.get(panel.technique, {})
+        return {"id": panel_id(panel), "technique": panel.technique, "variant": panel.variant,
+                "title": panel.title, "layer": panel.layer,
+                "experimental": bool(panel.experimental or tech.get("experimental", False)),
+                "description": tech.get("description", ""), "scope": scope,
+                "picture": picture(panel) is not None}
+
+
+# --------------------------------------------------------------------------------------------
+# One model
+
+
+@dataclass
+class ModelInfo:
+    """Derived facts about one model: its slug, panel catalogue and which pages it gets."""
+
+    model: ModelData
+    slug: str
+    panels: list[dict]                       # union over steps and inputs, in page order
+    layers: list[LayerPage]                  # the layer pages that have panels
+    default_step: StepData | None
+    default_input: str | None
+    dataset_panels: list[dict] = field(default_factory=list)   # union over steps, page order
+    # ModelData.not_applicable, each with its "scope" and "page" (the title of the page it
+    # would be on), in technique order
+    not_applicable: list[dict] = field(default_factory=list)
+
+    @property
+    def has_analyses(self) -> bool:
+        return bool(self.dataset_panels or self.model.trend_panels)
+
+    @property
+    def folder(self) -> str:
+        return f"models/{self.slug}"
+
+    def panels_of(self, layer: str) -> list[dict]:
+        return [p for p in self.panels if p["layer"] == layer]
+
+    def not_applicable_on(self, page: str) -> list[dict]:
+        """What does not apply on one page: a layer's ("conv", …), beside every layer ("model")
+        or the analyses page ("analyses")."""
+        if page == ANALYSES_STEM:
+            return [n for n in self.not_applicable if n["scope"] == "dataset"]
+        return [n for n in self.not_applicable if n["scope"] != "dataset" and n["layer"] == page]
+
+    @property
+    def pictures(self) -> list[dict]:
+        """The panels that are images (the filmstrip and compare pickers offer only these)."""
+        return [p for p in self.panels if p["picture"]]
+
+
+def _catalogue(ctx: SiteContext, groups) -> list[dict]:
+    """Every panel id of (scope, panels) groups (union over steps), in technique order."""
+    catalogue: dict[str, dict] = {}
+    for scope, panels in groups:
+        for panel in panels:
+            pid = panel_id(panel)
+            if pid not in catalogue:
+                catalogue[pid] = {**ctx.meta(panel, scope),
+                                  "_order": (ctx.order.get(panel.technique, len(ctx.order)),
+                                             len(catalogue))}
+    ordered = sorted(catalogue.values(), key=lambda p: p["_order"])
+    for p in ordered:
+        del p["_order"]
+    return ordered
+
+
+def model_info(ctx: SiteContext, model: ModelData) -> ModelInfo:
+    def per_step():
+        for step in model.steps:
+            yield "checkpoint", step.checkpoint_panels
+            for key in sorted(step.input_panels):
+                yield "input", step.input_panels[key]
+
+    panels = _catalogue(ctx, per_step())
+    dataset = _catalogue(ctx, (("dataset", s.dataset_panels) for s in model.steps))
+    shown = {p["technique"] for p in panels + dataset}
+    used = {p["layer"] for p in panels}
+    not_applicable = sorted(
+        ({**entry, "scope": ctx.scope(entry.get("technique", "")),
+          "title": entry.get("title") or entry.get("technique", ""),
+          "layer": entry.get("layer", BESIDE_EVERY_LAYER), "reason": entry.get("reason", "")}
+         for entry in model.not_applicable if entry.get("technique") not in shown),
+        key=lambda n: ctx.order.get(n["technique"], len(ctx.order)))
+    for entry in not_applicable:
+        entry["page"] = (ANALYSES_TITLE if entry["scope"] == "dataset"
+                         else LAYER_TITLES.get(entry["layer"], entry["layer"]))
+    return ModelInfo(model=model, slug=ctx.slugs[model.name], panels=panels,
+                     layers=[p for p in LAYER_PAGES if p.layer in used],
+                     default_step=model.steps[-1] if model.steps else None,
+                     default_input=model.inputs[0].key if model.inputs else None,
+                     dataset_panels=dataset, not_applicable=not_applicable)
+
+
+def find_panel(step: StepData | None, input_key: str | None, pid: str) -> Panel | None:
+    if step is None:
+        return None
+    for panel in step.input_panels.get(input_key or "", []):
+        if panel_id(panel) == pid:
+            return panel
+    for panel in step.checkpoint_panels:
+        if panel_id(panel) == pid:
+            return panel
+    return None
+
+
+def find_dataset_panel(step: StepData | None, pid: str) -> Panel | None:
+    if step is None:
+        return None
+    return next((p for p in step.dataset_panels if panel_id(p) == pid), None)
+
+
+# --------------------------------------------------------------------------------------------
+# Page parts
+
+
+def pages_for_model(info: ModelInfo) -> dict[str, str]:
+    """{docs-relative .md path: nav title} of one model, in nav order."""
+    pages = {f"{info.folder}/index.md": "Overview"}
+    for page in info.layers:
+        pages[f"{info.folder}/{page.stem}.md"] = page.title
+    if info.has_analyses:
+        pages[f"{info.folder}/{ANALYSES_STEM}.md"] = ANALYSES_TITLE
+    if info.pictures:
+        pages[f"{info.folder}/{FILMSTRIP_STEM}.md"] = FILMSTRIP_TITLE
+    return pages
+
+
+def model_links(info: ModelInfo, root: str) -> list[dict]:
+    """The links between a model's pages; `layer` is what the page links mark as current."""
+    folder = f"{root}{url(info.folder)}"
+    links = [{"title": p.title, "href": f"{folder}/{p.stem}.html", "layer": p.layer}
+             for p in info.layers]
+    if info.has_analyses:
+        links.append({"title": ANALYSES_TITLE, "layer": ANALYSES_STEM,
+                      "href": f"{folder}/{ANALYSES_STEM}.html"})
+    if info.pictures:
+        links.append({"title": "Filmstrip", "href": f"{folder}/{FILMSTRIP_STEM}.html",
+                      "layer": FILMSTRIP_STEM})
+    return links
+
+
+def common(site: SiteData, root: str, kind: str) -> dict:
+    """What every page template gets."""
+    return {"site": site, "root": root, "page_kind": KINDS[kind].kind,
+            "assets": root + ASSETS_URL, "layer_titles": LAYER_TITLES, "layer_pages": LAYER_PAGES,
+            "not_applicable_label": NOT_APPLICABLE}
+
+
+def selection_state(info: ModelInfo) -> dict:
+    return {"step": info.default_step.step if info.default_step else "",
+            "input": info.default_input or ""}
+
+
+def model_view(info: ModelInfo, root: str) -> dict:
+    model = info.model
+    steps = [s.step for s in model.steps]
+    return {"name": model.name, "slug": info.slug, "data": model, "steps": steps,
+            "inputs": model.inputs, "state": selection_state(info),
+            "data_js": f"{root}{url(info.folder)}/data.js",
+            "overview": f"{root}{url(info.folder)}/index.html",
+            "links": model_links(info, root),
+            "latest_step": steps[-1] if steps else None}
+
+
+def input_view(ctx: SiteContext, info: ModelInfo, root: str, key: str | None) -> dict | None:
+    inp = next((i for i in info.model.inputs if i.key == key), None)
+    if inp is None:
+        return None
+    pred = info.default_step.predictions.get(inp.key) if info.default_step else None
+    return {"key": inp.key, "label": inp.label, "true_class": inp.true_class,
+            "image": ctx.image(inp.image, root), "prediction": pred}
+
+
+def technique_list(ctx: SiteContext, info: ModelInfo, root: str) -> list[dict]:
+    """The overview's list of techniques, page by page: [{page, href, technique, title,
+    experimental, reason}] (`href` to the technique's card; `reason` when it does not apply)."""
+    folder = f"{root}{url(info.folder)}"
+    pages = {p.layer: p for p in info.layers}
+    rows = []
+
+    def add(page_title, page_href, metas, na):
+        seen = set()
+        for meta in metas:
+            if meta["technique"] in seen:
+                continue
+            seen.add(meta["technique"])
+            rows.append({"page": page_title, "href": f"{page_href}#{meta['id']}"
+                         if page_href else "", "technique": meta["technique"],
+                         "title": ctx.techniques.get(meta["technique"], {}).get("title")
+                         or meta["title"], "experimental": meta["experimental"],
+                         "reason": None})
+        rows.extend({"page": page_title, "href": "", "technique": n["technique"],
+                     "title": n["title"], "experimental": False, "reason": n["reason"]}
+                    for n in na)
+
+    first = info.layers[0] if info.layers else None
+    add("Beside every layer page", f"{folder}/{first.stem}.html" if first else "",
+        info.panels_of(BESIDE_EVERY_LAYER), info.not_applicable_on(BESIDE_EVERY_LAYER))
+    for page in LAYER_PAGES:
+        found = pages.get(page.layer)
+        add(page.title, f"{folder}/{page.stem}.html" if found else "",
+            info.panels_of(page.layer), info.not_applicable_on(page.layer))
+    add(ANALYSES_TITLE, f"{folder}/{ANALYSES_STEM}.html" if info.has_analyses else "",
+        info.dataset_panels, info.not_applicable_on(ANALYSES_STEM))
+    return rows
+
+
+def confusion_view(step: StepData, class_names: list[str]) -> dict | None:
+    """Rows with per-cell shading (fraction of the true class), plus per-class accuracy."""
+    matrix = step.confusion_matrix
+    if not matrix:
+        return None
+    per_class = step.per_class_accuracy or []
+    rows = []
+    for i, row in enumerate(matrix):
+        total = sum(row) or 1
+        cells = []
+        for j, count in enumerate(row):
+            share = count / total
+            hue = "33, 150, 243" if i == j else "229, 57, 53"
+            alpha = round(0.08 + 0.85 * share, 3) if count else 0
+            cells.append({"count": count, "share": share, "diagonal": i == j,
+                          "style": f"background-color: rgba({hue}, {alpha})" if count else "",
+                          "dark": share > 0.55})
+        acc = per_class[i] if i < len(per_class) else (row[i] / total if i < len(row) else None)
+        rows.append({"name": class_names[i] if i < len(class_names) else str(i),
+                     "cells": cells, "total": sum(row), "accuracy": acc,
+                     "bar": round(100 * acc, 1) if acc is not None else 0})
+    return {"rows": rows, "images": sum(sum(r) for r in matrix),
+            "columns": [class_names[j] if j < len(class_names) else str(j)
+                        for j in range(len(matrix[0]) if matrix else 0)]}
+
+
+def card_min(views: list[PanelView]) -> int:
+    """Minimum card width (px) on the filmstrip / compare grids: the image's own width, so
+    images are shown at their natural size when the screen allows, within 240 ... 480 px
+    (two cards side by side on a laptop screen)."""
+    width = next((v.image.width for v in views if v.image and v.image.width), 0)
+    return min(max(width, 240), 480)
