@@ -27,6 +27,7 @@ import numpy as np
 from reportgen.console import progress
 from reportgen.errors import ReportgenError
 from reportgen.probe.affine import FACTORS
+from reportgen.results.capsule_semantics import DIMENSION_STD, DIMENSION_VARIANCE, IMAGES
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import (check_option, check_positive, decode, finite_number,
                                           masked_inputs, require_images)
@@ -193,17 +194,19 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
 
 
 def summarize(arrays, params: Params | None = None) -> dict:
-    """Variance use of the D dimensions and the compactness per factor (JSON-ready)."""
+    """Variance use of the D dimensions and the compactness per factor (JSON-ready). Its keys
+    that other modules read are named in reportgen/results/capsule_semantics.py."""
     var = np.asarray(arrays["dim_variance"], np.float64)
     total = float(np.nansum(var))
     summary = {
-        "images": int(np.asarray(arrays["predicted_counts"]).sum()),
+        IMAGES: int(np.asarray(arrays["predicted_counts"]).sum()),
         "dims": int(var.size),
         "variance_total": total,
         "variance_max_share": float(np.nanmax(var) / total) if total > 0 else None,
         # participation ratio: D for equal variances, 1 when one dimension holds all of it
         "effective_dims": total ** 2 / float(np.nansum(var ** 2)) if total > 0 else None,
-        "dim_variance": [finite_number(v) for v in var],
+        DIMENSION_VARIANCE: [finite_number(v) for v in var],
+        DIMENSION_STD: [finite_number(np.sqrt(v)) if v >= 0 else None for v in var],
         "compactness_images": int(np.asarray(arrays["compactness_index"]).size),
     }
     scores = np.asarray(arrays["compactness"], np.float64)
