@@ -91,7 +91,9 @@ def build_capsnet(params: ModelParams) -> CapsNet:
     class_caps = ClassCaps(class_desc.types, class_desc.pose_size,
                            routing_iterations=primary_desc.routing_iterations,
                            weight_sharing=c.weight_sharing, capsule_types=primary_desc.types,
-                           kernel_init_stddev=c.kernel_init_stddev, name=class_desc.name)
+                           kernel_init_stddev=c.kernel_init_stddev,
+                           routing_softmax=c.routing_softmax,
+                           detach_routing_votes=c.detach_routing_votes, name=class_desc.name)
     capsules, coupling = class_caps(primary)
     lengths = Length(name="lengths")(capsules)
     outputs.update(primary_capsules=primary, coupling=coupling, class_capsules=capsules,

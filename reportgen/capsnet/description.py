@@ -126,6 +126,10 @@ class CapsuleLayer:
     routing:     the routing weights from this layer into the next one: "coupling" (dynamic
                  routing, routing_iterations of them; 1 = uniform, no routing), "em_assignments",
                  "attention", or None (the last layer)
+    routing_softmax: for "coupling", what the couplings are normalised over: "classes"
+                 (Sabour et al. 2017: each input capsule's couplings sum to 1) or "inputs"
+                 (each class's couplings over the input capsules sum to 1, as in some
+                 PyTorch implementations a model can be imported from)
     """
 
     name: str
@@ -137,6 +141,7 @@ class CapsuleLayer:
     routing: str | None = None
     routing_iterations: int = 0
     receptive_field: ReceptiveField | None = None
+    routing_softmax: str = "classes"
 
     @property
     def capsules(self) -> int:
@@ -286,7 +291,8 @@ def describe(params) -> ModelDescription:
     primary = CapsuleLayer(name="primary_caps", pose="vector", grid=primary_conv.grid,
                            types=p.types, pose_size=p.dims, activation="length",
                            routing="coupling", routing_iterations=c.routing_iterations,
-                           receptive_field=primary_conv.receptive_field)
+                           receptive_field=primary_conv.receptive_field,
+                           routing_softmax=c.routing_softmax)
     classes = CapsuleLayer(name="class_caps", pose="vector", grid=None,
                            types=params.num_classes, pose_size=c.dims, activation="length")
     decoder = None

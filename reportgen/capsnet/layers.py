@@ -51,11 +51,17 @@ class ClassCaps(keras.layers.Layer):
     votes u_hat[j|i] = W[i, j] u_i with one (dims x input_dims) matrix per (input capsule, class),
     or, with `weight_sharing`, per (capsule type, class) (LaLonde & Bagci 2018). No bias.
     Outputs: (batch, classes, dims) and (batch, inputs, classes).
+
+    Two choices of other implementations, for imported models (defaults: Sabour et al. 2017):
+    `routing_softmax="inputs"` normalises the couplings over the input capsules instead of the
+    classes; `detach_routing_votes` routes on votes without gradient and lets the gradient flow
+    only through the last iteration's weighted sum, with the couplings held fixed (same outputs).
     """
 
     def __init__(self, classes: int, dims: int, routing_iterations: int = 3,
                  weight_sharing: bool = False, capsule_types: int = 1,
-                 kernel_init_stddev: float = 0.1, **kwargs):
+                 kernel_init_stddev: float = 0.1, routing_softmax: str = "classes",
+                 detach_routing_votes: bool = False, **kwargs):
         super().__init__(**kwargs)
         self.classes = int(classes)
         self.dims = int(dims)
@@ -63,6 +69,11 @@ class ClassCaps(keras.layers.Layer):
         self.weight_sharing = bool(weight_sharing)
         self.capsule_types = int(capsule_types)
         self.kernel_init_stddev = float(kernel_init_stddev)
+        self.routing_softmax = str(routing_softmax)
+        self.detach_routing_votes = bool(detach_routing_votes)
+        if self.routing_softmax not in ("classes", "inputs"):
+            raise ValueError(f"routing_softmax must be 'classes' or 'inputs'. "
+                             f"Received: {routing_softmax!r}")
         if self.routing_iterations < 1:
             raise ValueError(f"routing_iterations must be >= 1. Received: {routing_iterations}")
 
@@ -87,7 +98,13 @@ class ClassCaps(keras.layers.Layer):
         return ops.reshape(votes, (-1, self.input_capsules, self.classes, self.dims))
 
     def call(self, primary):
-        return dynamic_routing(self.votes(primary), self.routing_iterations)
+        votes = self.votes(primary)
+        if not self.detach_routing_votes:
+            return dynamic_routing(votes, self.routing_iterations, self.routing_softmax)
+        # The couplings depend on the detached votes only; the outputs are the same numbers.
+        _, coupling = dynamic_routing(ops.stop_gradient(votes), self.routing_iterations,
+                                      self.routing_softmax)
+        return squash(ops.einsum("bij,bijd->bjd", coupling, votes)), coupling
 
     def compute_output_shape(self, input_shape):
         batch, inputs, _ = input_shape
@@ -97,7 +114,9 @@ class ClassCaps(keras.layers.Layer):
         return {**super().get_config(), "classes": self.classes, "dims": self.dims,
                 "routing_iterations": self.routing_iterations,
                 "weight_sharing": self.weight_sharing, "capsule_types": self.capsule_types,
-                "kernel_init_stddev": self.kernel_init_stddev}
+                "kernel_init_stddev": self.kernel_init_stddev,
+                "routing_softmax": self.routing_softmax,
+                "detach_routing_votes": self.detach_routing_votes}
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)

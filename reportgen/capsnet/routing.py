@@ -7,17 +7,22 @@ from keras import ops
 from reportgen.capsnet.ops import squash
 
 
-def dynamic_routing(votes, iterations: int):
+def dynamic_routing(votes, iterations: int, softmax_over: str = "classes"):
     """Route `votes` u_hat[j|i] of shape (batch, inputs, classes, dims) for `iterations` rounds.
 
     b_ij = 0; repeat: c_i = softmax_j(b_i); s_j = sum_i c_ij u_hat[j|i]; v_j = squash(s_j);
     b_ij += u_hat[j|i] . v_j.  Returns (v, c): class capsules (batch, classes, dims) and the
     coupling coefficients (batch, inputs, classes) that produced them (the last iteration's).
+    `softmax_over="inputs"` normalises c over the input capsules i for each class j instead
+    (as some public PyTorch CapsNets do); everything else is the same.
     """
+    if softmax_over not in ("classes", "inputs"):
+        raise ValueError(f"softmax_over must be 'classes' or 'inputs'. Received: {softmax_over!r}")
+    axis = 2 if softmax_over == "classes" else 1
     batch_shape = ops.shape(votes)[:3]
     logits = ops.zeros(batch_shape, dtype=votes.dtype)
     for iteration in range(iterations):
-        coupling = ops.softmax(logits, axis=2)
+        coupling = ops.softmax(logits, axis=axis)
         s = ops.einsum("bij,bijd->bjd", coupling, votes)
         v = squash(s)
         if iteration < iterations - 1:

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from reportgen.errors import ReportgenError
+from reportgen.settings.family_params import (CNN_HEADS, FAMILIES, ROUTINGS, WEIGHT_SHARING,
+                                              CNNParams, GraphParams)
 
 PARAMS_FILE = "params.toml"
 # Model names become directory and URL parts: letters, digits, '_' and '-' only.
@@ -42,9 +44,21 @@ class PrimaryCapsParams:
 class ClassCapsParams:
     dims: int = 16
     routing_iterations: int = 3
-    # LaLonde & Bagci: one transformation matrix per capsule type instead of per capsule.
-    weight_sharing: bool = False
+    # LaLonde & Bagci: one transformation matrix per capsule type instead of per capsule (true,
+    # or "type"); "all": one per class, shared by every primary capsule (Aff-CapsNet, Gu 2022).
+    weight_sharing: bool | str = False
+    # "none": coupling coefficients fixed uniform, i.e. one routing iteration (No-R, Gu 2022).
+    routing: str = "dynamic"
     kernel_init_stddev: float = 0.1
+    # Which way the coupling coefficients are normalised: "classes" (Sabour et al. 2017:
+    # c_i = softmax_j(b_i), each input capsule shares itself out among the classes) or "inputs"
+    # (softmax over the input capsules i for each class j, as gram-ai/capsule-networks and the
+    # Udacity-style capsule_network notebook compute it; their first iteration averages votes).
+    routing_softmax: str = "classes"
+    # Route on votes the gradient does not flow through, except in the last iteration's
+    # weighted sum (CapsNet-Keras before its commit 540f15d, e.g. its tf1.4-keras branch).
+    # The outputs are the same; gradients (Grad-CAM++, attacks) see fixed couplings.
+    detach_routing_votes: bool = False
 
 
 @dataclass(frozen=True)
@@ -82,9 +96,26 @@ class ModelParams:
     loss: LossParams = field(default_factory=LossParams)
     training: TrainingParams = field(default_factory=TrainingParams)
     description: str = ""
+    # Where the weights came from when they were not trained by reportgen (`reportgen import`):
+    # the source project, its commit and the file format, shown with the description.
+    imported_from: str = ""
+    # The model family (reportgen.settings.family_params): "capsnet", "gracapsnet" or "cnn".
+    family: str = "capsnet"
+    graph: GraphParams = field(default_factory=GraphParams)
+    cnn: CNNParams = field(default_factory=CNNParams)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Every field, except the optional ones added after the first release while they keep
+        their defaults: a model that does not use them keeps its dict (and its cache keys)."""
+        data = asdict(self)
+        for path, default in _OPTIONAL_DEFAULTS.items():
+            *parents, key = path
+            table = data
+            for parent in parents:
+                table = table[parent]
+            if table.get(key) == default:
+                del table[key]
+        return data
 
     @property
     def has_decoder(self) -> bool:
@@ -92,6 +123,15 @@ class ModelParams:
 
 
 _ACTIVATIONS = ("relu", "none")
+_ROUTING_SOFTMAX = ("classes", "inputs")
+# Fields added for imported models, left out of to_dict() at these defaults.
+_OPTIONAL_DEFAULTS = {("class_caps", "routing_softmax"): "classes",
+                      ("class_caps", "detach_routing_votes"): False,
+                      ("imported_from",): "",
+                      ("class_caps", "routing"): "dynamic",
+                      ("family",): "capsnet",
+                      ("graph",): asdict(GraphParams()),
+                      ("cnn",): asdict(CNNParams())}
 
 
 def _fail(source: str, key: str, expected: str, received: Any) -> ReportgenError:
@@ -117,6 +157,9 @@ def _section(cls, raw: Any, source: str, prefix: str):
             continue
         value = raw[name]
         default = getattr(defaults, name)
+        if (cls, name) == (ClassCapsParams, "weight_sharing"):
+            values[name] = _weight_sharing(source, key, value)
+            continue
         if isinstance(default, bool):
             if not isinstance(value, bool):
                 raise _fail(source, key, "true or false", value)
@@ -132,6 +175,12 @@ def _section(cls, raw: Any, source: str, prefix: str):
                 raise _fail(source, key, "a string", value)
             if name == "activation" and value not in _ACTIVATIONS:
                 raise _fail(source, key, f"one of {list(_ACTIVATIONS)}", value)
+            if name == "routing_softmax" and value not in _ROUTING_SOFTMAX:
+                raise _fail(source, key, f"one of {list(_ROUTING_SOFTMAX)}", value)
+            allowed = {(ClassCapsParams, "routing"): ROUTINGS,
+                       (CNNParams, "head"): CNN_HEADS}.get((cls, name))
+            if allowed is not None and value not in allowed:
+                raise _fail(source, key, f"one of {list(allowed)}", value)
         elif isinstance(default, tuple):
             if (not isinstance(value, list) or
                     not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)):
@@ -139,6 +188,15 @@ def _section(cls, raw: Any, source: str, prefix: str):
             value = tuple(value)
         values[name] = value
     return cls(**values)
+
+
+def _weight_sharing(source: str, key: str, value: Any) -> bool | str:
+    """false / "none" -> False, true / "type" -> True (as before), "all" -> "all"."""
+    if isinstance(value, bool):
+        return value
+    if value in WEIGHT_SHARING:
+        return {"none": False, "type": True}.get(value, value)
+    raise _fail(source, key, f"true, false or one of {list(WEIGHT_SHARING)}", value)
 
 
 def parse_model_params(raw: dict[str, Any], source: str = PARAMS_FILE) -> ModelParams:
@@ -172,6 +230,12 @@ def parse_model_params(raw: dict[str, Any], source: str = PARAMS_FILE) -> ModelP
     description = raw.get("description", "")
     if not isinstance(description, str):
         raise _fail(source, "description", "a string", description)
+    imported_from = raw.get("imported_from", "")
+    if not isinstance(imported_from, str):
+        raise _fail(source, "imported_from", "a string", imported_from)
+    family = raw.get("family", "capsnet")
+    if family not in FAMILIES:
+        raise _fail(source, "family", f"one of {list(FAMILIES)}", family)
     params = ModelParams(
         dataset=dataset,
         input_shape=tuple(shape),
@@ -183,6 +247,10 @@ def parse_model_params(raw: dict[str, Any], source: str = PARAMS_FILE) -> ModelP
         loss=_section(LossParams, raw.get("loss", {}), source, "loss"),
         training=_section(TrainingParams, raw.get("training", {}), source, "training"),
         description=description,
+        imported_from=imported_from,
+        family=family,
+        graph=_section(GraphParams, raw.get("graph", {}), source, "graph"),
+        cnn=_section(CNNParams, raw.get("cnn", {}), source, "cnn"),
     )
     _check_geometry(params, source)
     return params
@@ -196,6 +264,8 @@ def _check_geometry(params: ModelParams, source: str) -> None:
         if h < 1 or w < 1:
             raise _fail(source, f"conv[{i}].kernel_size", "a kernel no larger than its input",
                         c.kernel_size)
+    if params.family == "cnn":      # no primary capsules
+        return
     p = params.primary
     if (h - p.kernel_size) // p.strides + 1 < 1 or (w - p.kernel_size) // p.strides + 1 < 1:
         raise _fail(source, "primary.kernel_size",
