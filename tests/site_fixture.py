@@ -7,12 +7,15 @@ decoder (so no Decoder page), different step names than the first model (compare
 the nearest earlier step), one panel missing at one step, and techniques that do not apply to
 it (`NOT_APPLICABLE`: no decoder, no dynamic routing).
 
-Issue 5: dataset-level panels (PNG + SVG + PDF + JSON + CSV) at the first model's steps 1-10 and
-2-20 (none at 0-0) and at the second model's last step; capsule semantics (2-20 only) draws two
+Dataset-level panels (PNG + SVG + PDF + JSON + CSV) at the first model's steps 1-10 and 2-20
+(none at 0-0) and at the second model's last step; capsule semantics (2-20 only) draws two
 figures, named as the assembler names them; a trend panel for the first model and a compare
-panel, both PNG + SVG only, as the build draws them (the renderer adds their numbers). Issue 6: the first model has a small random decoder (160 -> 24 -> 32 -> 784,
-`DECODER_UNITS`) exported at every step as the live decoder's float16 files, and every
-class-capsules panel has its JSON export (the live decoder's real capsules).
+panel, both PNG + SVG only, as the build draws them (the renderer adds their numbers). The first
+model has a small random decoder (160 -> 24 -> 32 -> 784, `DECODER_UNITS`) exported at every
+step as the live decoder's float16 files, and every class-capsules panel has its numbers (the
+live decoder's real capsules). Numbers travel in `Panel.numbers` (and are also written into
+docs/ as the downloads); the live decoder's files are read from a store beside docs/
+(`FigureFile.source`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from PIL import Image
 
 from reportgen.pages.sitedata import (ArchitectureRow, FigureFile, InputInfo, ModelData, Panel,
                                       Prediction, SiteData, StepData)
+from reportgen.results.capsule_semantics import DIMENSION_STD, IMAGES
 from reportgen.techniques.base import RenderContext
 
 EVIL_MODEL = 'Evil<script>alert("model")</script>&Co'
@@ -144,7 +148,7 @@ def _dataset_panel(docs: Path, folder: str, tech_i: int, hue: float, seed: int, 
     if numbers is not None:
         figures += _exports(docs, folder, stem, numbers, paper=())
     return Panel(technique=name, variant="", title=f"{title} {suffix}".strip(), layer=layer,
-                 caption=caption, figures=figures)
+                 caption=caption, figures=figures, numbers=numbers)
 
 
 def decoder_weights(seed: int, classes: int, dims: int = DIMS, units=DECODER_UNITS,
@@ -163,16 +167,18 @@ def decoder_weights(seed: int, classes: int, dims: int = DIMS, units=DECODER_UNI
 
 
 def _live_panel(docs: Path, folder: str, model: str, step: str, classes, seed: int) -> Panel:
-    """The live decoder's exported files, as reportgen.pages.assemble places them."""
+    """The live decoder's exported files, as reportgen.pages.assemble places them: in a store
+    beside docs/ (`FigureFile.source`, what the pages read) and linked into docs/."""
     from reportgen.figures.live_decoder import render_live_decoder
 
     ctx = RenderContext(model=model, step=step, class_names=tuple(classes))
     figures = []
     for fig in render_live_decoder(decoder_weights(seed, len(classes)), None, ctx):
-        path = docs / folder / fig.name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(fig.data)
-        figures.append(FigureFile(fig.kind, f"{folder}/{fig.name}"))
+        path, stored = docs / folder / fig.name, docs.parent / "store" / folder / fig.name
+        for target in (path, stored):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(fig.data)
+        figures.append(FigureFile(fig.kind, f"{folder}/{fig.name}", source=str(stored)))
         caption = fig.caption
     return Panel(technique="live_decoder", variant="", title="Live decoder", layer="decoder",
                  caption=caption, figures=figures)
@@ -187,9 +193,9 @@ def _capsules_json(docs: Path, panel: Panel, classes: int, seed: int) -> None:
     capsules[seed % classes] *= 3.0                                 # one clear winner
     lengths = np.linalg.norm(capsules, axis=1)
     path = panel.figures[0].path.replace(".png", ".json")
-    (docs / path).write_text(json.dumps({"capsules": capsules.tolist(),
-                                         "lengths": lengths.tolist(),
-                                         "predicted": int(np.argmax(lengths))}))
+    panel.numbers = {"capsules": capsules.tolist(), "lengths": lengths.tolist(),
+                     "predicted": int(np.argmax(lengths))}
+    (docs / path).write_text(json.dumps(panel.numbers))
     panel.figures.append(FigureFile("json", path))
 
 
@@ -235,8 +241,8 @@ def make_site(docs_dir: Path) -> SiteData:
                     step.dataset_panels.append(_dataset_panel(
                         docs_dir, f"{folder}/dataset", 12, _hue(model_i, step_i, 0, 12), 5,
                         f"Capsule semantics of {spec['name']} at step {step_name}.",
-                        {"images": 500, "dim_std": [round(0.02 + 0.01 * d, 3)
-                                                    for d in range(DIMS)]},
+                        {IMAGES: 500, DIMENSION_STD: [round(0.02 + 0.01 * d, 3)
+                                                      for d in range(DIMS)]},
                         parts=("dimension_variance", "compactness")))
             for input_i, inp in enumerate(inputs):
                 panels = []

@@ -1,4 +1,4 @@
-"""The live decoder (issue 6): the float16 export of the decoder's weights, and the Decoder page's
+"""The live decoder: the float16 export of the decoder's weights, and the Decoder page's
 JavaScript forward pass in headless Chromium (Debian's chromium driven by Playwright) checked
 pixel by pixel against the model's own (Keras) decoder; sliders, keyboard, reset, class choice,
 step change; over 127.0.0.1 and from file://, with no console error and no outside request.
@@ -187,6 +187,7 @@ def tiny_site(tmp_path_factory, tiny_net, make_net, images):
                 docs / "artifacts" / MODEL / name / inp)]
             capsules[name][inp] = row["capsules"]
         steps.append(step)
+    assembler.place_files()        # the stored files, linked into docs/ (as `build` does)
     model = ModelData(name=MODEL, dataset="random", description="", params=0,
                       class_names=list(CLASSES), architecture=[], history=[], steps=steps,
                       inputs=inputs)

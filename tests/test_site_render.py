@@ -13,6 +13,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -560,6 +561,72 @@ def test_compare_page_shows_models_overlaid(built):
     numbers = json.loads((site / links[3]).read_text("utf-8"))
     assert [s["model"] for s in numbers["series"]] == ["MNIST_Demo (2-20)", f"{EVIL_MODEL} (3-5)"]
     assert 'id="compare-models"' in html and "data-rg-model-card" in html
+
+
+def _live_record(path: Path, step: str) -> dict:
+    text = path.read_text("utf-8")
+    return json.loads(text.split(f'["{step}"] = ', 1)[1].rsplit(";\n})", 1)[0])
+
+
+def test_numbers_come_from_the_panels_not_the_docs_folder(tmp_path):
+    """The trend / comparison numbers and the live decoder's data are the panels' numbers and
+    the stored files: whatever the docs folder holds is not read back."""
+    from site_fixture import DIMS, SEMANTICS_STEP
+
+    docs = tmp_path / "docs"
+    site_data = make_site(docs)
+    for path in (docs / "artifacts").rglob("*"):
+        if path.suffix in (".json", ".bin", ".js"):      # the downloads: garbage from here on
+            path.write_text("not what the pages read")
+    render_site(site_data, docs)
+    numbers = json.loads((docs / "numbers" / "MNIST_Demo" / "affine_robustness_trend.json")
+                         .read_text("utf-8"))
+    assert [s["summary"]["accuracy_clean"] for s in numbers["series"]] == \
+        pytest.approx([0.91, 0.92])
+    demo = docs / "models" / "MNIST_Demo"
+    record = _live_record(demo / "live" / f"{SEMANTICS_STEP}.js", SEMANTICS_STEP)
+    assert record["std"]["source"] == "evaluation"
+    assert record["std"]["values"] == [round(0.02 + 0.01 * d, 3) for d in range(DIMS)]
+    assert "over 500 evaluation images" in record["std"]["note"]
+    step = site_data.models[0].steps[-1]
+    capsules = next(p for p in step.input_panels["test-1"] if p.technique == "class_capsules")
+    assert record["inputs"]["test-1"]["capsules"] == capsules.numbers["capsules"]
+
+    # a panel without numbers counts as not computed: no σ over the evaluation set, no input
+    semantics = next(p for p in step.dataset_panels if p.technique == "capsule_semantics")
+    semantics.numbers = {"images": 500, "dim_variance": [0.01] * DIMS}   # no "dimension_std"
+    capsules.numbers = None
+    render_site(site_data, docs)
+    record = _live_record(demo / "live" / f"{SEMANTICS_STEP}.js", SEMANTICS_STEP)
+    assert record["std"]["source"] == "inputs" and "2 chosen inputs" in record["std"]["note"]
+    assert set(record["inputs"]) == {"test-0", "test-2"}
+    # the decoder's weights without their stored files: no live decoder at that step
+    live = next(p for p in step.checkpoint_panels if p.technique == "live_decoder")
+    for fig in live.figures:
+        fig.source = ""
+    render_site(site_data, docs)
+    assert not (demo / "live" / f"{SEMANTICS_STEP}.js").exists()
+    assert (demo / "live" / "0-0.js").is_file()
+    index = json.loads((demo / "index.json").read_text("utf-8"))
+    assert "live" not in index["steps"][SEMANTICS_STEP] and "live" in index["steps"]["0-0"]
+
+
+def test_capsule_semantics_summary_exports_the_spread_the_live_decoder_reads():
+    from reportgen.pages.live import evaluation_std
+    from reportgen.results.capsule_semantics import DIMENSION_STD, IMAGES
+    from reportgen.techniques import capsule_semantics
+
+    variance = np.array([0.04, 0.0, 0.09, 0.25])
+    summary = capsule_semantics.summarize({
+        "dim_variance": variance, "predicted_counts": np.array([3.0, 4.0, 5.0]),
+        "compactness": np.full(6, 0.1), "compactness_index": np.arange(7)})
+    assert summary[IMAGES] == 12
+    assert summary[DIMENSION_STD] == pytest.approx([0.2, 0.0, 0.3, 0.5])
+    assert evaluation_std(json.loads(json.dumps(summary)), 4) == pytest.approx(
+        [0.2, 0.0, 0.3, 0.5])
+    assert evaluation_std(summary, 5) is None                    # not this decoder's dims
+    assert evaluation_std({DIMENSION_STD: [0.1, None, 0.1, 0.1]}, 4) is None
+    assert evaluation_std({"std": [0.1] * 4}, 4) is None          # one key, by name
 
 
 def test_live_decoder_files_and_pickers(built):

@@ -1,12 +1,13 @@
-"""Helpers for panels made of several files (issue 5): naming each figure of a panel, grouping
-its downloads, and the numbers (JSON + CSV) behind the plots drawn across steps or models.
+"""Helpers for panels made of several files: naming each figure of a panel, grouping its
+downloads, and the numbers (JSON + CSV) behind the plots drawn across steps or models.
 
 A dataset-level analysis often draws several figures (e.g. routing diagnostics: entropy, vote
 agreement, dead units), each as PNG and SVG, plus its numbers as JSON and CSV; the assembler
 names them `<technique>[-<variant>]-<figure>.<kind>` and the numbers `<technique>[-<variant>]
 .<kind>`. A trend (over training) or comparison (across models) panel is drawn from the per-step
 summaries, which the build does not export again: `derived_numbers` gathers them from the
-steps' JSON exports so that every figure of the site has its numbers beside it.
+steps' panels (`Panel.numbers`, the store's data; never read back from the docs folder) so that
+every figure of the site has its numbers beside it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 from reportgen.pages.sitedata import FigureFile, ModelData, Panel
 
@@ -53,16 +54,6 @@ def humane(label: str) -> str:
 # Numbers behind the trend and comparison plots
 
 
-def _read(docs: Path, panel: Panel) -> dict | None:
-    path = next((f.path for f in panel.figures if f.kind == "json"), None)
-    if path is None:
-        return None
-    try:
-        return json.loads((docs / path).read_text("utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 def trend_sources(model: ModelData, panel: Panel) -> list[tuple[str, Panel]]:
     """(step, dataset panel) of the same analysis at every step that has it."""
     found = []
@@ -88,12 +79,12 @@ def compare_sources(models: list[ModelData], panel: Panel) -> list[tuple[str, Pa
     return found
 
 
-def derived_numbers(docs: Path, panel: Panel, sources: list[tuple[str, Panel]],
+def derived_numbers(panel: Panel, sources: list[tuple[str, Panel]],
                     axis: str) -> tuple[str, str] | None:
-    """(JSON, CSV) texts of the summaries a trend or comparison plot was drawn from; None when
-    none of them was exported. `axis` names the series ("step" or "model")."""
-    series = [(name, summary) for name, summary in ((n, _read(docs, p)) for n, p in sources)
-              if summary is not None]
+    """(JSON, CSV) texts of the summaries a trend or comparison plot was drawn from (the
+    sources' `numbers`); None when none of them has numbers. `axis` names the series ("step" or
+    "model")."""
+    series = [(name, p.numbers) for name, p in sources if isinstance(p.numbers, dict)]
     if not series:
         return None
     data = {"technique": panel.technique, "variant": panel.variant, "title": panel.title,

@@ -1,15 +1,20 @@
-"""What the Decoder page's live decoder reads besides the weights (issue 6), one script per
-(model, step): `models/SLUG/live/STEP.js`.
+"""What the Decoder page's live decoder reads besides the weights, one script per (model, step):
+`models/SLUG/live/STEP.js`.
 
-For every input at that step it holds the real class capsules (all classes x dims, from the
-`class_capsules` panel's JSON export), their lengths, the predicted class, and the reference
+For every input at that step it holds the real class capsules (all classes x dims, the
+`class_capsules` panel's numbers), their lengths, the predicted class, and the reference
 reconstruction of each class's real capsule computed here in Python (NumPy) from the exported
 float16 weights: the same computation the page's JavaScript runs at its initial slider values, so
 the two images side by side must agree (to 1/255 after rounding to 8 bits); how far the float16
 weights are from the float32 Keras decoder is measured when they are exported (the manifest's
 "check"). It also holds the standard deviation of each pose dimension that the "±k σ" slider
-ranges use: over the evaluation set when the `capsule_semantics` analysis ran at that step,
-otherwise over the chosen inputs (the page says which).
+ranges use: over the evaluation set when the `capsule_semantics` analysis ran at that step (its
+summary's `DIMENSION_STD`, reportgen/results/capsule_semantics.py), otherwise over the chosen
+inputs (the page says which).
+
+Everything is read from the panels (`Panel.numbers`) and the artifact store (`FigureFile.source`:
+the float16 binary, the manifest, the weights script), never back from the docs folder; a panel
+without them counts as not computed.
 
 Like data.js, the script registers itself (`window.reportgenLive.inputs[model][step]`) because
 fetch() of local files is blocked on file://. No TensorFlow here.
@@ -26,9 +31,11 @@ from pathlib import Path
 import numpy as np
 
 from reportgen.figures import live_decoder as fmt
-from reportgen.pages.sitedata import ModelData, Panel, StepData
+from reportgen.pages.sitedata import FigureFile, ModelData, Panel, StepData
+from reportgen.results.capsule_semantics import DIMENSION_STD, IMAGES
 
 TECHNIQUE = "live_decoder"
+CAPSULES = "class_capsules"
 SEMANTICS = "capsule_semantics"
 
 
@@ -47,53 +54,63 @@ def find_panel(panels: list[Panel], technique: str) -> Panel | None:
     return next((p for p in panels if p.technique == technique), None)
 
 
-def figure_path(panel: Panel | None, kind: str) -> str | None:
+def stored_file(panel: Panel | None, kind: str) -> Path | None:
+    """The store's copy of the panel's file of `kind`, or None when it has none."""
     if panel is None:
         return None
-    return next((f.path for f in panel.figures if f.kind == kind), None)
+    found: FigureFile | None = next((f for f in panel.figures if f.kind == kind), None)
+    return Path(found.source) if found is not None and found.source else None
 
 
-def _read_json(docs: Path, path: str | None):
-    if not path:
-        return None
+def _manifest(panel: Panel) -> dict | None:
+    """The weights' manifest: the panel's numbers, else its stored JSON file."""
+    if isinstance(panel.numbers, dict) and "layers" in panel.numbers:
+        return panel.numbers
+    path = stored_file(panel, "json")
     try:
-        return json.loads((docs / path).read_text("utf-8"))
+        data = json.loads(path.read_text("utf-8")) if path is not None else None
     except (OSError, ValueError):
         return None
+    return data if isinstance(data, dict) else None
 
 
-def live_step(docs: Path, model: ModelData, step: StepData) -> LiveStep | None:
+def live_step(model: ModelData, step: StepData) -> LiveStep | None:
     """The live decoder's data at `step`, or None when its weights were not exported there."""
     panel = find_panel(step.checkpoint_panels, TECHNIQUE)
-    manifest = _read_json(docs, figure_path(panel, "json"))
-    binary, script = figure_path(panel, "bin"), figure_path(panel, "js")
+    if panel is None:
+        return None
+    manifest = _manifest(panel)
+    binary, script = stored_file(panel, "bin"), stored_file(panel, "js")
     if manifest is None or binary is None or script is None:
         return None
     try:
-        data = (docs / binary).read_bytes()
+        data = binary.read_bytes()
         layers = fmt.unpack(data, manifest)
-        script_bytes = (docs / script).stat().st_size
-    except (OSError, ValueError):
+        script_bytes = script.stat().st_size
+    except (OSError, ValueError, KeyError, TypeError):
         return None
     classes, dims = manifest["classes"], manifest["dims"]
     shape = manifest["output_shape"]
     inputs, predicted_vectors = {}, []
     for inp in model.inputs:
-        found = _read_json(docs, figure_path(
-            find_panel(step.input_panels.get(inp.key, []), "class_capsules"), "json"))
-        capsules = np.asarray(found["capsules"], np.float64) if found else None
-        if capsules is None or capsules.shape != (classes, dims):
+        found = find_panel(step.input_panels.get(inp.key, []), CAPSULES)
+        numbers = found.numbers if found is not None else None
+        try:
+            capsules = np.asarray(numbers["capsules"], np.float64)
+            lengths = [float(v) for v in numbers["lengths"]]
+        except (TypeError, KeyError, ValueError):
             continue
-        lengths = [float(v) for v in found["lengths"]]
+        if capsules.shape != (classes, dims) or len(lengths) != classes:
+            continue
         predicted = int(np.argmax(lengths))
         images = fmt.forward(layers, fmt.masked(capsules, np.arange(classes), classes), shape)
         inputs[inp.key] = {
-            "capsules": found["capsules"], "lengths": lengths, "predicted": predicted,
+            "capsules": capsules.tolist(), "lengths": lengths, "predicted": predicted,
             "python": base64.b64encode(fmt.to_pixels(images).tobytes()).decode("ascii"),
         }
         predicted_vectors.append(capsules[predicted])
     record = {"model": model.name, "step": step.step, "inputs": inputs,
-              "std": dimension_std(docs, step, dims, predicted_vectors)}
+              "std": dimension_std(step, dims, predicted_vectors)}
     body = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
     text = ("/* reportgen live decoder: class capsules and Python reconstructions of every input "
             "at one step (see reportgen/pages/live.py). */\n"
@@ -107,14 +124,16 @@ def live_step(docs: Path, model: ModelData, step: StepData) -> LiveStep | None:
                     script_bytes=script_bytes, inputs_script=text)
 
 
-def dimension_std(docs: Path, step: StepData, dims: int, vectors: list) -> dict:
+def dimension_std(step: StepData, dims: int, vectors: list) -> dict:
     """{values: [dims] | None, source: "evaluation" | "inputs" | None, note}: the spread of each
     pose dimension of the predicted class capsule."""
-    summary = _read_json(docs, figure_path(find_panel(step.dataset_panels, SEMANTICS), "json"))
-    values = _std_from_summary(summary, dims) if summary is not None else None
+    semantics = find_panel(step.dataset_panels, SEMANTICS)
+    summary = semantics.numbers if semantics is not None else None
+    values = evaluation_std(summary, dims)
     if values is not None:
-        count = _first_number(summary, ("images", "count", "n", "evaluation_images"))
-        over = f"{int(count)} evaluation images" if count else "the evaluation set"
+        count = summary.get(IMAGES)
+        over = (f"{count} evaluation images" if isinstance(count, int) and count > 0
+                else "the evaluation set")
         return {"values": values, "source": "evaluation",
                 "note": f"σ of each dimension of the predicted class capsule over {over} "
                         "(capsule semantics analysis at this step)."}
@@ -129,41 +148,17 @@ def dimension_std(docs: Path, step: StepData, dims: int, vectors: list) -> dict:
                     "--analyses all) or at least two inputs."}
 
 
-def _std_from_summary(summary, dims: int) -> list[float] | None:
-    """The first list of `dims` numbers under a key naming a standard deviation (std, sigma) or,
-    failing that, a variance (var; square-rooted), searched depth-first."""
-    found: dict[str, list] = {}
-
-    def walk(value, key=""):
-        if isinstance(value, dict):
-            for k, v in value.items():
-                walk(v, str(k).lower())
-        elif isinstance(value, list):
-            if len(value) == dims and all(isinstance(v, (int, float)) and not
-                                          isinstance(v, bool) for v in value):
-                for word in ("std", "sigma", "var"):
-                    if word in key and word not in found:
-                        found[word] = value
-            else:
-                for v in value:
-                    walk(v, key)
-
-    walk(summary)
-    for word in ("std", "sigma"):
-        if word in found and all(math.isfinite(v) and v >= 0 for v in found[word]):
-            return [float(v) for v in found[word]]
-    if "var" in found and all(math.isfinite(v) and v >= 0 for v in found["var"]):
-        return [round(math.sqrt(v), 6) for v in found["var"]]
-    return None
-
-
-def _first_number(summary, keys) -> float | None:
-    if isinstance(summary, dict):
-        for key in keys:
-            value = summary.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-                return float(value)
-    return None
+def evaluation_std(summary, dims: int) -> list[float] | None:
+    """The capsule semantics summary's `DIMENSION_STD` when it is `dims` finite numbers >= 0."""
+    if not isinstance(summary, dict):
+        return None
+    values = summary.get(DIMENSION_STD)
+    if not isinstance(values, list) or len(values) != dims:
+        return None
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+               and v >= 0 for v in values):
+        return None
+    return [float(v) for v in values]
 
 
 def summary_line(model: ModelData, steps: list[LiveStep]) -> str:

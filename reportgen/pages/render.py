@@ -105,7 +105,7 @@ def _check_page_table() -> None:
 def _render_model_pages(env, ctx: SiteContext, info: ModelInfo, files: dict[str, str]) -> dict:
     """The pages, index and live-decoder scripts of one model (docs-relative path -> text)."""
     out: dict[str, str] = {}
-    live_steps = [data for data in (live_step(ctx.docs_dir, info.model, step)
+    live_steps = [data for data in (live_step(info.model, step)
                                     for step in info.model.steps) if data is not None]
     live_paths = {data.step: f"{info.folder}/live/{file_part(data.step)}.js"
                   for data in live_steps}
@@ -267,7 +267,7 @@ def _numbered(ctx: SiteContext, panel: Panel, sources, axis: str, folder: str,
     `folder` under the name of its first figure) when it has none of its own."""
     if any(f.kind == "json" for f in panel.figures):
         return panel
-    numbers = analyses.derived_numbers(ctx.docs_dir, panel, sources, axis)
+    numbers = analyses.derived_numbers(panel, sources, axis)
     first = picture(panel)
     if numbers is None or first is None:
         return panel

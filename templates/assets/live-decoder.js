@@ -1,5 +1,5 @@
 /*
- * live-decoder.js: the Decoder page's live decoder (issue 6). Readable on purpose; no library.
+ * live-decoder.js: the Decoder page's live decoder. Readable on purpose; no library.
  *
  * What it shows: for the chosen input at the chosen training step, one slider per dimension of
  * a class capsule (the predicted class unless another is picked), starting at the capsule's real
@@ -24,7 +24,8 @@
 (function () {
   "use strict";
 
-  var FIXED_RANGE = 0.25; /* "±0.25": the decoder perturbation technique's range (SPEC §3.6) */
+  /* "±0.25": the decoder perturbation technique's range (Sabour et al. 2017, Fig. 4) */
+  var FIXED_RANGE = 0.25;
   var TICKS = 100; /* positions per dimension slider */
   var DISPLAY = 168; /* canvas display size (CSS px), pixelated */
 
@@ -412,7 +413,7 @@
     redrawSoon();
   }
 
-  /* The length slider rescales the vector, keeping its direction (SPEC §3.5). */
+  /* The length slider rescales the vector, keeping its direction (the decoder_length technique). */
   function onLength() {
     var wanted = Number(ui.length.value);
     var current = norm(state.vector);
