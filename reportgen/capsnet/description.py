@@ -47,6 +47,7 @@ FEATURES = {
     "em_routing": "the routing weights are EM assignments",
     "attention": "the routing weights are attention weights",
     "decoder": "a reconstruction decoder",
+    "class_features": "a CNN head whose features are classes x dims units (ConvNet-R, -CR, -CR-SF)",
 }
 
 
@@ -174,6 +175,9 @@ class ModelDescription:
     capsule_layers: tuple[CapsuleLayer, ...]
     head: Head
     decoder: DecoderDescription | None = None
+    # A CNN's feature layer of classes x dims units before its logits (Gu 2022's ConvNet-R,
+    # -CR, -CR-SF: the counterpart of the class capsules), as (classes, dims).
+    class_features: tuple[int, int] | None = None
 
     def __post_init__(self):
         for layer in self.capsule_layers:
@@ -210,6 +214,8 @@ class ModelDescription:
                       "attention": "attention"}[r] for r in routing)
         if self.decoder is not None:
             found.add("decoder")
+        if self.class_features is not None:
+            found.add("class_features")
         return frozenset(found)
 
     @property
@@ -280,7 +286,11 @@ def describe(params) -> ModelDescription:
     """The description of the model `params` (reportgen.settings.model_params.ModelParams)
     defines: Sabour et al. 2017's CapsNet — conv layers, primary capsules formed by a conv,
     class capsules by dynamic routing (`routing_iterations`; 1 = uniform couplings), and an
-    optional decoder. Layer names are those of the built Keras model."""
+    optional decoder. Layer names are those of the built Keras model. Other families
+    (`params.family`, reportgen.settings.family_params) are described below."""
+    family = getattr(params, "family", "capsnet")
+    if family != "capsnet":
+        return {"gracapsnet": _describe_gracapsnet, "cnn": _describe_cnn}[family](params)
     p, c = params.primary, params.class_caps
     convs = conv_stack(params.input_shape, [
         *((f"conv{i + 1}", conv.filters, conv.kernel_size, conv.strides, "valid",
@@ -290,7 +300,8 @@ def describe(params) -> ModelDescription:
     primary_conv = convs[-1]
     primary = CapsuleLayer(name="primary_caps", pose="vector", grid=primary_conv.grid,
                            types=p.types, pose_size=p.dims, activation="length",
-                           routing="coupling", routing_iterations=c.routing_iterations,
+                           routing="coupling",
+                           routing_iterations=1 if c.routing == "none" else c.routing_iterations,
                            receptive_field=primary_conv.receptive_field,
                            routing_softmax=c.routing_softmax)
     classes = CapsuleLayer(name="class_caps", pose="vector", grid=None,
@@ -305,3 +316,56 @@ def describe(params) -> ModelDescription:
                             head=Head(kind="capsules", classes=params.num_classes,
                                       layer="class_caps"),
                             decoder=decoder)
+
+
+def _decoder(params, input_size: int) -> DecoderDescription | None:
+    if not params.decoder.enabled:
+        return None
+    return DecoderDescription(input_size=input_size, units=tuple(params.decoder.units),
+                              output_shape=tuple(params.input_shape))
+
+
+def _describe_gracapsnet(params) -> ModelDescription:
+    """GraCapsNet (Gu, Wu & Tresp, AAAI 2021): the same conv and primary capsules, then
+    multi-head graph pooling (one head per capsule type) whose attention over the grid nodes is
+    the routing weight (reportgen.capsnet.graph_pooling); optional decoder."""
+    if params.graph.sigma <= 0:
+        raise ReportgenError("Invalid model parameter 'graph.sigma'.",
+                             expected="a number > 0 (grid cells)", received=repr(params.graph.sigma))
+    p = params.primary
+    convs = conv_stack(params.input_shape, [
+        *((f"conv{i + 1}", conv.filters, conv.kernel_size, conv.strides, "valid",
+           conv.activation, "") for i, conv in enumerate(params.conv)),
+        ("primary_conv", p.types * p.dims, p.kernel_size, p.strides, "valid", p.activation,
+         "primary_caps")])
+    primary = CapsuleLayer(name="primary_caps", pose="vector", grid=convs[-1].grid,
+                           types=p.types, pose_size=p.dims, activation="length",
+                           routing="attention", receptive_field=convs[-1].receptive_field)
+    classes = CapsuleLayer(name="class_caps", pose="vector", grid=None,
+                           types=params.num_classes, pose_size=params.class_caps.dims,
+                           activation="length")
+    return ModelDescription(input_shape=tuple(params.input_shape), conv_layers=convs,
+                            capsule_layers=(primary, classes),
+                            head=Head(kind="capsules", classes=params.num_classes,
+                                      layer="class_caps"),
+                            decoder=_decoder(params, params.num_classes * params.class_caps.dims))
+
+
+def _describe_cnn(params) -> ModelDescription:
+    """The CNN baselines of Gu 2022 (reportgen.capsnet.cnn): the conv layers, then a head of
+    logits. The heads "r", "cr" and "cr_sf" have classes x dims feature units; "cr" and "cr_sf"
+    reconstruct from the masked features of one class (a decoder the analyses can use), "r"
+    from all of them (trained with it, but not class-conditional: not described)."""
+    convs = conv_stack(params.input_shape, [
+        (f"conv{i + 1}", conv.filters, conv.kernel_size, conv.strides, "valid",
+         conv.activation, "") for i, conv in enumerate(params.conv)])
+    head = params.cnn.head
+    features = (params.num_classes, params.class_caps.dims) if head in ("r", "cr", "cr_sf") \
+        else None
+    decoder = _decoder(params, params.num_classes * params.class_caps.dims) \
+        if head in ("cr", "cr_sf") else None
+    return ModelDescription(input_shape=tuple(params.input_shape), conv_layers=convs,
+                            capsule_layers=(), head=Head(kind="logits",
+                                                         classes=params.num_classes,
+                                                         layer="logits"),
+                            decoder=decoder, class_features=features)
