@@ -20,7 +20,9 @@ class _Group(click.Group):
 
     def resolve_command(self, ctx, args):
         name, command, rest = super().resolve_command(ctx, args)
-        if name in ("train", "demo", "build") and not {"-h", "--help"} & set(rest):
+        # `build` imports TensorFlow itself, only when a result is missing (a rebuild with
+        # everything stored never does); train and demo always need it.
+        if name in ("train", "demo") and not {"-h", "--help"} & set(rest):
             from reportgen.tf_quiet import import_tensorflow_quietly
 
             import_tensorflow_quietly()
@@ -142,7 +144,7 @@ def _register_optional_commands() -> None:
     """Commands that live in their own modules (build, serve, publish, cache)."""
     from importlib import import_module
 
-    for module in ("build", "serve", "publish", "cache"):
+    for module in ("build", "serve", "publish", "cache", "import"):
         try:
             mod = import_module(f"reportgen.commands.{module}_cli")
         except ModuleNotFoundError:

@@ -6,6 +6,9 @@ or delete each other's files. Beside it, `ID.lock` is created first and held wit
 lock when the process dies, even by kill -9. Every build first removes the folders whose lock
 nobody holds: the leftovers of killed builds. The folder is removed when the build ends, on
 failure too.
+
+`.reportgen/file-digests.json` (DIGESTS_FILE) remembers the weights files' digests between
+builds, so that a rebuild does not read every weights file again.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ from pathlib import Path
 from reportgen.errors import StoreError
 
 WORK_ROOT = Path(".reportgen/builds")
+# The weights files' digests, remembered between builds (reportgen.engine.digests); beside the
+# working folders, not in the artifact store: they describe the models folder, not results.
+DIGESTS_FILE = WORK_ROOT.parent / "file-digests.json"
 
 
 def _same_file(fd: int, path: Path) -> bool:

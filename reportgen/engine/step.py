@@ -7,6 +7,9 @@ probe pass per batch, keeping only the tensors the missing techniques declared (
 technique reads that pass through a view restricted to its own needs. Checkpoint-scope
 techniques (conv kernels) read the weights. Dataset-scope analyses share one EvalBatch whose
 clean tensors are computed once.
+
+The model may be a reportgen.engine.model.ModelHandle: planning and the store lookups read only
+its description, and the Keras model is built only when something is missing.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 
 from reportgen import console
 from reportgen.cache.keys import artifact_key, file_digest
+from reportgen.engine.model import materialise
 from reportgen.techniques.compute import params_dict
 
 EVALUATION = "evaluation"   # cache namespace of the step's accuracy / confusion-matrix lengths
@@ -32,7 +36,8 @@ class Plan:
 
 
 def plan(techniques, model) -> Plan:
-    """The variants of `techniques` for `model` (a CapsNet or its ModelDescription)."""
+    """The variants of `techniques` for `model` (a CapsNet, a ModelHandle or a
+    ModelDescription)."""
     variants, skipped = [], []
     for t in techniques:
         if t.applicable(model):
@@ -60,8 +65,10 @@ class StepCounts:
 
 
 def step_keys(model_digest, weights_path, variants, inputs, eval_digest,
-              with_dataset: bool) -> StepKeys:
-    weights = file_digest(weights_path)
+              with_dataset: bool, digest=file_digest) -> StepKeys:
+    """`digest(path)` gives the weights file's sha256 (a DigestMemo's remembers it between
+    builds)."""
+    weights = digest(weights_path)
 
     def key(tech, p, input_digest):
         return artifact_key(model=model_digest, weights=weights, input=input_digest,
@@ -81,18 +88,15 @@ def step_keys(model_digest, weights_path, variants, inputs, eval_digest,
     return keys
 
 
-def compute_step(net, weights_path, variants, inputs, eval_set, keys: StepKeys, store,
+def compute_step(model, weights_path, variants, inputs, eval_set, keys: StepKeys, store,
                  batch_size: int, meta: dict) -> StepCounts:
-    """Fill the store with every result of `keys` that is missing; returns the counts."""
-    from reportgen.probe.evaluation import EvalBatch
-    from reportgen.probe.probe import empty_batch, run_probe, subset
-    from reportgen.training.checkpoints import load_weights
-
+    """Fill the store with every result of `keys` that is missing; returns the counts.
+    `model` is a CapsNet or a ModelHandle (built only if something is missing)."""
     counts = StepCounts()
     present = {k for group in (keys.inputs, keys.checkpoint, keys.dataset)
                for k in group.values() if store.has_arrays(k)}
     counts.reused = len(present)
-    variants = [(t, p) for t, p in variants if t.applicable(net)]
+    variants = [(t, p) for t, p in variants if t.applicable(model)]
     input_variants = [(t, p) for t, p in variants if t.scope == "input"]
     missing_inputs = [i for i, item in enumerate(inputs)
                       if any(keys.inputs[(t.name, p, item.key)] not in present
@@ -104,6 +108,11 @@ def compute_step(net, weights_path, variants, inputs, eval_set, keys: StepKeys, 
     need_eval = not store.has_arrays(keys.evaluation)
     if not (missing_inputs or missing_ckpt or missing_dataset or need_eval):
         return counts
+    from reportgen.probe.evaluation import EvalBatch
+    from reportgen.probe.probe import empty_batch, run_probe, subset
+    from reportgen.training.checkpoints import load_weights
+
+    net = materialise(model)
     load_weights(net, weights_path)     # at most once per (model, step) and build
 
     for t, p in missing_ckpt:

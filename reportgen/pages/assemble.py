@@ -1,7 +1,11 @@
 """From stored arrays to site data: draw figures (or reuse drawn ones) and place them in docs/.
 
 Figures are cached separately from arrays, so a drawing change redraws without recomputing.
-Files are hard-linked from the store into the MkDocs docs folder (copied where links fail).
+Every panel carries its numbers (`Panel.numbers`, read from its JSON export in the artifact
+store) and the store path of each file (`FigureFile.source`): nothing is read back from the
+docs folder. Files are hard-linked from the store into the MkDocs docs folder (copied where
+links fail) only when the pages are rendered (`place_files`): a build whose site is up to date
+links nothing.
 """
 
 from __future__ import annotations
@@ -17,38 +21,83 @@ from pathlib import Path
 import numpy as np
 
 from reportgen.cache.keys import hash_json
+from reportgen.errors import ReportgenError
 from reportgen.pages.analyses import flatten
 from reportgen.pages.sitedata import FigureFile, Panel, Prediction
 from reportgen.techniques.base import Figure, RenderContext
 from reportgen.techniques.compute import params_dict, variant_label
 
 FIGURES_VERSION = 2      # bump when drawing changes: figures are redrawn, arrays are kept
+_ATTEMPTS = 2            # a figure entry removed between listing and reading: draw it again
+
+
+class MissingResult(ReportgenError):
+    """A stored result a panel is drawn from is gone (removed, or found damaged and discarded)
+    after the engine saw it; computing the step again brings it back."""
+
+    def __init__(self, what: str, key: str):
+        super().__init__(f"The stored result of {what} is missing or damaged "
+                         f"(artifact {key[:12]})",
+                         fix="build again; if it persists, run `reportgen cache clear`")
+        self.key = key
 
 
 class Assembler:
-    """Places the figures of one build into `docs`, counting what had to be drawn."""
+    """Places the figures of one build into `docs`, counting what had to be drawn.
+
+    `entries` records which figure entries of the store the site shows (their folder's
+    identity), so a build can tell whether its site is up to date without linking anything.
+    """
 
     def __init__(self, store, docs: Path):
         self.store = store
         self.docs = docs
         self.drawn = 0
+        self.entries: dict[str, tuple[int, int]] = {}   # store folder -> (inode, mtime_ns)
+        self._links: dict[Path, Path] = {}              # docs target -> store file
+        self._inputs: dict[Path, np.ndarray] = {}       # docs target -> input image
         self._lock = threading.Lock()
 
-    def panel(self, tech, params, array_key: str, ctx: RenderContext, out_dir: Path) -> Panel:
-        """The panel of one stored result: drawn once, then reused."""
+    # -- reading the store ---------------------------------------------------------------------
+    def arrays(self, key: str, what: str) -> dict[str, np.ndarray]:
+        """The stored arrays of `key`; MissingResult (never None) when they are gone."""
+        arrays = self.store.get_arrays(key)
+        if arrays is None:
+            raise MissingResult(what, key)
+        return arrays
+
+    def panel(self, tech, params, array_key: str, ctx: RenderContext, out_dir: Path, *,
+              draw: bool = True) -> Panel | None:
+        """The panel of one stored result: drawn once, then reused (`draw=False`: None when
+        it has not been drawn yet)."""
         fig_key = hash_json({"arrays": array_key, "figures": FIGURES_VERSION,
                              "model": ctx.model, "step": ctx.step, "input": ctx.input_label,
                              "classes": ctx.class_names, "params": params_dict(params)})
-        figures = self.store.get_figures(fig_key)
-        if figures is None:
-            arrays = self.store.get_arrays(array_key)
-            drawn = list(tech.render(arrays, params, ctx))
-            if tech.summarize is not None:
-                drawn += export_figures(tech.name, tech.summarize(arrays, params))
-            figures = self.store.put_figures(fig_key, drawn)
-            with self._lock:
-                self.drawn += 1
-        return self._place(tech, params, figures, out_dir)
+        what = f"{tech.name} ({ctx.model}, step {ctx.step}" + (
+            f", {ctx.input_label})" if ctx.input_label else ")")
+        for attempt in range(_ATTEMPTS):
+            figures = self.store.get_figures(fig_key)
+            if figures is None:
+                if not draw:
+                    return None
+                arrays = self.arrays(array_key, what)
+                drawn = list(tech.render(arrays, params, ctx))
+                if tech.summarize is not None:
+                    drawn += export_figures(tech.name, tech.summarize(arrays, params))
+                figures = self.store.put_figures(fig_key, drawn)
+                with self._lock:
+                    self.drawn += 1
+            try:
+                numbers = self._numbers(tech, figures)
+                self._remember(figures)
+            except OSError:
+                if attempt + 1 == _ATTEMPTS:
+                    raise MissingResult(f"the figures of {what}", fig_key) from None
+                continue
+            panel = self._place(tech, params, figures, out_dir)
+            panel.numbers = numbers
+            return panel
+        raise AssertionError("unreachable")
 
     def derived_panel(self, tech, params, series: list, draw, title_suffix: str,
                       out_dir: Path) -> Panel | None:
@@ -57,37 +106,91 @@ class Assembler:
         key = hash_json({"derived": tech.name, "version": tech.version, "suffix": title_suffix,
                          "figures": FIGURES_VERSION, "params": params_dict(params),
                          "series": series})
-        figures = self.store.get_figures(key)
-        if figures is None:
-            drawn = list(draw(series))
-            if not drawn:
+        for attempt in range(_ATTEMPTS):
+            figures = self.store.get_figures(key)
+            if figures is None:
+                drawn = list(draw(series))
+                if not drawn:
+                    return None
+                figures = self.store.put_figures(key, drawn)
+                with self._lock:
+                    self.drawn += 1
+            if not figures:
                 return None
-            figures = self.store.put_figures(key, drawn)
-            with self._lock:
-                self.drawn += 1
-        if not figures:
-            return None
-        panel = self._place(tech, params, figures, out_dir)
-        panel.title = f"{panel.title} {title_suffix}".strip()
-        return panel
+            try:
+                self._remember(figures)
+            except OSError:
+                if attempt + 1 == _ATTEMPTS:
+                    raise MissingResult(f"the {tech.name} figures {title_suffix}", key) from None
+                continue
+            panel = self._place(tech, params, figures, out_dir)
+            panel.title = f"{panel.title} {title_suffix}".strip()
+            return panel
+        raise AssertionError("unreachable")
 
+    @staticmethod
+    def _numbers(tech, figures: list[dict]) -> dict | None:
+        """The panel's JSON export (a dataset analysis's summary, class capsules' poses and
+        lengths, ...), read from the store: `<technique>.json`, else the first JSON file."""
+        exports = [f for f in figures if f["kind"] == "json"]
+        chosen = next((f for f in exports if f["name"] == f"{tech.name}.json"),
+                      exports[0] if exports else None)
+        if chosen is None:
+            return None
+        value = json.loads(Path(chosen["path"]).read_bytes())
+        return value if isinstance(value, dict) else {"value": value}
+
+    def _remember(self, figures: list[dict]) -> None:
+        """Note the identity of the figures' store entry (a redrawn entry is a new folder)."""
+        if not figures:
+            return
+        folder = Path(figures[0]["path"]).parent
+        stat = os.stat(folder / "meta.json")
+        with self._lock:
+            self.entries[str(folder)] = (stat.st_ino, stat.st_mtime_ns)
+
+    # -- placing files -------------------------------------------------------------------------
     def _place(self, tech, params, figures: list[dict], out_dir: Path):
         label = variant_label(params)
         stem = tech.name + (f"-{label}" if label else "")
-        out_dir.mkdir(parents=True, exist_ok=True)
         files = []
+        links = {}
         for fig in figures:
             name = Path(fig["name"])
             target = out_dir / (f"{stem}{name.suffix}" if name.stem == tech.name
                                 else f"{stem}-{fig['name']}")
-            link_or_copy(Path(fig["path"]), target)
+            source = os.path.abspath(fig["path"])
+            links[target] = Path(source)
             files.append(FigureFile(kind=fig["kind"], path=target.relative_to(self.docs).as_posix(),
-                                    width=fig["width"], height=fig["height"]))
+                                    width=fig["width"], height=fig["height"], source=source))
+        with self._lock:
+            self._links.update(links)
         files.sort(key=lambda f: f.kind != "png")   # the first file is the one shown
         caption = next((f["caption"] for f in figures if f["caption"]), "")
         return Panel(technique=tech.name, variant=label,
                      title=tech.title + (f" ({label})" if label else ""), layer=tech.layer,
                      caption=caption, figures=files, experimental=tech.experimental)
+
+    def add_input(self, image: np.ndarray, path: Path) -> str:
+        """An input image, written as PNG into docs by `place_files`; its docs-relative path."""
+        with self._lock:
+            self._inputs[path] = image
+        return path.relative_to(self.docs).as_posix()
+
+    def input_images(self) -> list[tuple[str, np.ndarray]]:
+        """(docs-relative path, image) of every input placed, sorted by path."""
+        return sorted(((p.relative_to(self.docs).as_posix(), image)
+                       for p, image in self._inputs.items()), key=lambda item: item[0])
+
+    def place_files(self) -> None:
+        """Link every figure file into docs and write the input PNGs."""
+        folders = {target.parent for target in self._links} | {p.parent for p in self._inputs}
+        for folder in sorted(folders):
+            folder.mkdir(parents=True, exist_ok=True)
+        for target, source in self._links.items():
+            link_or_copy(source, target)
+        for path, image in self._inputs.items():
+            write_input_png(image, path)
 
 
 def export_figures(name: str, summary: dict) -> list[Figure]:

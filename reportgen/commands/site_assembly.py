@@ -1,0 +1,227 @@
+"""Site data from the artifact store, for `reportgen build`: one step's panels, predictions and
+evaluation; the input gallery; trends over training and comparisons across models (drawn from
+the panels' numbers); the techniques that do not apply to a model; and a model's architecture
+table and parameter count (stored by the model's digest, so a rebuild needs no Keras model).
+
+Everything here reads stored results; nothing reads back from the site's folders.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from reportgen.cache.keys import hash_bytes, hash_json, library_versions
+from reportgen.engine.model import not_applicable_reason
+from reportgen.pages.sitedata import ArchitectureRow, InputInfo, Panel, StepData
+from reportgen.techniques.base import Figure, RenderContext
+
+DRAWING_THREADS = min(4, os.cpu_count() or 1)
+ARCHITECTURE_VERSION = 1
+
+
+# --------------------------------------------------------------------------------------------
+# The evaluation set and the inputs
+
+
+@dataclass(frozen=True)
+class EvaluationSet:
+    """A stratified, seeded sample of test images, and its digest for cache keys."""
+
+    x: np.ndarray
+    y: np.ndarray
+    class_names: tuple[str, ...]
+    digest: str
+
+    def as_tuple(self) -> tuple:
+        return self.x, self.y, self.class_names
+
+
+def evaluation_set(dataset, n: int) -> EvaluationSet:
+    """`n` test images, the same number per class (the whole split if smaller)."""
+    from reportgen.probe.evaluation import stratified_sample
+
+    chosen = stratified_sample(dataset.y_test, n)
+    x, y = dataset.x_test[chosen], dataset.y_test[chosen]
+    digest = hash_json({"x": hash_bytes(np.ascontiguousarray(x).tobytes()), "y": y.tolist()})
+    return EvaluationSet(x, y, tuple(dataset.class_names), digest)
+
+
+def input_gallery(assembler, model: str, dataset, inputs) -> list[InputInfo]:
+    """Each input as the model saw it (after conversion and transforms), with its label."""
+    folder = assembler.docs / "artifacts" / model / "inputs"
+    return [InputInfo(key=item.key, label=item.label,
+                      image=assembler.add_input(item.image, folder / f"{item.key}.png"),
+                      true_class=None if item.true_class is None
+                      else dataset.class_names[item.true_class])
+            for item in inputs]
+
+
+def warn_polarity(inputs, dataset) -> list[str]:
+    """A user's dark-on-light image fed to a light-on-dark model (MNIST) mostly shows nothing:
+    the notices to print."""
+    train_mean = float(np.mean(dataset.x_test[:200])) if len(dataset.x_test) else 0.5
+    return [f"{item.label}: mostly light, while {dataset.name} images are light on dark; add "
+            f"--transforms invert to see it as the model expects."
+            for item in inputs
+            if item.key.startswith("file-") and item.transform.is_identity and train_mean < 0.3
+            and float(np.mean(item.image)) > 0.5]
+
+
+# --------------------------------------------------------------------------------------------
+# One step
+
+
+def context(model: str, step: str, description, dataset, item=None) -> RenderContext:
+    """What the renderers may know besides the arrays (labels, the input, the grids)."""
+    return RenderContext(
+        model=model, step=step, class_names=tuple(dataset.class_names),
+        input_label="" if item is None else item.label,
+        image=None if item is None else np.asarray(item.image),
+        receptive_fields=tuple(c.receptive_field.rows for c in description.conv_layers),
+        conv_layer_names=tuple(description.conv_layer_names))
+
+
+def step_data(assembler, model: str, step, description, variants, inputs, dataset,
+              keys) -> StepData:
+    """Panels (figures drawn from stored arrays), predictions and evaluation of one step.
+    Raises reportgen.pages.assemble.MissingResult when a stored result is gone."""
+    from reportgen.pages.assemble import evaluation_tables, prediction
+
+    data = StepData(step=str(step))
+    out_dir = assembler.docs / "artifacts" / model / str(step)
+    ctx = context(model, str(step), description, dataset)
+    for t, p in variants:
+        if t.scope == "checkpoint":
+            data.checkpoint_panels.append(assembler.panel(
+                t, p, keys.checkpoint[(t.name, p)], ctx, out_dir / "checkpoint"))
+        elif t.scope == "dataset" and (t.name, p) in keys.dataset:
+            data.dataset_panels.append(assembler.panel(
+                t, p, keys.dataset[(t.name, p)], ctx, out_dir / "dataset"))
+    # Drawing is mostly NumPy and zlib, which release the GIL: two threads use both cores.
+    jobs = [(item, t, p) for item in inputs for t, p in variants if t.scope == "input"]
+    contexts = {item.key: context(model, str(step), description, dataset, item)
+                for item in inputs}
+
+    def panel(job, draw=True):
+        item, t, p = job
+        return assembler.panel(t, p, keys.inputs[(t.name, p, item.key)], contexts[item.key],
+                               out_dir / item.key, draw=draw)
+
+    panels = [panel(job, draw=False) for job in jobs]     # drawn before: no threads needed
+    missing = [i for i, found in enumerate(panels) if found is None]
+    if missing:
+        with ThreadPoolExecutor(max_workers=DRAWING_THREADS) as pool:
+            for i, drawn in zip(missing, pool.map(panel, [jobs[i] for i in missing])):
+                panels[i] = drawn
+    for (item, _, _), panel in zip(jobs, panels):
+        data.input_panels.setdefault(item.key, []).append(panel)
+    for item in inputs:
+        for t, p in variants:   # the gallery's predictions come from the stored result
+            if t.name == "predictions":
+                lengths = assembler.arrays(keys.inputs[(t.name, p, item.key)],
+                                           f"predictions ({model}, step {step}, "
+                                           f"{item.label})")["lengths"]
+                data.predictions[item.key] = prediction(lengths, item.true_class,
+                                                        dataset.class_names)
+    evaluation = assembler.arrays(keys.evaluation, f"the evaluation ({model}, step {step})")
+    data.accuracy, data.per_class_accuracy, data.confusion_matrix = evaluation_tables(
+        evaluation["lengths"], evaluation["labels"], description.classes)
+    return data
+
+
+# --------------------------------------------------------------------------------------------
+# Over steps and across models
+
+
+def panel_numbers(step: StepData, tech, params) -> dict | None:
+    """The numbers of a step's dataset panel of `tech` (params None = its first variant);
+    None when it was not computed at that step."""
+    from reportgen.techniques.compute import variant_label
+
+    label = None if params is None else variant_label(params)
+    for panel in step.dataset_panels:
+        if panel.technique == tech.name and label in (None, panel.variant):
+            return panel.numbers
+    return None
+
+
+def trend_panels(assembler, model: str, description, dataset, variants,
+                 steps: list[StepData]) -> list[Panel]:
+    """Dataset analyses over training steps (only steps where they were computed)."""
+    panels = []
+    ctx = context(model, "all", description, dataset)
+    for t, p in variants:
+        if t.scope != "dataset" or t.render_trend is None:
+            continue
+        series = [(s.step, panel_numbers(s, t, p)) for s in steps]
+        series = [(step, numbers) for step, numbers in series if numbers is not None]
+        if len(series) < 2:
+            continue
+        panel = assembler.derived_panel(
+            t, p, series, lambda s, t=t, p=p: t.render_trend(s, p, ctx), "over training",
+            assembler.docs / "artifacts" / model / "trends")
+        if panel is not None:
+            panels.append(panel)
+    return panels
+
+
+def compare_panels(assembler, models, techniques) -> list[Panel]:
+    """Dataset analyses with every model overlaid, each at its last step that has them."""
+    panels = []
+    for t in techniques:
+        if t.scope != "dataset" or t.render_compare is None:
+            continue
+        series = []
+        for model in models:
+            for step in reversed(model.steps):
+                numbers = panel_numbers(step, t, None)
+                if numbers is not None:
+                    series.append((f"{model.name} ({step.step})", numbers))
+                    break
+        if not series:
+            continue
+        ctx = RenderContext(model="all models", step="last", class_names=())
+        panel = assembler.derived_panel(
+            t, None, series, lambda s, t=t: t.render_compare(s, None, ctx), "across models",
+            assembler.docs / "artifacts" / "_compare")
+        if panel is not None:
+            panels.append(panel)
+    return panels
+
+
+# --------------------------------------------------------------------------------------------
+# What the model is
+
+
+def not_applicable(chosen_plan) -> list[dict]:
+    """ModelData.not_applicable: each technique that does not apply, with why."""
+    return [{"technique": t.name, "title": t.title, "layer": t.layer,
+             "reason": not_applicable_reason(missing)}
+            for t, missing in chosen_plan.not_applicable]
+
+
+def model_facts(handle, store) -> tuple[int, list[ArchitectureRow]]:
+    """(trainable parameters, architecture rows) of a model: from the store (by the model's
+    digest and the library versions), else from its Keras model, then stored."""
+    from reportgen.pages.assemble import architecture_rows
+
+    key = hash_json({"architecture": handle.digest, "version": ARCHITECTURE_VERSION,
+                     "libraries": library_versions()})
+    figures = store.get_figures(key)
+    if figures:
+        try:
+            facts = json.loads(Path(figures[0]["path"]).read_bytes())
+            return int(facts["params"]), [ArchitectureRow(**row) for row in facts["rows"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            pass                       # removed or damaged: made again below
+    net = handle.net()
+    params, rows = net.trainable_params(), architecture_rows(net)
+    data = json.dumps({"params": params, "rows": [asdict(r) for r in rows]}, indent=1)
+    store.put_figures(key, [Figure(name="architecture.json", data=data.encode(), kind="json")])
+    return params, rows

@@ -1,0 +1,91 @@
+"""Whether a site folder already shows what a build would make (README: "A second identical
+build computes nothing, and skips MkDocs when no page changed").
+
+The pages are a function of the site data, the input images, the figure files, the templates
+(bundled and the user's), the page-rendering code and the versions of MkDocs and its theme.
+`site_digest` hashes all of that without rendering anything: the site data as JSON, each input
+image's pixels, each figure entry of the artifact store by the identity of its folder (an entry
+is written once and never changed in place; drawn again it is a new folder), and the bytes of
+the templates and of reportgen.pages' modules. The digest is kept in the site's marker
+(reportgen.pages.site_output); when it matches, a build renders nothing, links no file and
+leaves the site as it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import fields, is_dataclass
+from pathlib import Path
+
+from reportgen.pages import site_output
+
+FORMAT = 1
+_RENDERING = ("mkdocs", "mkdocs-material", "jinja2", "markdown", "pymdown-extensions")
+
+
+def site_digest(site, assembler, templates_dir: str | Path | None) -> str:
+    """The digest of everything the pages of `site` are made from."""
+    digest = hashlib.sha256()
+
+    def add(label: str, data: bytes) -> None:
+        digest.update(f"{label}\0{len(data)}\0".encode())
+        digest.update(data)
+
+    add("format", str(FORMAT).encode())
+    add("site", json.dumps(site, sort_keys=True, default=_plain).encode())
+    for path, image in assembler.input_images():
+        add(f"input:{path}:{image.shape}:{image.dtype}", image.tobytes())
+    add("figures", json.dumps(sorted(assembler.entries.items())).encode())
+    add("rendering", json.dumps(_versions(_RENDERING)).encode())
+    for label, path in _renderer_files(templates_dir):
+        add(label, path.read_bytes())
+    return digest.hexdigest()
+
+
+def _plain(value):
+    """A dataclass as the dict of its fields (dataclasses.asdict deep-copies: slower)."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in fields(value)}
+    return str(value)
+
+
+def is_up_to_date(site_dir: str | Path, digest: str) -> bool:
+    """Whether `site_dir` is a complete site built from what `digest` covers."""
+    marker = site_output.read_marker(site_dir) or {}
+    return marker.get("digest") == digest and (Path(site_dir) / "index.html").is_file()
+
+
+def marker_entries(digest: str) -> dict:
+    """What the built site's marker records (see `is_up_to_date`)."""
+    return {"digest": digest}
+
+
+def _renderer_files(templates_dir) -> list[tuple[str, Path]]:
+    """(label, path) of the user's templates, the bundled ones and reportgen.pages' code."""
+    import reportgen.pages
+    from reportgen.pages.environment import default_templates_dir
+
+    found = []
+    roots = [("user", templates_dir)] if templates_dir is not None else []
+    roots += [("bundled", default_templates_dir()),
+              ("code", Path(reportgen.pages.__file__).parent)]
+    for label, root in roots:
+        root = Path(root)
+        files = sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+        if label == "code":
+            files = [p for p in files if p.suffix == ".py"]
+        found += [(f"{label}:{p.relative_to(root).as_posix()}", p) for p in files]
+    return found
+
+
+def _versions(packages) -> dict[str, str | None]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in packages:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out

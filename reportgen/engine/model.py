@@ -1,0 +1,65 @@
+"""A model as the engine plans it: known by its description and digest, without TensorFlow.
+
+Planning (which techniques apply, which variants, which cache keys) needs only the parameter
+file: `describe(params)` (reportgen.capsnet.description) imports no TensorFlow. The Keras
+model is built the first time something actually needs it (a missing result), so a rebuild
+whose results are all stored never imports TensorFlow.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from reportgen.cache.keys import hash_json
+from reportgen.capsnet.description import FEATURES, describe
+
+
+def model_digest(params) -> str:
+    """What identifies a model's architecture and settings in cache keys."""
+    return hash_json(params.to_dict())
+
+
+class ModelHandle:
+    """`handle.description` and `handle.digest` at once; `handle.net()` builds the Keras model
+    (a reportgen.capsnet.architecture.CapsNet) with `build(params)` on first use."""
+
+    def __init__(self, params, build: Callable | None = None):
+        self.params = params
+        self.description = describe(params)
+        self.digest = model_digest(params)
+        self._build = build or build_keras_model
+        self._net = None
+
+    @property
+    def built(self) -> bool:
+        return self._net is not None
+
+    def net(self):
+        if self._net is None:
+            self._net = self._build(self.params)
+        return self._net
+
+
+def build_keras_model(params):
+    """Import TensorFlow (quietly) and build the CapsNet of `params`."""
+    from reportgen.tf_quiet import import_tensorflow_quietly
+
+    import_tensorflow_quietly()
+    from reportgen.capsnet.architecture import build_capsnet
+
+    return build_capsnet(params)
+
+
+def materialise(model):
+    """The built network of a ModelHandle; anything else (a CapsNet) as it is."""
+    return model.net() if isinstance(model, ModelHandle) else model
+
+
+def not_applicable_reason(missing: frozenset[str]) -> str:
+    """Why a technique does not apply, from the model features it misses, for people:
+    "needs a reconstruction decoder, which this model does not have"."""
+    wanted = [FEATURES.get(f, f) for f in sorted(missing)]
+    if not wanted:
+        return "does not apply to this model"
+    listed = wanted[0] if len(wanted) == 1 else ", ".join(wanted[:-1]) + " and " + wanted[-1]
+    return f"needs {listed}, which this model does not have"
