@@ -1,0 +1,155 @@
+"""The CNN baselines of Gu 2022 (dissertation, Ch.5; Gu & Tresp, CVPR 2020): build the Keras
+model and count its parameters. The description is `describe(params)` with `family = "cnn"`.
+
+The conv layers are params.toml's `[[conv]]`; the head is `cnn.head`
+(reportgen.settings.family_params.CNN_HEADS):
+- "avg" (ConvNet-Avg): global average pooling + FC(classes); softmax cross-entropy.
+- "fc" (ConvNet-FC): flatten + FC(`cnn.dense`..., ReLU) + FC(classes); softmax cross-entropy.
+- "r" (ConvNet-R): flatten + FC(classes x dims) + FC(classes); cross-entropy plus the
+  reconstruction from all classes x dims units (not class-conditional).
+- "cr" (ConvNet-CR): flatten + FC(classes x dims) seen as classes vectors of dims; a class's
+  score is sigmoid(sum of its dims); margin loss plus the reconstruction from the true class's
+  dims only (the others masked, as in the CapsNet).
+- "cr_sf" (ConvNet-CR-SF): cr with the squash: the last conv's channels squashed as vectors of
+  `cnn.vector_dims` (primary capsules), FC(classes x dims) without bias (the CapsNet's vote
+  matrices summed with uniform couplings), each class vector squashed, its length the score:
+  a CapsNet without routing (No-R), with the same parameter count.
+The classes x dims feature units are linear (no activation), like the capsules' poses.
+
+"logits" are the pre-activation scores (softmax input; for cr the sum; for cr_sf the norm of
+the unsquashed vector); "probabilities" are what the model predicts by (softmax, sigmoid,
+length). Loss choices for cr and cr_sf (margin loss) follow the CapsNet they dissect.
+"""
+
+from __future__ import annotations
+
+import math
+
+from reportgen.capsnet.description import DecoderDescription, describe
+from reportgen.capsnet.network import (Network, conv_param_count, decoder_param_count,
+                                       dense_param_count)
+
+
+def count_cnn_params(params) -> int:
+    description = describe(params)
+    head, classes, dims = params.cnn.head, params.num_classes, params.class_caps.dims
+    last = description.conv_layers[-1]
+    flat = last.grid[0] * last.grid[1] * last.filters
+    total = conv_param_count(description)
+    if head == "avg":
+        total += dense_param_count([last.filters, classes])
+    elif head == "fc":
+        total += dense_param_count([flat, *params.cnn.dense, classes])
+    else:
+        total += dense_param_count([flat, classes * dims], bias=head != "cr_sf")
+        if head == "r":
+            total += dense_param_count([classes * dims, classes])
+            if params.decoder.enabled:   # the unmasked reconstruction (not in the description)
+                total += dense_param_count([classes * dims, *params.decoder.units,
+                                            math.prod(params.input_shape)])
+    return total + decoder_param_count(description)
+
+
+def build_cnn(params) -> Network:
+    """The Keras 3 model. Outputs: conv maps by layer name, logits, probabilities, and for the
+    heads with feature units "features" (B, classes, dims) and, with a class-conditional
+    decoder, "reconstruction" (from the top class's features)."""
+    import keras
+    from keras import layers
+
+    from reportgen.capsnet.cnn_layers import ClassSum, MaskTop, Squash, VectorNorm
+    from reportgen.capsnet.layers import Length, PrimaryCaps
+    from reportgen.capsnet.network import build_convs, build_decoder
+
+    description = describe(params)
+    head, classes, dims = params.cnn.head, params.num_classes, params.class_caps.dims
+    image = keras.Input(params.input_shape, name="image")
+    x, outputs, _ = build_convs(description, image)
+    features = None
+    if head == "avg":
+        logits = layers.Dense(classes, name="logits")(
+            layers.GlobalAveragePooling2D(name="global_average")(x))
+    elif head == "fc":
+        h = layers.Flatten(name="flatten")(x)
+        for i, units in enumerate(params.cnn.dense):
+            h = layers.Dense(units, activation="relu", name=f"dense{i + 1}")(h)
+        logits = layers.Dense(classes, name="logits")(h)
+    else:
+        if head == "cr_sf":
+            filters = description.conv_layers[-1].filters
+            vector = params.cnn.vector_dims
+            if filters % vector:
+                from reportgen.errors import ReportgenError
+                raise ReportgenError("Invalid model parameter 'cnn.vector_dims'.",
+                                     expected=f"a divisor of the last conv's {filters} filters",
+                                     received=repr(vector))
+            x = PrimaryCaps(filters // vector, vector, name="squashed_vectors")(x)
+        flat = layers.Flatten(name="flatten")(x)
+        units = layers.Dense(classes * dims, use_bias=head != "cr_sf", name="feature_units")(flat)
+        features = layers.Reshape((classes, dims), name="class_features")(units)
+        if head == "r":
+            logits = layers.Dense(classes, name="logits")(units)
+        elif head == "cr":
+            logits = ClassSum(name="logits")(features)
+        else:
+            logits = VectorNorm(name="logits")(features)
+            features = Squash(name="squashed_features")(features)
+    if head == "cr":
+        probabilities = layers.Activation("sigmoid", name="probabilities")(logits)
+    elif head == "cr_sf":
+        probabilities = Length(name="probabilities")(features)
+    else:
+        probabilities = layers.Softmax(name="probabilities")(logits)
+    outputs.update(logits=logits, probabilities=probabilities)
+    if features is not None:
+        outputs["features"] = features
+    decoder = reconstructor = None
+    if description.decoder is not None:
+        decoder = build_decoder(description.decoder)
+        outputs["reconstruction"] = decoder(MaskTop(name="mask_top")([features, probabilities]))
+    elif head == "r" and params.decoder.enabled:
+        # Trained with the model, so an output of it (its weights are saved with the rest);
+        # not class-conditional, so not the description's decoder.
+        reconstructor = build_decoder(DecoderDescription(
+            input_size=classes * dims, units=tuple(params.decoder.units),
+            output_shape=tuple(params.input_shape)))
+        outputs["unmasked_reconstruction"] = reconstructor(units)
+    model = keras.Model(image, outputs, name=f"convnet_{head}")
+    vectors = features if features is not None else logits
+    encoder = keras.Model(image, [vectors, probabilities], name=f"convnet_{head}_encoder")
+    scores = keras.Model(image, [vectors, logits, probabilities], name=f"convnet_{head}_train")
+    net = Network(params=params, description=description, model=model, encoder=encoder,
+                  decoder=decoder)
+    net.training_losses = _training_losses(params, scores, decoder, reconstructor)
+    return net
+
+
+def _training_losses(params, scores, decoder, reconstructor):
+    """(images, one_hot) -> (classification loss (B,), reconstruction loss (B,), scores (B, K))."""
+    from keras import ops
+
+    from reportgen.capsnet.layers import Mask
+    from reportgen.capsnet.losses import margin_loss, reconstruction_loss
+
+    lp, head = params.loss, params.cnn.head
+    mask = Mask()
+
+    def losses(images, one_hot):
+        vectors, logits, probabilities = scores(images, training=True)
+        if head in ("cr", "cr_sf"):
+            classification = margin_loss(one_hot, probabilities, lp.m_plus, lp.m_minus,
+                                         lp.down_weight)
+        else:
+            classification = ops.categorical_crossentropy(one_hot, logits, from_logits=True)
+        if decoder is not None:
+            rec = reconstruction_loss(images, decoder(mask([vectors, one_hot]), training=True),
+                                      lp.reconstruction_weight)
+        elif reconstructor is not None:
+            flat = ops.reshape(vectors, (ops.shape(vectors)[0], -1))
+            rec = reconstruction_loss(images, reconstructor(flat, training=True),
+                                      lp.reconstruction_weight)
+        else:
+            rec = ops.zeros_like(classification)
+        return classification, rec, probabilities
+
+    return losses

@@ -1,0 +1,61 @@
+"""GraCapsNet (Gu, Wu & Tresp, AAAI 2021; Gu 2022, Ch.4): build the Keras model and count its
+parameters. The description is `describe(params)` with `family = "gracapsnet"`; the graph
+pooling layer is reportgen.capsnet.graph_pooling.
+
+Parameters on MNIST without the decoder (conv 3x3 s1 256, primary conv 3x3 s2 256 = 32 heads x
+8 dims on a 12x12 grid, class capsules 10 x 16): 2,560 + 590,080 + 4,608 x 16 x 8 projections
++ 16 x 10 pooling = 1,182,624 (Gu: 1.18M).
+"""
+
+from __future__ import annotations
+
+from reportgen.capsnet.description import describe
+from reportgen.capsnet.network import Network, conv_param_count, decoder_param_count
+
+
+def count_gracapsnet_params(params) -> int:
+    description = describe(params)
+    primary = description.primary_capsules
+    classes = description.class_capsules
+    return (conv_param_count(description)
+            + primary.capsules * classes.pose_size * primary.pose_size   # u'_i = W_i u_i
+            + classes.pose_size * classes.types                          # W of the pooling
+            + decoder_param_count(description))
+
+
+def build_gracapsnet(params) -> Network:
+    """The Keras 3 model: conv layers, primary capsules, graph pooling into class capsules,
+    lengths, optional decoder (from the longest class capsule at evaluation). Outputs: conv
+    maps by layer name, primary_capsules, attention (B, heads, nodes, classes),
+    class_capsules, lengths[, reconstruction]."""
+    import keras
+
+    from reportgen.capsnet.graph_pooling import GraphPooling
+    from reportgen.capsnet.layers import Length, Mask, PrimaryCaps
+    from reportgen.capsnet.network import build_convs, build_decoder
+
+    description = describe(params)
+    primary_desc, class_desc = description.primary_capsules, description.class_capsules
+    image = keras.Input(params.input_shape, name="image")
+    x, outputs, convs = build_convs(description, image)
+    primary_caps = PrimaryCaps(primary_desc.types, primary_desc.pose_size, name=primary_desc.name)
+    primary = primary_caps(x)
+    pooling = GraphPooling(class_desc.types, class_desc.pose_size, heads=primary_desc.types,
+                           grid=primary_desc.grid, sigma=params.graph.sigma,
+                           kernel_init_stddev=params.class_caps.kernel_init_stddev,
+                           name=class_desc.name)
+    capsules, attention = pooling(primary)
+    lengths = Length(name="lengths")(capsules)
+    outputs.update(primary_capsules=primary, attention=attention, class_capsules=capsules,
+                   lengths=lengths)
+    decoder = None
+    if description.decoder is not None:
+        decoder = build_decoder(description.decoder)
+        outputs["reconstruction"] = decoder(Mask(name="mask_longest")(capsules))
+    model = keras.Model(image, outputs, name="gracapsnet")
+    encoder = keras.Model(image, [capsules, lengths], name="gracapsnet_encoder")
+    primary_conv = next(convs[c.name] for c in description.conv_layers
+                        if c.capsules == primary_desc.name)
+    return Network(params=params, description=description, model=model, encoder=encoder,
+                   decoder=decoder, primary_conv=primary_conv, primary_caps=primary_caps,
+                   class_caps=pooling)

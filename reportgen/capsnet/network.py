@@ -1,0 +1,108 @@
+"""The built network of a model family other than the CapsNet (reportgen.capsnet.gracapsnet,
+reportgen.capsnet.cnn), with the same handles as reportgen.capsnet.architecture.CapsNet.
+
+Both families build one of these so that the probe, the trainer and the analyses meet the same
+attributes whatever the family: `model` (image -> dict of named outputs), `encoder` (image ->
+[class vectors, class scores]; the scores are what the model predicts by: class-capsule
+lengths, or a CNN's probabilities), `decoder` (masked class vectors -> image, or None) and
+`description`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from reportgen.capsnet.description import ModelDescription
+
+
+@dataclass
+class Network:
+    params: Any                        # reportgen.settings.model_params.ModelParams
+    description: ModelDescription
+    model: Any                         # keras.Model: image -> dict of outputs
+    encoder: Any                       # keras.Model: image -> [class vectors, class scores]
+    decoder: Any = None                # keras.Model or None
+    primary_conv: Any = None           # the conv layer forming the primary capsules, if any
+    primary_caps: Any = None
+    class_caps: Any = None             # the layer computing the class capsules, if any
+    # (images, one_hot) -> (classification loss (B,), reconstruction loss (B,), scores (B, K)),
+    # for families whose loss is not the CapsNet's margin + masked reconstruction.
+    training_losses: Callable | None = None
+
+    @property
+    def conv_layer_names(self) -> tuple[str, ...]:
+        return self.description.conv_layer_names
+
+    @property
+    def plain_conv_layer_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.description.plain_conv_layers)
+
+    @property
+    def grid_shape(self) -> tuple[int, int] | None:
+        primary = self.description.primary_capsules
+        return primary.grid if primary is not None else None
+
+    @property
+    def num_primary_capsules(self) -> int:
+        primary = self.description.primary_capsules
+        return primary.capsules if primary is not None else 0
+
+    def trainable_params(self) -> int:
+        return int(sum(math.prod(w.shape) for w in self.model.trainable_weights))
+
+    def receptive_fields(self) -> list[tuple[int, int, int]]:
+        return [c.receptive_field.rows for c in self.description.conv_layers]
+
+
+def conv_param_count(description: ModelDescription) -> int:
+    """Weights and biases of every conv layer (kernel_h * kernel_w * in * out + out)."""
+    channels, total = description.input_shape[2], 0
+    for conv in description.conv_layers:
+        total += math.prod(conv.kernel_size) * channels * conv.filters + conv.filters
+        channels = conv.filters
+    return total
+
+
+def dense_param_count(widths, bias: bool = True) -> int:
+    """Weights (and biases) of a chain of dense layers of `widths` (input first)."""
+    widths = list(widths)
+    return sum(a * b + (b if bias else 0) for a, b in zip(widths, widths[1:]))
+
+
+def decoder_param_count(description: ModelDescription) -> int:
+    d = description.decoder
+    if d is None:
+        return 0
+    return dense_param_count([d.input_size, *d.units, math.prod(d.output_shape)])
+
+
+def build_decoder(d):
+    """The CapsNet's decoder (Sabour et al. 2017) of a DecoderDescription `d`: FC ReLU
+    layers, then a sigmoid image."""
+    import keras
+    from keras import layers
+
+    return keras.Sequential(
+        [keras.Input((d.input_size,), name="masked_capsules")]
+        + [layers.Dense(u, activation="relu", name=f"decoder_dense{i + 1}")
+           for i, u in enumerate(d.units)]
+        + [layers.Dense(math.prod(d.output_shape), activation="sigmoid", name="decoder_output"),
+           layers.Reshape(d.output_shape, name="decoder_image")],
+        name="decoder")
+
+
+def build_convs(description: ModelDescription, x):
+    """The conv layers of `description` applied to `x`: (last output, {name: output},
+    {name: layer})."""
+    from keras import layers
+
+    outputs, convs = {}, {}
+    for conv in description.conv_layers:
+        convs[conv.name] = layers.Conv2D(
+            conv.filters, conv.kernel_size, strides=conv.strides, padding=conv.padding,
+            activation=None if conv.activation == "none" else conv.activation, name=conv.name)
+        x = convs[conv.name](x)
+        outputs[conv.name] = x
+    return x, outputs, convs
