@@ -71,7 +71,13 @@ class CapsNet:
 
 def build_capsnet(params: ModelParams) -> CapsNet:
     """The Keras 3 model for `params`, built from `describe(params)`; weights freshly
-    initialised."""
+    initialised. Other families (params.family) build their own network with the same handles
+    (reportgen.capsnet.network.Network)."""
+    if params.family != "capsnet":
+        from reportgen.capsnet import cnn, gracapsnet
+
+        return {"gracapsnet": gracapsnet.build_gracapsnet, "cnn": cnn.build_cnn}[
+            params.family](params)
     description = describe(params)
     image = keras.Input(params.input_shape, name="image")
     x = image
@@ -90,7 +96,9 @@ def build_capsnet(params: ModelParams) -> CapsNet:
     c = params.class_caps
     class_caps = ClassCaps(class_desc.types, class_desc.pose_size,
                            routing_iterations=primary_desc.routing_iterations,
-                           weight_sharing=c.weight_sharing, capsule_types=primary_desc.types,
+                           weight_sharing=bool(c.weight_sharing),
+                           # "all" (Aff-CapsNet): one matrix per class for every capsule
+                           capsule_types=1 if c.weight_sharing == "all" else primary_desc.types,
                            kernel_init_stddev=c.kernel_init_stddev,
                            routing_softmax=c.routing_softmax,
                            detach_routing_votes=c.detach_routing_votes, name=class_desc.name)

@@ -17,6 +17,12 @@ def primary_grid(params: ModelParams) -> tuple[int, int]:
 
 
 def count_trainable_params(params: ModelParams) -> int:
+    if params.family != "capsnet":
+        from reportgen.capsnet.cnn import count_cnn_params
+        from reportgen.capsnet.gracapsnet import count_gracapsnet_params
+
+        return {"gracapsnet": count_gracapsnet_params, "cnn": count_cnn_params}[
+            params.family](params)
     channels = params.input_shape[2]
     total = 0
     for c in params.conv:
@@ -25,7 +31,8 @@ def count_trainable_params(params: ModelParams) -> int:
     p = params.primary
     total += p.kernel_size ** 2 * channels * p.types * p.dims + p.types * p.dims
     h, w = primary_grid(params)
-    matrices = p.types if params.class_caps.weight_sharing else h * w * p.types
+    sharing = params.class_caps.weight_sharing      # "all": one matrix per class (Gu 2022)
+    matrices = 1 if sharing == "all" else p.types if sharing else h * w * p.types
     total += matrices * params.num_classes * params.class_caps.dims * p.dims
     if params.decoder.enabled:
         width = params.num_classes * params.class_caps.dims
