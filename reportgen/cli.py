@@ -90,6 +90,9 @@ def main(ctx, models_dir, debug):
                              "file / image folder [params.toml dataset].")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for init and shuffling.")
 @click.option("--limit", type=click.IntRange(min=1), help="Train on only N training images.")
+@click.option("--until-accuracy", type=click.FloatRange(min=0, max=1, min_open=True),
+              help="Stop at the first saved step whose validation accuracy is at least this "
+                   "(e.g. 0.99), to compare models at the same clean accuracy.")
 @click.option("--resume", is_flag=True, help="Continue from the latest saved step.")
 @click.option("--fresh", is_flag=True,
               help="Start over: move an earlier run to models/NAME/archive/ first.")
