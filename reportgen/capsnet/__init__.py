@@ -1,0 +1,18 @@
+"""Capsule networks: descriptions (no TensorFlow), Keras layers, routing.
+
+`reportgen.capsnet.em_routing` (Hinton, Sabour & Frosst 2018) is importable from here for
+notebooks; it is loaded on first use, so `import reportgen.capsnet.description` stays free of
+TensorFlow.
+"""
+
+from __future__ import annotations
+
+__all__ = ["em_routing"]
+
+
+def __getattr__(name: str):
+    if name == "em_routing":
+        from reportgen.capsnet.em_routing import em_routing
+
+        return em_routing
+    raise AttributeError(f"module 'reportgen.capsnet' has no attribute {name!r}")

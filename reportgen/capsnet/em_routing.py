@@ -1,0 +1,281 @@
+"""EM routing between matrix-capsule layers (Hinton, Sabour & Frosst 2018, Procedure 1).
+
+Children i (votes V_ij = M_i W_ij, 16 values h each, activations a_i) are routed to parents j
+for t = 1 … T iterations with the inverse temperature lambda_t = lambda (1 - 0.95^t):
+
+    R_ij = 1 / (number of parents child i can route to)                 (start)
+    M-step, per parent j:  r_ij = R_ij a_i
+                           mu_jh = sum_i r_ij V_ijh / sum_i r_ij
+                           sigma2_jh = sum_i r_ij (V_ijh - mu_jh)^2 / sum_i r_ij + 1e-7
+                           cost_jh = (beta_u_j + 0.5 ln sigma2_jh) sum_i r_ij
+                           a_j = logistic(lambda_t (beta_a_j - sum_h cost_jh))
+    E-step, per child i (not after the last M-step):
+                           ln p_ij = -sum_h [(V_ijh - mu_jh)^2 / (2 sigma2_jh)
+                                             + 0.5 ln(2 pi sigma2_jh)]
+                           R_ij = softmax over the child's parents j of (ln a_j + ln p_ij)
+
+The E-step is computed in the log domain (ln a_j as log_sigmoid, a log-sum-exp over the
+parents), so a very sharp Gaussian (sigma2 near 1e-7) gives assignments near 0 or 1, never NaN.
+The one guard the equations need: sum_i r_ij is floored at MIN_MASS in the divisions, so a parent
+that receives nothing (all-zero activations) gets mean 0 and variance 1e-7 instead of 0/0; its
+cost is 0 and its activation logistic(lambda_t beta_a).
+
+In a convolutional capsule layer a child votes only for the parents whose kernel covers it, and
+it shares itself out over ALL of them — parents at every position that sees it, not only the
+parents of one kernel window (the correction of the 2019 IBM re-implementation). The layers use
+the memory-sane "window" form: votes (B, Ph, Pw, K, K, Tin, Tout, 16), one per (parent
+position, kernel offset, child type, parent type); the E-step's normaliser of a child gathers the
+window entries that are that child (`ConvWindows`). The dense form (B, children, parents, 16)
+with an optional (children, parents) mask is the same computation (tests/test_em_routing.py
+checks one against the other and both against a NumPy oracle).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import types
+from dataclasses import dataclass
+
+import numpy as np
+from keras import ops
+
+EPSILON = 1e-7          # added to every variance (the equations above)
+MIN_MASS = 1e-8         # floor of sum_i r_ij in the divisions (a parent that receives nothing)
+TEMPERATURE_DECAY = 0.95
+_MASKED = -1e30         # a log-weight that exp() turns into exactly 0
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+def inverse_temperatures(iterations: int, inverse_temperature: float) -> list[float]:
+    """lambda_t = lambda (1 - 0.95^t) for t = 1 … T."""
+    return [float(inverse_temperature) * (1.0 - TEMPERATURE_DECAY ** t)
+            for t in range(1, int(iterations) + 1)]
+
+
+@dataclass(frozen=True)
+class ConvWindows:
+    """Which children a convolutional capsule layer's parents see ('valid' padding).
+
+    Child positions form an (H, W) grid; parent position (p, q) sees the children at rows
+    p*stride … p*stride + kernel - 1 and columns q*stride … q*stride + kernel - 1. A window entry
+    (p, q, ky, kx) is the child at (p*stride + ky, q*stride + kx).
+    """
+
+    child_grid: tuple[int, int]
+    kernel: int
+    stride: int
+
+    def __post_init__(self):
+        object.__setattr__(self, "child_grid", tuple(int(v) for v in self.child_grid))
+        if self.kernel < 1 or self.stride < 1:
+            raise ValueError(f"kernel and stride must be >= 1. Received: {self.kernel}, "
+                             f"{self.stride}")
+        if min(self.parent_grid) < 1:
+            raise ValueError(f"A {self.kernel}x{self.kernel} kernel does not fit the "
+                             f"{self.child_grid} child grid.")
+
+    @property
+    def parent_grid(self) -> tuple[int, int]:
+        return tuple((size - self.kernel) // self.stride + 1 for size in self.child_grid)
+
+    def selection(self, axis: int) -> np.ndarray:
+        """(parents, kernel, children) 0/1 along one axis: S[p, k, y] = 1 iff y = p*stride + k."""
+        parents, children = self.parent_grid[axis], self.child_grid[axis]
+        out = np.zeros((parents, self.kernel, children), np.float32)
+        for p in range(parents):
+            for k in range(self.kernel):
+                out[p, k, p * self.stride + k] = 1.0
+        return out
+
+    def coverage(self) -> np.ndarray:
+        """(K, K, H, W) 0/1: does some parent see child position (y, x) through offset (ky, kx)."""
+        rows = self.selection(0).sum(0)                       # (K, H)
+        cols = self.selection(1).sum(0)                       # (K, W)
+        return np.einsum("ky,lx->klyx", rows, cols).astype(np.float32)
+
+    def parents_per_position(self) -> np.ndarray:
+        """(H, W) how many parent positions see each child position (0 at an uncovered edge)."""
+        return self.coverage().sum((0, 1))
+
+    def unfold(self, x):
+        """(B, H, W, C) child values -> (B, Ph, Pw, K, K, C), the window entries."""
+        rows = ops.convert_to_tensor(self.selection(0))
+        cols = ops.convert_to_tensor(self.selection(1))
+        x = ops.einsum("pky,bywc->bpkwc", rows, x)
+        return ops.einsum("qlx,bpkxc->bpqklc", cols, x)
+
+    def child_logsumexp(self, values):
+        """(B, Ph, Pw, K, K, C) log-values of window entries -> (B, H, W, C): per child, the
+        log-sum-exp over every entry that is that child (-1e30 for a child no parent sees)."""
+        rows = ops.convert_to_tensor(self.selection(0))
+        cols = ops.convert_to_tensor(self.selection(1))
+        # One (H, W) map per kernel offset: an offset puts each parent on a different child.
+        placed = ops.einsum("pky,bpqklc->bklyqc", rows, values)
+        placed = ops.einsum("qlx,bklyqc->bklyxc", cols, placed)
+        covered = ops.convert_to_tensor(self.coverage())[None, :, :, :, :, None]
+        placed = ops.where(covered > 0, placed, _MASKED)
+        k = self.kernel
+        height, width = self.child_grid
+        placed = ops.reshape(placed, (-1, k * k, height, width, ops.shape(values)[-1]))
+        return ops.logsumexp(placed, axis=1)
+
+    def dense_mask(self, types_in: int, types_out: int) -> np.ndarray:
+        """(children, parents) bool: child (y, x, i) may route to parent (p, q, o). Children and
+        parents are numbered row-major with the type fastest."""
+        rows, cols = self.selection(0).sum(1), self.selection(1).sum(1)   # (P, H), (Q, W)
+        seen = np.einsum("py,qx->yxpq", rows, cols) > 0
+        mask = np.broadcast_to(seen[:, :, None, :, :, None],
+                               (*self.child_grid, types_in, *self.parent_grid, types_out))
+        height, width = self.child_grid
+        parents = self.parent_grid[0] * self.parent_grid[1] * types_out
+        return mask.reshape(height * width * types_in, parents).copy()
+
+    def densify(self, window_weights: np.ndarray) -> np.ndarray:
+        """Window-form weights (B, Ph, Pw, K, K, Tin, Tout) -> dense (B, children, parents), 0
+        where a child cannot route (NumPy; for analyses)."""
+        w = np.asarray(window_weights)
+        b, ph, pw, k, _, tin, tout = w.shape
+        height, width = self.child_grid
+        dense = np.zeros((b, height, width, tin, ph, pw, tout), w.dtype)
+        for p in range(ph):
+            for q in range(pw):
+                y, x = p * self.stride, q * self.stride
+                dense[:, y:y + k, x:x + k, :, p, q, :] = w[:, p, q]
+        return dense.reshape(b, height * width * tin, ph * pw * tout)
+
+
+def em_routing(votes, activations, beta_u, beta_a, iterations: int = 3,
+               inverse_temperature: float = 0.01, mask=None, windows: ConvWindows | None = None):
+    """EM routing (module docstring). Returns (activations, poses, assignments).
+
+    Dense form: votes (B, children, parents, 16), activations (B, children), beta_u and beta_a
+    broadcastable to (parents,), optional mask (children, parents) of the routes that exist ->
+    activations (B, parents), poses (B, parents, 16), assignments R (B, children, parents): those
+    of the last E-step (uniform over each child's parents for one iteration).
+
+    Window form (`windows`, as convolutional capsule layers use it): votes (B, Ph, Pw, K, K,
+    Tin, Tout, 16), activations (B, H, W, Tin) of the children, beta_u and beta_a broadcastable
+    to (Tout,) -> activations (B, Ph, Pw, Tout), poses (B, Ph, Pw, Tout, 16), assignments
+    (B, Ph, Pw, K, K, Tin, Tout) (`windows.densify` makes them dense).
+
+    float32 throughout. Given NumPy arrays, returns NumPy arrays (for notebooks); given tensors,
+    tensors (differentiable: the layers train through it).
+    """
+    as_numpy = all(isinstance(x, (np.ndarray, np.generic, int, float))
+                   for x in (votes, activations, beta_u, beta_a))
+    if int(iterations) < 1:
+        raise ValueError(f"iterations must be >= 1. Received: {iterations}")
+    votes = ops.cast(ops.convert_to_tensor(votes), "float32")
+    activations = ops.cast(ops.convert_to_tensor(activations), "float32")
+    beta_u = ops.cast(ops.convert_to_tensor(beta_u), "float32")
+    beta_a = ops.cast(ops.convert_to_tensor(beta_a), "float32")
+    if windows is None:
+        out = _dense(votes, activations, beta_u, beta_a, iterations, inverse_temperature, mask)
+    else:
+        if mask is not None:
+            raise ValueError("Give either a mask (dense votes) or windows, not both.")
+        out = _windowed(votes, activations, beta_u, beta_a, iterations, inverse_temperature,
+                        windows)
+    if as_numpy:
+        return tuple(ops.convert_to_numpy(x) for x in out)
+    return out
+
+
+def _dense(votes, activations, beta_u, beta_a, iterations, inverse_temperature, mask):
+    if len(votes.shape) != 4 or len(activations.shape) != 2:
+        raise ValueError("Dense EM routing takes votes (batch, children, parents, 16) and "
+                         f"activations (batch, children). Received: {tuple(votes.shape)} and "
+                         f"{tuple(activations.shape)}")
+    children, parents = votes.shape[1], votes.shape[2]
+    if mask is None:
+        log_start = ops.full((1, children, 1), -math.log(parents), "float32")
+        slot_mask = None
+    else:
+        mask = np.asarray(mask, bool)
+        if mask.shape != (children, parents):
+            raise ValueError(f"mask must be (children, parents) = {(children, parents)}. "
+                             f"Received: {mask.shape}")
+        fan_out = np.maximum(mask.sum(1, keepdims=True), 1)
+        log_start = ops.convert_to_tensor(-np.log(fan_out)[None].astype(np.float32))
+        slot_mask = ops.convert_to_tensor(mask[None].astype(np.float32))
+    a, mu, r = _route(votes[:, None], activations[:, None], beta_u, beta_a, iterations,
+                      inverse_temperature, log_start, slot_mask, lambda lse: lse)
+    return a[:, 0], mu[:, 0], r[:, 0]
+
+
+def _windowed(votes, activations, beta_u, beta_a, iterations, inverse_temperature,
+              windows: ConvWindows):
+    if len(votes.shape) != 8 or len(activations.shape) != 4:
+        raise ValueError("Windowed EM routing takes votes (batch, Ph, Pw, K, K, Tin, Tout, 16) "
+                         "and activations (batch, H, W, Tin). Received: "
+                         f"{tuple(votes.shape)} and {tuple(activations.shape)}")
+    _, ph, pw, k, _, tin, tout, dims = votes.shape
+    if (ph, pw) != windows.parent_grid or k != windows.kernel or \
+            tuple(activations.shape[1:3]) != windows.child_grid or activations.shape[3] != tin:
+        raise ValueError(f"Votes {tuple(votes.shape)} and activations "
+                         f"{tuple(activations.shape)} do not fit {windows}.")
+    groups, slots = ph * pw, k * k * tin
+    grouped = ops.reshape(votes, (-1, groups, slots, tout, dims))
+    slot_activations = ops.reshape(windows.unfold(activations), (-1, groups, slots))
+    # Start: uniform over every parent that sees the child (positions x parent types).
+    fan_out = np.maximum(windows.parents_per_position(), 1)[:, :, None] * tout
+    fan_out = np.broadcast_to(fan_out, (*windows.child_grid, tin)).astype(np.float32)
+    log_start = ops.reshape(windows.unfold(ops.convert_to_tensor(-np.log(fan_out)[None])),
+                            (1, groups, slots, 1))
+
+    def normaliser(slot_lse):                      # (B, G, n) -> (B, G, n)
+        per_entry = ops.reshape(slot_lse, (-1, ph, pw, k, k, tin))
+        per_child = windows.child_logsumexp(per_entry)                  # (B, H, W, Tin)
+        return ops.reshape(windows.unfold(per_child), (-1, groups, slots))
+
+    a, mu, r = _route(grouped, slot_activations, beta_u, beta_a, iterations,
+                      inverse_temperature, log_start, None, normaliser)
+    return (ops.reshape(a, (-1, ph, pw, tout)), ops.reshape(mu, (-1, ph, pw, tout, dims)),
+            ops.reshape(r, (-1, ph, pw, k, k, tin, tout)))
+
+
+def _route(votes, activations, beta_u, beta_a, iterations, inverse_temperature, log_start,
+           mask, normaliser):
+    """The procedure on grouped votes (B, G, n, m, D): G groups of n child entries and m parents
+    (dense: one group), entry activations (B, G, n), the log of the starting R broadcastable to
+    (B, G, n, m), an optional 0/1 mask (1, G, n, m), and `normaliser` turning each entry's
+    log-sum-exp over its m parents into its child's log-sum-exp over all the child's parents."""
+    assignments = ops.exp(log_start) * ops.ones_like(votes[..., 0])
+    if mask is not None:
+        assignments = assignments * mask
+    temperatures = inverse_temperatures(iterations, inverse_temperature)
+    for t, lam in enumerate(temperatures, start=1):
+        # M-step
+        r = assignments * activations[..., None]                                # (B, G, n, m)
+        mass = ops.sum(r, axis=2)                                               # (B, G, m)
+        safe = ops.maximum(mass, MIN_MASS)[..., None]
+        mu = ops.einsum("bgnm,bgnmd->bgmd", r, votes) / safe                    # (B, G, m, D)
+        deviation = ops.square(votes - mu[:, :, None])                         # (B, G, n, m, D)
+        sigma2 = ops.einsum("bgnm,bgnmd->bgmd", r, deviation) / safe + EPSILON
+        log_sigma2 = ops.log(sigma2)
+        cost = ops.sum((beta_u[..., None] + 0.5 * log_sigma2) * mass[..., None], axis=-1)
+        logit = lam * (beta_a - cost)                                           # (B, G, m)
+        if t == len(temperatures):
+            return ops.sigmoid(logit), mu, assignments
+        # E-step, in the log domain
+        log_p = -ops.sum(deviation / (2.0 * sigma2[:, :, None])
+                         + 0.5 * (_LOG_2PI + log_sigma2[:, :, None]), axis=-1)  # (B, G, n, m)
+        log_weight = ops.log_sigmoid(logit)[:, :, None, :] + log_p
+        if mask is not None:
+            log_weight = ops.where(mask > 0, log_weight, _MASKED)
+        child_lse = normaliser(ops.logsumexp(log_weight, axis=-1))              # (B, G, n)
+        assignments = ops.exp(log_weight - child_lse[..., None])
+        if mask is not None:
+            assignments = assignments * mask
+
+
+class _CallableModule(types.ModuleType):
+    """`reportgen.capsnet.em_routing(...)` is the function even after this module (of the same
+    name) was imported, which makes the package attribute the module."""
+
+    def __call__(self, *args, **kwargs):
+        return em_routing(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
