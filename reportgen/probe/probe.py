@@ -32,14 +32,22 @@ TENSORS = {
     "coupling": ("(B, N, classes) final coupling coefficients c_ij", ("dynamic_routing",)),
     "class_capsules": ("(B, classes, dims)", ("class_capsules", "vector_capsules")),
     "lengths": ("(B, classes) class-capsule lengths", ("class_capsules", "vector_capsules")),
-    "predicted": ("(B,) int64 argmax of lengths", ("class_capsules", "vector_capsules")),
+    "predicted": ("(B,) int64 the predicted class: argmax of the lengths (of a CNN's logits)",
+                  ()),
     "reconstruction": ("(B, H, W, C) decoder output from the longest capsule", ("decoder",)),
-    "grad:<layer>": ("(B, h, w, filters) d length[predicted] / d conv output",
-                     ("class_capsules", "vector_capsules")),
-    "grad[true]:<layer>": ("(B, h, w, filters) d length[true class] / d conv output (labels "
-                           "needed)", ("class_capsules", "vector_capsules")),
-    "grad[all]:<layer>": ("(B, classes, h, w, filters) d length[k] / d conv output, every k",
-                          ("class_capsules", "vector_capsules")),
+    "attention": ("(B, heads, gh*gw, classes) graph-pooling attention Att^l over the primary "
+                  "grid's nodes (GraCapsNet)", ("attention",)),
+    "logits": ("(B, classes) a CNN's class scores before its output nonlinearity", ("logits",)),
+    "probabilities": ("(B, classes) a CNN's class probabilities (softmax, sigmoid or length)",
+                      ("logits",)),
+    "features": ("(B, classes, dims) a CNN's feature units before its logits",
+                 ("class_features",)),
+    # Gradients of the class score: the class capsule's length, or a CNN's logit.
+    "grad:<layer>": ("(B, h, w, filters) d score[predicted] / d conv output", ()),
+    "grad[true]:<layer>": ("(B, h, w, filters) d score[true class] / d conv output (labels "
+                           "needed)", ()),
+    "grad[all]:<layer>": ("(B, classes, h, w, filters) d score[k] / d conv output, every k",
+                          ()),
 }
 GRADIENT = re.compile(r"^grad(?:\[(true|all)\])?:(.+)$")
 LAYER_PLACEHOLDER = "<layer>"
@@ -50,6 +58,12 @@ class UndeclaredTensorError(LookupError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+def score_output(description) -> str:
+    """The model output a prediction and its gradients are read from: the class-capsule
+    lengths, or a CNN's logits."""
+    return "logits" if description.head.kind == "logits" else "lengths"
 
 
 def expand_needs(names, description) -> frozenset[str]:
@@ -95,7 +109,8 @@ def available(name: str, description) -> bool:
 def all_tensors(description, gradients: bool = True) -> frozenset[str]:
     """Every tensor the probe can give for the model (predicted-class gradients only)."""
     names = {"images", "primary_capsules", "primary_lengths", "coupling", "class_capsules",
-             "lengths", "predicted", "reconstruction"}
+             "lengths", "predicted", "reconstruction", "attention", "logits", "probabilities",
+             "features"}
     names.update(f"conv:{n}" for n in description.conv_layer_names)
     if gradients:
         names.update(f"grad:{n}" for n in description.conv_layer_names)
@@ -197,11 +212,13 @@ def run_probe(net, images: np.ndarray, needs=None, *, labels=None,
             gh, gw = layer.grid
             tensors["primary_lengths"] = np.sqrt(np.sum(primary ** 2, axis=-1)).reshape(
                 -1, gh, gw, layer.types)
-    for name in ("coupling", "class_capsules", "lengths", "reconstruction"):
+    for name in ("coupling", "class_capsules", "lengths", "reconstruction", "attention",
+                 "logits", "probabilities", "features"):
         if name in wanted:
             tensors[name] = outputs[name].numpy()
     if "predicted" in wanted:
-        tensors["predicted"] = np.argmax(outputs["lengths"].numpy(), axis=1).astype(np.int64)
+        scores = outputs[score_output(description)].numpy()
+        tensors["predicted"] = np.argmax(scores, axis=1).astype(np.int64)
     return ProbeBatch(net=net, images=images, tensors=tensors)
 
 
@@ -218,7 +235,7 @@ def _forward(net, images, grads, labels):
     with tf.GradientTape(watch_accessed_variables=False, persistent=persistent) as tape:
         tape.watch(x)  # records the path from the input through every conv output
         outputs = net.model(x, training=False)
-        lengths = outputs["lengths"]
+        lengths = outputs[score_output(net.description)]
         if "predicted" in grads:
             predicted = tf.argmax(lengths, axis=1)
             scores["predicted"] = tf.gather(lengths, predicted, axis=1, batch_dims=1)
