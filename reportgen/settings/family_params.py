@@ -9,13 +9,15 @@ params.toml), after Gu 2022 (dissertation, Ch.4-5):
   pooling over the primary-capsule grid; `[graph]` holds its settings.
 - "cnn": the CNN baselines of Gu's affine benchmark and of his component study; `[cnn]` holds
   the head, the conv layers are `[[conv]]`.
+- "em": matrix capsules with EM routing (Hinton, Sabour & Frosst 2018); `[em]` holds its
+  settings (reportgen.settings.em_params).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-FAMILIES = ("capsnet", "gracapsnet", "cnn")
+FAMILIES = ("capsnet", "gracapsnet", "cnn", "em")
 ROUTINGS = ("dynamic", "none")
 WEIGHT_SHARING = ("none", "type", "all")
 # The CNN heads (Gu 2022, Ch.5):

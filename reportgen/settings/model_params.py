@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from reportgen.errors import ReportgenError
+from reportgen.settings.em_params import EM_FAMILY, ConvCapsParams, EMParams
 from reportgen.settings.family_params import (CNN_HEADS, FAMILIES, ROUTINGS, WEIGHT_SHARING,
                                               CNNParams, GraphParams)
 
@@ -103,6 +104,8 @@ class ModelParams:
     family: str = "capsnet"
     graph: GraphParams = field(default_factory=GraphParams)
     cnn: CNNParams = field(default_factory=CNNParams)
+    # Matrix capsules with EM routing (family "em", reportgen.settings.em_params).
+    em: EMParams = field(default_factory=EMParams)
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, except the optional ones added after the first release while they keep
@@ -131,7 +134,8 @@ _OPTIONAL_DEFAULTS = {("class_caps", "routing_softmax"): "classes",
                       ("class_caps", "routing"): "dynamic",
                       ("family",): "capsnet",
                       ("graph",): asdict(GraphParams()),
-                      ("cnn",): asdict(CNNParams())}
+                      ("cnn",): asdict(CNNParams()),
+                      ("em",): asdict(EMParams())}
 
 
 def _fail(source: str, key: str, expected: str, received: Any) -> ReportgenError:
@@ -251,10 +255,52 @@ def parse_model_params(raw: dict[str, Any], source: str = PARAMS_FILE) -> ModelP
         family=family,
         graph=_section(GraphParams, raw.get("graph", {}), source, "graph"),
         cnn=_section(CNNParams, raw.get("cnn", {}), source, "cnn"),
+        em=_em_section(raw.get("em", {}), source),
     )
+    if family == EM_FAMILY:
+        params = _em_params(params, raw, source)
     _check_geometry(params, source)
     return params
 
+
+
+def _em_section(raw: Any, source: str) -> EMParams:
+    """The [em] table with its [[em.conv_caps]] layers (reportgen.settings.em_params)."""
+    if not isinstance(raw, dict):
+        raise _fail(source, "em", "a table", raw)
+    table = dict(raw)
+    layers = table.pop("conv_caps", [])
+    if isinstance(layers, dict):
+        layers = [layers]
+    if not isinstance(layers, list):
+        raise _fail(source, "em.conv_caps", "[[em.conv_caps]] tables", layers)
+    em = _section(EMParams, table, source, "em")
+    conv_caps = tuple(_section(ConvCapsParams, c, source, f"em.conv_caps[{i}]")
+                      for i, c in enumerate(layers))
+    if em.inverse_temperature <= 0:
+        raise _fail(source, "em.inverse_temperature", "a number > 0", em.inverse_temperature)
+    if not 0 <= em.margin_start <= em.margin_end:
+        raise _fail(source, "em.margin_end", f"a margin >= margin_start ({em.margin_start})",
+                    em.margin_end)
+    return EMParams(**{**{f.name: getattr(em, f.name) for f in fields(EMParams)},
+                       "conv_caps": conv_caps})
+
+
+def _em_params(params: ModelParams, raw: dict[str, Any], source: str) -> ModelParams:
+    """An EM model's primary capsules are 4x4 poses with a logistic activation, and it has no
+    decoder: refuse the settings that would mean something else."""
+    from dataclasses import replace
+
+    fixed = sorted(set(raw.get("primary", {})) - {"types", "kernel_size", "strides"})
+    if fixed:
+        raise _fail(source, f"primary.{fixed[0]}",
+                    "only types, kernel_size and strides (matrix capsules have 4x4 poses and a "
+                    "logistic activation)", fixed[0])
+    if raw.get("decoder", {}).get("enabled", False) if isinstance(raw.get("decoder"), dict) \
+            else False:
+        raise _fail(source, "decoder.enabled",
+                    "false (the EM family has no decoder; its loss is the spread loss)", True)
+    return replace(params, decoder=DecoderParams(enabled=False))
 
 def _check_geometry(params: ModelParams, source: str) -> None:
     """The convolutions must leave at least a 1x1 primary-capsule grid."""
@@ -266,6 +312,14 @@ def _check_geometry(params: ModelParams, source: str) -> None:
                         c.kernel_size)
     if params.family == "cnn":      # no primary capsules
         return
+    if params.family == EM_FAMILY:
+        h, w = (h - params.primary.kernel_size) // params.primary.strides + 1, \
+            (w - params.primary.kernel_size) // params.primary.strides + 1
+        for i, c in enumerate(params.em.conv_caps):
+            h, w = (h - c.kernel_size) // c.strides + 1, (w - c.kernel_size) // c.strides + 1
+            if h < 1 or w < 1:
+                raise _fail(source, f"em.conv_caps[{i}].kernel_size",
+                            "a kernel no larger than the capsule grid before it", c.kernel_size)
     p = params.primary
     if (h - p.kernel_size) // p.strides + 1 < 1 or (w - p.kernel_size) // p.strides + 1 < 1:
         raise _fail(source, "primary.kernel_size",
