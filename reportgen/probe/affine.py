@@ -60,8 +60,18 @@ def affine_batch(images: np.ndarray, rotation_deg=0.0, tx=0.0, ty=0.0, scale=1.0
     if images.ndim != 4:
         raise ValueError(f"affine_batch expects images (B, H, W, C). Received shape "
                          f"{images.shape}")
+    matrices, translations = affine_matrices(len(images), rotation_deg, tx, ty, scale, shear_x,
+                                             shear_y)
+    return resample(images, matrices, translations)
+
+
+def resample(images: np.ndarray, matrices: np.ndarray, translations: np.ndarray) -> np.ndarray:
+    """`images` (B, H, W, C) under the forward maps p_out = A (p - centre) + centre + t, one
+    (2, 2) matrix A (acting on (x, y)) and translation t per image: bilinear, zero fill."""
+    images = np.asarray(images)
     b, h, w, c = images.shape
-    matrices, translations = affine_matrices(b, rotation_deg, tx, ty, scale, shear_x, shear_y)
+    matrices = np.asarray(matrices, np.float64)
+    translations = np.asarray(translations, np.float64)
     det = matrices[:, 0, 0] * matrices[:, 1, 1] - matrices[:, 0, 1] * matrices[:, 1, 0]
     if np.any(np.abs(det) < 1e-12):
         raise ValueError("affine_batch: the transform is singular (scale 0 or "
