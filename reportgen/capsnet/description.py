@@ -131,6 +131,8 @@ class CapsuleLayer:
                  (Sabour et al. 2017: each input capsule's couplings sum to 1) or "inputs"
                  (each class's couplings over the input capsules sum to 1, as in some
                  PyTorch implementations a model can be imported from)
+    kernel_size, strides: a convolutional capsule layer's kernel and stride over the grid of
+                 the capsule layer before it (Hinton et al. 2018's ConvCaps); None otherwise
     """
 
     name: str
@@ -143,6 +145,8 @@ class CapsuleLayer:
     routing_iterations: int = 0
     receptive_field: ReceptiveField | None = None
     routing_softmax: str = "classes"
+    kernel_size: tuple[int, int] | None = None
+    strides: tuple[int, int] | None = None
 
     @property
     def capsules(self) -> int:
@@ -290,6 +294,10 @@ def describe(params) -> ModelDescription:
     (`params.family`, reportgen.settings.family_params) are described below."""
     family = getattr(params, "family", "capsnet")
     if family != "capsnet":
+        if family == "em":
+            from reportgen.capsnet.em_description import describe_em
+
+            return describe_em(params)
         return {"gracapsnet": _describe_gracapsnet, "cnn": _describe_cnn}[family](params)
     p, c = params.primary, params.class_caps
     convs = conv_stack(params.input_shape, [

@@ -19,10 +19,11 @@ def primary_grid(params: ModelParams) -> tuple[int, int]:
 def count_trainable_params(params: ModelParams) -> int:
     if params.family != "capsnet":
         from reportgen.capsnet.cnn import count_cnn_params
+        from reportgen.capsnet.em_description import count_em_params
         from reportgen.capsnet.gracapsnet import count_gracapsnet_params
 
-        return {"gracapsnet": count_gracapsnet_params, "cnn": count_cnn_params}[
-            params.family](params)
+        return {"gracapsnet": count_gracapsnet_params, "cnn": count_cnn_params,
+                "em": count_em_params}[params.family](params)
     channels = params.input_shape[2]
     total = 0
     for c in params.conv:
