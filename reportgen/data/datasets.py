@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from reportgen.console import notice
+from reportgen.data.affine_benchmark import DERIVED, derive
 from reportgen.errors import ReportgenError
 
 MNIST_CLASSES = tuple(str(d) for d in range(10))
@@ -66,7 +67,7 @@ class Dataset:
 
 def known_datasets() -> tuple[str, ...]:
     """Names `load_dataset` accepts besides paths to the user's own data."""
-    return _KNOWN
+    return _KNOWN + tuple(DERIVED)
 
 
 def load_dataset(spec: str, *, seed: int = 0) -> Dataset:
@@ -85,6 +86,10 @@ def load_dataset(spec: str, *, seed: int = 0) -> Dataset:
                              received=repr(spec))
     text = os.fspath(spec).strip()
     name = _ALIASES.get(text.lower().replace("-", "_"))
+    derived = text.lower().replace("-", "_")
+    if derived in DERIVED and not (os.sep in text or "/" in text):
+        # 40x40 data of the affine benchmark (reportgen.data.affine_benchmark)
+        return derive(derived, load_dataset(DERIVED[derived].base, seed=seed), seed)
     looks_like_path = (os.sep in text or "/" in text or text.lower().endswith(".npz")
                        or Path(text).exists())
     if name is not None and not (os.sep in text or "/" in text):
