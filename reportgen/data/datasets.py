@@ -82,7 +82,7 @@ def load_dataset(spec: str, *, seed: int = 0) -> Dataset:
     """
     if not isinstance(spec, (str, os.PathLike)):
         raise ReportgenError("A dataset must be given as a name or a path.",
-                             expected=f"one of {', '.join(_KNOWN)}, a .npz file or an image folder",
+                             expected=f"one of {', '.join(known_datasets())}, a .npz file or an image folder",
                              received=repr(spec))
     text = os.fspath(spec).strip()
     name = _ALIASES.get(text.lower().replace("-", "_"))
@@ -96,11 +96,11 @@ def load_dataset(spec: str, *, seed: int = 0) -> Dataset:
         return _load_cached("builtin", name, int(seed), str(_keras_home()), None)
     if not text:
         raise ReportgenError("No dataset was given.",
-                             expected=f"one of {', '.join(_KNOWN)}, a .npz file or an image folder",
+                             expected=f"one of {', '.join(known_datasets())}, a .npz file or an image folder",
                              received="an empty string")
     if not looks_like_path:
         raise ReportgenError(f"Unknown dataset {text!r}.",
-                             expected=f"one of {', '.join(_KNOWN)}, or a path to a .npz file or to "
+                             expected=f"one of {', '.join(known_datasets())}, or a path to a .npz file or to "
                                       "a folder with one sub-folder of images per class",
                              received=repr(text),
                              fix="check the spelling, or pass a path (e.g. ./my_data.npz)")
