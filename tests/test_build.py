@@ -421,3 +421,100 @@ def test_identical_rebuild_keeps_the_site_folder(models, tmp_path, monkeypatch):
     assert (tmp_path / "site").stat().st_ino == inode and _tree(tmp_path / "site") == before
     third = build(Catalog(models), _site_options(tmp_path, images="test:0-3"))
     assert third.site == "built" and "artifacts/Tiny/inputs/test-3.png" in _tree(tmp_path / "site")
+
+
+# ------------------------------------------------------------------ one data path
+
+
+def _arrays_entry(store_root, key):
+    return store_root / "arrays" / key[:2] / key
+
+
+def test_a_stored_result_that_vanishes_before_drawing_is_computed_again(models, tmp_path,
+                                                                        monkeypatch):
+    import reportgen.engine.step as step_module
+
+    real = step_module.compute_step
+    calls = []
+
+    def racing(model, weights, variants, inputs, eval_set, keys, store, *args):
+        counts = real(model, weights, variants, inputs, eval_set, keys, store, *args)
+        if not calls:        # a `cache clear` races the build and takes one result away
+            key = next(k for (name, _, _), k in keys.inputs.items() if name == "predictions")
+            shutil.rmtree(_arrays_entry(store.root, key))
+        calls.append(counts.computed)
+        return counts
+
+    monkeypatch.setattr(step_module, "compute_step", racing)
+    summary = build(Catalog(models), _options(tmp_path, techniques=("predictions",)))
+    assert summary.ok, summary.failed
+    assert calls[1] == 1 and summary.computed == calls[0] + 1   # only that result, once more
+
+
+def test_a_result_that_stays_unreadable_fails_its_step_in_one_line(models, tmp_path):
+    options = _options(tmp_path, techniques=("predictions",))
+    assert build(Catalog(models), options).ok
+    # damage every stored prediction: the entry's listing stays, its arrays are gone
+    damaged = list((tmp_path / "cache" / "arrays").glob("*/*/arrays.npz"))
+    for path in damaged:
+        path.unlink()
+    summary = build(Catalog(models), options)
+    assert not summary.ok and summary.failed
+    line = summary.failed[0]
+    assert "step 1-5" in line and "missing or damaged" in line and "cache clear" in line
+    assert "TypeError" not in line and "\n" not in line
+
+
+@pytest.mark.slow
+def test_panels_carry_their_numbers_and_store_files_and_a_model_its_missing_techniques(
+        models, tmp_path, monkeypatch):
+    """Numbers come from the store (never from docs/); a model without a decoder lists the
+    decoder techniques as not applicable, with the reason."""
+    import json
+
+    import numpy as np
+
+    import reportgen.pages.render as render
+    from reportgen.techniques import get_technique
+    from reportgen.training.trainer import TrainOptions, train
+    from test_training import TINY_TOML, _tiny_data
+
+    folder = tmp_path / "models"
+    shutil.copytree(models / "Tiny", folder / "Tiny")
+    (folder / "NoDec").mkdir()
+    (folder / "NoDec" / "params.toml").write_text(
+        TINY_TOML.format(data=_tiny_data(tmp_path / "toy.npz")).replace(
+            "[decoder]\nunits = [16]", "[decoder]\nenabled = false"))
+    train(Catalog(folder).get("NoDec"), TrainOptions(epochs=1))
+    seen = []
+    real = render.render_site
+    monkeypatch.setattr(render, "render_site", lambda site, *a, **k: (seen.append(site),
+                                                                      real(site, *a, **k))[1])
+    monkeypatch.chdir(tmp_path)
+    options = _options(tmp_path, models="*", render_site=True, analyses="last", eval_images=12,
+                       techniques=("predictions", "class_capsules", "decoder_length",
+                                   "routing_diagnostics"))
+    assert build(Catalog(folder), options).ok
+    site, = seen
+    tiny, nodec = sorted(site.models, key=lambda m: m.name != "Tiny")
+    assert tiny.not_applicable == []
+    assert nodec.not_applicable == [{
+        "technique": "decoder_length", "title": get_technique("decoder_length").title,
+        "layer": "decoder",
+        "reason": "needs a reconstruction decoder, which this model does not have"}]
+    step = tiny.steps[-1]
+    cache = (tmp_path / "cache").resolve()
+    for panels in [step.dataset_panels, *step.input_panels.values()]:
+        for panel in panels:
+            for f in panel.figures:
+                assert Path(f.source).is_relative_to(cache)
+                assert Path(f.source).read_bytes() == (tmp_path / "mkdocs" / "docs" /
+                                                       f.path).read_bytes()
+    capsules = next(p for p in step.input_panels["test-1"] if p.technique == "class_capsules")
+    assert np.argmax(capsules.numbers["lengths"]) == capsules.numbers["predicted"]
+    assert len(capsules.numbers["capsules"]) == 3
+    diagnostics, = step.dataset_panels
+    exported = next(f for f in diagnostics.figures if f.kind == "json")
+    assert diagnostics.numbers == json.loads(Path(exported.source).read_text())
+    assert diagnostics.numbers and all(p.numbers is None for p in step.checkpoint_panels
+                                       if p.technique != "live_decoder")
