@@ -46,7 +46,7 @@ class ImportResult:
 
 def provenance(source: ModuleType) -> str:
     """The `imported_from` value: the project, the supported versions and the framework."""
-    return f"{source.PROJECT} ({source.FRAMEWORK}; layout of {source.VERSIONS})"
+    return f"{source.PROJECT} ({source.FRAMEWORK}), layout of {source.VERSIONS}"
 
 
 def _dataset(raw: dict, dataset: str | None) -> str:
@@ -152,6 +152,9 @@ def import_checkpoint(models_dir: str | Path, source_file: str | Path, source: s
                              expected=f"{checkpoint.parameter_count:,}",
                              received=f"{converted.weights.parameter_count:,}")
 
+    from reportgen.tf_quiet import import_tensorflow_quietly
+
+    import_tensorflow_quietly()     # only now: a refused file is reported without waiting for it
     from reportgen.capsnet.architecture import build_capsnet
     from reportgen.training.checkpoints import atomic_write_text
     from reportgen.training.run_state import training_lock

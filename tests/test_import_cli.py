@@ -1,0 +1,170 @@
+"""`reportgen import`: the command line, several checkpoints of one run on the step axis, the
+model folder it writes (params.toml, source.json), what it refuses (one line, exit 2, nothing
+written), and a site built from imported models of each layout."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+
+import pytest
+from click.testing import CliRunner
+
+from reportgen.cli import main
+from reportgen.model_folder import ModelFolder, Step
+from test_import_capsnet_keras import keras_weights, write_capsnet_keras_h5
+from test_import_safetensors import gram_ai_state, write_safetensors
+
+
+def run(tmp_path, *args):
+    result = CliRunner().invoke(main, ["--models-dir", str(tmp_path / "models"), *args])
+    return result.exit_code, result.output
+
+
+def error_line(output: str) -> str:
+    lines = [line for line in output.splitlines() if line.startswith("Error:")]
+    assert len(lines) == 1, output
+    return lines[0]
+
+
+@pytest.fixture
+def keras_file(tmp_path):
+    path = tmp_path / "trained_model.h5"
+    write_capsnet_keras_h5(path, keras_weights())
+    return path
+
+
+def test_help_has_examples_and_imports_no_tensorflow():
+    result = CliRunner().invoke(main, ["import", "--help"])
+    assert result.exit_code == 0 and "Example" in result.output
+    assert all(name in result.output for name in ("capsnet-keras", "gram-ai", "udacity"))
+    code = ("import sys; from click.testing import CliRunner; from reportgen.cli import main; "
+            "r = CliRunner().invoke(main, ['import', '--help']); "
+            "print('tensorflow' in sys.modules, 'torch' in sys.modules, r.exit_code)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False", "0"]
+
+
+def test_checkpoints_of_one_run_become_steps(tmp_path, keras_file):
+    code, out = run(tmp_path, "import", str(keras_file), "--from", "capsnet-keras",
+                    "--name", "Run", "--step", "5-600")
+    assert code == 0, out
+    assert "as step 5-600 of the new model Run" in out and "reportgen build --models Run" in out
+    code, out = run(tmp_path, "import", str(keras_file), "--from", "capsnet-keras",
+                    "--name", "Run")                              # next epoch by default
+    assert code == 0 and "as step 6-0 of model Run" in out, out
+    code, out = run(tmp_path, "import", str(keras_file), "--from", "capsnet-keras",
+                    "--name", "Run", "--step", "1-600")           # an earlier checkpoint
+    assert code == 0, out
+    folder = ModelFolder.at(tmp_path / "models" / "Run")
+    assert folder.steps == [Step(1, 600), Step(5, 600), Step(6, 0)]
+
+    source = json.loads((folder.path / "source.json").read_text())
+    assert list(source["steps"]) == ["1-600", "5-600", "6-0"]
+    record = source["steps"]["5-600"]
+    assert record["file"] == "trained_model.h5" and record["layout"] == "capsnet-keras"
+    assert len(record["sha256"]) == 64 and record["format"] == "keras-h5"
+
+    params = tomllib.loads(folder.params_path.read_text())
+    assert params["imported_from"].startswith("XifengGuo/CapsNet-Keras (Keras 2), layout of")
+    assert "Imported from XifengGuo/CapsNet-Keras" in params["description"]
+    text = folder.params_path.read_text()
+    assert "# PrimaryCap's Conv2D has no activation" in text      # the source's choice, noted
+
+    code, out = run(tmp_path, "models", "--json")
+    row = next(r for r in json.loads(out) if r["name"] == "Run")
+    assert row["params"] == 285_360 and row["steps"] == ["1-600", "5-600", "6-0"]
+
+
+def test_an_existing_step_is_never_overwritten(tmp_path, keras_file):
+    assert run(tmp_path, "import", str(keras_file), "--from", "capsnet-keras", "--name", "M")[0] == 0
+    weights = tmp_path / "models" / "M" / Step(1, 0).filename
+    before = weights.read_bytes()
+    code, out = run(tmp_path, "import", str(keras_file), "--from", "capsnet-keras", "--name", "M",
+                    "--step", "1-0")
+    assert code == 2 and "already has step 1-0" in error_line(out)
+    assert weights.read_bytes() == before
+
+
+def test_edits_to_an_imported_params_toml_are_kept(tmp_path, keras_file):
+    run(tmp_path, "import", str(keras_file), "--from", "capsnet-keras", "--name", "M")
+    path = tmp_path / "models" / "M" / "params.toml"
+    path.write_text(path.read_text().replace("detach_routing_votes = false",
+                                             "detach_routing_votes = true"))
+    edited = path.read_text()
+    code, out = run(tmp_path, "import", str(keras_file), "--from", "capsnet-keras", "--name", "M")
+    assert code == 0, out
+    assert path.read_text() == edited
+
+
+def test_refusals_are_one_line_and_write_nothing(tmp_path, keras_file):
+    models = tmp_path / "models"
+    # a mismatched file: the tensor, the expected and the found shape
+    w = keras_weights()
+    w["primary_bias"] = w["primary_bias"][:-1]
+    bad = tmp_path / "bad.h5"
+    write_capsnet_keras_h5(bad, w)
+    code, out = run(tmp_path, "import", str(bad), "--from", "capsnet-keras")
+    line = error_line(out)
+    assert code == 2 and "primarycap_conv2d/primarycap_conv2d/bias:0" in line
+    assert "Expected shape (32,)" in line and "Received shape (31,)" in line
+    assert not models.exists()
+
+    # a file of another layout
+    st = tmp_path / "epoch_1.safetensors"
+    write_safetensors(st, gram_ai_state(units=()))
+    code, out = run(tmp_path, "import", str(st), "--from", "udacity")
+    assert code == 2 and "'conv_layer.conv.weight'" in error_line(out)
+
+    # a model reportgen trained is never touched
+    trained = models / "MNIST_CapsNetKeras"
+    trained.mkdir(parents=True)
+    (trained / "params.toml").write_text('dataset = "mnist"\ninput_shape = [28, 28, 1]\n')
+    code, out = run(tmp_path, "import", str(keras_file), "--from", "capsnet-keras")
+    assert code == 2 and "trained by reportgen" in error_line(out)
+    assert sorted(p.name for p in trained.iterdir()) == ["params.toml"]
+
+    # another project, or another architecture, under an imported model's name
+    assert run(tmp_path, "import", str(keras_file), "--from", "capsnet-keras", "--name", "K")[0] == 0
+    code, out = run(tmp_path, "import", str(st), "--from", "gram-ai", "--name", "K")
+    assert code == 2 and "imported from another project" in error_line(out)
+    small = tmp_path / "small.h5"
+    write_capsnet_keras_h5(small, keras_weights(types=2))
+    code, out = run(tmp_path, "import", str(small), "--from", "capsnet-keras", "--name", "K")
+    assert code == 2 and "another architecture than model K: primary" in error_line(out)
+    assert ModelFolder.at(models / "K").steps == [Step(1, 0)]
+
+    # an input size reportgen cannot name a dataset for
+    odd = tmp_path / "odd.h5"
+    write_capsnet_keras_h5(odd, keras_weights(side=20))
+    code, out = run(tmp_path, "import", str(odd), "--from", "capsnet-keras")
+    assert code == 2 and "--dataset" in error_line(out)
+    code, out = run(tmp_path, "import", str(odd), "--from", "capsnet-keras", "--dataset",
+                    "digits.npz")
+    assert code == 0 and "DIGITS_CapsNetKeras" in out, out
+
+
+@pytest.mark.slow
+def test_imported_models_of_every_layout_build_into_a_site(tmp_path, keras_file):
+    torch = pytest.importorskip("torch", reason="the udacity layout is built in torch here")
+    from test_import_torch import UdacityCapsuleNetwork, _scaled
+
+    udacity = tmp_path / "capsule_net.pt"
+    torch.save(_scaled(UdacityCapsuleNetwork()).state_dict(), udacity)
+    gram = tmp_path / "epoch_1.safetensors"
+    write_safetensors(gram, gram_ai_state())
+    for path, source in ((keras_file, "capsnet-keras"), (gram, "gram-ai"), (udacity, "udacity")):
+        code, out = run(tmp_path, "import", str(path), "--from", source)
+        assert code == 0, out
+    site = tmp_path / "site"
+    code, out = run(tmp_path, "build", "--models", "MNIST_*", "--steps", "last", "--images",
+                    "test:0-3", "--analyses", "none", "--site-dir", str(site),
+                    "--cache-dir", str(tmp_path / "cache"))
+    assert code == 0, out
+    for name in ("MNIST_CapsNetKeras", "MNIST_GramAI", "MNIST_Udacity"):
+        page = (site / "models" / name / "index.html").read_text("utf-8")
+        assert "Imported from" in page                       # where it came from
+        assert list((site / "models" / name).glob("*.html"))
+    assert any(p.suffix == ".png" for p in site.rglob("*"))
