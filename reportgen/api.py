@@ -48,8 +48,10 @@ def analyze(name: str, step: str = "last", images: str = "test:0-3", files=(),
                          parse_transforms(transforms), net.params.input_shape)
     import numpy as np
 
-    # techniques that do not apply to this model (Technique.applicable) have no variants
-    variants = [(t, p) for t in chosen if t.scope != "dataset" for p in t.variants(net)]
+    from reportgen.engine.step import plan
+
+    # techniques that do not apply to this model (Technique.applicable) are left out
+    variants = [(t, p) for t, p in plan(chosen, net).variants if t.scope != "dataset"]
     needs = frozenset().union(*(t.needs_for(p, net) for t, p in variants if t.scope == "input"))
     batch = run_probe(net, np.stack([i.image for i in inputs]), needs=needs) if inputs else None
     results: dict = {"inputs": inputs}

@@ -6,6 +6,9 @@ from reportgen.catalog import Catalog
 from reportgen.console import notice
 
 DEMO_MODEL = "MNIST_Demo"
+# Every 4th step keeps the slider meaningful and the site small (the live decoder ships
+# ~6.7 MB per step); 200 evaluation images keep the dataset analyses to about a minute.
+DEMO_BUILD = {"models": DEMO_MODEL, "steps": "every:4", "eval_images": 200}
 
 
 def run_demo(models_dir, epochs: int | None, site_dir: str) -> None:
@@ -26,10 +29,7 @@ def run_demo(models_dir, epochs: int | None, site_dir: str) -> None:
     except ModuleNotFoundError:
         notice("The site builder is not available yet; training finished.")
         return
-    # Every 4th step keeps the slider meaningful and the site small (the live decoder ships
-    # ~6.7 MB per step); 200 evaluation images keep the dataset analyses to about a minute.
-    run_build(models_dir=models_dir, models=DEMO_MODEL, site_dir=site_dir, steps="every:4",
-              eval_images=200)
+    run_build(models_dir=models_dir, site_dir=site_dir, **DEMO_BUILD)
 
 
 def _check_site_dir(catalog: Catalog, site_dir: str) -> None:
