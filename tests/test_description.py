@@ -63,7 +63,8 @@ def test_description_matches_the_built_model(name, make_net):
 def test_features():
     tiny = describe(_params())
     assert tiny.features == {"conv", "capsules", "vector_capsules", "primary_capsules",
-                             "class_capsules", "routing_weights", "dynamic_routing", "decoder"}
+                             "class_capsules", "routing_weights", "dynamic_routing", "decoder",
+                             "class_vectors"}
     assert "decoder" not in describe(_params(decoder={"enabled": False})).features
     assert tiny.conv_layer_names == ("conv1", "primary_conv")
     assert [c.name for c in tiny.plain_conv_layers] == ["conv1"]

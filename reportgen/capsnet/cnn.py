@@ -86,12 +86,13 @@ def build_cnn(params) -> Network:
             x = PrimaryCaps(filters // vector, vector, name="squashed_vectors")(x)
         flat = layers.Flatten(name="flatten")(x)
         units = layers.Dense(classes * dims, use_bias=head != "cr_sf", name="feature_units")(flat)
-        features = layers.Reshape((classes, dims), name="class_features")(units)
         if head == "r":
             logits = layers.Dense(classes, name="logits")(units)
-        elif head == "cr":
-            logits = ClassSum(name="logits")(features)
         else:
+            features = layers.Reshape((classes, dims), name="class_features")(units)
+        if head == "cr":
+            logits = ClassSum(name="logits")(features)
+        elif head == "cr_sf":
             logits = VectorNorm(name="logits")(features)
             features = Squash(name="squashed_features")(features)
     if head == "cr":
@@ -101,7 +102,9 @@ def build_cnn(params) -> Network:
     else:
         probabilities = layers.Softmax(name="probabilities")(logits)
     outputs.update(logits=logits, probabilities=probabilities)
-    if features is not None:
+    if head == "r":     # the units are not split by class: one vector of classes * dims
+        outputs["features"] = layers.Reshape((1, classes * dims), name="features")(units)
+    elif features is not None:
         outputs["features"] = features
     decoder = reconstructor = None
     if description.decoder is not None:
@@ -115,7 +118,7 @@ def build_cnn(params) -> Network:
             output_shape=tuple(params.input_shape)))
         outputs["unmasked_reconstruction"] = reconstructor(units)
     model = keras.Model(image, outputs, name=f"convnet_{head}")
-    vectors = features if features is not None else logits
+    vectors = outputs.get("features", logits)
     encoder = keras.Model(image, [vectors, probabilities], name=f"convnet_{head}_encoder")
     scores = keras.Model(image, [vectors, logits, probabilities], name=f"convnet_{head}_train")
     net = Network(params=params, description=description, model=model, encoder=encoder,

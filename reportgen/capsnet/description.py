@@ -48,6 +48,7 @@ FEATURES = {
     "attention": "the routing weights are attention weights",
     "decoder": "a reconstruction decoder",
     "class_features": "a CNN head whose features are classes x dims units (ConvNet-R, -CR, -CR-SF)",
+    "class_vectors": "a vector per class to study (a class capsule, or a CNN's feature units)",
 }
 
 
@@ -179,8 +180,9 @@ class ModelDescription:
     capsule_layers: tuple[CapsuleLayer, ...]
     head: Head
     decoder: DecoderDescription | None = None
-    # A CNN's feature layer of classes x dims units before its logits (Gu 2022's ConvNet-R,
-    # -CR, -CR-SF: the counterpart of the class capsules), as (classes, dims).
+    # A CNN's feature layer before its logits (Gu 2022's ConvNet-R, -CR, -CR-SF: the
+    # counterpart of the class capsules), as (vectors, dims): (classes, dims) when each class
+    # has its own units (CR, CR-SF), (1, classes * dims) when they are not split by class (R).
     class_features: tuple[int, int] | None = None
 
     def __post_init__(self):
@@ -220,6 +222,8 @@ class ModelDescription:
             found.add("decoder")
         if self.class_features is not None:
             found.add("class_features")
+        if self.class_features is not None or {"class_capsules", "vector_capsules"} <= found:
+            found.add("class_vectors")
         return frozenset(found)
 
     @property
@@ -368,8 +372,9 @@ def _describe_cnn(params) -> ModelDescription:
         (f"conv{i + 1}", conv.filters, conv.kernel_size, conv.strides, "valid",
          conv.activation, "") for i, conv in enumerate(params.conv)])
     head = params.cnn.head
-    features = (params.num_classes, params.class_caps.dims) if head in ("r", "cr", "cr_sf") \
-        else None
+    dims = params.class_caps.dims
+    features = {"r": (1, params.num_classes * dims), "cr": (params.num_classes, dims),
+                "cr_sf": (params.num_classes, dims)}.get(head)
     decoder = _decoder(params, params.num_classes * params.class_caps.dims) \
         if head in ("cr", "cr_sf") else None
     return ModelDescription(input_shape=tuple(params.input_shape), conv_layers=convs,

@@ -31,7 +31,8 @@ TENSORS = {
                         ("primary_capsules", "vector_capsules")),
     "coupling": ("(B, N, classes) final coupling coefficients c_ij", ("dynamic_routing",)),
     "class_capsules": ("(B, classes, dims)", ("class_capsules", "vector_capsules")),
-    "lengths": ("(B, classes) class-capsule lengths", ("class_capsules", "vector_capsules")),
+    # What every model predicts by: class-capsule lengths; for a CNN its class probabilities.
+    "lengths": ("(B, classes) class-capsule lengths (a CNN: its class probabilities)", ()),
     "predicted": ("(B,) int64 the predicted class: argmax of the lengths (of a CNN's logits)",
                   ()),
     "reconstruction": ("(B, H, W, C) decoder output from the longest capsule", ("decoder",)),
@@ -40,8 +41,8 @@ TENSORS = {
     "logits": ("(B, classes) a CNN's class scores before its output nonlinearity", ("logits",)),
     "probabilities": ("(B, classes) a CNN's class probabilities (softmax, sigmoid or length)",
                       ("logits",)),
-    "features": ("(B, classes, dims) a CNN's feature units before its logits",
-                 ("class_features",)),
+    "features": ("(B, G, dims) a CNN's feature units before its logits: G = classes vectors "
+                 "(ConvNet-CR, -CR-SF) or G = 1 (ConvNet-R)", ("class_features",)),
     # Gradients of the class score: the class capsule's length, or a CNN's logit.
     "grad:<layer>": ("(B, h, w, filters) d score[predicted] / d conv output", ()),
     "grad[true]:<layer>": ("(B, h, w, filters) d score[true class] / d conv output (labels "
@@ -215,7 +216,8 @@ def run_probe(net, images: np.ndarray, needs=None, *, labels=None,
     for name in ("coupling", "class_capsules", "lengths", "reconstruction", "attention",
                  "logits", "probabilities", "features"):
         if name in wanted:
-            tensors[name] = outputs[name].numpy()
+            source = "probabilities" if name == "lengths" and "lengths" not in outputs else name
+            tensors[name] = outputs[source].numpy()
     if "predicted" in wanted:
         scores = outputs[score_output(description)].numpy()
         tensors["predicted"] = np.argmax(scores, axis=1).astype(np.int64)
