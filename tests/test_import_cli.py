@@ -52,6 +52,7 @@ def test_checkpoints_of_one_run_become_steps(tmp_path, keras_file):
                     "--name", "Run", "--step", "5-600")
     assert code == 0, out
     assert "as step 5-600 of the new model Run" in out and "reportgen build --models Run" in out
+    assert "Dataset 'mnist' chosen from the 28x28x1 input" in out
     code, out = run(tmp_path, "import", str(keras_file), "--from", "capsnet-keras",
                     "--name", "Run")                              # next epoch by default
     assert code == 0 and "as step 6-0 of model Run" in out, out
@@ -144,6 +145,18 @@ def test_refusals_are_one_line_and_write_nothing(tmp_path, keras_file):
     code, out = run(tmp_path, "import", str(odd), "--from", "capsnet-keras", "--dataset",
                     "digits.npz")
     assert code == 0 and "DIGITS_CapsNetKeras" in out, out
+
+
+def test_a_failed_write_leaves_no_model_behind(tmp_path, keras_file, monkeypatch):
+    import reportgen.importers.writer as writer
+
+    def broken(*args):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(writer, "write_step", broken)
+    code, out = run(tmp_path, "import", str(keras_file), "--from", "capsnet-keras", "--name", "M")
+    assert code == 1 and "disk full" in out
+    assert not (tmp_path / "models" / "M").exists()
 
 
 @pytest.mark.slow

@@ -36,7 +36,7 @@ def command(ctx, file, source, name, step, dataset, routing_iterations):
       reportgen import capsule_net.safetensors --from udacity
     """
     from reportgen.catalog import default_models_dir
-    from reportgen.console import echo
+    from reportgen.console import echo, notice
     from reportgen.importers import import_checkpoint
 
     models_dir = ctx.obj.get("models_dir") if ctx.obj else None
@@ -46,4 +46,8 @@ def command(ctx, file, source, name, step, dataset, routing_iterations):
     model = f"the new model {result.name}" if result.created else f"model {result.name}"
     echo(f"Imported {click.format_filename(file)} ({source}, {result.parameters:,} parameters) "
          f"as step {result.step} of {model}: {result.folder.weights_path(result.step)}")
+    if result.dataset_guessed:
+        notice(f"Dataset {result.params.dataset!r} chosen from the "
+               f"{'x'.join(map(str, result.params.input_shape))} input; edit 'dataset' in "
+               f"{result.folder.params_path} if the model was trained on other data.")
     echo(f"Look at it: reportgen build --models {result.name}")

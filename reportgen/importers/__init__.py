@@ -42,6 +42,7 @@ class ImportResult:
     params: ModelParams
     parameters: int
     created: bool                 # a new model folder (else a step added to an imported model)
+    dataset_guessed: bool = False  # the dataset was chosen from the input shape
 
 
 def provenance(source: ModuleType) -> str:
@@ -160,7 +161,9 @@ def import_checkpoint(models_dir: str | Path, source_file: str | Path, source: s
     from reportgen.training.run_state import training_lock
 
     net = build_capsnet(params)
+    new_folder = not folder.path.exists()
     folder.path.mkdir(parents=True, exist_ok=True)
+    created = False
     try:
         with training_lock(folder):
             created = existing is None and not folder.params_path.exists()
@@ -171,10 +174,15 @@ def import_checkpoint(models_dir: str | Path, source_file: str | Path, source: s
                                      fix="Pass another --step E-B.")
             write_step(folder, chosen, net, converted.weights)
             record_source(folder, chosen, path, module, checkpoint.format, file_sha256(path))
-    except ReportgenError as exc:
-        if "Another `reportgen train" in exc.message:
+    except BaseException as exc:
+        if created and not folder.steps:   # leave no model without weights behind
+            folder.params_path.unlink(missing_ok=True)
+            if new_folder and not any(folder.path.iterdir()):
+                folder.path.rmdir()
+        if isinstance(exc, ReportgenError) and "Another `reportgen train" in exc.message:
             raise ReportgenError(f"Model {name} is in use by another `reportgen train` or "
                                  "`reportgen import`.", fix="Wait for it to finish.") from exc
         raise
     return ImportResult(name=name, folder=folder, step=chosen, params=params,
-                        parameters=net.trainable_params(), created=created)
+                        parameters=net.trainable_params(), created=created,
+                        dataset_guessed=created and not dataset)

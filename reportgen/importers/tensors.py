@@ -24,7 +24,7 @@ import numpy as np
 
 from reportgen.errors import ReportgenError
 
-H5_SUFFIXES = (".h5", ".hdf5", ".keras_h5")
+H5_SUFFIXES = (".h5", ".hdf5")
 TORCH_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt")
 SAFETENSORS_SUFFIXES = (".safetensors",)
 # The pinned CPU build of the optional extra (an unpinned torch pulls a multi-GB CUDA build).
