@@ -150,9 +150,11 @@ def test_engine_probes_only_what_missing_techniques_declared(tmp_path, make_net,
     store = DictStore()
     counts = compute_step(net, weights, variants, inputs, eval_set, keys, store, 16, {})
     assert counts.computed == 3 * (1 + 1 + 2 + 2) + 1
+    # "logits" and "probabilities" (a CNN's, declared by gradcam_pp and predictions) are
+    # asked for too; the probe skips what this model cannot have.
     assert asked[0] == (3, {"lengths", "primary_lengths", "predicted", "coupling",
                             "class_capsules", "conv:conv1", "conv:primary_conv",
-                            "grad:conv1", "grad:primary_conv"})
+                            "grad:conv1", "grad:primary_conv", "logits", "probabilities"})
     assert asked[1] == (5, {"lengths"})                 # the evaluation set's accuracy pass
     # Keys are found by equal params, not by the identity of the object that asked.
     rpv = get_technique("rpv")
@@ -166,7 +168,7 @@ def test_engine_probes_only_what_missing_techniques_declared(tmp_path, make_net,
                                       item.key)]]
     asked.clear()
     compute_step(net, weights, variants, inputs, eval_set, keys, store, 16, {})
-    assert asked == [(3, {"lengths"})]
+    assert asked == [(3, {"lengths", "probabilities"})]     # probabilities: a CNN's only
 
 
 def test_not_applicable_techniques_are_planned_out(make_net, evaluation_data):

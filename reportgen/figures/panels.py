@@ -348,6 +348,11 @@ def render_predictions(result, params, ctx: RenderContext) -> list[Figure]:
     caption = (f"Predictions: length of each of the {len(lengths)} class capsules (not a softmax; "
                f"each in 0 … 1, axis 0 … 1). Predicted class {names[predicted]} "
                f"(length {lengths[predicted]:.3f}) highlighted.")
+    if "probabilities" in result:     # a CNN (Gu 2022's baselines)
+        title = "Class probabilities"
+        caption = (f"Predictions: the CNN's probability of each of the {len(lengths)} classes "
+                   f"(axis 0 … 1). Predicted class {names[predicted]} "
+                   f"(probability {lengths[predicted]:.3f}) highlighted.")
     canvas = _predictions_png(lengths, names, predicted, title)
     svg = _predictions_svg(lengths, names, predicted, title)
     return [_png_figure("predictions.png", canvas, caption),

@@ -1,4 +1,5 @@
-"""Grad-CAM++ (Chattopadhyay et al. 2017) of the predicted class-capsule length.
+"""Grad-CAM++ (Chattopadhyay et al. 2017) of the predicted class-capsule length (of a CNN's
+predicted logit, the score Grad-CAM++ was defined on).
 
 The closed form is tf-keras-vis 0.8.7's GradcamPlusPlus: with score S (the predicted class
 capsule's length), A the layer's feature maps and g = dS/dA,
@@ -82,7 +83,9 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
             f"Grad-CAM++ needs the gradients of layer '{layer}', which this probe did not take.",
             fix="Run the probe with gradients=True.")
     predicted = np.asarray(batch["predicted"], np.int64)
-    scores = np.take_along_axis(np.asarray(batch["lengths"]), predicted[:, None], axis=1)[:, 0]
+    # The score differentiated: the class capsule's length, or a CNN's logit (the probe's).
+    source = batch["logits"] if "logits" in batch.tensors else batch["lengths"]
+    scores = np.take_along_axis(np.asarray(source), predicted[:, None], axis=1)[:, 0]
     raw = gradcam_plus_plus(batch[f"conv:{layer}"], batch[f"grad:{layer}"], scores)
     return {"map": normalize_maps(raw).astype(np.float32)}
 
@@ -92,8 +95,8 @@ TECHNIQUE = Technique(
     title="Grad-CAM++",
     layer="model",
     scope="input",
-    needs=frozenset({"conv:<layer>", "grad:<layer>", "lengths", "predicted"}),
-    applies_to=frozenset({"conv", "class_capsules", "vector_capsules"}),
+    needs=frozenset({"conv:<layer>", "grad:<layer>", "lengths", "logits", "predicted"}),
+    applies_to=frozenset({"conv"}),
     params_type=Params,
     version=1,
     compute=compute,

@@ -1,6 +1,8 @@
 """Predictions: the length of every class capsule, the network's class probabilities.
 
 Lengths, not a softmax: each class capsule's length is its own probability (Sabour et al. 2017).
+A CNN (Gu 2022's baselines) shows its class probabilities (softmax, or the sigmoid / length of
+its class units) instead.
 """
 
 from __future__ import annotations
@@ -22,8 +24,12 @@ def variants(description) -> list[Params]:
 
 
 def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
-    """{"lengths": (B, classes)} the class-capsule lengths."""
-    return {"lengths": np.asarray(batch["lengths"], np.float32)}
+    """{"lengths": (B, classes)} the class-capsule lengths (what the model predicts by); a CNN
+    also gives {"probabilities"}, the same numbers, so the drawing says what they are."""
+    out = {"lengths": np.asarray(batch["lengths"], np.float32)}
+    if "probabilities" in batch.tensors:
+        out["probabilities"] = np.asarray(batch["probabilities"], np.float32)
+    return out
 
 
 TECHNIQUE = Technique(
@@ -31,8 +37,8 @@ TECHNIQUE = Technique(
     title="Predictions",
     layer="model",
     scope="input",
-    needs=frozenset({"lengths"}),
-    applies_to=frozenset({"class_capsules", "vector_capsules"}),
+    needs=frozenset({"lengths", "probabilities"}),
+    applies_to=frozenset(),
     params_type=Params,
     version=1,
     compute=compute,
@@ -40,5 +46,6 @@ TECHNIQUE = Technique(
     variants=variants,
     description="The length of every class capsule, drawn as a bar chart. A class capsule's "
                 "length is the network's probability that the class is present (Sabour et al. "
-                "2017); lengths are not a softmax and need not sum to 1.",
+                "2017); lengths are not a softmax and need not sum to 1. A CNN shows its class "
+                "probabilities.",
 )
