@@ -4,6 +4,7 @@ flat summary keys."""
 from __future__ import annotations
 
 TARGETS = ("capsules", "votes")
+# "capsules": the model's output (class capsules; for a CNN its class probabilities)
 TARGET_LABELS = {"capsules": "output capsules", "votes": "votes (Gu 2022)"}
 ATTACKS = ("fgsm", "pgd")
 ATTACK_LABELS = {"fgsm": "FGSM", "pgd": "PGD"}

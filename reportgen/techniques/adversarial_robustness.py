@@ -100,13 +100,18 @@ class Params:
 
 
 def variants(description) -> list[Params]:
-    return [Params()]
+    """Both targets for dynamic-routing capsules; only the model's output for the others (the
+    vote attack needs the votes of dynamic routing; a CNN has none)."""
+    if "dynamic_routing" in description.features:
+        return [Params()]
+    return [Params(targets=("capsules",))]
 
 
 # --- the attack targets (keras.ops) and the attacks ---------------------------------------------
 
 def capsule_logits(net):
-    """x -> log of the class-capsule lengths (the real model, routing included)."""
+    """x -> log of the class-capsule lengths (the real model, routing included); for a CNN the
+    log of its class probabilities (for a softmax: the logits up to a constant)."""
     from keras import ops
 
     def logits(x):
@@ -221,6 +226,8 @@ def detection_threshold(clean_distances: np.ndarray, percentile: float = PERCENT
 def attack_chunk(net) -> int:
     """Images per attack batch: CHUNK, fewer when one image's votes are big (LPcaps: 6.6 MB)."""
     description = net.description
+    if description.primary_capsules is None or description.class_capsules is None:
+        return CHUNK                        # a CNN: no votes
     per_image = (description.primary_capsules.capsules * description.classes
                  * description.class_capsules.pose_size * 4)
     return int(max(16, min(CHUNK, VOTE_BYTES // max(1, per_image))))
@@ -257,6 +264,10 @@ def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
 
     params = params or Params()
     net = eval_batch.net
+    if "votes" in params.targets and "dynamic_routing" not in net.description.features:
+        raise ReportgenError("The vote attack needs the votes of dynamic routing, which this "
+                             "model does not have.", expected="targets = ['capsules']",
+                             received=repr(list(params.targets)))
     has_decoder = net.decoder is not None
     names = ("lengths", "predicted") + (("reconstruction",) if has_decoder else ())
     tensors = eval_batch.tensors(*names)
@@ -397,8 +408,7 @@ TECHNIQUE = Technique(
     layer="model",
     scope="dataset",
     needs=frozenset({"lengths", "predicted", "reconstruction"}),
-    applies_to=frozenset({"primary_capsules", "class_capsules", "vector_capsules",
-                          "dynamic_routing"}),
+    applies_to=frozenset(),
     params_type=Params,
     version=1,
     compute=compute,

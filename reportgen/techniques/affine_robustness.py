@@ -68,16 +68,19 @@ def forward_chunk(net, requested: int) -> int:
     """Images per forward call: `requested`, fewer when the routing votes would exceed
     VOTES_BUDGET_BYTES (an MNIST_LPcaps image has 6.6 MB of votes)."""
     description = net.description
+    if description.primary_capsules is None or description.class_capsules is None:
+        return int(requested)               # a CNN: no votes
     per_image = (description.primary_capsules.capsules * description.classes
                  * description.class_capsules.pose_size * 4)
     return int(max(1, min(requested, VOTES_BUDGET_BYTES // max(per_image, 1))))
 
 
 def sweep(net, images: np.ndarray, factor: str, values, chunk: int, bar=None):
-    """Class capsules (S, N, K, D) and lengths (S, N, K) of `images` under each value of `factor`.
+    """Class capsules (S, N, K, D) and lengths (S, N, K) of `images` under each value of `factor`
+    (a CNN: its class vectors as its encoder gives them, and its class probabilities).
 
     The S x N transformed images are made and classified `chunk` at a time (at most; see
-    forward_chunk), one eager call of net.model per chunk (never predict()), so neither the
+    forward_chunk), one eager call of net.encoder per chunk (never predict()), so neither the
     transformed set nor its activations exist in full.
     """
     values = np.asarray(values, np.float64)
@@ -89,16 +92,18 @@ def sweep(net, images: np.ndarray, factor: str, values, chunk: int, bar=None):
     for start in range(0, n * s, chunk):
         part = slice(start, start + chunk)
         x = factor_batch(images[which_image[part]], factor, values[which_value[part]])
-        outputs = net.model(x, training=False)
-        capsules.append(np.asarray(outputs["class_capsules"]))
-        lengths.append(np.asarray(outputs["lengths"]))
+        vectors, scores = net.encoder(x, training=False)
+        capsules.append(np.asarray(vectors))
+        lengths.append(np.asarray(scores))
         if bar is not None:
             bar.update(len(x))
-    classes, dims = net.description.classes, net.description.class_capsules.pose_size
     if not capsules:
-        return np.zeros((s, n, classes, dims), np.float32), np.zeros((s, n, classes), np.float32)
-    return (np.concatenate(capsules).reshape(s, n, classes, dims),
-            np.concatenate(lengths).reshape(s, n, classes))
+        vectors, scores = net.encoder(np.zeros((1, *images.shape[1:]), np.float32))
+        return (np.zeros((s, n, *vectors.shape[1:]), np.float32),
+                np.zeros((s, n, scores.shape[1]), np.float32))
+    capsules = np.concatenate(capsules)
+    return (capsules.reshape(s, n, *capsules.shape[1:]),
+            np.concatenate(lengths).reshape(s, n, -1))
 
 
 def _class_accuracy(correct: np.ndarray, labels: np.ndarray, classes: int) -> np.ndarray:
@@ -164,7 +169,7 @@ TECHNIQUE = Technique(
     layer="model",
     scope="dataset",
     needs=frozenset({"lengths"}),
-    applies_to=frozenset({"primary_capsules", "class_capsules", "vector_capsules"}),
+    applies_to=frozenset(),
     params_type=Params,
     version=1,
     compute=compute,
@@ -176,7 +181,7 @@ TECHNIQUE = Technique(
     description="Accuracy of the evaluation set under rotation, x/y translation, scale and x/y "
                 "shear, one sweep per factor (bilinear resampling about the image centre, zero "
                 "fill), with the clean accuracy marked: how far the capsule network's "
-                "equivariance carries it. For context, Sabour et al. 2017 report 79% on affNIST "
+                "equivariance carries it (and a CNN's, for comparison). For context, Sabour et al. 2017 report 79% on affNIST "
                 "for a CapsNet trained on translated MNIST, against 66% for a CNN of the same "
                 "size.",
 )
