@@ -122,6 +122,18 @@ def _perturbation(arrays, params, ctx) -> list[Figure]:
                    f"standard deviation over {source}; representatives: {chooser}. Unlike the "
                    f"fixed δ = ±0.25 of the per-image panel, each dimension moves over its own "
                    f"observed range (sd on the sheet = σ).")
+        if "perturbation_absolute" in arrays:      # a CNN's feature units (Gu 2022)
+            span = float(np.asarray(arrays["perturbation_absolute"]))
+            offsets = multiples * sigma[r, 0]
+            sheet = _sheet(images[r], [f"dim {d}" for d in range(dims)],
+                           [f"{o:+.3g}" for o in offsets],
+                           f"Decoder: class {name} feature units of evaluation image {index[r]}, "
+                           f"one dimension shifted by the amounts of the columns")
+            caption = (f"Capsule semantics of a CNN, decoder perturbation: dimension d (rows) "
+                       f"of the predicted class {name}'s feature units of evaluation image "
+                       f"{index[r]} shifted by δ = {-span:g} … {span:+g} in {steps} steps "
+                       f"(columns; Gu 2022's range for CNN units), other classes masked, then "
+                       f"reconstructed (pixels clipped to 0 … 1); representatives: {chooser}.")
         figures.append(Figure(f"perturbation_{r}.png", png_bytes(sheet), "png", caption,
                               int(sheet.shape[1]), int(sheet.shape[0])))
     return figures

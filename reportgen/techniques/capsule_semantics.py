@@ -16,6 +16,12 @@
    change, 0 when every dimension changes alike; averaged over images. Reference values reported
    for a dynamic-routing CapsNet on MNIST are 0.0021 – 0.0464 across factors (rotation 0.0031):
    context for the reader, not a result of ours.
+
+A CNN with feature units before its logits (Gu 2022's ConvNet-R, -CR, -CR-SF) is read the same
+way: its classes x dims units play the class capsules (ConvNet-R's 160 units, not split by
+class, are one vector of 160 dimensions), and the decoder perturbation (CR, CR-SF) shifts a
+dimension by absolute amounts over [-feature_range, +feature_range] (Gu: [-8, 8]) instead of
+multiples of σ, since CNN units have no bounded length.
 """
 
 from __future__ import annotations
@@ -63,9 +69,11 @@ class Params:
     scale_range: tuple[float, float] = (0.8, 1.2)
     shear_range: tuple[float, float] = (-0.3, 0.3)          # x and y
     chunk: int = 200                           # transformed images per forward call (max)
+    feature_range: float = 8.0                 # a CNN's perturbation range ±(Gu 2022: 8)
 
     def __post_init__(self):
         check_positive(NAME, "sigmas", self.sigmas, float)
+        check_positive(NAME, "feature_range", self.feature_range, float)
         for option in ("perturbation_steps", "first_images", "images", "steps", "chunk"):
             check_positive(NAME, option, getattr(self, option))
         check_option(NAME, "representatives", self.representatives, REPRESENTATIVES)
@@ -114,9 +122,12 @@ def _representatives(params, labels, predicted, lengths) -> np.ndarray:
 
 
 def _perturbation(net, params, vectors, predicted, dim_std, class_std, counts):
-    """Images (R, D, S, H, W, C), σ (R, D) and the multiples (S,) for vectors (R, D)."""
+    """Images (R, D, S, H, W, C), σ (R, D) and the multiples (S,) for vectors (R, D); for a CNN
+    σ = feature_range / sigmas, so that the offsets m·σ span ±feature_range."""
     multiples = np.linspace(-params.sigmas, params.sigmas, params.perturbation_steps)
-    if params.sigma == "per_class":
+    if "logits" in net.description.features:
+        sigma = np.full(vectors.shape, params.feature_range / params.sigmas)
+    elif params.sigma == "per_class":
         sigma = np.where((counts[predicted] >= 2)[:, None], class_std[predicted], dim_std)
     else:
         sigma = np.broadcast_to(dim_std, vectors.shape)
@@ -142,13 +153,16 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     params = params or Params()
     require_images(evaluation, NAME)
     net = evaluation.net
-    tensors = evaluation.tensors("class_capsules", "lengths")
-    capsules = np.asarray(tensors["class_capsules"], np.float64)            # (N, K, D)
+    cnn = "class_features" in net.description.features
+    vectors_name = "features" if cnn else "class_capsules"
+    tensors = evaluation.tensors(vectors_name, "lengths")
+    capsules = np.asarray(tensors[vectors_name], np.float64)                # (N, G, D)
     lengths = np.asarray(tensors["lengths"], np.float64)
     labels = np.asarray(evaluation.labels, np.int64)
-    n, classes, dims = capsules.shape
+    n, dims = capsules.shape[0], capsules.shape[2]
+    classes = lengths.shape[1]
     predicted = lengths.argmax(1)
-    chosen = capsules[np.arange(n), predicted]                              # (N, D)
+    chosen = capsules[np.arange(n), _slot(predicted, capsules.shape[1])]   # (N, D)
     counts = np.bincount(predicted, minlength=classes)
     class_var = np.full((classes, dims), np.nan)
     for k in range(classes):
@@ -158,10 +172,12 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     out = {"dim_variance": dim_var, "class_dim_variance": class_var,
            "predicted_counts": counts.astype(np.float64)}
 
-    if net.decoder is not None and n:
+    if net.decoder is not None and n:      # a class-conditional decoder (not ConvNet-R's)
         reps = _representatives(params, labels, predicted, lengths)
         images, sigma, multiples = _perturbation(net, params, chosen[reps], predicted[reps],
                                                  np.sqrt(dim_var), np.sqrt(class_var), counts)
+        if cnn:                # offsets in absolute units (the drawing says so)
+            out["perturbation_absolute"] = np.float64(params.feature_range)
         out.update(perturbation_images=images, perturbation_sigma=sigma,
                    perturbation_multiples=multiples, representative_index=reps,
                    representative_class=predicted[reps].astype(np.int64))
@@ -172,8 +188,9 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     scores, shares, true_length = [], [], []
     with progress(len(index) * params.steps * len(grids), "capsule semantics", unit="img") as bar:
         for factor, values in grids.items():
-            caps, lens = sweep(net, subset, factor, values, params.chunk, bar)   # (Z, B, K, D)
-            vectors = caps[:, np.arange(len(index)), truth].transpose(1, 0, 2)    # (B, Z, D)
+            caps, lens = sweep(net, subset, factor, values, params.chunk, bar)   # (Z, B, G, D)
+            vectors = caps[:, np.arange(len(index)), _slot(truth, caps.shape[2])]
+            vectors = vectors.transpose(1, 0, 2)                                  # (B, Z, D)
             scores.append(compactness_scores(vectors))
             var = vectors.astype(np.float64).var(1)
             with np.errstate(invalid="ignore", divide="ignore"):
@@ -191,6 +208,11 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
                factor_values=np.stack(list(grids.values())),
                true_length=np.asarray(true_length), compactness_index=index.astype(np.int64))
     return out
+
+
+def _slot(classes: np.ndarray, vectors: int) -> np.ndarray:
+    """The vector of each class: its own when there is one per class, else the only one."""
+    return classes if vectors > 1 else np.zeros_like(classes)
 
 
 def summarize(arrays, params: Params | None = None) -> dict:
@@ -222,8 +244,8 @@ TECHNIQUE = Technique(
     title="Capsule semantics",
     layer="class",
     scope="dataset",
-    needs=frozenset({"class_capsules", "lengths"}),
-    applies_to=frozenset({"class_capsules", "vector_capsules"}),
+    needs=frozenset({"class_capsules", "features", "lengths"}),
+    applies_to=frozenset({"class_vectors"}),
     params_type=Params,
     version=1,
     compute=compute,
