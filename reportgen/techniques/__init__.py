@@ -17,6 +17,7 @@ TECHNIQUE_MODULES = (
     "primary_heatmaps",
     "class_capsules",
     "rpv",
+    "gracaps_attention",
     "live_decoder",
     "decoder_length",
     "decoder_perturbation",

@@ -1,0 +1,33 @@
+"""Tiny networks of the other model families (GraCapsNet, the CNN baselines of Gu 2022), on the
+12x12x1 inputs and 3 classes of conftest's TINY_PARAMS."""
+
+from __future__ import annotations
+
+from conftest import TINY_PARAMS
+
+BASE = {"dataset": TINY_PARAMS["dataset"], "input_shape": TINY_PARAMS["input_shape"],
+        "num_classes": TINY_PARAMS["num_classes"]}
+# 12x12 -> conv 10x10 -> primary (kernel 3, stride 2) 4x4 grid x 4 heads = 64 capsules.
+TINY_GRACAPS = {**BASE, "family": "gracapsnet", "conv": [{"filters": 8, "kernel_size": 3}],
+                "primary": {"types": 4, "dims": 4, "kernel_size": 3, "strides": 2},
+                "class_caps": {"dims": 4}, "graph": {"sigma": 1.5}, "decoder": {"units": [16]}}
+CNN_HEADS = ("avg", "fc", "r", "cr", "cr_sf")
+
+
+def tiny_cnn(head: str) -> dict:
+    """12x12 -> conv 10x10x8 -> conv (stride 2) 4x4x8; class units 3 x 4 (r, cr, cr_sf)."""
+    return {**BASE, "family": "cnn",
+            "conv": [{"filters": 8, "kernel_size": 3},
+                     {"filters": 8, "kernel_size": 3, "strides": 2}],
+            "cnn": {"head": head, "dense": [12], "vector_dims": 4}, "class_caps": {"dims": 4},
+            "decoder": {"enabled": head in ("r", "cr", "cr_sf"), "units": [16]}}
+
+
+def build(raw: dict, seed: int = 0):
+    import keras
+
+    from reportgen.capsnet.architecture import build_capsnet
+    from reportgen.settings.model_params import parse_model_params
+
+    keras.utils.set_random_seed(seed)
+    return build_capsnet(parse_model_params(raw))
