@@ -147,8 +147,9 @@ def test_same_padding_and_uneven_input_geometry():
 
 
 def test_a_cnn_description_plans_only_conv_techniques():
-    """A plain CNN (logits head, no capsules) gets the conv techniques; every other technique is
-    reported as not applicable, with the features the model lacks."""
+    """A plain CNN (logits head, no capsules) gets the conv techniques and what any classifier
+    has (predictions, Grad-CAM++, affine and adversarial robustness: Gu 2022 compares CNNs on
+    them); every other technique is reported as not applicable, with the features it lacks."""
     from reportgen.engine.step import plan
     from reportgen.techniques import all_techniques
 
@@ -158,13 +159,16 @@ def test_a_cnn_description_plans_only_conv_techniques():
                            head=Head(kind="logits", classes=10, layer="logits"))
     assert cnn.features == {"conv", "logits"}
     result = plan(all_techniques(), cnn)
-    assert sorted({t.name for t, _ in result.variants}) == ["conv_feature_maps", "conv_kernels"]
+    applicable = ["adversarial_robustness", "affine_robustness", "conv_feature_maps",
+                  "conv_kernels", "gradcam_pp", "predictions"]
+    assert sorted({t.name for t, _ in result.variants}) == applicable
     assert [p.layer for t, p in result.variants if t.name == "conv_kernels"] == ["conv1",
                                                                                  "conv2"]
     missing = {t.name: m for t, m in result.not_applicable}
     assert missing["rpv"] >= {"dynamic_routing", "class_capsules"}
     assert missing["live_decoder"] >= {"decoder"}
-    assert len(missing) == len(all_techniques()) - 2
+    assert missing["capsule_semantics"] == {"class_vectors"}
+    assert len(missing) == len(all_techniques()) - len(applicable)
 
 
 def test_describe_and_plan_without_tensorflow():
