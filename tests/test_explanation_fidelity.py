@@ -184,7 +184,11 @@ def result(eval_batch):
 
 
 def test_compute_shapes_and_ranges(result):
-    assert result["deletion"].shape == result["insertion"].shape == (4, 9, 17)
+    assert result["deletion"].shape == result["insertion"].shape == (5, 9, 17)
+    # A CapsNet has RPV, not GraCapsNet's attention (its rows stay NaN).
+    own = [ef.METHODS.index(m) for m in ("rpv_modified", "rpv_original", "gradcam_pp", "random")]
+    assert np.isnan(result["deletion"][ef.METHODS.index("gracaps_attention")]).all()
+    result = {**result, "deletion": result["deletion"][own], "insertion": result["insertion"][own]}
     assert np.isfinite(result["deletion"]).all() and np.isfinite(result["insertion"]).all()
     assert np.all((result["deletion"] >= 0) & (result["deletion"] <= 1))
     agreement = result["agreement"][~np.isnan(result["agreement"])]
@@ -237,7 +241,11 @@ def test_summary_and_figures(result):
     json.dumps(summary)
     for method in ef.METHODS:
         for key in ("deletion_aopc", "deletion_auc", "insertion_auc"):
-            assert isinstance(summary[f"{key}_{method}"], float)
+            if method == "gracaps_attention":       # not a CapsNet's
+                assert summary[f"{key}_{method}"] is None
+            else:
+                assert isinstance(summary[f"{key}_{method}"], float)
+    assert summary["builtin_method"] == "rpv_modified"
     assert summary["grid"] == "4x4" and summary["images"] == 9 and summary["patches"] == 16
     ctx = RenderContext(model="tiny", step="1-10", class_names=("a", "b", "c"))
     figures = ef.TECHNIQUE.render(result, params, ctx)

@@ -12,11 +12,13 @@ from reportgen.figures.encode import new_figure
 from reportgen.figures.plots import figure_pair, png_figure, style_axes, summary_value
 from reportgen.figures.figure import Figure
 from reportgen.results.explanation_fidelity import (METHOD_LABELS as LABELS, METHODS,
-                                                       area_under_curve, deletion_aopc)
+                                                       area_under_curve, builtin_method,
+                                                       deletion_aopc)
 
 COLORS = {"rpv_modified": "#d95f02", "rpv_original": "#e6ab02", "gradcam_pp": "#1b9e77",
-          "random": "#7f7f7f"}
-STYLES = {"rpv_modified": "-", "rpv_original": "--", "gradcam_pp": "-", "random": ":"}
+          "random": "#7f7f7f", "gracaps_attention": "#e7298a"}
+STYLES = {"rpv_modified": "-", "rpv_original": "--", "gradcam_pp": "-", "random": ":",
+          "gracaps_attention": "-"}
 AGREEMENT_COLOR = "#7570b3"
 FONT = 8
 DPI = 110
@@ -80,8 +82,8 @@ def render(arrays, params, ctx) -> list[Figure]:
     axes = fig.subplots(1, 2)
     for ax, mode, curves in ((axes[0], "deletion", deletion), (axes[1], "insertion", insertion)):
         for m, method in enumerate(METHODS):
-            if n == 0:
-                continue
+            if n == 0 or m >= len(curves) or not np.isfinite(curves[m]).all():
+                continue                       # a method this model does not have
             mean = curves[m].mean(axis=0)
             sem = curves[m].std(axis=0) / np.sqrt(n)
             if mode == "deletion":
@@ -111,18 +113,19 @@ def render(arrays, params, ctx) -> list[Figure]:
     figures = figure_pair(fig, "curves", caption, svg_size=False)
 
     # Agreement: distribution of the per-image Spearman correlations.
-    figures += _agreement_figure(arrays, grid, layer, model, text)
-    figures += _examples_figure(arrays, ctx, grid, layer, model)
+    builtin = LABELS[builtin_method(arrays)]
+    figures += _agreement_figure(arrays, grid, layer, model, text, builtin)
+    figures += _examples_figure(arrays, ctx, grid, layer, model, builtin)
     return figures
 
 
-def _agreement_figure(arrays, grid, layer, model, text) -> list[Figure]:
+def _agreement_figure(arrays, grid, layer, model, text, builtin="RPV (modified)"):
     fig = new_figure(5.0, 3.2, dpi=DPI)
     ax = fig.subplots()
     bins = np.linspace(-1.0, 1.0, 21)
     stats = []
-    for key, label, style in (("agreement", "RPV modified", "bar"),
-                              ("agreement_original", "RPV original", "step")):
+    for key, label, style in (("agreement", builtin, "bar"),
+                              ("agreement_original", "RPV (original)", "step")):
         values = np.asarray(arrays[key], np.float64)
         valid = values[~np.isnan(values)]
         if len(valid) == 0:
@@ -142,7 +145,8 @@ def _agreement_figure(arrays, grid, layer, model, text) -> list[Figure]:
     ax.set_xlim(-1, 1)
     ax.set_xlabel("Spearman rank correlation per image", fontsize=FONT)
     ax.set_ylabel("images", fontsize=FONT)
-    ax.set_title(f"{model}RPV vs Grad-CAM++ ({layer}) on the {grid} grid", fontsize=FONT + 1)
+    ax.set_title(f"{model}{builtin} vs Grad-CAM++ ({layer}) on the {grid} grid",
+                 fontsize=FONT + 1)
     style_axes(ax)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=FONT - 1, frameon=False, loc="upper left")
@@ -159,15 +163,15 @@ def _agreement_figure(arrays, grid, layer, model, text) -> list[Figure]:
     return figure_pair(fig, "agreement", caption, svg_size=False)
 
 
-def _examples_figure(arrays, ctx, grid, layer, model) -> list[Figure]:
+def _examples_figure(arrays, ctx, grid, layer, model, builtin="RPV (modified)"):
     images = np.asarray(arrays.get("example_images", np.zeros((0,))), np.float64)
     if images.ndim != 4 or len(images) == 0:
         return []
     names = _names(ctx)
     rows = len(images)
-    columns = (("input", None), ("RPV (modified)", "example_rpv"),
+    columns = (("input", None), (builtin, "example_rpv"),
                (f"Grad-CAM++ {layer}", "example_gradcam"),
-               (f"RPV on {grid} grid", "example_rpv_grid"),
+               (f"{builtin} on {grid} grid", "example_rpv_grid"),
                (f"Grad-CAM++ pooled to {grid}", "example_gradcam_grid"))
     fig = new_figure(1.6 * len(columns), 1.7 * rows, dpi=DPI)
     axes = np.asarray(fig.subplots(rows, len(columns))).reshape(rows, len(columns))

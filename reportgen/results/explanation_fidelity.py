@@ -5,9 +5,20 @@ from __future__ import annotations
 
 import numpy as np
 
-METHODS = ("rpv_modified", "rpv_original", "gradcam_pp", "random")
+# A model has the methods of its routing: RPV for dynamic routing, the attention explanation
+# E for GraCapsNet; the others' curves are NaN (and their summary numbers None).
+METHODS = ("rpv_modified", "rpv_original", "gradcam_pp", "random", "gracaps_attention")
 METHOD_LABELS = {"rpv_modified": "RPV (modified)", "rpv_original": "RPV (original)",
-                 "gradcam_pp": "Grad-CAM++", "random": "random order"}
+                 "gradcam_pp": "Grad-CAM++", "random": "random order",
+                 "gracaps_attention": "GraCapsNet attention E"}
+# The model's own explanation, compared with Grad-CAM++ ("agreement" arrays).
+BUILTIN = {"dynamic_routing": "rpv_modified", "attention": "gracaps_attention"}
+
+
+def builtin_method(arrays) -> str:
+    """The explanation the agreement of a result measures (RPV modified unless recorded)."""
+    index = arrays.get("builtin_method") if hasattr(arrays, "get") else None
+    return METHODS[int(index)] if index is not None else "rpv_modified"
 
 
 def deletion_aopc(curves: np.ndarray) -> np.ndarray:

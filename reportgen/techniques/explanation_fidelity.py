@@ -25,6 +25,11 @@ receptive-field centres and averaged over each primary cell's centre tile (the s
 input pixels nearest that cell's receptive-field centre), i.e. average-pooled onto the grid.
 An image whose two maps are not both non-constant has no correlation (NaN, left out of means).
 The thesis found the two maps comparable when the primary grid is large (MNIST_LPcaps, 18x18).
+
+GraCapsNet (Gu, Wu & Tresp 2021) has no coupling coefficients: its built-in explanation, the
+graph-pooling attention averaged over heads (E, reportgen.results.gracaps_attention), takes
+RPV's place — in the curves and in the agreement with Grad-CAM++ ("builtin_method" records
+which); the RPV curves of such a model are NaN.
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reportgen.results.explanation_fidelity import METHODS, area_under_curve, deletion_aopc
+from reportgen.results.explanation_fidelity import (BUILTIN, METHODS, area_under_curve,
+                                                    builtin_method, deletion_aopc)
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_option, check_positive, rounded_number
 
@@ -64,8 +70,12 @@ class Params:
 
 
 def variants(description) -> list[Params]:
-    """Grad-CAM++ of conv1 (the thesis's layer) when the model has it, else its default layer."""
+    """Grad-CAM++ of conv1 (the thesis's layer) when the model has it, else its default layer;
+    none for routing weights without a built-in explanation here (BUILTIN)."""
     from reportgen.techniques.gradcam_pp import default_layer
+
+    if not set(BUILTIN) & description.features:
+        return []
 
     names = description.conv_layer_names
     return [Params() if "conv1" in names else Params(gradcam_layer=default_layer(description))]
@@ -82,7 +92,7 @@ def needs(params: Params | None) -> frozenset[str]:
     gradients of the target class (the probe takes them in its one pass)."""
     params = params or Params()
     return frozenset({"primary_lengths", "coupling", "class_capsules", "lengths", "predicted",
-                      f"conv:{params.gradcam_layer}", gradient_name(params)})
+                      "attention", f"conv:{params.gradcam_layer}", gradient_name(params)})
 
 
 # --- perturbation curves (model-free: the score is any callable) --------------------------------
@@ -277,6 +287,14 @@ def rpv_maps(eval_batch, index: np.ndarray, targets: np.ndarray, method: str) ->
     return maps[np.arange(len(index)), targets]
 
 
+def attention_maps(eval_batch, index: np.ndarray, targets: np.ndarray, grid) -> np.ndarray:
+    """(n, gh, gw) GraCapsNet's explanation E of each image's target class."""
+    from reportgen.results.gracaps_attention import explanation_maps
+
+    maps = explanation_maps(eval_batch.tensors("attention")["attention"][index], grid)
+    return maps[np.arange(len(index)), targets]
+
+
 # --- the analysis -------------------------------------------------------------------------------
 
 def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
@@ -289,6 +307,7 @@ def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
     """
     from reportgen import console
     from reportgen.probe.evaluation import stratified_sample
+    from reportgen.probe.probe import available
     from reportgen.techniques.compute import check_conv_layer
 
     params = params or Params()
@@ -305,7 +324,7 @@ def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
 
     # One probe pass over the shared set gives every clean tensor used below (asking piecemeal
     # would run it twice: once without and once with gradients).
-    eval_batch.tensors(*sorted(needs(params)))
+    eval_batch.tensors(*sorted(n for n in needs(params) if available(n, description)))
     index = stratified_sample(eval_batch.labels, params.images, seed=params.seed)
     images = np.asarray(eval_batch.images[index], np.float32)
     labels = np.asarray(eval_batch.labels[index], np.int64)
@@ -313,15 +332,21 @@ def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
     targets = labels if params.target == "true" else predicted
     n = len(index)
 
-    grid_maps = {m: rpv_maps(eval_batch, index, targets, m.split("_")[1])
-                 for m in ("rpv_modified", "rpv_original")}
+    features = description.features
+    builtin = next(BUILTIN[f] for f in BUILTIN if f in features)
+    if "dynamic_routing" in features:
+        grid_maps = {m: rpv_maps(eval_batch, index, targets, m.split("_")[1])
+                     for m in ("rpv_modified", "rpv_original")}
+    else:
+        grid_maps = {"gracaps_attention": attention_maps(eval_batch, index, targets, grid_shape)}
     cam = gradcam_maps(eval_batch, index, targets, layer, params.target)  # (n, h, w)
     placed = {m: place_on_input(g, input_hw, primary_field) for m, g in grid_maps.items()}
     placed["gradcam_pp"] = place_on_input(cam, input_hw, layer_field)
     cam_grid = pool_to_grid(cam, layer_field, primary_field, grid_shape, input_hw)
     flat = lambda maps: maps.reshape(n, -1)                                # noqa: E731
-    agreement = spearman(flat(grid_maps["rpv_modified"]), flat(cam_grid))
-    agreement_original = spearman(flat(grid_maps["rpv_original"]), flat(cam_grid))
+    agreement = spearman(flat(grid_maps[builtin]), flat(cam_grid))
+    agreement_original = spearman(flat(grid_maps["rpv_original"]), flat(cam_grid)) \
+        if "rpv_original" in grid_maps else np.full(n, np.nan)
 
     rng = np.random.default_rng(params.seed)
     ph, pw = patch_grid(input_hw, params.patch)
@@ -335,14 +360,16 @@ def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
         _, lengths = net.encoder(batch, training=False)
         return np.take_along_axis(np.asarray(lengths), targets[image_index][:, None], axis=1)
 
-    curves = {mode: np.zeros((len(METHODS), n, ph * pw + 1), np.float32) for mode in MODES}
-    with console.progress(len(MODES) * len(METHODS) * n * (ph * pw + 1),
+    curves = {mode: np.full((len(METHODS), n, ph * pw + 1), np.nan, np.float32)
+              for mode in MODES}
+    with console.progress(len(MODES) * len(orders) * n * (ph * pw + 1),
                           "explanation fidelity", unit="img") as bar:
         for mode in MODES:
             fill = noise if mode == "deletion" else start
             for m, method in enumerate(METHODS):
-                curves[mode][m] = perturbation_curves(images, orders[method], fill, params.patch,
-                                                      mode, score, bar=bar)
+                if method in orders:
+                    curves[mode][m] = perturbation_curves(images, orders[method], fill,
+                                                          params.patch, mode, score, bar=bar)
 
     shown = _example_rows(labels, EXAMPLES)
     return {
@@ -358,9 +385,10 @@ def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
         "grid_shape": np.asarray(grid_shape, np.int64),
         "patch_grid": np.asarray((ph, pw), np.int64),
         "example_images": images[shown],
-        "example_rpv": placed["rpv_modified"][shown].astype(np.float32),
+        "example_rpv": placed[builtin][shown].astype(np.float32),
         "example_gradcam": placed["gradcam_pp"][shown].astype(np.float32),
-        "example_rpv_grid": grid_maps["rpv_modified"][shown].astype(np.float32),
+        "example_rpv_grid": grid_maps[builtin][shown].astype(np.float32),
+        "builtin_method": np.int64(METHODS.index(builtin)),
         "example_gradcam_grid": cam_grid[shown].astype(np.float32),
         "example_agreement": agreement[shown].astype(np.float32),
         "example_targets": targets[shown].astype(np.int64),
@@ -404,6 +432,7 @@ def summarize(arrays: dict, params: Params | None = None) -> dict:
         "grid_cells": grid[0] * grid[1],
         "accuracy": rounded_number(np.mean(np.asarray(arrays["predicted"]) ==
                                     np.asarray(arrays["labels"]))) if deletion.shape[1] else None,
+        "builtin_method": builtin_method(arrays),
     }
     for m, method in enumerate(METHODS):
         if deletion.shape[1] == 0:
@@ -424,9 +453,9 @@ TECHNIQUE = Technique(
     scope="dataset",
     needs=needs,
     applies_to=frozenset({"conv", "primary_capsules", "vector_capsules", "class_capsules",
-                          "dynamic_routing"}),
+                          "routing_weights"}),
     params_type=Params,
-    version=1,
+    version=2,
     compute=compute,
     render=lazy("reportgen.figures.explanation_fidelity", "render", Params),
     variants=variants,
