@@ -1,0 +1,139 @@
+"""Capsules vs CNNs: the comparison of Gu 2022 (dissertation, Ch.5) as tables, from the stored
+analyses' summaries, with his published figures beside ours.
+
+Table 1 (his Ch.5 Table 1): per model of the 40x40 affine benchmark, trainable parameters, the
+clean accuracy at the matched step (the first saved step whose validation accuracy reaches the
+target: Gu stops every model at ≈ 99.22% before comparing), the affNIST-like accuracy at that
+step (technique affnist_benchmark) and the adversarial accuracy (technique
+adversarial_robustness, through the model's output). Table 5 (his Ch.5 Table 5): compactness
+of the class vectors under rotation (technique capsule_semantics) for ConvNet-R, -CR, -CR-SF
+and the CapsNet.
+
+Nothing here imports TensorFlow, the pages or the techniques: a model comes as a ModelRecord
+(name, parameters, history, summaries per step); `record_from_site` makes one from the site
+data of a built model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Gu 2022, Ch.5 Table 1: parameters (as printed), MNIST and affNIST test accuracy (%).
+TABLE1_REFERENCE = {
+    "CapsNet": ("13.5M", 99.23, 79.0),
+    "CapsNet-NoR": ("13.5M", 99.22, 81.81),
+    "Aff-CapsNet-DR": ("7.5M", 99.22, 89.03),
+    "Aff-CapsNet": ("7.5M", 99.23, 93.21),
+    "ConvNet-Avg": ("5.3M", 99.22, 94.11),
+    "ConvNet-FC": ("35.4M", 99.22, 66.0),
+}
+# Gu 2022, Ch.5 Table 5: compactness (KL of the normalised per-dimension variance to uniform)
+# under rotation on MNIST.
+TABLE5_REFERENCE = {"ConvNet-R": 0.0003, "ConvNet-CR": 0.0028, "ConvNet-CR-SF": 0.0325,
+                    "CapsNet": 0.0031}
+TABLE5_FACTOR = "rotation"
+# GraCapsNet (Gu, Wu & Tresp 2021): 1.18M parameters, 99.50% on MNIST (no affNIST figure).
+GRACAPS_REFERENCE = ("1.18M", 99.50, None)
+MATCHED_ACCURACY = 0.9922          # Gu's matched MNIST test accuracy
+# The adversarial column: accuracy under these attacks (through the model's output).
+ATTACKS = (("fgsm", 0.1), ("pgd", 0.1))
+
+
+def model_kind(params) -> str:
+    """The name of a model's kind in Gu's tables, from its parameters (ModelParams)."""
+    if params.family == "cnn":
+        return {"avg": "ConvNet-Avg", "fc": "ConvNet-FC", "r": "ConvNet-R", "cr": "ConvNet-CR",
+                "cr_sf": "ConvNet-CR-SF"}[params.cnn.head]
+    if params.family == "gracapsnet":
+        return "GraCapsNet"
+    c = params.class_caps
+    no_routing = c.routing == "none" or c.routing_iterations == 1
+    if c.weight_sharing == "all":
+        return "Aff-CapsNet" if no_routing else "Aff-CapsNet-DR"
+    return "CapsNet-NoR" if no_routing else "CapsNet"
+
+
+@dataclass
+class ModelRecord:
+    name: str
+    kind: str                                  # model_kind(params)
+    parameters: int                            # trainable parameters
+    history: list[dict]                        # training history records (val_accuracy per step)
+    # step -> technique name -> its summary (the numbers of its dataset panel)
+    summaries: dict[str, dict[str, dict]] = field(default_factory=dict)
+
+
+def record_from_site(model, params) -> ModelRecord:
+    """A ModelRecord of a built model's site data (reportgen.pages.sitedata.ModelData: its
+    history and the numbers of the dataset panels of every built step) and its ModelParams."""
+    summaries = {}
+    for step in model.steps:
+        summaries[step.step] = {panel.technique: panel.numbers for panel in step.dataset_panels
+                                if panel.numbers}
+    return ModelRecord(name=model.name, kind=model_kind(params), parameters=int(model.params),
+                       history=list(model.history), summaries=summaries)
+
+
+def matched_step(history: list[dict], target: float = MATCHED_ACCURACY,
+                 built: set[str] | None = None) -> tuple[str | None, float | None, bool]:
+    """(step, validation accuracy, reached): the first saved step whose validation accuracy is
+    at least `target` (among the `built` steps when given), else the most accurate one."""
+    records = [r for r in history if r.get("val_accuracy") is not None
+               and (built is None or r["step"] in built)]
+    for record in records:
+        if record["val_accuracy"] >= target:
+            return record["step"], float(record["val_accuracy"]), True
+    if not records:
+        return None, None, False
+    best = max(records, key=lambda r: r["val_accuracy"])
+    return best["step"], float(best["val_accuracy"]), False
+
+
+def _get(summary: dict | None, key: str):
+    value = (summary or {}).get(key)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else None
+
+
+def table1(records: list[ModelRecord], target: float = MATCHED_ACCURACY) -> list[dict]:
+    """One row per model (Gu's Ch.5 Table 1 layout): model, kind, parameters, matched step,
+    whether the target was reached, clean accuracy (validation, at the step; and over the
+    evaluation set), affNIST-like accuracy, adversarial accuracies, and the reference."""
+    rows = []
+    for record in records:
+        step, accuracy, reached = matched_step(record.history, target,
+                                               set(record.summaries) or None)
+        at_step = record.summaries.get(step, {}) if step else {}
+        affnist = at_step.get("affnist_benchmark")
+        adversarial = at_step.get("adversarial_robustness")
+        reference = TABLE1_REFERENCE.get(record.kind) or \
+            (GRACAPS_REFERENCE if record.kind == "GraCapsNet" else None)
+        row = {"model": record.name, "kind": record.kind, "parameters": record.parameters,
+               "step": step, "target": target, "reached": reached,
+               "clean_accuracy": accuracy,
+               "clean_accuracy_eval": _get(affnist, "clean_accuracy"),
+               "affnist_accuracy": _get(affnist, "affnist_accuracy"),
+               "reference_parameters": reference[0] if reference else None,
+               "reference_mnist": reference[1] if reference else None,
+               "reference_affnist": reference[2] if reference else None}
+        for attack, epsilon in ATTACKS:
+            row[f"{attack}_{epsilon:g}_accuracy"] = _get(
+                adversarial, f"accuracy_capsules_{attack}_{epsilon:g}")
+        rows.append(row)
+    return rows
+
+
+def table5(records: list[ModelRecord], target: float = MATCHED_ACCURACY) -> list[dict]:
+    """Compactness under rotation (Gu's Ch.5 Table 5) of the models with class vectors, ours
+    (capsule_semantics at the matched step) beside his."""
+    rows = []
+    for record in records:
+        step, _, reached = matched_step(record.history, target, set(record.summaries) or None)
+        semantics = record.summaries.get(step, {}).get("capsule_semantics") if step else None
+        if semantics is None and record.kind not in TABLE5_REFERENCE:
+            continue
+        rows.append({"model": record.name, "kind": record.kind, "step": step,
+                     "reached": reached, "factor": TABLE5_FACTOR,
+                     "compactness": _get(semantics, f"compactness_{TABLE5_FACTOR}"),
+                     "reference": TABLE5_REFERENCE.get(record.kind)})
+    return rows
