@@ -31,3 +31,9 @@ def build(raw: dict, seed: int = 0):
 
     keras.utils.set_random_seed(seed)
     return build_capsnet(parse_model_params(raw))
+
+
+# The affine benchmark's input: 40x40 expanded digits (reportgen.data.affine_benchmark).
+TINY_CNN40 = {"dataset": "mnist40", "input_shape": [40, 40, 1], "num_classes": 10,
+              "family": "cnn", "conv": [{"filters": 4, "kernel_size": 5, "strides": 2}],
+              "cnn": {"head": "avg"}, "decoder": {"enabled": False}}

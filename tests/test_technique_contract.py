@@ -27,6 +27,7 @@ SMALL = {
     "affine_robustness": {"rotation": (-30.0, 30.0), "translation_x": (2.0,),
                           "translation_y": (), "scale": (0.9,), "shear_x": (), "shear_y": ()},
     "adversarial_robustness": {"images": 6, "epsilons": (0.0, 0.1), "pgd_steps": 2},
+    "affnist_benchmark": {"images": 20},
 }
 
 
@@ -56,10 +57,11 @@ def test_declarations_are_known():
 
 @pytest.fixture(scope="module")
 def family_nets():
-    """Tiny GraCapsNet, for the techniques the CapsNet does not have (its attention)."""
+    """Tiny GraCapsNet, for the techniques the CapsNet does not have (its attention), and a
+    tiny CNN of the affine benchmark's 40x40 input."""
     import family_nets
 
-    return [family_nets.build(family_nets.TINY_GRACAPS)]
+    return [family_nets.build(family_nets.TINY_GRACAPS), family_nets.build(family_nets.TINY_CNN40)]
 
 
 @pytest.mark.parametrize("name", TECHNIQUE_MODULES)
@@ -68,7 +70,7 @@ def test_reads_only_what_it_declares(name, tiny_net, family_nets, images, evalua
     technique gives exactly what it gives from the full probe (on the tiny CapsNet, or on a
     tiny net of the family it is made for)."""
     technique = get_technique(name)
-    tiny_net = next((n for n in [tiny_net, *family_nets] if technique.applicable(n)), None)
+    tiny_net = next((n for n in [tiny_net, *family_nets] if technique.variants(n)), None)
     assert tiny_net is not None
     variants = _variants(technique, tiny_net)
     assert variants
@@ -86,6 +88,9 @@ def test_reads_only_what_it_declares(name, tiny_net, family_nets, images, evalua
             want = technique.compute(empty_batch(tiny_net), params)
         else:
             x, y = evaluation_data
+            shape = tuple(tiny_net.description.input_shape)
+            if x.shape[1:] != shape:          # the 40x40 benchmark net
+                x = np.random.default_rng(11).random((len(x), *shape), dtype=np.float32)
             shared = EvalBatch(tiny_net, x, y, CLASS_NAMES)
             got = technique.compute(shared.restricted(declared, reader), params)
             assert set(shared._tensors) <= declared       # the shared pass kept nothing more

@@ -28,6 +28,7 @@ TECHNIQUE_MODULES = (
     "explanation_fidelity",
     "affine_robustness",
     "adversarial_robustness",
+    "affnist_benchmark",
 )
 
 
