@@ -1,0 +1,241 @@
+"""Gu 2022's model kinds: No-R (uniform coupling), Aff-CapsNet (one matrix per class shared by
+all primary capsules), GraCapsNet (multi-head graph pooling; Gu, Wu & Tresp 2021) and the CNN
+baselines, with exact parameter counts (Keras and the TF-free arithmetic)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from family_nets import CNN_HEADS, TINY_GRACAPS, build, tiny_cnn
+from reference import capsules as oracle
+from reference import gracaps as graph_oracle
+
+from reportgen.capsnet.description import describe
+from reportgen.capsnet.param_count import count_trainable_params
+from reportgen.errors import ReportgenError
+from reportgen.results.capsules_vs_cnns import model_kind
+from reportgen.settings.model_params import load_model_params, parse_model_params
+
+# Conv(256, 9, 1) on 28x28x1: 9*9*1*256 + 256 = 20,992 -> 20x20x256; Conv(256, 9, 2):
+# 9*9*256*256 + 256 = 5,308,672 -> 6x6x256 = 9,216 values (1,152 capsules of 8).
+# Decoder 160 -> 512 -> 1024 -> 784: 82,432 + 525,312 + 803,600 = 1,411,344.
+COUNTS = {
+    # the baseline with uniform couplings: routing has no weights
+    "MNIST_NoR": 8_215_568,
+    # 8,215,568 - 1,152*10*16*8 (1,474,560) + 10*16*8 (1,280)
+    "MNIST_AffCaps": 6_742_288,
+    # conv 3x3 (2,560) + conv 3x3 s2 (590,080) + 4,608 capsules x 16x8 (589,824) + W 16x10 (160)
+    "MNIST_GraCaps": 1_182_624,
+    # 40x40: conv 20,992 -> 32x32, primary 5,308,672 -> 12x12 (4,608 capsules), votes
+    # 4,608*10*16*8 = 5,898,240, decoder to 1,600: 82,432 + 525,312 + 1,640,000
+    "MNIST40_CapsNet": 13_475_648,
+    "MNIST40_CapsNet_NoR": 13_475_648,
+    "MNIST40_AffCapsNet_DR": 7_578_688,          # 13,475,648 - 5,898,240 + 1,280
+    "MNIST40_AffCapsNet": 7_578_688,
+    # 20,992 + 5,308,672 + FC(256 -> 10) 2,570
+    "MNIST40_ConvNet_Avg": 5_332_234,
+    # Conv(256,5) 6,656 -> 36; Conv(256,5) 1,638,656 -> 32; Conv(128,5) 819,328 -> 28x28x128
+    # = 100,352; FC 328: 32,915,784; FC 192: 63,168; FC 10: 1,930
+    "MNIST40_ConvNet_FC": 35_445_522,
+    # ConvNet-R: 20,992 + 5,308,672 + FC(9,216 -> 160) 1,474,720 + FC(160 -> 10) 1,610
+    # + the reconstruction from all 160 units 1,411,344
+    "MNIST_ConvNet_R": 8_217_338,
+    # ConvNet-CR: the same without FC(10) (a class's score is the sigmoid of its 16 units' sum)
+    "MNIST_ConvNet_CR": 8_215_728,
+    # ConvNet-CR-SF: FC(160) without bias (the votes of CapsNet-NoR summed with uniform
+    # couplings: 1,474,560) = CapsNet-NoR exactly
+    "MNIST_ConvNet_CR_SF": 8_215_568,
+}
+KINDS = {"MNIST_NoR": "CapsNet-NoR", "MNIST_AffCaps": "Aff-CapsNet", "MNIST_GraCaps": "GraCapsNet",
+         "MNIST40_CapsNet": "CapsNet", "MNIST40_CapsNet_NoR": "CapsNet-NoR",
+         "MNIST40_AffCapsNet_DR": "Aff-CapsNet-DR", "MNIST40_AffCapsNet": "Aff-CapsNet",
+         "MNIST40_ConvNet_Avg": "ConvNet-Avg", "MNIST40_ConvNet_FC": "ConvNet-FC",
+         "MNIST_ConvNet_R": "ConvNet-R", "MNIST_ConvNet_CR": "ConvNet-CR",
+         "MNIST_ConvNet_CR_SF": "ConvNet-CR-SF"}
+
+
+def _np(x):
+    return np.asarray(x, np.float64)
+
+
+def test_tf_free_counts_and_kinds():
+    for name, count in COUNTS.items():
+        params = load_model_params(f"models/{name}/params.toml")
+        assert count_trainable_params(params) == count, name
+        assert model_kind(params) == KINDS[name], name
+    assert model_kind(load_model_params("models/MNIST/params.toml")) == "CapsNet"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(COUNTS))
+def test_keras_counts(name):
+    import keras
+
+    from reportgen.capsnet.architecture import build_capsnet
+
+    keras.backend.clear_session()
+    net = build_capsnet(load_model_params(f"models/{name}/params.toml"))
+    assert net.trainable_params() == COUNTS[name]
+    assert describe(net.params) == net.description
+
+
+def test_routing_none_gives_uniform_coupling(make_net, images):
+    """No-R: every coupling coefficient is 1/classes, and the class capsules are the squashed
+    uniform sum of the votes."""
+    net = make_net(class_caps={"dims": 4, "routing": "none", "routing_iterations": 3})
+    assert net.description.primary_capsules.routing_iterations == 1
+    out = net.model(images)
+    coupling = _np(out["coupling"])
+    np.testing.assert_allclose(coupling, 1.0 / 3, rtol=1e-6)
+    votes = oracle.votes(_np(out["primary_capsules"]), _np(net.class_caps.kernel))
+    np.testing.assert_allclose(_np(out["class_capsules"]), oracle.squash(votes.sum(1) / 3),
+                               rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("routing", ["none", "dynamic"])
+def test_shared_w_is_one_matrix_per_class(make_net, images, routing):
+    """Aff-CapsNet: W_ij = W_j, one (dims x input dims) matrix per class for every primary
+    capsule; with dynamic routing (Aff-CapsNet-DR) the same votes are routed."""
+    net = make_net(class_caps={"dims": 4, "weight_sharing": "all", "routing": routing})
+    kernel = _np(net.class_caps.kernel)
+    assert kernel.shape == (1, 3, 4, 4)
+    out = net.model(images)
+    primary = _np(out["primary_capsules"])
+    shared = np.broadcast_to(kernel, (primary.shape[1], *kernel.shape[1:]))
+    votes = oracle.votes(primary, shared)
+    np.testing.assert_allclose(_np(net.class_caps.votes(out["primary_capsules"])), votes,
+                               rtol=1e-5, atol=1e-6)
+    iterations = 1 if routing == "none" else 3
+    want, _ = oracle.dynamic_routing(votes, iterations)
+    np.testing.assert_allclose(_np(out["class_capsules"]), want, rtol=1e-4, atol=1e-6)
+
+
+def test_gracaps_matches_the_numpy_oracle(images):
+    net = build(TINY_GRACAPS)
+    out = net.model(images)
+    layer = net.class_caps
+    primary = _np(out["primary_capsules"])
+    v, attention, explanation = graph_oracle.graph_pooling(
+        primary, _np(layer.projection), _np(layer.pooling), heads=4, grid=(4, 4), sigma=1.5)
+    np.testing.assert_allclose(_np(out["attention"]), attention, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(_np(out["class_capsules"]), v, rtol=1e-4, atol=1e-6)
+    # Attention sums to 1 over the nodes, per image, head and class.
+    np.testing.assert_allclose(_np(out["attention"]).sum(axis=2), 1.0, rtol=1e-5)
+    # The built-in explanation is the mean over heads, on the grid, class by class.
+    from reportgen.probe.probe import run_probe
+    from reportgen.techniques import gracaps_attention
+
+    result = gracaps_attention.compute(run_probe(net, images, needs={"attention", "predicted"}))
+    want = np.moveaxis(explanation, -1, 1).reshape(len(images), 3, 4, 4)
+    np.testing.assert_allclose(result["maps"], want, rtol=1e-4, atol=1e-7)
+    np.testing.assert_allclose(result["maps"].sum(axis=(2, 3)), 1.0, rtol=1e-5)
+    predicted = result["predicted"].astype(int)
+    for b in range(len(images)):
+        heads = np.moveaxis(attention[b, :, :, predicted[b]].reshape(4, 4, 4), 0, 0)
+        np.testing.assert_allclose(result["head_maps"][b], heads, rtol=1e-4, atol=1e-7)
+        np.testing.assert_allclose(result["head_maps"][b].mean(0), want[b, predicted[b]],
+                                   rtol=1e-4, atol=1e-7)
+    # Image by image, the same numbers as in a batch.
+    one = gracaps_attention.compute(run_probe(net, images[1:2], needs={"attention", "predicted"}))
+    np.testing.assert_allclose(one["maps"][0], result["maps"][1], rtol=1e-5, atol=1e-7)
+
+
+def test_gracaps_description_and_round_trips(images, tmp_path):
+    import keras
+
+    from reportgen.capsnet.graph_pooling import GraphPooling
+
+    net = build(TINY_GRACAPS)
+    d = net.description
+    assert d == describe(net.params)
+    assert d.primary_capsules.routing == "attention" and d.primary_capsules.grid == (4, 4)
+    assert {"attention", "primary_capsules", "class_capsules", "decoder"} <= d.features
+    assert "dynamic_routing" not in d.features
+    assert net.model.get_layer("class_caps") is net.class_caps
+    config = net.class_caps.get_config()
+    assert GraphPooling.from_config(config).get_config() == config
+    path = tmp_path / "gracaps.keras"
+    net.model.save(path)
+    loaded = keras.saving.load_model(path)
+    want, got = net.model(images), loaded(images)
+    for key in want:
+        np.testing.assert_allclose(_np(got[key]), _np(want[key]), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("head", CNN_HEADS)
+def test_cnn_heads(head, images):
+    """What each head predicts by: softmax (avg, fc, r), sigmoid of the class's unit sum (cr),
+    length of the squashed class vector (cr_sf); the description matches the model."""
+    net = build(tiny_cnn(head))
+    d = net.description
+    assert d == describe(net.params) and d.head.kind == "logits" and not d.capsule_layers
+    assert net.trainable_params() == count_trainable_params(net.params)
+    out = {k: _np(v) for k, v in net.model(images).items()}
+    for conv in d.conv_layers:
+        assert out[conv.name].shape[1:] == (*conv.grid, conv.filters)
+    logits, probabilities = out["logits"], out["probabilities"]
+    if head in ("avg", "fc", "r"):
+        np.testing.assert_allclose(probabilities, oracle.softmax(logits, axis=1), rtol=1e-5)
+    elif head == "cr":
+        np.testing.assert_allclose(logits, out["features"].sum(-1), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(probabilities, 1 / (1 + np.exp(-logits)), rtol=1e-5)
+    else:
+        # lengths carry the capsules' 1e-7 guard under the square root (reportgen.capsnet.ops)
+        np.testing.assert_allclose(probabilities ** 2,
+                                   np.sum(out["features"] ** 2, axis=-1) + 1e-7, rtol=1e-3)
+        np.testing.assert_allclose(np.linalg.norm(out["features"], axis=-1),
+                                   logits ** 2 / (1 + logits ** 2), rtol=1e-3, atol=1e-6)
+    features = {"r": (1, 12), "cr": (3, 4), "cr_sf": (3, 4)}.get(head)
+    assert d.class_features == features
+    if features:
+        assert out["features"].shape[1:] == features
+    assert ("reconstruction" in out) == (head in ("cr", "cr_sf")) == (net.decoder is not None)
+    vectors, scores = net.encoder(images)
+    np.testing.assert_allclose(_np(scores), probabilities, rtol=1e-6)
+
+
+def test_cr_sf_counts_as_capsnet_without_routing():
+    """ConvNet-CR-SF is a CapsNet with uniform couplings: the same trainable parameters."""
+    convs = [{"filters": 8, "kernel_size": 3}, {"filters": 8, "kernel_size": 3, "strides": 2}]
+    cnn = parse_model_params({**tiny_cnn("cr_sf"), "conv": convs})
+    nor = parse_model_params({**tiny_cnn("cr_sf"), "family": "capsnet", "conv": convs[:1],
+                              "primary": {"types": 2, "dims": 4, "kernel_size": 3,
+                                          "strides": 2},
+                              "class_caps": {"dims": 4, "routing": "none"}})
+    assert count_trainable_params(cnn) == count_trainable_params(nor)
+
+
+@pytest.mark.parametrize("patch, field", [
+    ({"family": "transformer"}, "family"),
+    ({"family": "cnn", "cnn": {"head": "max"}}, "cnn.head"),
+    ({"class_caps": {"weight_sharing": "some"}}, "class_caps.weight_sharing"),
+    ({"class_caps": {"routing": "em"}}, "class_caps.routing"),
+    ({"graph": {"radius": 2}}, "graph.radius"),
+])
+def test_invalid_family_fields_are_named(patch, field):
+    with pytest.raises(ReportgenError) as err:
+        parse_model_params({"dataset": "mnist", "input_shape": [28, 28, 1], **patch},
+                           source="models/X/params.toml")
+    assert f"'{field}'" in err.value.message
+
+
+def test_sigma_must_be_positive():
+    raw = {**TINY_GRACAPS, "graph": {"sigma": 0}}
+    with pytest.raises(ReportgenError, match="graph.sigma"):
+        describe(parse_model_params(raw))
+
+
+def test_weight_sharing_spellings_and_unchanged_dicts():
+    def sharing(value):
+        raw = {"dataset": "mnist", "input_shape": [28, 28, 1],
+               "class_caps": {"weight_sharing": value}}
+        return parse_model_params(raw).class_caps.weight_sharing
+
+    assert [sharing(v) for v in (False, "none", True, "type", "all")] == \
+        [False, False, True, True, "all"]
+    # A model of the first release keeps its dict (and so its cache keys).
+    data = load_model_params("models/MNIST/params.toml").to_dict()
+    assert not {"family", "graph", "cnn"} & set(data)
+    assert "routing" not in data["class_caps"]
+    assert load_model_params("models/MNIST_GraCaps/params.toml").to_dict()["family"] == \
+        "gracapsnet"
