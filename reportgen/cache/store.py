@@ -157,7 +157,13 @@ class ArtifactStore:
         try:
             with open(path / "arrays.npz", "rb") as f, np.load(f, allow_pickle=False) as data:
                 return {k: data[k] for k in data.files}
-        except (FileNotFoundError, PermissionError):    # cleared meanwhile, or not ours to read
+        except FileNotFoundError:
+            # Entries are renamed into place whole, so a listing without its arrays is damage
+            # (or a clear under way): drop it so that the next plan computes it again.
+            if (path / "meta.json").is_file():
+                self._discard(path)
+            return None
+        except PermissionError:      # not ours to read
             return None
         except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile):
             self._discard(path)      # damaged by hand: recompute

@@ -12,11 +12,14 @@ DEMO_BUILD = {"models": DEMO_MODEL, "steps": "every:4", "eval_images": 200}
 
 
 def run_demo(models_dir, epochs: int | None, site_dir: str) -> None:
-    from reportgen.training.trainer import TrainOptions, train
-
     catalog = Catalog(models_dir)
     entry = catalog.get(DEMO_MODEL)
     _check_site_dir(catalog, site_dir)      # before a minute of training, not after
+    from reportgen.tf_quiet import import_tensorflow_quietly
+
+    import_tensorflow_quietly()             # its start-up lines stay off the terminal
+    from reportgen.training.trainer import TrainOptions, train
+
     params = entry.params
     wanted = epochs or params.training.epochs
     steps = entry.steps
@@ -24,11 +27,8 @@ def run_demo(models_dir, epochs: int | None, site_dir: str) -> None:
         notice(f"{DEMO_MODEL} already trained to step {steps[-1]}; skipping training.")
     else:
         train(entry, TrainOptions(epochs=wanted, resume=bool(steps)))
-    try:
-        from reportgen.commands.build import run_build
-    except ModuleNotFoundError:
-        notice("The site builder is not available yet; training finished.")
-        return
+    from reportgen.commands.build import run_build
+
     run_build(models_dir=models_dir, site_dir=site_dir, **DEMO_BUILD)
 
 
