@@ -8,8 +8,8 @@ The conv layers are params.toml's `[[conv]]`; the head is `cnn.head`
 - "r" (ConvNet-R): flatten + FC(classes x dims) + FC(classes); cross-entropy plus the
   reconstruction from all classes x dims units (not class-conditional).
 - "cr" (ConvNet-CR): flatten + FC(classes x dims) seen as classes vectors of dims; a class's
-  score is sigmoid(sum of its dims); margin loss plus the reconstruction from the true class's
-  dims only (the others masked, as in the CapsNet).
+  score is sigmoid(sum of its dims); binary cross-entropy per class plus the reconstruction
+  from the true class's dims only (the others masked, as in the CapsNet).
 - "cr_sf" (ConvNet-CR-SF): cr with the squash: the last conv's channels squashed as vectors of
   `cnn.vector_dims` (primary capsules), FC(classes x dims) without bias (the CapsNet's vote
   matrices summed with uniform couplings), each class vector squashed, its length the score:
@@ -18,7 +18,9 @@ The classes x dims feature units are linear (no activation), like the capsules' 
 
 "logits" are the pre-activation scores (softmax input; for cr the sum; for cr_sf the norm of
 the unsquashed vector); "probabilities" are what the model predicts by (softmax, sigmoid,
-length). Loss choices for cr and cr_sf (margin loss) follow the CapsNet they dissect.
+length). Loss choices are ours where Gu 2022 does not give them: cr_sf keeps the CapsNet's
+margin loss (it is one); cr uses binary cross-entropy, since the margin loss on sigmoid scores
+drove every score to 0 within one epoch (a saturated sigmoid passes no gradient back).
 """
 
 from __future__ import annotations
@@ -139,7 +141,11 @@ def _training_losses(params, scores, decoder, reconstructor):
 
     def losses(images, one_hot):
         vectors, logits, probabilities = scores(images, training=True)
-        if head in ("cr", "cr_sf"):
+        if head == "cr":
+            # per-class binary cross-entropy of the sigmoid scores, summed over the classes
+            classification = ops.sum(ops.binary_crossentropy(one_hot, logits, from_logits=True),
+                                     axis=-1)
+        elif head == "cr_sf":
             classification = margin_loss(one_hot, probabilities, lp.m_plus, lp.m_minus,
                                          lp.down_weight)
         else:
