@@ -9,7 +9,7 @@ import pytest
 from reportgen.data import affine_benchmark as ab
 from reportgen.data.datasets import load_dataset
 from reportgen.errors import ReportgenError
-from reportgen.probe.affine import resample
+from reportgen.data.warp import resample
 
 
 def _digits(n=64, seed=0):

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.errors import ReportgenError
-from reportgen.probe.affine import resample
+from reportgen.data.warp import resample
 
 CANVAS = 40
 SOURCE = 28
