@@ -215,7 +215,8 @@ def test_record_from_site_reads_the_dataset_panels():
 
     panel = NS(technique="affnist_benchmark", numbers={"affnist_accuracy": 0.9})
     model = NS(name="M", params=7_578_688, history=[{"step": "1-1", "val_accuracy": 0.99}],
-               steps=[NS(step="1-1", dataset_panels=[panel, NS(technique="x", numbers=None)])])
+               steps=[NS(step="1-1", dataset_panels=[panel, NS(technique="x", numbers=None)]),
+                      NS(step="2-1", dataset_panels=[])])          # not analysed: left out
     record = record_from_site(model, load_model_params("models/MNIST40_AffCapsNet/params.toml"))
     assert record.kind == "Aff-CapsNet" and record.parameters == 7_578_688
     assert record.summaries == {"1-1": {"affnist_benchmark": {"affnist_accuracy": 0.9}}}

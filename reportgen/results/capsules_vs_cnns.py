@@ -65,11 +65,15 @@ class ModelRecord:
 
 def record_from_site(model, params) -> ModelRecord:
     """A ModelRecord of a built model's site data (reportgen.pages.sitedata.ModelData: its
-    history and the numbers of the dataset panels of every built step) and its ModelParams."""
+    history and the numbers of the dataset panels of the built steps that have them) and its
+    ModelParams. The matched step is then the first analysed step at or above the target:
+    build with `--analyses all`, or train with `--until-accuracy` so that the last step is it."""
     summaries = {}
     for step in model.steps:
-        summaries[step.step] = {panel.technique: panel.numbers for panel in step.dataset_panels
-                                if panel.numbers}
+        numbers = {panel.technique: panel.numbers for panel in step.dataset_panels
+                   if panel.numbers}
+        if numbers:
+            summaries[step.step] = numbers
     return ModelRecord(name=model.name, kind=model_kind(params), parameters=int(model.params),
                        history=list(model.history), summaries=summaries)
 
