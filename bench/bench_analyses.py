@@ -1,4 +1,4 @@
-"""Time of each dataset-level analysis (issue 5), per 100 evaluation images, and the whole suite.
+"""Time of each dataset-level analysis, per 100 evaluation images, and the whole suite.
 
     python bench/bench_analyses.py [--models MNIST_Demo MNIST] [--images 100] [--suite-images 500]
 

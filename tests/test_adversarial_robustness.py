@@ -1,4 +1,4 @@
-"""Adversarial robustness (issue 5): FGSM/PGD through the output capsules and through the votes
+"""Adversarial robustness: FGSM/PGD through the output capsules and through the votes
 (Gu 2022), evaluation on the real model, and reconstruction-based detection, on tiny CapsNets."""
 
 from __future__ import annotations

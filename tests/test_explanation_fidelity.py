@@ -1,4 +1,4 @@
-"""Explanation fidelity (issue 5): deletion/insertion curves on a synthetic scorer with a known
+"""Explanation fidelity: deletion/insertion curves on a synthetic scorer with a known
 relevance, Spearman against scipy, placement of Grad-CAM++ on the primary grid, and the whole
 analysis on a tiny CapsNet."""
 

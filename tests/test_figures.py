@@ -70,7 +70,7 @@ def test_even_stretch_spreads_the_map_about_2_3x_too_wide():
                          else stretch_grid(grid, (28, 28)))
             out.append(_centre_row(footprint))
         centres[method] = out
-    assert centres["placed"] == [8, 18]                   # SPEC §3.3: centres 8 … 18
+    assert centres["placed"] == [8, 18]                   # the baseline's centres 8 … 18
     ratio = np.diff(centres["stretched"])[0] / np.diff(centres["placed"])[0]
     assert 2.2 < ratio < 2.5
     grid = np.zeros((6, 6))

@@ -497,7 +497,7 @@ def test_publish_unknown_remote_is_a_clear_error(material, tmp_path, monkeypatch
     assert result.exit_code == 2 and "no remote named 'nowhere'" in result.output
 
 
-# ------------------------------------------------------------------ issue 5: dataset-level panels
+# ------------------------------------------------------------------ dataset-level panels
 
 
 def _downloads(html: str, marker: str) -> list[str]:

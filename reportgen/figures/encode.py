@@ -1,7 +1,7 @@
 """Deterministic encoders: arrays and matplotlib figures in, identical bytes for identical input.
 
 Pillow writes no metadata chunks unless asked, so a fixed compression level is enough for PNGs.
-matplotlib stamps the software version, dates and random SVG ids unless told otherwise (SPEC §5):
+matplotlib stamps the software version, dates and random SVG ids unless told otherwise:
 `matplotlib_bytes` removes all of them. Only `matplotlib.figure.Figure` objects are used (never
 pyplot's global state), so rendering is safe from several threads and leaves no figures behind.
 """

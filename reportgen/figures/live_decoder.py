@@ -1,4 +1,4 @@
-"""The decoder's weights for the browser (issue 6): a compact binary, its manifest, a script that
+"""The decoder's weights for the browser : a compact binary, its manifest, a script that
 carries both to a page opened from file://, and the NumPy forward pass the page's JavaScript
 mirrors. No TensorFlow here.
 
@@ -13,7 +13,7 @@ Binary layout (`live_decoder.bin`), format "reportgen-live-decoder" version 1:
 
 Reading it back in NumPy: `w = np.frombuffer(data, "<f2")`, then
 `w[o:o + n * m].reshape(n, m)` per kernel. The decoder maps the masked class capsules (classes x
-dims values: the chosen class's pose vector in its slot, zeros elsewhere, SPEC §2) through dense
+dims values: the chosen class's pose vector in its slot, zeros elsewhere, as in Sabour et al. 2017) through dense
 layers with the manifest's activations (relu ... relu, sigmoid) to `prod(output_shape)` values,
 reshaped to (height, width, channels) row-major.
 

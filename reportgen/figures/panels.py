@@ -4,7 +4,7 @@ Every function has the signature `render_X(result, params, ctx) -> list[Figure]`
 ONE image's arrays (batch axis removed), `params` is the technique's options dataclass (or None;
 attributes are read with defaults) and `ctx` the RenderContext (class names, input image,
 receptive fields). No TensorFlow here, and no matplotlib on the hot path: PNGs are NumPy mosaics
-with Pillow text (SPEC §6: drawing dominates the batched build time).
+with Pillow text (drawing dominates the batched build time).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 rows start + p*stride ... start + p*stride + size - 1, and each input pixel gets the average of the
 cells that see it. In the baseline (6x6 primary grid, (0, 17, 2) on 28x28) the cell centres run
 from 8 to 18, so `stretch_grid` — the even stretch over the whole image earlier tools did —
-spreads the map about 2.3x too wide (SPEC §3.3). Kept for comparison.
+spreads the map about 2.3x too wide. Kept for comparison.
 
 Both are separable, so they are two small matrix products (no loops over pixels or cells).
 A receptive field is one (start, size, stride) for both axes, or an object with `rows` and

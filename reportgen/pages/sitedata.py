@@ -62,7 +62,7 @@ class StepData:
     accuracy: float | None = None
     per_class_accuracy: list[float] | None = None
     confusion_matrix: list[list[int]] | None = None   # rows = true class, cols = predicted
-    # dataset-level analyses over the evaluation set at this step (issue 5), page order
+    # dataset-level analyses over the evaluation set at this step, page order
     dataset_panels: list[Panel] = field(default_factory=list)
 
 

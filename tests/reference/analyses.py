@@ -1,4 +1,4 @@
-"""NumPy oracles for the analyses of SPEC §3: Routing Path Visualization and Grad-CAM++."""
+"""NumPy oracles for the analyses: Routing Path Visualization and Grad-CAM++."""
 
 from __future__ import annotations
 

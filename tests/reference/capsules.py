@@ -1,4 +1,4 @@
-"""NumPy oracles for the capsule equations of SPEC §2 (Sabour et al. 2017), written from the
+"""NumPy oracles for the capsule equations of Sabour et al. 2017, written from the
 equations with explicit loops where that is clearer, independent of reportgen's code."""
 
 from __future__ import annotations
