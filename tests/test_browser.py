@@ -252,3 +252,34 @@ def page_slug(name: str) -> str:
     from reportgen.pages.render import model_slug
 
     return model_slug(name)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_every_page_fits_a_phone(browser, base_url, site):
+    """At 390 px no page scrolls sideways (wide tables stack, panels shrink) and the sticky
+    controls take at most ~12% of a 390x844 screen."""
+    pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html")
+                   if "search" not in p.relative_to(site).parts and p.name != "404.html")
+    kinds = {"index.html", "compare.html"} | {p.rsplit("/", 1)[-1] for p in pages}
+    assert {"filmstrip.html", "analyses.html", "conv.html", "decoder.html"} <= kinds
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    try:
+        page = context.new_page()
+        for rel in pages:
+            page.goto(base_url + rel)
+            page.wait_for_load_state("load")
+            width = page.evaluate("document.scrollingElement.scrollWidth")
+            assert width <= 390, f"{rel} scrolls sideways: {width} px wide"
+            controls = page.locator("[data-rg-controls]")
+            if controls.count() and controls.first.is_visible():
+                height = controls.first.bounding_box()["height"]
+                assert height <= 0.12 * 844, f"{rel}: sticky controls {height:.0f} px tall"
+        page.goto(base_url + "index.html")
+        # Home's techniques table stacks into cards: a row is no taller than a phone screen.
+        rows = page.locator("table.rg-techniques tbody tr")
+        assert rows.count() > 3
+        tallest = max(rows.nth(i).bounding_box()["height"] for i in range(rows.count()))
+        assert tallest < 844, f"a techniques row is {tallest:.0f} px tall"
+    finally:
+        context.close()
