@@ -240,6 +240,8 @@ class _Build:
             latest_val_accuracy=accs[-1] if accs else None,
             best_val_accuracy=max(accs) if accs else None, errors=errors,
             not_applicable=assembly.not_applicable(chosen))
+        assembly.filmstrip_frames(self.assembler, entry.name, handle.description, dataset,
+                                  chosen.variants, inputs, steps_data)
         data.trend_panels = assembly.trend_panels(self.assembler, entry.name,
                                                   handle.description, dataset, chosen.variants,
                                                   steps_data)

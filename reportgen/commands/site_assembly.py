@@ -94,6 +94,7 @@ def step_data(assembler, model: str, step, description, variants, inputs, datase
     from reportgen.pages.assemble import evaluation_tables, prediction
 
     data = StepData(step=str(step))
+    assembler.step_keys[(model, str(step))] = keys      # for the filmstrip's shared scale
     out_dir = assembler.docs / "artifacts" / model / str(step)
     ctx = context(model, str(step), description, dataset)
     for t, p in variants:
@@ -225,3 +226,45 @@ def model_facts(handle, store) -> tuple[int, list[ArchitectureRow]]:
     data = json.dumps({"params": params, "rows": [asdict(r) for r in rows]}, indent=1)
     store.put_figures(key, [Figure(name="architecture.json", data=data.encode(), kind="json")])
     return params, rows
+
+
+# --------------------------------------------------------------------------------------------
+# The training filmstrip
+
+
+def filmstrip_frames(assembler, model: str, description, dataset, variants, inputs,
+                     steps: list[StepData]) -> None:
+    """Each input's frames of the techniques with a data-set colour scale, drawn again with one
+    scale shared by every step (the union of the steps' ranges, reportgen.figures.shared_scale),
+    so the filmstrip's frames compare; set as `Panel.shared` of each step's panel."""
+    from dataclasses import replace
+
+    from reportgen.figures.shared_scale import RANGES, shared_range
+    from reportgen.techniques.compute import variant_label
+
+    for t, p in variants:
+        if t.scope != "input" or t.name not in RANGES:
+            continue
+        label = variant_label(p)
+        for item in inputs:
+            found = []
+            for step in steps:
+                panel = next((q for q in step.input_panels.get(item.key, [])
+                              if q.technique == t.name and q.variant == label), None)
+                keys = assembler.step_keys.get((model, step.step))
+                key = None if keys is None else keys.inputs.get((t.name, p, item.key))
+                if panel is not None and key is not None:
+                    found.append((step, panel, key))
+            if len(found) < 2:
+                continue
+            arrays = [assembler.arrays(key, f"{t.name} ({model}, step {step.step}, "
+                                            f"{item.label})") for step, _, key in found]
+            scale = shared_range(t.name, p, arrays)
+            if scale is None:
+                continue
+            for step, panel, key in found:
+                ctx = replace(context(model, step.step, description, dataset, item),
+                              value_range=scale)
+                drawn = assembler.panel(t, p, key, ctx, assembler.docs / "artifacts" / model
+                                        / step.step / item.key / "shared-scale")
+                panel.shared, panel.shared_range = drawn, scale

@@ -47,6 +47,9 @@ class RenderContext:
     receptive_fields: tuple[tuple[int, int, int], ...] = ()   # (start, size, stride) per conv layer
     conv_layer_names: tuple[str, ...] = ()
     description: ModelDescription | None = None
+    # A colour scale (vmin, vmax) fixed by the caller, e.g. one scale shared by every step of
+    # the training filmstrip (reportgen/figures/shared_scale.py); None: the figure's own.
+    value_range: tuple[float, float] | None = None
 
     def __post_init__(self):
         if self.description is None:

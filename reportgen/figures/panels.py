@@ -191,10 +191,16 @@ def _input_hw(ctx: RenderContext, grid_hw, rf) -> tuple[int, int]:
     return int(grid_hw[0]), int(grid_hw[1])
 
 
-def _normalise(grids: np.ndarray, normalization: str, quantity: str = "value"):
-    """(values in [0, 1], vmin, vmax, colour-bar label, caption phrase) for (N, gh, gw) grids."""
+def _normalise(grids: np.ndarray, normalization: str, quantity: str = "value",
+               value_range=None):
+    """(values in [0, 1], vmin, vmax, colour-bar label, caption phrase) for (N, gh, gw) grids;
+    `value_range` (vmin, vmax): a scale fixed by the caller (per-layer normalisation only)."""
     g = np.asarray(grids, dtype=np.float64)
     finite = g[np.isfinite(g)]
+    if value_range is not None and normalization == "per_layer":
+        vmax = float(value_range[1]) if value_range[1] > 0 else 1.0
+        return (g / vmax, 0.0, vmax, f"{quantity} (scale shared by all steps)",
+                f"one scale shared by all steps shown: 0 … {fmt(vmax)}")
     if normalization == "absolute":
         return np.clip(g, 0.0, 1.0), 0.0, 1.0, f"{quantity} (absolute)", \
             "absolute (values as is, 0 … 1)"
@@ -241,7 +247,8 @@ def _overlay_figure(title, quantity, grids, labels, ctx, rf, params, cmap_defaul
     normalization = str(_get(params, "normalization", "per_layer"))
     cmap = str(_get(params, "colormap", cmap_default))
     alpha = float(_get(params, "alpha", 0.5))
-    values, vmin, vmax, bar_label, norm_phrase = _normalise(grids, normalization, quantity)
+    values, vmin, vmax, bar_label, norm_phrase = _normalise(grids, normalization, quantity,
+                                                            ctx.value_range)
     tiles, where = _overlay_tiles(values, ctx, rf, cmap, alpha)
     cols = _columns(len(tiles), 8)
     mosaic = _mosaic(tiles, cols, gutter=4, above=labels)
@@ -388,6 +395,8 @@ def render_conv_feature_maps(result, params, ctx: RenderContext) -> list[Figure]
     finite = maps[np.isfinite(maps)]
     vmin = min(0.0, float(finite.min())) if finite.size else 0.0
     vmax = float(finite.max()) if finite.size else 0.0
+    if ctx.value_range is not None:                   # one scale for several steps
+        vmin, vmax = (float(v) for v in ctx.value_range)
     if vmax <= vmin:
         vmax = vmin + 1.0
     values = (np.moveaxis(maps, -1, 0) - vmin) / (vmax - vmin)            # (F, h, w)
@@ -403,8 +412,11 @@ def render_conv_feature_maps(result, params, ctx: RenderContext) -> list[Figure]
     caption = (f"Conv feature maps of {name}: the {'post-ReLU ' if vmin >= 0 else ''}activation of "
                f"all {count} filters ({h}x{w} each, filter 0 top-left, row by row, {cols} per "
                f"row), "
-               f"{cmap}; one shared scale for the layer, 0 … {fmt(vmax)} = the maximum over this "
-               f"layer for this image. {n_dead} of {count} filters dead (all zero)"
+               f"{cmap}; one shared scale for the layer, "
+               + (f"{fmt(vmin)} … {fmt(vmax)} = the range over every step shown"
+                  if ctx.value_range is not None else
+                  f"0 … {fmt(vmax)} = the maximum over this layer for this image")
+               + f". {n_dead} of {count} filters dead (all zero)"
                f"{', outlined in red' if n_dead else ''}.")
     return [_png_figure("feature_maps.png", _compose(blocks), caption)]
 

@@ -57,6 +57,7 @@ class Assembler:
         self._links: dict[Path, Path] = {}              # docs target -> store file
         self._inputs: dict[Path, np.ndarray] = {}       # docs target -> input image
         self._lock = threading.Lock()
+        self.step_keys: dict[tuple[str, str], object] = {}   # (model, step) -> its array keys
 
     # -- reading the store ---------------------------------------------------------------------
     def arrays(self, key: str, what: str) -> dict[str, np.ndarray]:
@@ -72,7 +73,8 @@ class Assembler:
         it has not been drawn yet)."""
         fig_key = hash_json({"arrays": array_key, "figures": FIGURES_VERSION,
                              "model": ctx.model, "step": ctx.step, "input": ctx.input_label,
-                             "classes": ctx.class_names, "params": params_dict(params)})
+                             "classes": ctx.class_names, "params": params_dict(params),
+                             **({"range": list(ctx.value_range)} if ctx.value_range else {})})
         what = f"{tech.name} ({ctx.model}, step {ctx.step}" + (
             f", {ctx.input_label})" if ctx.input_label else ")")
         for attempt in range(_ATTEMPTS):

@@ -26,7 +26,11 @@ def figure_record(ctx: SiteContext, panel: Panel) -> dict:
             width, height = ctx.size(fig.path, fig.source)
         figures.append({"kind": fig.kind, "src": url(fig.path), "width": width,
                         "height": height, "label": analyses.figure_label(panel, fig)})
-    return {"title": panel.title, "caption": panel.caption, "figures": figures}
+    record = {"title": panel.title, "caption": panel.caption, "figures": figures}
+    if panel.shared is not None:    # the filmstrip's frame on the scale shared by every step
+        record["shared"] = {**figure_record(ctx, panel.shared),
+                            "range": list(panel.shared_range)}
+    return record
 
 
 def model_index(ctx: SiteContext, info: ModelInfo, live: dict[str, str] | None = None) -> dict:

@@ -34,6 +34,11 @@ class Panel:
     # summary (what its JSON/CSV downloads hold) or a per-input technique's small export
     # (e.g. class capsules' poses and lengths); None when the technique exports none.
     numbers: dict | None = None
+    # The training filmstrip's frame of this result: the same panel drawn on one colour scale
+    # shared by every step (`shared_range`, vmin … vmax); None when the technique's scale is
+    # not set by the data.
+    shared: "Panel | None" = None
+    shared_range: tuple[float, float] | None = None
 
 
 @dataclass

@@ -506,6 +506,10 @@
         choose({panel: panelPicker.value});
       });
     }
+    var sharedScale = page.querySelector("[data-rg-shared-scale]");
+    if (sharedScale) {
+      sharedScale.addEventListener("change", function () { render(); });
+    }
     /* A gallery thumbnail on the model page selects its input before opening the layer page. */
     page.querySelectorAll("[data-rg-thumb]").forEach(function (thumb) {
       thumb.addEventListener("click", function () {
@@ -588,16 +592,40 @@
     syncControls(current, inputKey, panelId);
     var input = findInput(model, inputKey);
     setSelectionText({panel: panelTitle(panelId, [model]), input: input ? input.label : "none"});
+    /* One colour scale for every step (the frames drawn on the shared scale) unless the box
+     * is unticked; one caption for the strip: the chosen step's. */
+    var box = page.querySelector("[data-rg-shared-scale]");
+    var useShared = !box || box.checked;
     var records = [];
+    var caption = "";
+    var range = null;
     page.querySelectorAll("[data-rg-step-card]").forEach(function (item) {
       var stepName = item.getAttribute("data-rg-step-card");
       var card = item.querySelector("[data-rg-panel]");
       var record = lookup(model, stepName, inputKey, panelId);
+      if (record && record.shared) {
+        range = record.shared.range;
+        if (useShared) {
+          record = record.shared;
+        }
+      }
       records.push(record);
       card.setAttribute("data-rg-panel", panelId);
+      card.setAttribute("data-rg-scale", record && record.range ? "shared" : "own");
       updatePanel(card, record);
       item.classList.toggle("rg-current", stepName === current);
+      if (record && (stepName === current || !caption)) {
+        caption = record.caption;
+      }
     });
+    var toggle = page.querySelector("[data-rg-scale-toggle]");
+    if (toggle) {
+      toggle.hidden = !range;
+      setText(toggle.querySelector("[data-rg-scale-range]"),
+        range ? "(" + Number(range[0].toPrecision(3)) + " \u2026 " + Number(range[1].toPrecision(3)) +
+          ")" : "");
+    }
+    setText(page.querySelector("[data-rg-strip-caption]"), caption);
     setCardWidth(records);
   }
 
