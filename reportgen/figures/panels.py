@@ -259,12 +259,24 @@ def _overlay_figure(title, quantity, grids, labels, ctx, rf, params, cmap_defaul
 
 # --- 1. predictions -----------------------------------------------------------------------------
 
+def length_label(value: float) -> str:
+    """A capsule length with at least 3 significant digits: 0.734, 0.0123, 0.000456 (lengths
+    near zero early in training stay comparable instead of all reading 0.000)."""
+    v = float(value)
+    if v == 0.0 or not np.isfinite(v):
+        return "0" if v == 0.0 else str(v)
+    if abs(v) < 1e-4:
+        return f"{v:.2e}"
+    decimals = max(3, 2 - int(np.floor(np.log10(abs(v)))))
+    return f"{v:.{decimals}f}"
+
+
 def _bar_layout(lengths, names):
     lh = _line_height()
     row_h = max(18, lh + 6)
     label_w = max(text_size(n)[0] for n in names) + 10
     plot_w = 260
-    value_w = text_size("0.000")[0] + 8
+    value_w = max(text_size(length_label(v))[0] for v in lengths) + 8
     top = _line_height(TITLE_SIZE) + 10
     axis_h = lh + 8
     width = MARGIN + label_w + plot_w + value_w + MARGIN
@@ -291,7 +303,7 @@ def _predictions_png(lengths, names, predicted, title):
             canvas[y + 3:y + 3 + lay["bar_h"], x0:x0 + bar] = colour
         text_y = y + (row_h - _line_height()) // 2
         texts.append((x0 - 6, text_y, name, "right", HIGHLIGHT if k == predicted else None))
-        texts.append((x0 + bar + 4, text_y, f"{value:.3f}", "left",
+        texts.append((x0 + bar + 4, text_y, length_label(value), "left",
                       HIGHLIGHT if k == predicted else MUTED))
     canvas[top:bottom, x0] = AXIS
     canvas[bottom, x0:x0 + plot_w] = AXIS
@@ -336,7 +348,7 @@ def _predictions_svg(lengths, names, predicted, title) -> bytes:
         out.append(f'<text x="{x0 - 6}" y="{y + row_h / 2 + 4:.1f}" text-anchor="end" '
                    f'fill="{text_colour}"{weight}>{escape(name)}</text>')
         out.append(f'<text x="{x0 + bar + 4:.2f}" y="{y + row_h / 2 + 4:.1f}" '
-                   f'fill="{rgb(HIGHLIGHT if k == predicted else MUTED)}">{value:.3f}</text>')
+                   f'fill="{rgb(HIGHLIGHT if k == predicted else MUTED)}">{length_label(value)}</text>')
     out.append(f'<line x1="{x0 + 0.5}" y1="{top}" x2="{x0 + 0.5}" y2="{bottom}" '
                f'stroke="{rgb(AXIS)}"/>')
     out.append(f'<line x1="{x0}" y1="{bottom + 0.5}" x2="{x0 + plot_w}" y2="{bottom + 0.5}" '
@@ -499,7 +511,7 @@ def render_class_capsules(result, params, ctx: RenderContext) -> list[Figure]:
     names = [_class_name(ctx, k) for k in range(classes)]
     lh = _line_height()
     label_w = max(text_size(n)[0] for n in names) + 8
-    value_w = text_size("|v| = 0.000")[0] + 8
+    value_w = max(text_size(f"|v| = {length_label(v)}")[0] for v in lengths) + 8
     header = lh + 2
     height = header + grid.shape[0] + 2
     width = label_w + grid.shape[1] + value_w + 4
@@ -518,7 +530,8 @@ def render_class_capsules(result, params, ctx: RenderContext) -> list[Figure]:
         y = y0 + k * (cell + 1) + (cell - lh) // 2 + 1
         colour = HIGHLIGHT if k == predicted else None
         texts.append((x0 - 6, y, names[k], "right", colour))
-        texts.append((x0 + grid.shape[1] + 6, y, f"|v| = {lengths[k]:.3f}", "left", colour))
+        texts.append((x0 + grid.shape[1] + 6, y, f"|v| = {length_label(lengths[k])}", "left",
+                      colour))
     blocks = [_title(f"Class capsules ({classes} x {dims} pose values)"),
               _Block(array, texts),
               _colorbar(DIVERGING, -vmax, vmax, "pose value", width=min(200, grid.shape[1]))]
@@ -554,15 +567,24 @@ def _delta_label(d: float) -> str:
     return text if text.startswith("-") or text == "0" else "+" + text
 
 
-def render_decoder_perturbation(result, params, ctx: RenderContext) -> list[Figure]:
-    """D rows (dimensions) x S columns (offsets δ) of reconstructions."""
-    images = np.asarray(result["images"], dtype=np.float64)               # (D, S, H, W, C)
-    deltas = np.asarray(result["deltas"], dtype=np.float64).reshape(-1)
-    target = int(np.asarray(result["target"]).reshape(()))
-    name = _class_name(ctx, target)
-    dims, steps, height, width = images.shape[:4]
-    factor = _factor(max(height, width), 48)
-    tiles = _upscale(_rgb(images), factor)
+def perturbation_difference(images: np.ndarray, deltas: np.ndarray):
+    """(difference, vmax) of a perturbation grid: each reconstruction minus the unperturbed one
+    (the δ = 0 column; every dimension's is the same image), on pixel values clipped to 0 … 1
+    as shown and averaged over colour channels, (D, S, H, W); vmax = the largest |difference|
+    of the whole grid (one symmetric scale). None when δ = 0 is not among the offsets."""
+    deltas = np.asarray(deltas, dtype=np.float64).reshape(-1)
+    zero = np.flatnonzero(deltas == 0.0)
+    if zero.size == 0:
+        return None
+    shown = np.clip(np.asarray(images, dtype=np.float64), 0.0, 1.0)      # (D, S, H, W, C)
+    base = shown[0, zero[0]]
+    difference = (shown - base[None, None]).mean(axis=-1)
+    vmax = float(np.max(np.abs(difference))) if difference.size else 0.0
+    return difference, vmax
+
+
+def _perturbation_sheet(tiles, deltas, dims, texts_colour=MUTED) -> _Block:
+    """A grid of tiles (D, S, h, w, 3) with δ above the columns and dimensions left of rows."""
     gutter = 2
     grid = _grid(tiles, gutter)
     th, tw = tiles.shape[2:4]
@@ -571,17 +593,75 @@ def render_decoder_perturbation(result, params, ctx: RenderContext) -> list[Figu
     header = lh + 4
     array = np.full((header + grid.shape[0], label_w + grid.shape[1], 3), WHITE, dtype=np.uint8)
     array[header:, label_w:] = grid
-    texts = [(label_w + s * (tw + gutter) + tw / 2, 0, _delta_label(d), "center", MUTED)
+    texts = [(label_w + s * (tw + gutter) + tw / 2, 0, _delta_label(d), "center", texts_colour)
              for s, d in enumerate(deltas)]
     texts += [(label_w - 6, header + d * (th + gutter) + (th - lh) // 2, f"dim {d}", "right")
               for d in range(dims)]
-    blocks = [_title(f"Decoder: class {name}, one dimension perturbed by delta (columns)"),
-              _Block(array, texts)]
+    return _Block(array, texts)
+
+
+def _side_by_side(blocks: list[_Block], gap: int = 3 * GAP) -> _Block:
+    """Blocks in one row, tops aligned, texts moved with their block."""
+    height = max(b.array.shape[0] for b in blocks)
+    width = sum(b.array.shape[1] for b in blocks) + gap * (len(blocks) - 1)
+    array = np.full((height, width, 3), WHITE, dtype=np.uint8)
+    texts, x = [], 0
+    for b in blocks:
+        h, w = b.array.shape[:2]
+        array[:h, x:x + w] = b.array
+        texts.extend((tx + x, ty, *rest) for tx, ty, *rest in b.texts)
+        x += w + gap
+    return _Block(array, texts)
+
+
+def render_decoder_perturbation(result, params, ctx: RenderContext) -> list[Figure]:
+    """D rows (dimensions) x S columns (offsets δ) of reconstructions, and beside them each
+    one's signed difference from the unperturbed reconstruction on one diverging scale."""
+    images = np.asarray(result["images"], dtype=np.float64)               # (D, S, H, W, C)
+    deltas = np.asarray(result["deltas"], dtype=np.float64).reshape(-1)
+    target = int(np.asarray(result["target"]).reshape(()))
+    name = _class_name(ctx, target)
+    dims, steps, height, width = images.shape[:4]
+    factor = _factor(max(height, width), 48)
+    recon = _perturbation_sheet(_upscale(_rgb(images), factor), deltas, dims)
+    found = perturbation_difference(images, deltas)
     offsets = ", ".join(_delta_label(d) for d in deltas)
     caption = (f"Decoder, dimension perturbation: δ ∈ {{{offsets}}} added to one of the {dims} "
                f"dimensions of the class {name} capsule at a time "
                f"(rows: dimension; columns: δ), other class capsules masked, then reconstructed "
                f"(pixel values clipped to 0 … 1, no normalisation).")
+    if found is None:
+        blocks = [_title(f"Decoder: class {name}, one dimension perturbed by delta (columns)"),
+                  recon]
+        caption += " No difference image: δ = 0 (the unperturbed reconstruction) is not among the offsets."
+    else:
+        difference, vmax = found
+        rgb, vmax = apply_diverging(difference, vmax if vmax > 0 else 1.0)
+        diff = _perturbation_sheet(_upscale(rgb, factor), deltas, dims)
+        title_h = _line_height() + 2
+        labelled = []
+        for label, block in (("reconstruction", recon), ("minus the unperturbed (delta 0)", diff)):
+            array = np.full((title_h + block.array.shape[0], block.array.shape[1], 3), WHITE,
+                            dtype=np.uint8)
+            array[title_h:] = block.array
+            texts = [(0, 0, label, "left", None)]
+            texts += [(tx, ty + title_h, *rest) for tx, ty, *rest in block.texts]
+            labelled.append(_Block(array, texts))
+        both = _side_by_side(labelled)
+        bar_w = min(240, diff.array.shape[1])
+        bar = _colorbar(DIVERGING, -vmax, vmax, "difference from the unperturbed reconstruction",
+                        width=bar_w)
+        row_w = max(both.array.shape[1], bar.array.shape[1])
+        bar_row = np.full((bar.array.shape[0], row_w, 3), WHITE, dtype=np.uint8)
+        # under the difference grid; as far right as fits when its label is wider
+        x = max(0, min(labelled[0].array.shape[1] + 3 * GAP, row_w - bar.array.shape[1]))
+        bar_row[:, x:x + bar.array.shape[1]] = bar.array
+        blocks = [_title(f"Decoder: class {name}, one dimension perturbed by delta (columns)"),
+                  both, _Block(bar_row, [(tx + x, ty, *rest) for tx, ty, *rest in bar.texts])]
+        caption += (f" Right: each reconstruction minus the unperturbed one (δ = 0), pixel "
+                    f"values as shown{' averaged over colour channels' if images.shape[-1] > 1 else ''}, "
+                    f"{DIVERGING} (red brighter, blue darker), one scale for the whole grid: "
+                    f"±{fmt(vmax)} = the largest absolute difference.")
     return [_png_figure("decoder_perturbation.png", _compose(blocks), caption)]
 
 
