@@ -73,6 +73,9 @@ def main(ctx, models_dir, debug):
       reportgen build --models 'MNIST_*'  # every visualization, every checkpoint
       reportgen serve                     # look at it locally
     """
+    from reportgen import console
+
+    console.notices_once()
     ctx.ensure_object(dict)
     ctx.obj["models_dir"] = models_dir
     ctx.obj["debug"] = debug

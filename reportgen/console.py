@@ -1,19 +1,39 @@
 """The one place that prints: notices, progress bars, summaries.
 
-Progress goes to stderr so that `--json` output on stdout stays machine-readable.
+Progress goes to stderr so that `--json` output on stdout stays machine-readable. A progress
+bar is drawn only on a terminal; when stderr is a file or a pipe (CI logs, `2>build.log`) each
+bar prints one final line instead of carriage-return redraws and escape codes.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
+import time
 from contextlib import contextmanager
 from typing import Iterator
 
 from tqdm import tqdm
 
+_shown: set[str] | None = None      # notices printed in this command (None: not deduplicated)
+_lock = threading.Lock()
+
+
+def notices_once() -> None:
+    """From now on each distinct notice prints once (the CLI calls this per command): a
+    dataset loaded again for another model or technique does not repeat its notice."""
+    global _shown
+    with _lock:
+        _shown = set()
+
 
 def notice(message: str) -> None:
     """A one-line notice for the user (e.g. which data source was used)."""
+    with _lock:
+        if _shown is not None:
+            if message in _shown:
+                return
+            _shown.add(message)
     print(message, file=sys.stderr, flush=True)
 
 
@@ -22,11 +42,61 @@ def echo(message: str = "") -> None:
     print(message, flush=True)
 
 
+def _interactive() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):     # replaced or closed stream
+        return False
+
+
+class _FinalLine:
+    """What a progress bar offers its callers (update, postfix), printing only one line when
+    it closes: `description: n/total unit in 12.3 s (postfix)`."""
+
+    def __init__(self, total: int | None, description: str, unit: str):
+        self.total, self.desc, self.unit = total, description, unit
+        self.n = 0
+        self.postfix = ""
+        self._start = time.monotonic()
+        self._closed = False
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+
+    def set_postfix(self, ordered_dict=None, refresh: bool = True, **kwargs) -> None:
+        items = {**(ordered_dict or {}), **kwargs}
+        self.postfix = ", ".join(f"{k}={v}" for k, v in items.items())
+
+    def set_postfix_str(self, s: str = "", refresh: bool = True) -> None:
+        self.postfix = str(s)
+
+    def set_description(self, desc: str | None = None, refresh: bool = True) -> None:
+        self.desc = desc or ""
+
+    def refresh(self, *args, **kwargs) -> None:
+        pass
+
+    def write(self, s: str, *args, **kwargs) -> None:
+        print(s, file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        total = f"/{self.total}" if self.total is not None else ""
+        line = (f"{self.desc}: {self.n:,}{total} {self.unit} in "
+                f"{time.monotonic() - self._start:.1f} s")
+        print(line + (f" ({self.postfix})" if self.postfix else ""), file=sys.stderr, flush=True)
+
+
 @contextmanager
 def progress(total: int | None, description: str, unit: str = "it") -> Iterator[tqdm]:
-    """A progress bar on stderr; quiet in non-interactive runs except for the final line."""
-    bar = tqdm(total=total, desc=description, unit=unit, file=sys.stderr, dynamic_ncols=True,
-               mininterval=0.5, leave=True)
+    """A progress bar on stderr on a terminal; elsewhere a single final line."""
+    if _interactive():
+        bar = tqdm(total=total, desc=description, unit=unit, file=sys.stderr,
+                   dynamic_ncols=True, mininterval=0.5, leave=True)
+    else:
+        bar = _FinalLine(total, description, unit)
     try:
         yield bar
     finally:
