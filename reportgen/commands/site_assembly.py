@@ -257,9 +257,9 @@ def filmstrip_frames(assembler, model: str, description, dataset, variants, inpu
                     found.append((step, panel, key))
             if len(found) < 2:
                 continue
-            arrays = [assembler.arrays(key, f"{t.name} ({model}, step {step.step}, "
-                                            f"{item.label})") for step, _, key in found]
-            scale = shared_range(t.name, p, arrays)
+            scale = _stored_range(assembler, t, p, found, lambda: shared_range(t.name, p, [
+                assembler.arrays(key, f"{t.name} ({model}, step {step.step}, {item.label})")
+                for step, _, key in found]))
             if scale is None:
                 continue
             for step, panel, key in found:
@@ -268,3 +268,23 @@ def filmstrip_frames(assembler, model: str, description, dataset, variants, inpu
                 drawn = assembler.panel(t, p, key, ctx, assembler.docs / "artifacts" / model
                                         / step.step / item.key / "shared-scale")
                 panel.shared, panel.shared_range = drawn, scale
+
+
+def _stored_range(assembler, tech, params, found, compute):
+    """The shared scale of `found` (step, panel, array key): computed from the arrays once,
+    then read from the store by the array keys (a rebuild loads no arrays for it)."""
+    from reportgen.techniques.compute import params_dict
+
+    key = hash_json({"filmstrip_range": tech.name, "version": 1, "params": params_dict(params),
+                     "arrays": [array_key for _, _, array_key in found]})
+    figures = assembler.store.get_figures(key)
+    if figures:
+        try:
+            value = json.loads(Path(figures[0]["path"]).read_bytes())
+            return None if value is None else (float(value[0]), float(value[1]))
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            pass                       # removed or damaged: computed again below
+    scale = compute()
+    data = json.dumps(None if scale is None else [float(scale[0]), float(scale[1])])
+    assembler.store.put_figures(key, [Figure(name="range.json", data=data.encode(), kind="json")])
+    return scale
