@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 
 from reportgen.capsnet.description import DecoderDescription, describe
+from reportgen.errors import ReportgenError
 from reportgen.capsnet.network import (Network, conv_param_count, decoder_param_count,
                                        dense_param_count)
 
@@ -81,7 +82,6 @@ def build_cnn(params) -> Network:
             filters = description.conv_layers[-1].filters
             vector = params.cnn.vector_dims
             if filters % vector:
-                from reportgen.errors import ReportgenError
                 raise ReportgenError("Invalid model parameter 'cnn.vector_dims'.",
                                      expected=f"a divisor of the last conv's {filters} filters",
                                      received=repr(vector))
