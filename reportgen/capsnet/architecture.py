@@ -74,10 +74,10 @@ def build_capsnet(params: ModelParams) -> CapsNet:
     initialised. Other families (params.family) build their own network with the same handles
     (reportgen.capsnet.network.Network)."""
     if params.family != "capsnet":
-        from reportgen.capsnet import cnn, gracapsnet
+        from reportgen.capsnet import cnn, em_capsnet, gracapsnet
 
-        return {"gracapsnet": gracapsnet.build_gracapsnet, "cnn": cnn.build_cnn}[
-            params.family](params)
+        return {"gracapsnet": gracapsnet.build_gracapsnet, "cnn": cnn.build_cnn,
+                "em": em_capsnet.build_em_capsnet}[params.family](params)
     description = describe(params)
     image = keras.Input(params.input_shape, name="image")
     x = image

@@ -86,3 +86,34 @@ def count_em_params(params) -> int:
         kernel = layer.kernel_size[0] * layer.kernel_size[1] if layer.kernel_size else 1
         total += kernel * before.types * layer.types * POSE + 2 * layer.types
     return total
+
+
+def windows_between(layer, after):
+    """The kernel windows through which convolutional capsule layer `after` sees `layer`'s
+    grid (reportgen.capsnet.em_routing.ConvWindows), or None when `after` is not one."""
+    if after.kernel_size is None or layer.grid is None:
+        return None
+    from reportgen.capsnet.em_routing import ConvWindows
+
+    return ConvWindows(layer.grid, after.kernel_size[0], after.strides[0])
+
+
+def parents_per_child(description, name: str):
+    """(children,) how many parents each capsule of routed layer `name` can route to: every
+    class for the class capsules; for a convolutional capsule layer, the output types of every
+    position whose kernel covers the child (0 for an edge no window reaches). Children are
+    numbered (row * W + column) * types + type. NumPy only."""
+    import numpy as np
+
+    layers = description.capsule_layers
+    index = [c.name for c in layers].index(name)
+    layer, after = layers[index], layers[index + 1]
+    if after.kernel_size is None:
+        return np.full(layer.capsules, after.types, np.int64)
+    counts = []
+    for size, kernel, stride in zip(layer.grid, after.kernel_size, after.strides):
+        parents = (size - kernel) // stride + 1
+        counts.append(np.array([sum(1 for p in range(parents) if 0 <= y - p * stride < kernel)
+                                for y in range(size)]))
+    per_position = counts[0][:, None] * counts[1][None, :] * after.types
+    return np.repeat(per_position.reshape(-1), layer.types).astype(np.int64)

@@ -1,4 +1,5 @@
-"""Losses of Sabour et al. 2017: margin loss on class-capsule lengths, weighted mean-squared reconstruction."""
+"""Losses of Sabour et al. 2017 (margin loss on class-capsule lengths, weighted mean-squared
+reconstruction) and of Hinton, Sabour & Frosst 2018 (spread loss on class activations)."""
 
 from __future__ import annotations
 
@@ -26,3 +27,14 @@ def reconstruction_loss(images, reconstructions, weight: float):
     batch = ops.shape(images)[0]
     diff = ops.reshape(images, (batch, -1)) - ops.reshape(reconstructions, (batch, -1))
     return weight * ops.mean(ops.square(diff), axis=-1)
+
+
+def spread_loss(y_true, activations, margin):
+    """Spread loss (Hinton, Sabour & Frosst 2018): per example
+    sum over the wrong classes j of max(0, margin - (a_t - a_j))^2, with a_t the true class's
+    activation. `y_true` one-hot (batch, classes); returns shape (batch,). The margin grows
+    during training (reportgen.settings.em_params.EMParams.margin)."""
+    y_true = ops.cast(y_true, activations.dtype)
+    target = ops.sum(y_true * activations, axis=-1, keepdims=True)
+    gaps = ops.square(ops.maximum(0.0, margin - (target - activations)))
+    return ops.sum((1.0 - y_true) * gaps, axis=-1)

@@ -30,9 +30,24 @@ TENSORS = {
     "primary_lengths": ("(B, gh, gw, types) primary-capsule lengths on the grid",
                         ("primary_capsules", "vector_capsules")),
     "coupling": ("(B, N, classes) final coupling coefficients c_ij", ("dynamic_routing",)),
-    "class_capsules": ("(B, classes, dims)", ("class_capsules", "vector_capsules")),
-    # What every model predicts by: class-capsule lengths; for a CNN its class probabilities.
-    "lengths": ("(B, classes) class-capsule lengths (a CNN: its class probabilities)", ()),
+    "class_capsules": ("(B, classes, pose_size) class-capsule poses: vectors, or 4x4 matrices "
+                       "flattened row-major (matrix capsules)", ("class_capsules",)),
+    # What every model predicts by: class-capsule lengths; the logistic activations of matrix
+    # capsules (Hinton et al. 2018); for a CNN its class probabilities.
+    "lengths": ("(B, classes) class-capsule lengths (matrix capsules: their activations; a CNN: "
+                "its class probabilities)", ()),
+    # Family-neutral names (for vector capsules they are the tensors above: see `resolve`).
+    "activations": ("(B, classes) the class scores 'lengths' under their family-neutral name",
+                    ()),
+    "activations:<capsules>": ("(B, gh, gw, types) activations of a capsule layer on a grid: "
+                               "capsule lengths, or logistic activations",
+                               ("primary_capsules",)),
+    "routing:<routed>": ("(B, children, parents) the routing weights from a capsule layer into "
+                         "the next: coupling coefficients c_ij or EM assignments R_ij (0 where "
+                         "a child cannot route); children in the layer's capsule order, parents "
+                         "in the next layer's", ("routing_weights",)),
+    "routing_entropy:<routed>": ("(B, children) entropy (nats) of each child's routing weights "
+                                 "over the parents it can route to", ("routing_weights",)),
     "predicted": ("(B,) int64 the predicted class: argmax of the lengths (of a CNN's logits)",
                   ()),
     "reconstruction": ("(B, H, W, C) decoder output from the longest capsule", ("decoder",)),
@@ -52,6 +67,10 @@ TENSORS = {
 }
 GRADIENT = re.compile(r"^grad(?:\[(true|all)\])?:(.+)$")
 LAYER_PLACEHOLDER = "<layer>"
+CAPSULES_PLACEHOLDER = "<capsules>"       # every capsule layer on a grid
+ROUTED_PLACEHOLDER = "<routed>"           # every capsule layer with coupling / EM routing weights
+_PER_CAPSULE_LAYER = {"activations:": CAPSULES_PLACEHOLDER, "routing:": ROUTED_PLACEHOLDER,
+                      "routing_entropy:": ROUTED_PLACEHOLDER}
 
 
 class UndeclaredTensorError(LookupError):
@@ -63,20 +82,59 @@ class UndeclaredTensorError(LookupError):
 
 def score_output(description) -> str:
     """The model output a prediction and its gradients are read from: the class-capsule
-    lengths, or a CNN's logits."""
-    return "logits" if description.head.kind == "logits" else "lengths"
+    lengths, matrix capsules' activations, or a CNN's logits."""
+    if description.head.kind == "logits":
+        return "logits"
+    classes = description.class_capsules
+    return "activations" if classes is not None and classes.activation == "logistic" \
+        else "lengths"
+
+
+def grid_capsule_layers(description) -> tuple[str, ...]:
+    return tuple(c.name for c in description.capsule_layers if c.grid is not None)
+
+
+def routed_layers(description) -> tuple[str, ...]:
+    """The capsule layers whose routing weights the probe gives (coupling, EM assignments)."""
+    return tuple(c.name for c in description.capsule_layers
+                 if c.routing in ("coupling", "em_assignments"))
+
+
+def resolve(name: str, description) -> str:
+    """The tensor holding `name` for this model. The family-neutral names are served by the
+    tensors of the same meaning where they exist: "activations" is "lengths"; for vector
+    capsules (Sabour et al. 2017) "activations:<primary>" is "primary_lengths" and
+    "routing:<primary>" is "coupling". Any other name is itself."""
+    if name == "activations":
+        return "lengths"
+    primary = description.primary_capsules
+    if primary is None or primary.activation != "length":
+        return name
+    if name == f"activations:{primary.name}":
+        return "primary_lengths"
+    if name == f"routing:{primary.name}" and primary.routing == "coupling":
+        return "coupling"
+    return name
 
 
 def expand_needs(names, description) -> frozenset[str]:
-    """Tensor names with "<layer>" replaced by every conv layer of the model."""
+    """Tensor names with "<layer>" replaced by every conv layer of the model, "<capsules>"
+    by every capsule layer on a grid, "<routed>" by every routed capsule layer; each resolved
+    to the tensor that holds it (`resolve`)."""
     out = set()
     for name in names:
         if name.endswith(":" + LAYER_PLACEHOLDER):
             prefix = name[:-len(LAYER_PLACEHOLDER)]
             out.update(prefix + layer for layer in description.conv_layer_names)
+        elif name.endswith(":" + CAPSULES_PLACEHOLDER):
+            prefix = name[:-len(CAPSULES_PLACEHOLDER)]
+            out.update(prefix + layer for layer in grid_capsule_layers(description))
+        elif name.endswith(":" + ROUTED_PLACEHOLDER):
+            prefix = name[:-len(ROUTED_PLACEHOLDER)]
+            out.update(prefix + layer for layer in routed_layers(description))
         else:
             out.add(name)
-    return frozenset(out)
+    return frozenset(resolve(n, description) for n in out)
 
 
 def gradient_target(name: str) -> tuple[str, str] | None:
@@ -94,15 +152,24 @@ def tensor_kind(name: str) -> str:
         return "grad:<layer>" if target[0] == "predicted" else f"grad[{target[0]}]:<layer>"
     if name.startswith("conv:"):
         return "conv:<layer>"
+    for prefix, placeholder in _PER_CAPSULE_LAYER.items():
+        if name.startswith(prefix):
+            return prefix + placeholder
     return name
 
 
 def available(name: str, description) -> bool:
     """Whether a model of `description` has the probe tensor `name`."""
+    name = resolve(name, description)
     kind = tensor_kind(name)
     if kind not in TENSORS:
         return False
-    if kind.endswith(":<layer>") and name.split(":", 1)[1] not in description.conv_layer_names:
+    layer = name.split(":", 1)[-1]
+    if kind.endswith(":<layer>") and layer not in description.conv_layer_names:
+        return False
+    if kind.endswith(":" + CAPSULES_PLACEHOLDER) and layer not in grid_capsule_layers(description):
+        return False
+    if kind.endswith(":" + ROUTED_PLACEHOLDER) and layer not in routed_layers(description):
         return False
     return set(TENSORS[kind][1]) <= description.features
 
@@ -113,6 +180,10 @@ def all_tensors(description, gradients: bool = True) -> frozenset[str]:
              "lengths", "predicted", "reconstruction", "attention", "logits", "probabilities",
              "features"}
     names.update(f"conv:{n}" for n in description.conv_layer_names)
+    names.update(f"activations:{n}" for n in grid_capsule_layers(description))
+    names.update(f"{kind}:{n}" for n in routed_layers(description)
+                 for kind in ("routing", "routing_entropy"))
+    names = {resolve(n, description) for n in names}
     if gradients:
         names.update(f"grad:{n}" for n in description.conv_layer_names)
     return frozenset(n for n in names if available(n, description))
@@ -127,20 +198,34 @@ def check_declared(name: str, declared: frozenset[str], reader: str) -> None:
             "technique's needs.")
 
 
-class DeclaredTensors(Mapping):
-    """A read-only view of a batch's tensors that refuses names outside `declared`."""
+def _identity(name: str) -> str:
+    return name
 
-    def __init__(self, tensors: Mapping, declared, reader: str = "this technique"):
+
+class DeclaredTensors(Mapping):
+    """A read-only view of a batch's tensors that refuses names outside `declared`. A
+    family-neutral name is read from the tensor that holds it (`resolver`, e.g. `resolve` for
+    the batch's model); declaring either name allows the read."""
+
+    def __init__(self, tensors: Mapping, declared, reader: str = "this technique",
+                 resolver=_identity):
         self._tensors = tensors
         self._declared = frozenset(declared)
         self._reader = reader
+        self._resolve = resolver
+
+    def _target(self, name: str) -> str:
+        return name if name in self._tensors else self._resolve(name)
 
     def __getitem__(self, name: str) -> np.ndarray:
-        check_declared(name, self._declared, self._reader)
-        return self._tensors[name]
+        target = self._target(name)
+        if target not in self._declared:
+            check_declared(name, self._declared, self._reader)
+        return self._tensors[target]
 
     def __contains__(self, name) -> bool:
-        return name in self._declared and name in self._tensors
+        target = self._target(name)
+        return (name in self._declared or target in self._declared) and target in self._tensors
 
     def __iter__(self):
         return (n for n in self._tensors if n in self._declared)
@@ -156,16 +241,23 @@ class ProbeBatch:
     tensors: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> np.ndarray:
-        return self.tensors[name]
+        if name in self.tensors:
+            return self.tensors[name]
+        return self.tensors[self.resolve(name)]
 
     def __len__(self) -> int:
         return len(self.images)
+
+    def resolve(self, name: str) -> str:
+        """The tensor that holds `name` for this batch's model (`resolve`)."""
+        description = getattr(self.net, "description", None)
+        return name if description is None else resolve(name, description)
 
     def restricted(self, declared, reader: str = "this technique") -> ProbeBatch:
         """The same batch, where reading a tensor not in `declared` raises
         UndeclaredTensorError (`images` and `net` stay readable)."""
         return ProbeBatch(net=self.net, images=self.images,
-                          tensors=DeclaredTensors(self.tensors, declared, reader))
+                          tensors=DeclaredTensors(self.tensors, declared, reader, self.resolve))
 
 
 def run_probe(net, images: np.ndarray, needs=None, *, labels=None,
@@ -178,7 +270,7 @@ def run_probe(net, images: np.ndarray, needs=None, *, labels=None,
     """
     description = net.description
     wanted = all_tensors(description, gradients) if needs is None else \
-        frozenset(n for n in needs if available(n, description))
+        frozenset(resolve(n, description) for n in needs if available(n, description))
     grads: dict[str, list[str]] = {}
     for name in sorted(wanted):
         target = gradient_target(name)
@@ -216,12 +308,61 @@ def run_probe(net, images: np.ndarray, needs=None, *, labels=None,
     for name in ("coupling", "class_capsules", "lengths", "reconstruction", "attention",
                  "logits", "probabilities", "features"):
         if name in wanted:
-            source = "probabilities" if name == "lengths" and "lengths" not in outputs else name
+            source = name
+            if name == "lengths" and "lengths" not in outputs:   # what the model predicts by
+                source = "probabilities" if "probabilities" in outputs else "activations"
             tensors[name] = outputs[source].numpy()
+    tensors.update(_capsule_layer_tensors(description, outputs, wanted))
     if "predicted" in wanted:
         scores = outputs[score_output(description)].numpy()
         tensors["predicted"] = np.argmax(scores, axis=1).astype(np.int64)
     return ProbeBatch(net=net, images=images, tensors=tensors)
+
+
+def _capsule_layer_tensors(description, outputs, wanted) -> dict[str, np.ndarray]:
+    """The per-capsule-layer tensors asked for that the tensors above do not already hold
+    (matrix capsules: outputs "L_activations" and "L_routing", reportgen.capsnet.em_capsnet;
+    the routing entropy of any routed layer)."""
+    out = {}
+    layers = description.capsule_layers
+    for layer, after in zip(layers, layers[1:]):
+        if f"activations:{layer.name}" in wanted:
+            out[f"activations:{layer.name}"] = outputs[f"{layer.name}_activations"].numpy()
+        asked = {f"routing:{layer.name}", f"routing_entropy:{layer.name}"} & wanted
+        if not asked:
+            continue
+        source = resolve(f"routing:{layer.name}", description)
+        weights = np.asarray(outputs[source if source == "coupling" else f"{layer.name}_routing"])
+        windows = None
+        if weights.ndim == 7:         # window form into a convolutional capsule layer
+            from reportgen.capsnet.em_description import windows_between
+
+            windows = windows_between(layer, after)
+        if f"routing:{layer.name}" in asked:
+            out[f"routing:{layer.name}"] = weights if windows is None else \
+                windows.densify(weights)
+        if f"routing_entropy:{layer.name}" in asked:
+            out[f"routing_entropy:{layer.name}"] = routing_entropy(weights, windows)
+    return out
+
+
+def routing_entropy(weights: np.ndarray, windows=None) -> np.ndarray:
+    """(B, children) -sum_j w_ij ln w_ij over each child's parents (0 ln 0 = 0), from dense
+    weights (B, children, parents) or, with `windows` (reportgen.capsnet.em_routing
+    .ConvWindows), window-form weights (B, Ph, Pw, K, K, Tin, Tout)."""
+    w = np.asarray(weights, np.float64)
+    terms = -w * np.log(np.where(w > 0, w, 1.0))
+    if windows is None:
+        return terms.sum(-1).astype(np.float32)
+    per_entry = terms.sum(-1)                                   # (B, Ph, Pw, K, K, Tin)
+    b, ph, pw, k, _, tin = per_entry.shape
+    height, width = windows.child_grid
+    children = np.zeros((b, height, width, tin))
+    for p in range(ph):
+        for q in range(pw):
+            y, x = p * windows.stride, q * windows.stride
+            children[:, y:y + k, x:x + k] += per_entry[:, p, q]
+    return children.reshape(b, -1).astype(np.float32)
 
 
 def _forward(net, images, grads, labels):

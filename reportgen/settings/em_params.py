@@ -11,6 +11,7 @@ values and one logistic activation per type); its own settings are the `[em]` ta
     margin_start = 0.2              # spread loss margin, growing linearly over training ...
     margin_end = 0.9                # ... to this
     kernel_init_stddev = 1.0        # the 4x4 transforms' Normal initialiser
+    detach_assignments = false      # true: gradients treat the E-steps' R_ij as constants (faster; learns poorly)
 
     [[em.conv_caps]]                # convolutional capsule layers, in order
     types = 16
@@ -41,6 +42,7 @@ class EMParams:
     margin_start: float = 0.2
     margin_end: float = 0.9
     kernel_init_stddev: float = 1.0
+    detach_assignments: bool = False
 
     def margin(self, progress: float) -> float:
         """The spread-loss margin after `progress` (0 … 1) of training: linear from margin_start

@@ -269,6 +269,8 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
     from reportgen.training.evaluate import accuracy
 
     train_step = make_train_step(net, run.optimizer)
+    # Families whose loss changes over training are told the share of training done.
+    schedule = getattr(net, "set_training_progress", None)
     clock = time.perf_counter()
     sums = np.zeros(4)
     seen = 0
@@ -316,6 +318,9 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
                 for b in range(first, batches_per_epoch):
                     idx = np.sort(order[b * batch_size:(b + 1) * batch_size])
                     one_hot = np.eye(params.num_classes, dtype=np.float32)[run.y_train[idx]]
+                    if schedule is not None:   # e.g. EM's spread-loss margin (0.2 -> 0.9)
+                        schedule(((epoch - 1) * batches_per_epoch + b)
+                                 / max(run.epochs * batches_per_epoch - 1, 1))
                     out = train_step(run.x_train[idx], one_hot)
                     k = len(idx)
                     sums += np.array([float(out[0]) * k, float(out[1]) * k, float(out[2]) * k,
@@ -355,7 +360,7 @@ def make_train_step(net, optimizer):
     # Families with another loss (the CNN baselines: reportgen.capsnet.cnn) bring their own.
     family_losses = getattr(net, "training_losses", None)
 
-    @tf.function
+    @tf.function(jit_compile=getattr(net, "jit_compile", None))
     def train_step(images, one_hot):
         with tf.GradientTape() as tape:
             if family_losses is not None:
