@@ -58,23 +58,25 @@ def run_models(models_dir, as_json: bool) -> None:
     if not rows:
         echo("No models found (a model is a folder with a params.toml).")
         return
-    header = (f"{'model':<20} {'dataset':<14} {'params':>12} {'steps':>6} {'last step':>10} "
+    w = max(20, *(len(r["name"]) for r in rows))       # the longest name sets the column
+    d = max(14, *(len(str(r.get("dataset") or "")) for r in rows))
+    header = (f"{'model':<{w}} {'dataset':<{d}} {'params':>12} {'steps':>6} {'last step':>10} "
               f"{'val acc':>8}")
     echo(header)
     echo("-" * len(header))
     for r in rows:
         if not r["valid"]:
-            echo(f"{r['name']:<20} invalid: {r['error']}")
+            echo(f"{r['name']:<{w}} invalid: {r['error']}")
             continue
         if r["params"] is None:
-            echo(f"{r['name']:<20} error: {r['error']}")
+            echo(f"{r['name']:<{w}} error: {r['error']}")
             continue
         acc = f"{r['latest_val_accuracy']:.4f}" if r["latest_val_accuracy"] is not None else "-"
         last = r["steps"][-1] if r["steps"] else "-"
-        echo(f"{r['name']:<20} {r['dataset']:<14} {r['params']:>12,} {len(r['steps']):>6} "
+        echo(f"{r['name']:<{w}} {r['dataset']:<{d}} {r['params']:>12,} {len(r['steps']):>6} "
              f"{last:>10} {acc:>8}")
         if r["error"]:
-            echo(f"{'':<20} error: {r['error']}")
+            echo(f"{'':<{w}} error: {r['error']}")
     bad = sum(not r["valid"] for r in rows)
     if bad:
         notice(f"{bad} model folder{'s are' if bad > 1 else ' is'} invalid (reason above) and "
