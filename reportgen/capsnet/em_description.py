@@ -1,5 +1,7 @@
 """The description of matrix capsules with EM routing (Hinton, Sabour & Frosst 2018), without
-TensorFlow (reportgen.capsnet.description.describe dispatches here for `family = "em"`).
+TensorFlow: the description itself lives beside the other families' in
+reportgen.capsnet.description (`describe_em`, so that module imports no family module); here are
+the geometry helpers the EM layers, the probe and the parameter count share.
 
     conv1 … (ReLU)  ->  primary_conv (1x1 or k x k, types x (16 pose + 1 activation), linear)
     -> primary_caps: 4x4 pose + logistic activation per type on the conv grid
@@ -13,53 +15,10 @@ by `reportgen models` is here too (tests/test_em_model.py checks it against Kera
 
 from __future__ import annotations
 
-from reportgen.capsnet.description import (CapsuleLayer, ConvLayer, Head, ModelDescription,
-                                           conv_output, conv_stack)
+from reportgen.capsnet.description import (  # noqa: F401  (re-exported)
+    POSE, PRIMARY_CHANNELS, CapsuleLayer, ConvLayer, Head, ModelDescription, conv_output,
+    conv_stack, describe_em, primary_conv_layer)
 from reportgen.errors import ReportgenError
-
-POSE = 16                     # a 4x4 pose matrix, flattened row-major
-PRIMARY_CHANNELS = POSE + 1   # per primary capsule type: 16 pose values and one activation
-
-
-def primary_conv_layer(params) -> tuple[tuple[ConvLayer, ...], ConvLayer]:
-    p = params.primary
-    convs = conv_stack(params.input_shape, [
-        *((f"conv{i + 1}", conv.filters, conv.kernel_size, conv.strides, "valid",
-           conv.activation, "") for i, conv in enumerate(params.conv)),
-        ("primary_conv", p.types * PRIMARY_CHANNELS, p.kernel_size, p.strides, "valid", "none",
-         "primary_caps")])
-    return convs, convs[-1]
-
-
-def describe_em(params) -> ModelDescription:
-    """The ModelDescription of an EM model's params (reportgen.settings.em_params)."""
-    em = params.em
-    convs, primary_conv = primary_conv_layer(params)
-    grid, field = primary_conv.grid, primary_conv.receptive_field
-    routed = dict(pose="matrix4x4", pose_size=POSE, activation="logistic",
-                  routing="em_assignments", routing_iterations=em.routing_iterations)
-    layers = [CapsuleLayer(name="primary_caps", grid=grid, types=params.primary.types,
-                           receptive_field=field, **routed)]
-    for i, c in enumerate(em.conv_caps):
-        name = f"conv_caps{i + 1}"
-        (h, _), (w, _) = (conv_output(size, c.kernel_size, c.strides, "valid") for size in grid)
-        if h < 1 or w < 1:
-            raise ReportgenError(f"Layer {name} has no output: its {c.kernel_size}x"
-                                 f"{c.kernel_size} kernel is larger than the {grid[0]}x"
-                                 f"{grid[1]} capsule grid before it.",
-                                 fix="Use smaller kernels or strides, or a larger input.")
-        field = field.through((c.kernel_size,) * 2, (c.strides,) * 2, (0, 0))
-        grid = (h, w)
-        layers.append(CapsuleLayer(name=name, grid=grid, types=c.types, receptive_field=field,
-                                   kernel_size=(c.kernel_size,) * 2, strides=(c.strides,) * 2,
-                                   **routed))
-    classes = CapsuleLayer(name="class_caps", pose="matrix4x4", grid=None,
-                           types=params.num_classes, pose_size=POSE, activation="logistic")
-    return ModelDescription(input_shape=tuple(params.input_shape), conv_layers=convs,
-                            capsule_layers=(*layers, classes),
-                            head=Head(kind="capsules", classes=params.num_classes,
-                                      layer="class_caps"))
-
 
 def coordinates(description: ModelDescription, layer: CapsuleLayer) -> tuple[tuple, tuple]:
     """Coordinate addition (Hinton et al. 2018): the (row, column) of the centre of each grid
