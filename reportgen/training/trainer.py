@@ -264,7 +264,9 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
     batch_size, save_every = settings["batch_size"], settings["save_every"]
     n, batches_per_epoch, start = len(run.x_train), run.batches_per_epoch, run.start
     net, history = run.net, run.history
-    console.notice(f"Training {entry.name} on {run.source}: {n:,} images, batch {batch_size}, "
+    # The data source was announced when it loaded; say only which data set this run uses.
+    console.notice(f"Training {entry.name} on {run.settings.get('data') or params.dataset}: "
+                   f"{n:,} images, batch {batch_size}, "
                    f"{run.epochs} epochs, saving every {save_every} batches")
     from reportgen.training.evaluate import accuracy
 
