@@ -249,29 +249,22 @@ def _route(votes, activations, beta_u, beta_a, iterations, inverse_temperature, 
     assignments = ops.exp(log_start) * ops.ones_like(votes[..., 0])
     if mask is not None:
         assignments = assignments * mask
-    # Two passes over the votes per step, each against a 16x smaller tensor: the weighted
-    # second moment gives sigma2 = E[V^2] - mu^2 (clamped at 0 before the 1e-7), and the
-    # E-step's sum_h (V - mu)^2 / (2 sigma2) expands into V^2, V mu and mu^2 terms.
-    squares = ops.square(votes)
     temperatures = inverse_temperatures(iterations, inverse_temperature)
     for t, lam in enumerate(temperatures, start=1):
         # M-step
         r = assignments * activations[..., None]                                # (B, G, n, m)
         mass = ops.sum(r, axis=2)                                               # (B, G, m)
         safe = ops.maximum(mass, MIN_MASS)[..., None]
-        mu = ops.sum(r[..., None] * votes, axis=2) / safe                     # (B, G, m, D)
-        second = ops.sum(r[..., None] * squares, axis=2) / safe
-        sigma2 = ops.maximum(second - ops.square(mu), 0.0) + EPSILON
+        mu = ops.sum(r[..., None] * votes, axis=2) / safe                       # (B, G, m, D)
+        deviation = ops.square(votes - mu[:, :, None])                         # (B, G, n, m, D)
+        sigma2 = ops.sum(r[..., None] * deviation, axis=2) / safe + EPSILON
         log_sigma2 = ops.log(sigma2)
         cost = ops.sum((beta_u[..., None] + 0.5 * log_sigma2) * mass[..., None], axis=-1)
         logit = lam * (beta_a - cost)                                           # (B, G, m)
         if t == len(temperatures):
             return ops.sigmoid(logit), mu, assignments
-        # E-step, in the log domain: ln p_ij = -sum_h (V - mu)^2 / (2 sigma2) + ln(2 pi sigma2)/2
-        half = 0.5 / sigma2
-        quadratic = ops.sum(squares * half[:, :, None] - votes * (2.0 * mu * half)[:, :, None],
-                            axis=-1) + ops.sum(ops.square(mu) * half, axis=-1)[:, :, None, :]
-        log_p = -ops.maximum(quadratic, 0.0) \
+        # E-step, in the log domain
+        log_p = -ops.sum(deviation * (0.5 / sigma2)[:, :, None], axis=-1) \
             - 0.5 * ops.sum(_LOG_2PI + log_sigma2, axis=-1)[:, :, None, :]     # (B, G, n, m)
         log_weight = ops.log_sigmoid(logit)[:, :, None, :] + log_p
         if mask is not None:
