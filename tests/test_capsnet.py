@@ -1,4 +1,4 @@
-"""Capsule ops, routing, losses and layers (SPEC §2) against the NumPy oracles."""
+"""Capsule ops, routing, losses and layers (Sabour et al. 2017) against the NumPy oracles."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def test_reconstruction_loss(weight, rng):
     recon = rng.random((3, 5, 5, 1)).astype(np.float32)
     np.testing.assert_allclose(_np(reconstruction_loss(images, recon, weight)),
                                oracle.reconstruction_loss(images, recon, weight), rtol=1e-5)
-    # 0.392 x mean over 784 pixels = 0.0005 x sum (SPEC §2).
+    # 0.392 x mean over 784 pixels = 0.0005 x sum (the paper's weight).
     mnist = rng.random((1, 28, 28, 1)).astype(np.float32)
     np.testing.assert_allclose(_np(reconstruction_loss(mnist, 0 * mnist, 0.392)),
                                0.0005 * np.sum(mnist ** 2), rtol=1e-5)

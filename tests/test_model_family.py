@@ -1,4 +1,4 @@
-"""The shipped model definitions against SPEC §2, and parameter-file validation."""
+"""The shipped model definitions against their published parameter counts, and parameter-file validation."""
 
 import pytest
 
@@ -7,7 +7,7 @@ from reportgen.catalog import Catalog
 from reportgen.errors import ReportgenError
 from reportgen.settings.model_params import load_model_params, parse_model_params
 
-# SPEC §2: exact trainable-parameter counts (independent oracle).
+# Exact trainable-parameter counts of the published architectures (independent oracle).
 SPEC_COUNTS = {
     "MNIST": 8_215_568,
     "MNIST_LPcaps": 15_293_456,

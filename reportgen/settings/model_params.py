@@ -1,6 +1,6 @@
 """Typed, validated-once model parameters read from `models/NAME/params.toml`.
 
-A model is data: one human-edited TOML file describes the architecture (SPEC §2); the Keras
+A model is data: one human-edited TOML file describes the architecture (Sabour et al. 2017 and its variants); the Keras
 model is built from it by `reportgen.capsnet.architecture.build_capsnet`. Every field is checked
 here, at load time, so that a bad file fails with the field's name and the allowed values.
 """
@@ -70,7 +70,7 @@ class DecoderParams:
 
 @dataclass(frozen=True)
 class LossParams:
-    # lambda recognition x mean squared pixel error; 0.392 = 0.0005 x 784 (SPEC §2).
+    # lambda recognition x mean squared pixel error; 0.392 = 0.0005 x 784 (the paper's summed error).
     reconstruction_weight: float = 0.392
     m_plus: float = 0.9
     m_minus: float = 0.1
