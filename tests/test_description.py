@@ -64,7 +64,7 @@ def test_features():
     tiny = describe(_params())
     assert tiny.features == {"conv", "capsules", "vector_capsules", "primary_capsules",
                              "class_capsules", "routing_weights", "dynamic_routing", "decoder",
-                             "class_vectors"}
+                             "class_vectors", "routing_paths"}
     assert "decoder" not in describe(_params(decoder={"enabled": False})).features
     assert tiny.conv_layer_names == ("conv1", "primary_conv")
     assert [c.name for c in tiny.plain_conv_layers] == ["conv1"]
@@ -165,7 +165,7 @@ def test_a_cnn_description_plans_only_conv_techniques():
     assert [p.layer for t, p in result.variants if t.name == "conv_kernels"] == ["conv1",
                                                                                  "conv2"]
     missing = {t.name: m for t, m in result.not_applicable}
-    assert missing["rpv"] >= {"dynamic_routing", "class_capsules"}
+    assert missing["rpv"] >= {"routing_paths", "class_capsules"}
     assert missing["live_decoder"] >= {"decoder"}
     assert missing["capsule_semantics"] == {"class_vectors"}
     # affnist_benchmark applies to any classifier, but has variants only for its 40x40 input.

@@ -45,6 +45,8 @@ FEATURES = {
     "routing_weights": "a capsule layer has routing weights into the next layer",
     "dynamic_routing": "the routing weights are coupling coefficients of dynamic routing",
     "em_routing": "the routing weights are EM assignments",
+    "routing_paths": "every routing weight is a coupling coefficient or an EM assignment, so "
+                     "routing paths lead from the primary capsules to the classes",
     "attention": "the routing weights are attention weights",
     "decoder": "a reconstruction decoder",
     "class_features": "a CNN head whose features are classes x dims units (ConvNet-R, -CR, -CR-SF)",
@@ -218,11 +220,14 @@ class ModelDescription:
             found.add("routing_weights")
         found.update({"coupling": "dynamic_routing", "em_assignments": "em_routing",
                       "attention": "attention"}[r] for r in routing)
+        if routing and routing <= {"coupling", "em_assignments"}:
+            found.add("routing_paths")
         if self.decoder is not None:
             found.add("decoder")
         if self.class_features is not None:
             found.add("class_features")
-        if self.class_features is not None or {"class_capsules", "vector_capsules"} <= found:
+        if self.class_features is not None or {"class_capsules", "vector_capsules"} <= found \
+                or {"class_capsules", "matrix_capsules"} <= found:   # poses as 16 values
             found.add("class_vectors")
         return frozenset(found)
 

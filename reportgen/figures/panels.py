@@ -357,6 +357,13 @@ def _predictions_svg(lengths, names, predicted, title) -> bytes:
     return "\n".join(out).encode("utf-8")
 
 
+def _logistic(ctx: RenderContext) -> bool:
+    """Whether the class capsules' activation is a logistic unit (matrix capsules, Hinton et
+    al. 2018) rather than a length, from the model's description."""
+    classes = None if ctx.description is None else ctx.description.class_capsules
+    return classes is not None and classes.activation == "logistic"
+
+
 def render_predictions(result, params, ctx: RenderContext) -> list[Figure]:
     """Horizontal bar chart of the class capsules' lengths (not a softmax), 0 … 1, the longest
     (predicted) highlighted. PNG (Pillow) + SVG (written directly)."""
@@ -367,6 +374,11 @@ def render_predictions(result, params, ctx: RenderContext) -> list[Figure]:
     caption = (f"Predictions: length of each of the {len(lengths)} class capsules (not a softmax; "
                f"each in 0 … 1, axis 0 … 1). Predicted class {names[predicted]} "
                f"(length {lengths[predicted]:.3f}) highlighted.")
+    if _logistic(ctx):                # matrix capsules (Hinton et al. 2018)
+        title = "Class-capsule activations"
+        caption = (f"Predictions: the logistic activation of each of the {len(lengths)} class "
+                   f"capsules (not a softmax; each in 0 … 1, axis 0 … 1). Predicted class "
+                   f"{names[predicted]} (activation {lengths[predicted]:.3f}) highlighted.")
     if "probabilities" in result:     # a CNN (Gu 2022's baselines)
         title = "Class probabilities"
         caption = (f"Predictions: the CNN's probability of each of the {len(lengths)} classes "
@@ -463,17 +475,38 @@ def _last_rf(ctx: RenderContext):
     return tuple(ctx.receptive_fields[-1]) if ctx.receptive_fields else None
 
 
+def _capsule_grid(ctx: RenderContext, layer: str):
+    """(title words, quantity, receptive field rows) of capsule layer `layer` ("" = the primary
+    capsules): matrix capsules (Hinton et al. 2018) show logistic activations, vector capsules
+    their lengths."""
+    description = ctx.description
+    found = None
+    if description is not None:
+        name = layer or (description.primary_capsules.name
+                         if description.primary_capsules is not None else "")
+        found = next((c for c in description.capsule_layers if c.name == name), None)
+    logistic = found is not None and found.activation == "logistic"
+    words = "Primary-capsule" if not layer or (
+        description is not None and found is description.primary_capsules) else f"{layer}"
+    field = found.receptive_field.rows if found is not None and found.receptive_field \
+        else (_last_rf(ctx) if not layer else None)
+    return words, "capsule activation" if logistic else "capsule length", field
+
+
 def render_primary_heatmaps(result, params, ctx: RenderContext) -> list[Figure]:
-    """One panel per primary-capsule type: the length map placed on the gray input by receptive
-    field, as a semi-transparent overlay; one shared scale unless per_map / absolute."""
+    """One panel per capsule type: the layer's activation map (capsule lengths, or matrix
+    capsules' logistic activations) placed on the gray input by receptive field, as a
+    semi-transparent overlay; one shared scale unless per_map / absolute."""
     lengths = np.asarray(result["lengths"], dtype=np.float64)             # (gh, gw, T)
     gh, gw, types = lengths.shape
     grids = np.moveaxis(lengths, -1, 0)
     labels = [f"type {t}" for t in range(types)]
+    words, quantity, field = _capsule_grid(ctx, str(_get(params, "layer", "")))
+    plural = quantity.split()[-1] + "s"
     canvas, where, norm, cmap, alpha = _overlay_figure(
-        f"Primary-capsule lengths ({types} types, {gh}x{gw} grid)", "capsule length",
-        grids, labels, ctx, _last_rf(ctx), params)
-    caption = (f"Primary-capsule heatmaps: the {gh}x{gw} grid of capsule lengths of each of the "
+        f"{words} {plural} ({types} types, {gh}x{gw} grid)", quantity,
+        grids, labels, ctx, field, params)
+    caption = (f"{words} heatmaps: the {gh}x{gw} grid of {quantity}s of each of the "
                f"{types} capsule types, {where}, as a {cmap} overlay ({alpha:.0%} opacity) on the "
                f"grayscale input. Normalisation: {norm}.")
     return [_png_figure("primary_heatmaps.png", canvas, caption)]
@@ -485,11 +518,18 @@ def render_rpv(result, params, ctx: RenderContext) -> list[Figure]:
     classes, gh, gw = maps.shape
     method = str(_get(params, "method", "modified"))
     formula = "l_i (c_ij l_j)^2" if method == "original" else "l_i c_ij l_j"
+    through = ""
+    if ctx.description is not None and "em_routing" in ctx.description.features:
+        # Hinton et al. 2018: assignments R and logistic activations a, hop by hop
+        formula = "a_i prod (R a)^2" if method == "original" else "a_i prod R a"
+        through = (" summed over the paths through every convolutional capsule layer, one "
+                   "factor R a per hop,")
     labels = [_class_name(ctx, k) for k in range(classes)]
     canvas, where, norm, cmap, alpha = _overlay_figure(
         f"Routing Path Visualization ({method}: m = {formula})", "path strength m",
         maps, labels, ctx, _last_rf(ctx), params)
-    caption = (f"Routing Path Visualization, {method} method (path strength m = {formula}, mean "
+    caption = (f"Routing Path Visualization, {method} method (path strength m = {formula},"
+               f"{through} mean "
                f"over all primary capsules at each of the {gh}x{gw} grid locations), one panel "
                f"per class, {where}, as a {cmap} overlay ({alpha:.0%} opacity) on the grayscale "
                f"input. Normalisation: {norm}.")
@@ -706,8 +746,9 @@ def render_gradcam_pp(result, params, ctx: RenderContext) -> list[Figure]:
     blocks = [_title(f"Grad-CAM++{for_class}, layer {layer or '?'} ({gh}x{gw})"), mosaic,
               _colorbar(cmap, 0.0, 1.0, "Grad-CAM++ (min-max per image)",
                         width=min(200, mosaic.array.shape[1]))]
+    score = "logistic activation" if _logistic(ctx) else "length"
     caption = (f"Grad-CAM++{for_class} from layer {layer or '(unnamed)'} ({gh}x{gw} map, gradients "
-               f"of the class capsule's length), {where}, as a {cmap} overlay ({alpha:.0%} "
+               f"of the class capsule's {score}), {where}, as a {cmap} overlay ({alpha:.0%} "
                f"opacity) on the grayscale input. Normalisation: min-max per image (0 … 1).")
     return [_png_figure("gradcam_pp.png", _compose(blocks), caption)]
 

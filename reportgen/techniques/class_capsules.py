@@ -1,4 +1,5 @@
-"""Class capsules (Sabour et al. 2017): every class capsule's vector and its length."""
+"""Class capsules: every class capsule's pose and its activation — a vector and its length
+(Sabour et al. 2017), or a 4x4 pose matrix and its logistic activation (Hinton et al. 2018)."""
 
 from __future__ import annotations
 
@@ -19,14 +20,18 @@ def variants(description) -> list[Params]:
 
 
 def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
-    """{"capsules": (B, classes, dims), "lengths": (B, classes)}."""
+    """{"capsules": (B, classes, dims), "lengths": (B, classes)}: poses (matrices flattened
+    row-major) and activations (the key keeps its first name)."""
     return {"capsules": np.asarray(batch["class_capsules"], np.float32),
             "lengths": np.asarray(batch["lengths"], np.float32)}
 
 
 def _render(result, params, ctx):
+    from reportgen.figures.matrix_capsules import is_matrix, render_class_poses
     from reportgen.figures.panels import render_class_capsules
-    return render_class_capsules(result, params, ctx) + [_capsules_json(result)]
+
+    draw = render_class_poses if is_matrix(ctx) else render_class_capsules
+    return draw(result, params, ctx) + [_capsules_json(result)]
 
 
 def _capsules_json(result):
@@ -52,7 +57,7 @@ TECHNIQUE = Technique(
     layer="class",
     scope="input",
     needs=frozenset({"class_capsules", "lengths"}),
-    applies_to=frozenset({"class_capsules", "vector_capsules"}),
+    applies_to=frozenset({"class_capsules"}),
     params_type=Params,
     version=1,
     compute=compute,

@@ -31,11 +31,18 @@ def _json_value(value):
     return value
 
 
+# Field metadata of an option added after results were stored: left out of params_dict at its
+# default, so the results of the variants that existed before keep their cache keys.
+OMIT_DEFAULT = {"omit_default": True}
+
+
 def params_dict(params) -> dict:
-    """The options of `params` (a frozen dataclass or None) as a JSON-ready dict."""
+    """The options of `params` (a frozen dataclass or None) as a JSON-ready dict (an option
+    marked OMIT_DEFAULT only when it differs from its default)."""
     if params is None:
         return {}
-    return {f.name: _json_value(getattr(params, f.name)) for f in dataclasses.fields(params)}
+    return {f.name: _json_value(getattr(params, f.name)) for f in dataclasses.fields(params)
+            if not (f.metadata.get("omit_default") and getattr(params, f.name) == f.default)}
 
 
 def _format(value) -> str:

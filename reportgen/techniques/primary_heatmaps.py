@@ -1,17 +1,22 @@
-"""Primary-capsule heatmaps: per capsule type, the grid of primary-capsule lengths.
+"""Capsule heatmaps: per capsule type, the grid of capsule activations of a capsule layer.
 
-The arrays hold raw lengths; the normalisation option (per layer, per map, absolute) is applied
-when drawing, and each grid cell is placed over the input region it sees (receptive field).
+Activations are the capsule lengths of vector capsules (Sabour et al. 2017) or the logistic
+activations of matrix capsules (Hinton et al. 2018). One variant per capsule layer on a grid:
+the primary capsules (option layer "" = the model's primary capsule layer) and, for matrix
+capsules, every convolutional capsule layer. The arrays hold raw values; the normalisation
+option (per layer, per map, absolute) is applied when drawing, and each grid cell is placed over
+the input region it sees through every layer before it (the description's receptive field).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from reportgen.techniques.base import Technique, lazy
-from reportgen.techniques.compute import check_option
+from reportgen.techniques.base import model_description
+from reportgen.techniques.compute import OMIT_DEFAULT, check_option
 
 NORMALIZATIONS = ("per_layer", "per_map", "absolute")
 
@@ -21,23 +26,39 @@ class Params:
     # per_layer: one colour scale for all types of an image; per_map: each type's own min..max;
     # absolute: lengths as they are, on 0..1.
     normalization: str = "per_layer"
+    # The capsule layer on a grid: "" = the primary capsules.
+    layer: str = field(default="", metadata=OMIT_DEFAULT)
 
     def __post_init__(self):
         check_option("primary_heatmaps", "normalization", self.normalization, NORMALIZATIONS)
 
 
 def variants(description) -> list[Params]:
-    return [Params()]
+    """The primary capsules, then every other capsule layer on a grid (ConvCaps)."""
+    primary = description.primary_capsules
+    return [Params()] + [Params(layer=c.name) for c in description.capsule_layers
+                         if c.grid is not None and c.name != primary.name]
+
+
+def layer_name(model, params: Params) -> str:
+    """The capsule layer a variant shows (`model`: a CapsNet or its ModelDescription)."""
+    description = model_description(model)
+    grids = [c.name for c in description.capsule_layers if c.grid is not None]
+    name = params.layer or description.primary_capsules.name
+    check_option("primary_heatmaps", "layer", name, grids)
+    return name
 
 
 def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
-    """{"lengths": (B, grid_h, grid_w, types)} raw primary-capsule lengths on the grid.
+    """{"lengths": (B, grid_h, grid_w, types)} the layer's raw capsule activations on the grid
+    (the key keeps its first name: capsule lengths, or logistic activations).
 
     Capsule i = (row * grid_w + col) * types + type (reportgen.capsnet.layers).
     """
     params = params or Params()
     check_option("primary_heatmaps", "normalization", params.normalization, NORMALIZATIONS)
-    return {"lengths": np.asarray(batch["primary_lengths"], np.float32)}
+    name = layer_name(batch.net, params)
+    return {"lengths": np.asarray(batch[f"activations:{name}"], np.float32)}
 
 
 TECHNIQUE = Technique(
@@ -45,8 +66,8 @@ TECHNIQUE = Technique(
     title="Primary-capsule heatmaps",
     layer="primary",
     scope="input",
-    needs=frozenset({"primary_lengths"}),
-    applies_to=frozenset({"primary_capsules", "vector_capsules"}),
+    needs=frozenset({"activations:<capsules>"}),
+    applies_to=frozenset({"primary_capsules"}),
     params_type=Params,
     version=1,
     compute=compute,
@@ -55,5 +76,7 @@ TECHNIQUE = Technique(
     description="For each primary-capsule type, the grid of capsule lengths (how strongly the "
                 "type's feature is present at each place) as a heatmap over the input. Each grid "
                 "cell covers the input region it actually sees (its receptive field), not an "
-                "even stretch of the grid over the whole image.",
+                "even stretch of the grid over the whole image. Matrix capsules show their "
+                "logistic activations, for the primary and every convolutional capsule layer, "
+                "each placed by its receptive field through every layer before it.",
 )

@@ -6,6 +6,12 @@ c_ij, a routing path's strength is
     original (Bhullar):  m_ij = l_i * (c_ij * l_j)**2
 and the map of class j at grid location h is the mean of m_ij over the primary capsules at h
 (all capsule types).
+
+Matrix capsules with EM routing (Hinton et al. 2018) route through several layers (primary ->
+ConvCaps ... -> classes) with assignments R and logistic activations a in place of c and l. A
+path i -> p -> … -> j multiplies one factor per hop, R_e a_head (modified) or (R_e a_head)^2
+(original), and m_ij = a_i times the sum over all paths from i to j: with one routing layer this
+is exactly the formula above. The sums are matrix products of the hops, top layer first.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reportgen.techniques.base import Technique, lazy
+from reportgen.techniques.base import Technique, lazy, model_description
 from reportgen.techniques.compute import check_option
 
 METHODS = ("modified", "original")
@@ -36,6 +42,8 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
     """{"maps": (B, classes, grid_h, grid_w)} mean routing-path strength per grid location."""
     params = params or Params()
     check_option("rpv", "method", params.method, METHODS)
+    if "em_routing" in model_description(batch.net).features:
+        return {"maps": _em_maps(batch, params)}
     primary = np.asarray(batch["primary_lengths"], np.float32)          # (B, gh, gw, T)
     b, gh, gw, types = primary.shape
     # l_j as the exact norm: the model's "lengths" add a 1e-7 guard under the square root, which
@@ -53,14 +61,36 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
     return {"maps": maps.astype(np.float32, copy=False)}
 
 
+def _em_maps(batch, params: Params) -> np.ndarray:
+    """Path strengths from the primary capsules through every EM routing layer (module
+    docstring), averaged over the types at each primary grid location."""
+    layers = model_description(batch.net).capsule_layers
+    power = 1 if params.method == "modified" else 2
+    flows = None                                          # (B, children, classes)
+    for layer, after in reversed(list(zip(layers, layers[1:]))):
+        weights = np.asarray(batch[f"routing:{layer.name}"], np.float64)      # (B, N, P)
+        heads = batch["activations"] if after.grid is None else \
+            batch[f"activations:{after.name}"]
+        heads = np.asarray(heads, np.float64).reshape(len(weights), 1, -1)
+        hops = (weights * heads) ** power
+        flows = hops if flows is None else np.einsum("bnp,bpk->bnk", hops, flows)
+    primary = layers[0]
+    gh, gw = primary.grid
+    tails = np.asarray(batch[f"activations:{primary.name}"], np.float64).reshape(len(flows), -1)
+    paths = (tails[..., None] * flows).reshape(len(flows), gh, gw, primary.types, -1)
+    return paths.mean(axis=3).transpose(0, 3, 1, 2).astype(np.float32)
+
+
 TECHNIQUE = Technique(
     name="rpv",
     title="Routing Path Visualization",
     layer="class",
     scope="input",
-    needs=frozenset({"primary_lengths", "coupling", "class_capsules"}),
-    applies_to=frozenset({"primary_capsules", "vector_capsules", "class_capsules",
-                          "dynamic_routing"}),
+    # Vector capsules read the first three; matrix capsules the per-layer activations and
+    # assignments (for vector capsules those are the same tensors: reportgen.probe.probe.resolve).
+    needs=frozenset({"primary_lengths", "coupling", "class_capsules", "activations",
+                     "activations:<capsules>", "routing:<routed>"}),
+    applies_to=frozenset({"primary_capsules", "class_capsules", "routing_paths"}),
     params_type=Params,
     version=1,
     compute=compute,
@@ -70,5 +100,7 @@ TECHNIQUE = Technique(
                 "location, the mean strength of the routing paths from its capsules to the class "
                 "capsule, from the capsule lengths and the final coupling coefficients of dynamic "
                 "routing. Original method (Bhullar 2020): l_i (c_ij l_j)^2; modified method "
-                "(default, sharper): l_i c_ij l_j.",
+                "(default, sharper): l_i c_ij l_j. For matrix capsules with EM routing the "
+                "paths run through every convolutional capsule layer, with the assignments R "
+                "and the logistic activations a in place of c and l.",
 )
