@@ -74,8 +74,10 @@ class Technique:
     title: str                         # as in the papers / the README's technique table
     layer: str                         # one of LAYERS
     scope: str                         # one of SCOPES
-    needs: frozenset[str] | Callable[[Any], frozenset[str]]
-    """Probe tensors read, or (params) -> them when they depend on the options."""
+    needs: frozenset[str] | Callable[..., frozenset[str]]
+    """Probe tensors read, or (params) -> them when they depend on the options, or
+    (params, description) -> them when they also depend on the model (e.g. its capsule
+    family)."""
     applies_to: frozenset[str]         # FEATURES a model must have; frozenset() = every model
     params_type: type                  # frozen dataclass of options; hashed into the cache key
     version: int                       # bump when the numbers change
@@ -124,8 +126,19 @@ class Technique:
 
     def needs_for(self, params, model) -> frozenset[str]:
         """The concrete probe tensors this technique reads for `params` on `model`."""
-        names = self.needs(params) if callable(self.needs) else self.needs
-        return expand_needs(names, model_description(model))
+        description = model_description(model)
+        names = self.needs
+        if callable(names):
+            names = names(params, description) if _arity(names) == 2 else names(params)
+        return expand_needs(names, description)
+
+
+def _arity(function) -> int:
+    """How many positional arguments `function` takes (1 or 2 for a needs function)."""
+    import inspect
+
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(1 for p in inspect.signature(function).parameters.values() if p.kind in kinds)
 
 
 def lazy(module: str, function: str, default_params: Callable[[], Any] | None = None) -> Callable:

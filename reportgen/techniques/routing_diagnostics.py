@@ -14,6 +14,15 @@ Three dataset-level questions about how a CapsNet routes:
    has 10,368 x 10 votes of 16 values, 6.6 MB): the votes of the whole set never exist at once.
 3. What never fires? Conv filters whose post-ReLU output is 0 at every position of every image
    (dead filters), and primary capsule types whose length stays below a threshold everywhere.
+
+Matrix capsules with EM routing (Hinton et al. 2018) route through several layers, each child
+sharing itself out over the parents that see it (every class for the class capsules; the output
+types at every position whose kernel covers it for a convolutional capsule layer). For every
+routed layer: the entropy of each child's final assignments R_ij, against the uniform
+log(#parents of the child) (what one EM iteration gives), as a histogram of H / H_uniform
+and its means (plain and weighted by the child's activation); and the capsule types of every
+grid layer whose activation stays below the threshold everywhere. Votes are not compared with
+the poses (there is no dynamic-routing agreement to check).
 """
 
 from __future__ import annotations
@@ -145,6 +154,8 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     import keras
 
     params = params or Params()
+    if "em_routing" in model_description(evaluation.net).features:
+        return compute_em(evaluation, params)
     require_images(evaluation, NAME)
     net = evaluation.net
     layers = relu_layers(net)
@@ -253,8 +264,120 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     return out
 
 
+def needs(params, description) -> frozenset[str]:
+    """Dynamic routing: the couplings, class capsules and primary capsules (the votes are
+    recomputed from them); EM routing: each routed layer's assignment entropies and every grid
+    layer's activations. Both: the conv maps (dead filters)."""
+    if "em_routing" in description.features:
+        return frozenset({"routing_entropy:<routed>", "activations:<capsules>", "conv:<layer>"})
+    return frozenset({"coupling", "class_capsules", "lengths", "primary_capsules",
+                      "primary_lengths", "conv:<layer>"})
+
+
+def compute_em(evaluation, params: Params) -> dict[str, np.ndarray]:
+    """EM routing (module docstring). Arrays, for the L routed layers in model order:
+    layer_entropy_hist (L, E) counts of H / H_uniform in E bins over [0, 1] (children that can
+    route to one parent or none are left out), layer_entropy_edges (E+1,),
+    layer_entropy_mean (L,) mean H (nats), layer_entropy_uniform (L,) mean log(#parents),
+    layer_entropy_normalized_mean (L,) mean H / H_uniform, layer_entropy_weighted_mean (L,) the
+    same weighted by the children's activations, layer_children (L,); entropy_image_mean (N,)
+    each image's mean H / H_uniform over every routed child; type_max_activation_<layer>
+    (types,) for every grid layer, type_max_length = the primary capsules' (dead types);
+    filter_max_<layer> for every ReLU conv layer; dead_type_threshold."""
+    from reportgen.capsnet.em_description import parents_per_child
+    from reportgen.probe.probe import grid_capsule_layers, routed_layers
+
+    require_images(evaluation, NAME)
+    description = evaluation.net.description
+    routed, grids = routed_layers(description), grid_capsule_layers(description)
+    conv = relu_layers(description)
+    tensors = evaluation.tensors(*[f"routing_entropy:{n}" for n in routed],
+                                 *[f"activations:{n}" for n in grids],
+                                 *[f"conv:{n}" for n in conv])
+    bins = params.entropy_bins
+    n = len(evaluation.images)
+    hist = np.zeros((len(routed), bins))
+    stats = {k: np.full(len(routed), np.nan) for k in
+             ("mean", "uniform", "normalized_mean", "weighted_mean", "children")}
+    image_sum, image_count = np.zeros(n), 0
+    for li, name in enumerate(routed):
+        entropy = np.asarray(tensors[f"routing_entropy:{name}"], np.float64)      # (N, C)
+        fan = parents_per_child(description, name)
+        uniform = np.log(np.maximum(fan, 1))
+        usable = fan >= 2
+        share = entropy[:, usable] / uniform[usable]                              # (N, C')
+        weight = np.asarray(tensors[f"activations:{name}"], np.float64).reshape(n, -1)[:, usable]
+        index = np.clip(np.floor(share * bins).astype(np.int64), 0, bins - 1)
+        hist[li] = np.bincount(index.ravel(), minlength=bins)
+        stats["mean"][li] = entropy[:, fan > 0].mean() if n else np.nan
+        stats["uniform"][li] = uniform[fan > 0].mean()
+        stats["normalized_mean"][li] = share.mean() if share.size else np.nan
+        total = weight.sum()
+        stats["weighted_mean"][li] = (share * weight).sum() / total if total > 0 else np.nan
+        stats["children"][li] = int(usable.sum())
+        image_sum += share.sum(1)
+        image_count += share.shape[1]
+    out = {"layer_entropy_hist": hist, "layer_entropy_edges": np.linspace(0.0, 1.0, bins + 1),
+           **{f"layer_entropy_{k}": v for k, v in stats.items() if k != "children"},
+           "layer_children": stats["children"],
+           "entropy_image_mean": image_sum / max(image_count, 1),
+           "dead_type_threshold": np.float64(params.dead_type_threshold)}
+    for name in grids:
+        out[f"type_max_activation_{name}"] = np.asarray(tensors[f"activations:{name}"]).max(
+            (0, 1, 2))
+    out["type_max_length"] = out[f"type_max_activation_{grids[0]}"]
+    for layer in conv:
+        out[FILTER_PREFIX + layer] = np.asarray(tensors[f"conv:{layer}"]).max((0, 1, 2))
+    return out
+
+
+def summarize_em(arrays, params: Params | None = None) -> dict:
+    """Headline numbers of EM routing (JSON-ready): per routed layer (in order, "layers"
+    names them by index) the mean entropy, its uniform value and their ratio; the entropy of
+    the last layer (into the classes) under the keys dynamic routing uses, so models of both
+    families compare; dead filters and inactive types."""
+    dead = dead_units(arrays)
+    means = np.asarray(arrays["layer_entropy_mean"], np.float64)
+    uniform = np.asarray(arrays["layer_entropy_uniform"], np.float64)
+    normalized = np.asarray(arrays["layer_entropy_normalized_mean"], np.float64)
+    weighted = np.asarray(arrays["layer_entropy_weighted_mean"], np.float64)
+    dead_filters = sum(len(v) for v in dead["filters"].values())
+    types = [k for k in arrays if k.startswith("type_max_activation_")]
+    threshold = float(np.asarray(arrays["dead_type_threshold"]))
+    inactive = {k[len("type_max_activation_"):]:
+                np.flatnonzero(np.asarray(arrays[k]) < threshold).tolist() for k in types}
+    type_total = sum(np.asarray(arrays[k]).size for k in types)
+    summary = {
+        "images": int(np.asarray(arrays["entropy_image_mean"]).size),
+        "layers": len(means),
+        "entropy_mean_per_layer": [finite_number(v) for v in means],
+        "entropy_uniform_per_layer": [finite_number(v) for v in uniform],
+        "entropy_normalized_per_layer": [finite_number(v) for v in normalized],
+        "entropy_weighted_normalized_per_layer": [finite_number(v) for v in weighted],
+        "entropy_mean": finite_number(means[-1]),
+        "entropy_max": finite_number(uniform[-1]),
+        "entropy_mean_normalized": finite_number(normalized[-1]),
+        "dead_filter_count": dead_filters,
+        "filter_count": dead["filter_total"],
+        "dead_filter_fraction": dead_filters / dead["filter_total"] if dead["filter_total"]
+        else 0.0,
+        "dead_type_count": sum(len(v) for v in inactive.values()),
+        "type_count": type_total,
+        "dead_type_fraction": sum(len(v) for v in inactive.values()) / type_total
+        if type_total else 0.0,
+        "dead_types": dead["types"],
+    }
+    for layer, indices in inactive.items():
+        summary[f"dead_types_{layer}"] = indices
+    for layer, indices in dead["filters"].items():
+        summary[f"dead_filters_{layer}"] = indices
+    return summary
+
+
 def summarize(arrays, params: Params | None = None) -> dict:
     """Headline numbers (JSON-ready; NaN becomes None)."""
+    if "layer_entropy_mean" in arrays:
+        return summarize_em(arrays, params)
     dead = dead_units(arrays)
     entropy_max = float(np.asarray(arrays["entropy_max"]))
     entropy_mean = finite_number(arrays["entropy_mean"])
@@ -285,27 +408,44 @@ def summarize(arrays, params: Params | None = None) -> dict:
     return summary
 
 
+def _render(arrays, params, ctx):
+    module = "em_routing_diagnostics" if "layer_entropy_mean" in arrays else "routing_diagnostics"
+    return lazy(f"reportgen.figures.{module}", "render", Params)(arrays, params, ctx)
+
+
+def _over(kind: str):
+    """render_trend / render_compare: the EM charts when every summary is of EM routing."""
+    def draw(series, params, ctx):
+        em = bool(series) and all("layers" in summary for _, summary in series)
+        module = "em_routing_diagnostics" if em else "routing_diagnostics"
+        return lazy(f"reportgen.figures.{module}", kind, Params)(series, params, ctx)
+
+    draw.__name__ = kind
+    return draw
+
+
 TECHNIQUE = Technique(
     name=NAME,
     title="Routing diagnostics",
     layer="class",
     scope="dataset",
-    needs=frozenset({"coupling", "class_capsules", "lengths", "primary_capsules",
-                     "primary_lengths", "conv:<layer>"}),
-    applies_to=frozenset({"primary_capsules", "vector_capsules", "class_capsules",
-                          "dynamic_routing"}),
+    needs=needs,
+    applies_to=frozenset({"primary_capsules", "class_capsules", "routing_paths"}),
     params_type=Params,
     version=1,
     compute=compute,
-    render=lazy("reportgen.figures.routing_diagnostics", "render", Params),
+    render=_render,
     variants=variants,
     summarize=summarize,
-    render_trend=lazy("reportgen.figures.routing_diagnostics", "render_trend", Params),
-    render_compare=lazy("reportgen.figures.routing_diagnostics", "render_compare", Params),
+    render_trend=_over("render_trend"),
+    render_compare=_over("render_compare"),
     description="How decided and how consistent dynamic routing is over the evaluation set: the "
                 "entropy of every primary capsule's final coupling coefficients (log #classes = "
                 "uniform, 0 = all to one class) per class capsule; how well the votes for the "
                 "true and the strongest wrong class agree with that class capsule (cosine "
                 "histogram with the votes' mean length and coupling per bin); and the conv "
-                "filters and primary capsule types that never activate.",
+                "filters and primary capsule types that never activate. For EM routing "
+                "(matrix capsules): the entropy of every child's assignments in every routed "
+                "layer against uniform, and the capsule types of every layer that never "
+                "activate.",
 )

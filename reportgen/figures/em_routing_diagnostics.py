@@ -1,0 +1,182 @@
+"""Charts of the routing diagnostics of matrix capsules with EM routing (Hinton, Sabour & Frosst
+2018; arrays of reportgen.techniques.routing_diagnostics.compute_em); no TensorFlow.
+
+Routed layers are named from the model's description when the context has it, else numbered.
+Every chart is saved as PNG (site) and SVG (papers).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from reportgen.figures.encode import new_figure
+from reportgen.figures.plots import figure_pair, styled
+from reportgen.figures.routing_diagnostics import ALIVE_COLOUR, DEAD_COLOUR
+from reportgen.results.routing_diagnostics import FILTER_PREFIX
+
+TYPE_PREFIX = "type_max_activation_"
+
+
+def _routed(ctx, count: int) -> list[str]:
+    """Names of the routed layers ("primary_caps -> conv_caps1", …) in model order."""
+    description = getattr(ctx, "description", None)
+    if description is not None:
+        layers = description.capsule_layers
+        pairs = [f"{a.name} -> {b.name}" for a, b in zip(layers, layers[1:])
+                 if a.routing == "em_assignments"]
+        if len(pairs) == count:
+            return pairs
+    return [f"routing layer {i + 1}" for i in range(count)]
+
+
+def _entropy(arrays, ctx):
+    hist = np.asarray(arrays["layer_entropy_hist"], np.float64)
+    edges = np.asarray(arrays["layer_entropy_edges"], np.float64)
+    normalized = np.asarray(arrays["layer_entropy_normalized_mean"], np.float64)
+    weighted = np.asarray(arrays["layer_entropy_weighted_mean"], np.float64)
+    means = np.asarray(arrays["layer_entropy_mean"], np.float64)
+    uniform = np.asarray(arrays["layer_entropy_uniform"], np.float64)
+    names = _routed(ctx, len(hist))
+    n = int(np.asarray(arrays["entropy_image_mean"]).size)
+    totals = hist.sum(1, keepdims=True)
+    shares = np.divide(hist, totals, out=np.zeros_like(hist), where=totals > 0)
+    fig = new_figure(8.0, 3.0)
+    with styled():
+        ax_h, ax_m = fig.subplots(1, 2, width_ratios=(1.4, 1))
+        for i, name in enumerate(names):
+            ax_h.stairs(shares[i], edges, color=f"C{i % 10}", linewidth=1.0,
+                        label=f"{name} (mean {normalized[i]:.3f})")
+        ax_h.axvline(1.0, color="0.4", linestyle=":", linewidth=0.8)
+        ax_h.set_xlabel("H / H_uniform (1 = uniform over the child's parents)")
+        ax_h.set_ylabel("share of children")
+        ax_h.legend(frameon=False)
+        x = np.arange(len(names))
+        ax_m.bar(x - 0.2, normalized, width=0.4, label="mean H / H_uniform",
+                 color=[f"C{i % 10}" for i in x])
+        ax_m.bar(x + 0.2, weighted, width=0.4, label="weighted by child activation",
+                 color=[f"C{i % 10}" for i in x], alpha=0.5)
+        ax_m.axhline(1.0, color="0.4", linestyle=":", linewidth=0.8)
+        ax_m.set_xticks(x, [f"{i + 1}" for i in x])
+        ax_m.set_xlabel("routed layer")
+        ax_m.set_ylim(0, 1.05)
+        ax_m.legend(frameon=False, fontsize=6)
+        fig.tight_layout()
+    per_layer = "; ".join(f"{name}: {m:.3f} of {u:.3f} nats" for name, m, u in
+                          zip(names, means, uniform))
+    caption = (f"Routing diagnostics, EM assignments over {n} evaluation images: for every "
+               f"routed layer, the entropy H of each child capsule's final assignments R_ij "
+               f"over the parents that can receive it, divided by the entropy of uniform "
+               f"assignments log(#parents) (what one EM iteration gives; children with a "
+               f"single parent are left out). Left: its distribution; right: its mean, plain and "
+               f"weighted by the child's activation. Mean entropy per layer: {per_layer}.")
+    return figure_pair(fig, "em_routing_entropy", caption)
+
+
+def _dead_units(arrays, ctx):
+    filters = [k for k in arrays if k.startswith(FILTER_PREFIX)]
+    types = [k for k in arrays if k.startswith(TYPE_PREFIX)]
+    threshold = float(np.asarray(arrays["dead_type_threshold"]))
+    rows = len(filters) + len(types)
+    fig = new_figure(6.4, 1.5 * rows + 0.3)
+    summary = []
+    with styled():
+        axes = fig.subplots(rows, 1, squeeze=False)[:, 0]
+        for ax, key in zip(axes, filters + types):
+            values = np.asarray(arrays[key], np.float64)
+            is_filter = key.startswith(FILTER_PREFIX)
+            dead = values <= 0 if is_filter else values < threshold
+            ax.bar(np.arange(len(values)), values, width=0.85, linewidth=0,
+                   color=[DEAD_COLOUR if d else ALIVE_COLOUR for d in dead])
+            if dead.any():
+                ax.plot(np.flatnonzero(dead), np.zeros(int(dead.sum())), "x", color=DEAD_COLOUR,
+                        markersize=4, clip_on=False)
+            ax.set_xlim(-1, len(values))
+            name = key[len(FILTER_PREFIX if is_filter else TYPE_PREFIX):]
+            what = "filters dead" if is_filter else f"types never above {threshold:g}"
+            ax.set_title(f"{name}: {int(dead.sum())} of {len(values)} {what}")
+            ax.set_ylabel("max output" if is_filter else "max activation")
+            if not is_filter:
+                ax.axhline(threshold, color="0.3", linestyle=":", linewidth=0.8)
+            summary.append(f"{name}: {', '.join(map(str, np.flatnonzero(dead))) or 'none'}")
+        fig.tight_layout()
+    n = int(np.asarray(arrays["entropy_image_mean"]).size)
+    caption = (f"Routing diagnostics, units that never fire over {n} evaluation images: the "
+               f"largest post-ReLU output of every conv filter, and the largest logistic "
+               f"activation of every capsule type of every capsule layer on a grid (red = dead "
+               f"or below {threshold:g}). {'; '.join(summary)}.")
+    return figure_pair(fig, "em_dead_units", caption)
+
+
+def render(arrays, params, ctx):
+    return _entropy(arrays, ctx) + _dead_units(arrays, ctx)
+
+
+def _layer_values(summary: dict, key: str, count: int) -> list[float]:
+    values = list(summary.get(key) or [])
+    return [float(v) if v is not None else float("nan") for v in values[:count]] + \
+        [float("nan")] * max(0, count - len(values))
+
+
+def render_trend(series, params, ctx):
+    """Mean H / H_uniform of every routed layer and the dead fractions against training step."""
+    if len(series) < 2:
+        return []
+    steps = [str(s) for s, _ in series]
+    count = max(int(s.get("layers") or 0) for _, s in series)
+    names = _routed(ctx, count)
+    x = np.arange(len(steps))
+    fig = new_figure(8.0, 3.0)
+    with styled():
+        ax_e, ax_d = fig.subplots(1, 2)
+        for i, name in enumerate(names):
+            ax_e.plot(x, [_layer_values(s, "entropy_normalized_per_layer", count)[i]
+                          for _, s in series], marker="o", markersize=3, linewidth=1.0,
+                      label=name)
+        ax_e.axhline(1.0, color="0.4", linestyle=":", linewidth=0.8, label="uniform")
+        ax_e.set_ylabel("mean H / H_uniform")
+        for key, label in (("dead_filter_fraction", "dead conv filters"),
+                           ("dead_type_fraction", "inactive capsule types")):
+            ax_d.plot(x, [float(s.get(key) or 0.0) for _, s in series], marker="o",
+                      markersize=3, linewidth=1.0, label=label)
+        ax_d.set_ylim(-0.02, 1.02)
+        ax_d.set_ylabel("fraction")
+        for ax in (ax_e, ax_d):
+            ax.set_xticks(x, steps, rotation=60 if len(steps) > 6 else 0)
+            ax.set_xlabel("training step")
+            ax.legend(frameon=False, fontsize=6)
+        fig.suptitle(f"EM routing over training, {ctx.model}".strip(", "), fontsize=9)
+        fig.tight_layout()
+    caption = (f"Routing diagnostics over {len(steps)} training steps, each on the same "
+               f"evaluation set: left, the mean entropy of the EM assignments of every routed "
+               f"layer relative to uniform assignments (1 = uniform, what one iteration gives); "
+               f"right, the fractions of dead conv filters and of capsule types that never "
+               f"activate.")
+    return figure_pair(fig, "em_routing_diagnostics_trend", caption)
+
+
+def render_compare(series, params, ctx):
+    """Mean H / H_uniform per routed layer, one bar group per layer, one colour per model."""
+    if len(series) < 2:
+        return []
+    models = [str(m) for m, _ in series]
+    count = max(int(s.get("layers") or 0) for _, s in series)
+    fig = new_figure(8.0, 3.0)
+    width = 0.8 / len(models)
+    with styled():
+        ax = fig.subplots(1, 1)
+        x = np.arange(count)
+        for m, (model, summary) in enumerate(series):
+            ax.bar(x + (m - (len(models) - 1) / 2) * width,
+                   _layer_values(summary, "entropy_normalized_per_layer", count), width=width,
+                   label=str(model), color=f"C{m % 10}")
+        ax.axhline(1.0, color="0.4", linestyle=":", linewidth=0.8)
+        ax.set_xticks(x, [f"routed layer {i + 1}" for i in x])
+        ax.set_ylabel("mean H / H_uniform")
+        ax.legend(frameon=False)
+        fig.suptitle("EM routing, models compared", fontsize=9)
+        fig.tight_layout()
+    caption = ("Routing diagnostics of " + ", ".join(models) + " (each on its own evaluation "
+               "set at the chosen step): the mean entropy of every routed layer's EM "
+               "assignments relative to uniform assignments (1 = uniform), layer by layer from "
+               "the primary capsules to the classes.")
+    return figure_pair(fig, "em_routing_diagnostics_compare", caption)
