@@ -31,9 +31,10 @@ FASHION_MNIST_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", 
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship",
                    "truck")
 
-_KNOWN = ("mnist", "fashion_mnist", "cifar10")
+_KNOWN = ("mnist", "fashion_mnist", "cifar10", "smallnorb")
 _ALIASES = {"mnist": "mnist", "fashion_mnist": "fashion_mnist", "fashionmnist": "fashion_mnist",
-            "cifar10": "cifar10", "cifar_10": "cifar10"}
+            "cifar10": "cifar10", "cifar_10": "cifar10", "smallnorb": "smallnorb",
+            "small_norb": "smallnorb"}
 _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".bmp")
 _FASHION_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
                   "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
@@ -125,6 +126,8 @@ def _load_cached(kind: str, spec: str, seed: int, location: str, stamp: object) 
         dataset = _load_mnist(seed)
     elif kind == "builtin" and spec == "fashion_mnist":
         dataset = _load_fashion_mnist()
+    elif kind == "builtin" and spec == "smallnorb":
+        dataset = _load_smallnorb()
     elif kind == "builtin":
         dataset = _load_cifar10()
     else:
@@ -475,6 +478,20 @@ def _load_cifar10() -> Dataset:
                    class_names=CIFAR10_CLASSES,
                    source=f"CIFAR-10 from the Keras cache {folder} ({len(y_train):,} train / "
                           f"{len(y_test):,} test)")
+
+
+# ---------------------------------------------------------------------------------------------
+# smallNORB (the official binary matrix files, reportgen.data.smallnorb)
+
+
+def _load_smallnorb() -> Dataset:
+    """smallNORB from <Keras cache>/datasets/smallnorb/ (the six official files)."""
+    from reportgen.data import smallnorb
+
+    (x_train, y_train), (x_test, y_test), source = smallnorb.load_smallnorb(
+        [folder / smallnorb.FOLDER for folder in _keras_cache_dirs()])
+    return Dataset(name="smallnorb", x_train=x_train, y_train=y_train, x_test=x_test,
+                   y_test=y_test, class_names=smallnorb.CLASSES, source=source)
 
 
 # ---------------------------------------------------------------------------------------------
