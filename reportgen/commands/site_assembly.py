@@ -84,7 +84,9 @@ def context(model: str, step: str, description, dataset, item=None) -> RenderCon
         input_label="" if item is None else item.label,
         image=None if item is None else np.asarray(item.image),
         receptive_fields=tuple(c.receptive_field.rows for c in description.conv_layers),
-        conv_layer_names=tuple(description.conv_layer_names))
+        conv_layer_names=tuple(description.conv_layer_names),
+        # capsule layers' receptive fields and kinds (e.g. ConvCaps grids, logistic activations)
+        description=description)
 
 
 def step_data(assembler, model: str, step, description, variants, inputs, dataset,
