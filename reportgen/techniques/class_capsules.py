@@ -65,5 +65,6 @@ TECHNIQUE = Technique(
     variants=variants,
     description="The pose vector of every class capsule after dynamic routing, with its length "
                 "(the class probability). The decoder reconstructs the input from the longest "
-                "one (Sabour et al. 2017).",
+                "one (Sabour et al. 2017). Matrix capsules (Hinton et al. 2018) show each "
+                "class's 4x4 pose matrix with its logistic activation.",
 )
