@@ -1,0 +1,185 @@
+"""Every analysis on a tiny model of matrix capsules with EM routing: through a probe view
+restricted to what it declared (as tests/test_technique_contract.py does for the vector
+CapsNet), batch equal to item by item, and the EM-specific numbers against NumPy computed
+here from the model's raw outputs (RPV through every routing layer, assignment entropies,
+ConvCaps heatmaps, class poses)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from em_fixture import build_tiny_em
+
+from reportgen.engine.step import plan
+from reportgen.probe.evaluation import EvalBatch
+from reportgen.probe.probe import TENSORS, run_probe, tensor_kind
+from reportgen.techniques import all_techniques, get_technique
+
+CLASS_NAMES = ("a", "b", "c")
+SMALL = {
+    "capsule_semantics": {"images": 4, "steps": 3, "perturbation_steps": 3},
+    "affine_robustness": {"rotation": (-30.0, 30.0), "translation_x": (2.0,),
+                          "translation_y": (), "scale": (0.9,), "shear_x": (), "shear_y": ()},
+    "adversarial_robustness": {"images": 6, "epsilons": (0.0, 0.1), "pgd_steps": 2},
+}
+APPLICABLE = {"predictions", "gradcam_pp", "conv_feature_maps", "conv_kernels",
+              "primary_heatmaps", "class_capsules", "rpv", "routing_diagnostics",
+              "capsule_semantics", "affine_robustness", "adversarial_robustness"}
+
+
+@pytest.fixture(scope="module")
+def net():
+    return build_tiny_em(seed=3)
+
+
+@pytest.fixture(scope="module")
+def images():
+    return np.random.default_rng(8).random((4, 12, 12, 1), dtype=np.float32)
+
+
+@pytest.fixture(scope="module")
+def outputs(net, images):
+    return {k: np.asarray(v) for k, v in net.model(images).items()}
+
+
+def test_what_applies_and_what_does_not(net):
+    result = plan(all_techniques(), net)
+    assert APPLICABLE <= {t.name for t, _ in result.variants}
+    missing = {t.name: m for t, m in result.not_applicable}
+    for name in ("live_decoder", "decoder_length", "decoder_perturbation"):
+        assert "decoder" in missing[name]
+    assert [p.layer for t, p in result.variants if t.name == "primary_heatmaps"] == [
+        "", "conv_caps1", "conv_caps2"]
+
+
+def _variants(technique, net):
+    options = SMALL.get(technique.name, {})
+    return [dataclasses.replace(p, **options) if options else p for p in technique.variants(net)]
+
+
+@pytest.mark.parametrize("name", sorted(APPLICABLE))
+def test_reads_only_what_it_declares(name, net, images):
+    technique = get_technique(name)
+    rng = np.random.default_rng(11)
+    x, y = rng.random((10, 12, 12, 1), dtype=np.float32), rng.integers(0, 3, 10)
+    for params in _variants(technique, net):
+        declared = technique.needs_for(params, net)
+        assert all(tensor_kind(n) in TENSORS for n in declared), declared
+        reader = f"Technique '{name}'"
+        if technique.scope == "input":
+            probed = run_probe(net, images, needs=declared)
+            assert set(probed.tensors) <= declared | {"images"}
+            got = technique.compute(probed.restricted(declared, reader), params)
+            want = technique.compute(run_probe(net, images), params)
+            one = technique.compute(run_probe(net, images[2:3], needs=declared), params)
+            for key in want:      # a batch gives what each image gives alone
+                np.testing.assert_allclose(np.asarray(one[key])[0], np.asarray(want[key])[2],
+                                           rtol=1e-4, atol=1e-6, err_msg=f"{name}: {key}")
+        elif technique.scope == "checkpoint":
+            continue
+        else:
+            shared = EvalBatch(net, x, y, CLASS_NAMES)
+            got = technique.compute(shared.restricted(declared, reader), params)
+            assert set(shared._tensors) <= declared
+            want = technique.compute(EvalBatch(net, x, y, CLASS_NAMES), params)
+        assert sorted(got) == sorted(want)
+        for key in want:
+            np.testing.assert_array_equal(np.asarray(got[key]), np.asarray(want[key]),
+                                          err_msg=f"{name}: {key}")
+
+
+def _dense(window, child_grid, kernel, stride):
+    """Window-form weights (B, Ph, Pw, K, K, Tin, Tout) -> (B, children, parents) by loops."""
+    b, ph, pw, _, _, tin, tout = window.shape
+    h, w = child_grid
+    dense = np.zeros((b, h * w * tin, ph * pw * tout))
+    for p in range(ph):
+        for q in range(pw):
+            for ky in range(kernel):
+                for kx in range(kernel):
+                    for i in range(tin):
+                        child = ((p * stride + ky) * w + q * stride + kx) * tin + i
+                        for o in range(tout):
+                            dense[:, child, (p * pw + q) * tout + o] = window[:, p, q, ky, kx, i, o]
+    return dense
+
+
+def test_probe_routing_tensors_are_the_dense_assignments(net, images, outputs):
+    batch = run_probe(net, images, needs={"routing:primary_caps", "routing:conv_caps1",
+                                          "routing:conv_caps2", "routing_entropy:primary_caps"})
+    r0 = _dense(outputs["primary_caps_routing"], (10, 10), 3, 2)
+    np.testing.assert_allclose(batch["routing:primary_caps"], r0, atol=1e-7)
+    np.testing.assert_allclose(batch["routing:conv_caps1"],
+                               _dense(outputs["conv_caps1_routing"], (4, 4), 2, 1), atol=1e-7)
+    np.testing.assert_allclose(batch["routing:conv_caps2"], outputs["conv_caps2_routing"])
+    terms = np.where(r0 > 0, -r0 * np.log(np.where(r0 > 0, r0, 1)), 0.0)
+    np.testing.assert_allclose(batch["routing_entropy:primary_caps"], terms.sum(-1), atol=1e-5)
+
+
+@pytest.mark.parametrize("method, power", [("modified", 1), ("original", 2)])
+def test_rpv_multiplies_every_hop(method, power, net, images, outputs):
+    """m_ij = a_i sum over paths i -> p -> q -> j of prod (R a_head)^power, averaged over the
+    primary types at each grid cell."""
+    rpv = get_technique("rpv")
+    maps = rpv.compute(run_probe(net, images), rpv.params_type(method=method))["maps"]
+    r0 = _dense(outputs["primary_caps_routing"], (10, 10), 3, 2)
+    r1 = _dense(outputs["conv_caps1_routing"], (4, 4), 2, 1)
+    r2 = outputs["conv_caps2_routing"].astype(np.float64)
+    a0 = outputs["primary_caps_activations"].reshape(4, -1).astype(np.float64)
+    a1 = outputs["conv_caps1_activations"].reshape(4, -1).astype(np.float64)
+    a2 = outputs["conv_caps2_activations"].reshape(4, -1).astype(np.float64)
+    a3 = outputs["activations"].astype(np.float64)
+    h0 = (r0 * a1[:, None, :]) ** power
+    h1 = (r1 * a2[:, None, :]) ** power
+    h2 = (r2 * a3[:, None, :]) ** power
+    strength = a0[:, :, None] * np.einsum("bip,bpq,bqj->bij", h0, h1, h2)
+    want = strength.reshape(4, 10, 10, 2, 3).mean(3).transpose(0, 3, 1, 2)
+    np.testing.assert_allclose(maps, want, rtol=1e-4, atol=1e-9)
+    assert maps.shape == (4, 3, 10, 10) and np.isfinite(maps).all()
+
+
+def test_heatmaps_and_class_poses_are_the_layers_outputs(net, images, outputs):
+    probe = run_probe(net, images)
+    heatmaps = get_technique("primary_heatmaps")
+    for params in heatmaps.variants(net):
+        layer = params.layer or "primary_caps"
+        got = heatmaps.compute(probe, params)["lengths"]
+        np.testing.assert_array_equal(got, outputs[f"{layer}_activations"])
+    poses = get_technique("class_capsules").compute(probe, None)
+    np.testing.assert_array_equal(poses["capsules"], outputs["class_capsules"])
+    np.testing.assert_array_equal(poses["lengths"], outputs["activations"])
+    np.testing.assert_array_equal(probe["predicted"], outputs["activations"].argmax(1))
+
+
+def test_routing_diagnostics_entropy_against_uniform(net):
+    """With one EM iteration the assignments are uniform: every routed layer's entropy ratio is
+    1. With two it is below 1, and the means are those of the probe's entropies."""
+    from reportgen.capsnet.em_description import parents_per_child
+
+    rng = np.random.default_rng(2)
+    x, y = rng.random((6, 12, 12, 1), dtype=np.float32), rng.integers(0, 3, 6)
+    diagnostics = get_technique("routing_diagnostics")
+    uniform_net = build_tiny_em(seed=3, em={"routing_iterations": 1, "inverse_temperature": 0.5,
+                                            "conv_caps": [{"types": 3, "kernel_size": 3,
+                                                           "strides": 2},
+                                                          {"types": 2, "kernel_size": 2,
+                                                           "strides": 1}]})
+    flat = diagnostics.compute(EvalBatch(uniform_net, x, y, CLASS_NAMES),
+                               diagnostics.params_type())
+    np.testing.assert_allclose(flat["layer_entropy_normalized_mean"], 1.0, atol=1e-5)
+    assert flat["layer_entropy_hist"][:, -1].sum() == flat["layer_entropy_hist"].sum()
+    routed = diagnostics.compute(EvalBatch(net, x, y, CLASS_NAMES), diagnostics.params_type())
+    assert (routed["layer_entropy_normalized_mean"] < 1.0).all()
+    entropy = run_probe(net, x, needs={"routing_entropy:conv_caps1"})[
+        "routing_entropy:conv_caps1"].astype(np.float64)
+    fan = parents_per_child(net.description, "conv_caps1")
+    assert sorted(set(fan)) == [2, 4, 8]     # corner, edge, inner cells (2x2 kernel, 2 types)
+    ratio = entropy[:, fan >= 2] / np.log(fan[fan >= 2])
+    assert routed["layer_entropy_normalized_mean"][1] == pytest.approx(ratio.mean(), rel=1e-5)
+    summary = diagnostics.summarize(routed, diagnostics.params_type())
+    assert summary["layers"] == 3
+    assert summary["entropy_max"] == pytest.approx(np.log(3))      # into the 3 classes
+    assert summary["entropy_normalized_per_layer"] == pytest.approx(
+        list(routed["layer_entropy_normalized_mean"]))
