@@ -159,10 +159,13 @@ def test_class_caps_layer_with_coordinate_addition_against_numpy(tiny, images):
     assert np.count_nonzero(offsets) == 2 * h * w
 
 
-def test_receptive_fields_are_what_the_capsule_layers_see():
+def test_receptive_fields_are_what_the_capsule_layers_see(monkeypatch):
     """With one routing iteration (uniform assignments), a ConvCaps cell depends on exactly
     the children in its window: light one input pixel at a time and see which cells of every
     grid layer change. The description's receptive fields must predict that set."""
+    from reportgen.capsnet import matrix_layers
+
+    monkeypatch.setattr(matrix_layers, "COMPILE_FROM", float("inf"))   # bit-exact comparisons
     net = build_tiny_em(seed=1, em={**TINY_EM["em"], "routing_iterations": 1})
     for layer in net.model.layers:
         if layer.__class__.__name__ == "Conv2D":
@@ -249,3 +252,30 @@ def test_other_families_keep_their_parameter_dicts():
     assert "em" not in load_model_params("models/MNIST/params.toml").to_dict()
     assert em_params().to_dict()["em"]["conv_caps"][0] == {"types": 3, "kernel_size": 3,
                                                           "strides": 2}
+
+
+def test_eager_calls_of_big_vote_tensors_run_compiled_with_the_same_values(images, monkeypatch):
+    """Eagerly, a layer with at least COMPILE_FROM vote values runs XLA-compiled: the same
+    outputs and gradients up to float32 rounding."""
+    import tensorflow as tf
+
+    from reportgen.capsnet import matrix_layers
+
+    net = build_tiny_em(seed=5)
+    x = tf.constant(images)
+
+    def run():
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            out = net.model(x)
+            score = tf.reduce_sum(out["activations"])
+        return {k: np.asarray(v) for k, v in out.items()}, tape.gradient(score, x).numpy()
+
+    plain, plain_grad = run()
+    assert "_compiled_route" not in net.capsule_layers["conv_caps1"].__dict__
+    monkeypatch.setattr(matrix_layers, "COMPILE_FROM", 0)
+    compiled, compiled_grad = run()
+    assert "_compiled_route" in net.capsule_layers["conv_caps1"].__dict__
+    for key in plain:
+        np.testing.assert_allclose(compiled[key], plain[key], rtol=1e-5, atol=1e-6, err_msg=key)
+    np.testing.assert_allclose(compiled_grad, plain_grad, rtol=1e-4, atol=1e-6)

@@ -10,6 +10,8 @@ as the vector capsules are (reportgen.capsnet.layers).
 
 from __future__ import annotations
 
+import math
+
 import keras
 from keras import ops
 
@@ -30,6 +32,30 @@ def _check_pair(layer, input_shape):
         raise ValueError(f"{layer.__class__.__name__} takes poses (B, H, W, types, 16) and "
                          f"activations (B, H, W, types). Received: {poses} and {activations}")
     return poses, activations
+
+
+# Vote tensors (values per call) from which an eager call is worth an XLA compilation.
+COMPILE_FROM = 2 ** 20
+
+
+def _eagerly_compiled(layer, route, inputs):
+    """`route(inputs)`, XLA-compiled once per layer when called eagerly on TensorFlow with a
+    vote tensor of at least COMPILE_FROM values (the probe and the analyses call the model
+    eagerly, where EM routing's chains of elementwise operations over the votes run 2-3 times
+    slower); traced as it is otherwise (in the trainer's compiled step, in a functional model's
+    construction), for small calls and on other backends. The same values up to float32
+    rounding (XLA fuses differently); gradients flow through the compiled function."""
+    if keras.backend.backend() != "tensorflow":
+        return route(inputs)
+    import tensorflow as tf
+
+    if not tf.executing_eagerly() or layer.vote_count(inputs) < COMPILE_FROM:
+        return route(inputs)
+    compiled = layer.__dict__.get("_compiled_route")
+    if compiled is None:
+        compiled = tf.function(route, jit_compile=True, reduce_retracing=True)
+        layer.__dict__["_compiled_route"] = compiled
+    return compiled(inputs)
 
 
 def _transforms(layer, name, shape, stddev):
@@ -126,6 +152,15 @@ class ConvCaps(keras.layers.Layer):
         return ops.reshape(votes, (-1, ph, pw, k, k, tin, self.types, POSE))
 
     def call(self, inputs):
+        return _eagerly_compiled(self, self._route, inputs)
+
+    def vote_count(self, inputs) -> int:
+        poses = inputs[0]
+        ph, pw = self.windows(poses.shape[1:3]).parent_grid
+        return int(poses.shape[0]) * ph * pw * self.kernel_size ** 2 * poses.shape[3] \
+            * self.types * POSE
+
+    def _route(self, inputs):
         poses, activations = inputs
         windows = self.windows(poses.shape[1:3])
         out_activations, out_poses, assignments = em_routing(
@@ -211,6 +246,13 @@ class MatrixClassCaps(keras.layers.Layer):
         return ops.reshape(votes, (-1, h * w * self.input_types, self.classes, POSE))
 
     def call(self, inputs):
+        return _eagerly_compiled(self, self._route, inputs)
+
+    def vote_count(self, inputs) -> int:
+        poses = inputs[0]
+        return int(poses.shape[0]) * math.prod(poses.shape[1:4]) * self.classes * POSE
+
+    def _route(self, inputs):
         poses, activations = inputs
         h, w = self.grid
         flat = ops.reshape(activations, (-1, h * w * self.input_types))
