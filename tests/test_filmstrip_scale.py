@@ -10,12 +10,19 @@ from types import SimpleNamespace
 import numpy as np
 
 from reportgen.cache.store import ArtifactStore
+from reportgen.capsnet.description import describe
 from reportgen.commands.site_assembly import context, filmstrip_frames
 from reportgen.figures.shared_scale import shared_range
 from reportgen.pages.assemble import Assembler
 from reportgen.pages.sitedata import StepData
+from reportgen.settings.model_params import parse_model_params
 from reportgen.techniques import get_technique
 
+# 28x28 -> conv1 (9x9) 20x20 -> primary capsules (9x9, stride 2): a 6x6 grid of 8 types
+SMALL_CAPSNET = {"dataset": "mnist", "input_shape": [28, 28, 1], "num_classes": 10,
+                 "conv": [{"filters": 4, "kernel_size": 9}],
+                 "primary": {"types": 8, "dims": 4, "kernel_size": 9, "strides": 2},
+                 "class_caps": {"dims": 4}, "decoder": {"units": [16]}}
 STEPS = ("0-0", "1-10", "2-10")
 PEAKS = (0.286, 0.79, 0.5)       # each step's largest activation: own scales differ
 
@@ -24,7 +31,7 @@ def _setup(tmp_path, name, params, key_name, shape):
     store = ArtifactStore(tmp_path / "store")
     assembler = Assembler(store, tmp_path / "docs")
     tech = get_technique(name)
-    description = SimpleNamespace(conv_layers=(), conv_layer_names=("conv1",))
+    description = describe(parse_model_params(SMALL_CAPSNET))     # conv1 20x20, 6x6x8 capsules
     dataset = SimpleNamespace(class_names=[str(k) for k in range(10)])
     item = SimpleNamespace(key="test-0", label="test #0", image=np.zeros((28, 28, 1)))
     rng = np.random.default_rng(0)
