@@ -31,6 +31,7 @@ strides = 1
 [em]
 routing_iterations = 2
 inverse_temperature = 0.5
+learning_rate_decay = 0.5
 [[em.conv_caps]]
 types = 3
 kernel_size = 3

@@ -44,15 +44,20 @@ def test_training_steps_the_spread_loss_margin_and_saves(trained, monkeypatch):
     seen = []
     real = build_capsnet
 
+    rates = []
+
     def recording(params):
         net = real(params)
-        original = net.set_training_progress
+        original, factor = net.set_training_progress, net.learning_rate_factor
         net.set_training_progress = lambda p: (seen.append(p), original(p))
+        net.learning_rate_factor = lambda p: rates.append(factor(p)) or rates[-1]
         return net
 
     monkeypatch.setattr("reportgen.capsnet.architecture.build_capsnet", recording)
     trainer.train(Catalog(root).get("TinyEM"), trainer.TrainOptions(epochs=1, fresh=True))
     assert seen == pytest.approx([0.0, 0.25, 0.5, 0.75, 1.0])
+    # learning_rate_decay = 0.5: the rate falls linearly to half of params.toml's 0.01
+    assert rates == pytest.approx([1.0, 0.875, 0.75, 0.625, 0.5])
 
 
 def test_build_makes_every_applicable_page(trained, tmp_path):

@@ -225,6 +225,10 @@ def test_spread_loss_and_its_margin_schedule():
                                    rtol=1e-5)
     em = em_params().em
     assert [em.margin(p) for p in (0.0, 0.5, 1.0, 2.0)] == pytest.approx([0.2, 0.55, 0.9, 0.9])
+    assert em.learning_rate_factor(0.5) == 1.0                 # no decay unless asked for
+    decaying = em_params(em={**TINY_EM["em"], "learning_rate_decay": 0.9}).em
+    assert [decaying.learning_rate_factor(p) for p in (0.0, 0.5, 1.0)] == pytest.approx(
+        [1.0, 0.55, 0.1])
     net = build_tiny_em()
     net.set_training_progress(0.25)
     assert float(np.asarray(net.margin)) == pytest.approx(0.2 + 0.7 * 0.25)
@@ -236,6 +240,7 @@ def test_spread_loss_and_its_margin_schedule():
     ({"decoder": {"enabled": True}}, "decoder.enabled"),
     ({"em": {"inverse_temperature": 0}}, "em.inverse_temperature"),
     ({"em": {"margin_start": 0.5, "margin_end": 0.4}}, "em.margin_end"),
+    ({"em": {"learning_rate_decay": 1.0}}, "em.learning_rate_decay"),
     ({"em": {"conv_caps": [{"types": 2, "kernel_size": 11}]}}, "em.conv_caps[0].kernel_size"),
     ({"em": {"conv_caps": [{"kernels": 2}]}}, "em.conv_caps[0].kernels"),
     ({"family": "matrix"}, "family"),

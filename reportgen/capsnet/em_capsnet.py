@@ -35,6 +35,10 @@ class EMNetwork(Network):
         """Share of training done (0 … 1): the spread-loss margin follows it linearly."""
         self.margin.assign(self.params.em.margin(progress))
 
+    def learning_rate_factor(self, progress: float) -> float:
+        """What the trainer multiplies the learning rate by after `progress` of training."""
+        return self.params.em.learning_rate_factor(progress)
+
 
 def build_em_capsnet(params) -> EMNetwork:
     import keras

@@ -12,6 +12,7 @@ values and one logistic activation per type); its own settings are the `[em]` ta
     margin_end = 0.9                # ... to this
     kernel_init_stddev = 1.0        # the 4x4 transforms' Normal initialiser
     detach_assignments = false      # true: gradients treat the E-steps' R_ij as constants (faster; learns poorly)
+    learning_rate_decay = 0.0       # the learning rate falls linearly by this share over training
 
     [[em.conv_caps]]                # convolutional capsule layers, in order
     types = 16
@@ -43,9 +44,14 @@ class EMParams:
     margin_end: float = 0.9
     kernel_init_stddev: float = 1.0
     detach_assignments: bool = False
+    learning_rate_decay: float = 0.0
 
     def margin(self, progress: float) -> float:
         """The spread-loss margin after `progress` (0 … 1) of training: linear from margin_start
         to margin_end."""
         progress = min(max(float(progress), 0.0), 1.0)
         return self.margin_start + (self.margin_end - self.margin_start) * progress
+
+    def learning_rate_factor(self, progress: float) -> float:
+        """1 at the start of training, 1 - learning_rate_decay at its end, linear between."""
+        return 1.0 - self.learning_rate_decay * min(max(float(progress), 0.0), 1.0)

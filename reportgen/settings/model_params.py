@@ -282,6 +282,9 @@ def _em_section(raw: Any, source: str) -> EMParams:
     if not 0 <= em.margin_start <= em.margin_end:
         raise _fail(source, "em.margin_end", f"a margin >= margin_start ({em.margin_start})",
                     em.margin_end)
+    if em.learning_rate_decay >= 1:
+        raise _fail(source, "em.learning_rate_decay", "a share in [0, 1)",
+                    em.learning_rate_decay)
     return EMParams(**{**{f.name: getattr(em, f.name) for f in fields(EMParams)},
                        "conv_caps": conv_caps})
 

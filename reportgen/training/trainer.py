@@ -271,8 +271,10 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
     from reportgen.training.evaluate import accuracy
 
     train_step = make_train_step(net, run.optimizer)
-    # Families whose loss changes over training are told the share of training done.
+    # Families whose loss or learning rate changes over training are told the share of
+    # training done (EM: the spread-loss margin, a decaying learning rate).
     schedule = getattr(net, "set_training_progress", None)
+    rate = getattr(net, "learning_rate_factor", None)
     clock = time.perf_counter()
     sums = np.zeros(4)
     seen = 0
@@ -320,9 +322,12 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
                 for b in range(first, batches_per_epoch):
                     idx = np.sort(order[b * batch_size:(b + 1) * batch_size])
                     one_hot = np.eye(params.num_classes, dtype=np.float32)[run.y_train[idx]]
+                    progress = ((epoch - 1) * batches_per_epoch + b) \
+                        / max(run.epochs * batches_per_epoch - 1, 1)
                     if schedule is not None:   # e.g. EM's spread-loss margin (0.2 -> 0.9)
-                        schedule(((epoch - 1) * batches_per_epoch + b)
-                                 / max(run.epochs * batches_per_epoch - 1, 1))
+                        schedule(progress)
+                    if rate is not None:
+                        run.optimizer.learning_rate = settings["learning_rate"] * rate(progress)
                     out = train_step(run.x_train[idx], one_hot)
                     k = len(idx)
                     sums += np.array([float(out[0]) * k, float(out[1]) * k, float(out[2]) * k,
