@@ -38,6 +38,7 @@ PAGE_KINDS = (
     PageKind("home", "pages/home.md.j2", per_model=False, chooses=()),
     PageKind("compare", "pages/compare_models.md.j2", per_model=False,
              chooses=("step", "input", "panel")),
+    PageKind("capsules_vs_cnns", "pages/capsules_vs_cnns.md.j2", per_model=False, chooses=()),
     PageKind("model", "pages/model.md.j2", per_model=True, chooses=("step", "input")),
     PageKind("layer", "pages/layer.md.j2", per_model=True, chooses=("step", "input"),
              publishes=True),

@@ -34,6 +34,9 @@ from reportgen.errors import ReportgenError
 from reportgen.pages import analyses, page_table
 from reportgen.pages.environment import (ASSET_FILES, ASSETS_URL, asset_source,
                                          default_templates_dir, make_environment)
+from reportgen.pages.gu_comparison import STEM as GU_STEM
+from reportgen.pages.gu_comparison import TITLE as GU_TITLE
+from reportgen.pages.gu_comparison import comparison
 from reportgen.pages.live import live_step
 from reportgen.pages.live import summary_line as live_summary_line
 from reportgen.pages.mkdocs_project import (SITE_SCRIPT, build_site, choose_theme,
@@ -79,6 +82,13 @@ def render_site(site: SiteData, docs_dir: Path, templates_dir: Path | None = Non
     if any(info.pictures for info in infos) or site.compare_panels:
         files["compare.md"] = _render_compare(env, ctx, infos, files)
         nav.append({"Compare models": "compare.md"})
+    gu = comparison(site.models)
+    if gu is not None:
+        files[f"{GU_STEM}.md"] = _template(env, "capsules_vs_cnns").render(
+            **common(site, "", "capsules_vs_cnns"), gu=gu)
+        for table, text in gu["csv"].items():
+            files[f"numbers/{GU_STEM}-{table}.csv"] = text
+        nav.append({GU_TITLE: f"{GU_STEM}.md"})
     for info in infos:
         files.update(_render_model_pages(env, ctx, info, files))
         nav.append({str(escape(info.model.name)): [

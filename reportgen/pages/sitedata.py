@@ -99,6 +99,9 @@ class ModelData:
     not_applicable: list[dict] = field(default_factory=list)
     # dataset-level numbers over training steps (one panel per analysis), static
     trend_panels: list[Panel] = field(default_factory=list)
+    # the model's kind in Gu 2022's tables ("CapsNet", "ConvNet-Avg", ...; see
+    # reportgen/results/capsules_vs_cnns.py), "" when unknown
+    kind: str = ""
 
 
 @dataclass

@@ -40,7 +40,10 @@ ATTACKS = (("fgsm", 0.1), ("pgd", 0.1))
 
 
 def model_kind(params) -> str:
-    """The name of a model's kind in Gu's tables, from its parameters (ModelParams)."""
+    """The name of a model's kind in Gu's tables, from its parameters (ModelParams); matrix
+    capsules (Hinton et al. 2018), which his tables do not have, are "EM-CapsNet"."""
+    if params.family == "em":
+        return "EM-CapsNet"
     if params.family == "cnn":
         return {"avg": "ConvNet-Avg", "fc": "ConvNet-FC", "r": "ConvNet-R", "cr": "ConvNet-CR",
                 "cr_sf": "ConvNet-CR-SF"}[params.cnn.head]
@@ -63,10 +66,10 @@ class ModelRecord:
     summaries: dict[str, dict[str, dict]] = field(default_factory=dict)
 
 
-def record_from_site(model, params) -> ModelRecord:
+def record_from_site(model, params=None) -> ModelRecord:
     """A ModelRecord of a built model's site data (reportgen.pages.sitedata.ModelData: its
-    history and the numbers of the dataset panels of the built steps that have them) and its
-    ModelParams. The matched step is then the first analysed step at or above the target:
+    history, its kind and the numbers of the dataset panels of the built steps that have them);
+    `params` (ModelParams), when given, names the kind instead of `model.kind`. The matched step is then the first analysed step at or above the target:
     build with `--analyses all`, or train with `--until-accuracy` so that the last step is it."""
     summaries = {}
     for step in model.steps:
@@ -74,7 +77,8 @@ def record_from_site(model, params) -> ModelRecord:
                    if panel.numbers}
         if numbers:
             summaries[step.step] = numbers
-    return ModelRecord(name=model.name, kind=model_kind(params), parameters=int(model.params),
+    kind = model_kind(params) if params is not None else getattr(model, "kind", "")
+    return ModelRecord(name=model.name, kind=kind, parameters=int(model.params),
                        history=list(model.history), summaries=summaries)
 
 
@@ -141,3 +145,11 @@ def table5(records: list[ModelRecord], target: float = MATCHED_ACCURACY) -> list
                      "compactness": _get(semantics, f"compactness_{TABLE5_FACTOR}"),
                      "reference": TABLE5_REFERENCE.get(record.kind)})
     return rows
+
+
+def compares(records: list[ModelRecord]) -> bool:
+    """Whether Gu's comparison has something to show: a model on the affine benchmark (its
+    affNIST-like numbers) or a CNN baseline of his tables."""
+    return any(r.kind.startswith("ConvNet") or any("affnist_benchmark" in s
+                                                   for s in r.summaries.values())
+               for r in records)
