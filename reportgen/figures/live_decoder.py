@@ -1,30 +1,31 @@
-"""The decoder's weights for the browser : a compact binary, its manifest, a script that
-carries both to a page opened from file://, and the NumPy forward pass the page's JavaScript
-mirrors. No TensorFlow here.
+"""The decoder's weights for the browser: one script per step that a page opened from file://
+can load, its manifest, and the NumPy forward pass the page's JavaScript mirrors. No TensorFlow
+here.
 
-Binary layout (`live_decoder.bin`), format "reportgen-live-decoder" version 1:
+Format "reportgen-live-decoder" version 2: every kernel is quantised per row with a symmetric
+scale (linear quantisation, as in Jacob et al. 2018, one scale per input unit): kernel[i][j] =
+q[i][j] * scale[i], q a signed integer of `bits` bits (|q| <= 2^(bits-1) - 1). Each q is
+written as `digits` characters of the base64 alphabet (A-Z a-z 0-9 + /, 6 bits each, most
+significant first) holding q + 2^(bits-1): bits = 6 is one character per weight, so the script
+is as small as the raw int8 values would be and needs no base64 decoding. When the 6-bit
+weights move the reconstruction by more than QUANT_LIMIT per pixel against the model's own
+decoder, 12 bits (two characters) are used instead.
 
-- every value is an IEEE 754 half-precision float (float16), little-endian, 2 bytes;
-- layers follow each other in decoder order; each layer is its kernel, then its bias:
-  kernel (inputs x units) row-major, i.e. kernel[i][j] is value number `kernel_offset + i *
-  units + j`; bias[j] is value number `bias_offset + j`;
-- offsets in the manifest count values (byte offset = 2 x value offset); nothing else is in the
-  file (no header, no padding), so its size is 2 x the number of weights.
+Layers follow each other in decoder order; for each, the manifest gives `q_offset` (in values:
+q[i][j] is value number q_offset + i * units + j of the weights string), and `scale_offset` and
+`bias_offset` into `tables`: float32 little-endian values, base64-encoded (for each layer its
+`inputs` scales then its `units` biases).
 
-Reading it back in NumPy: `w = np.frombuffer(data, "<f2")`, then
-`w[o:o + n * m].reshape(n, m)` per kernel. The decoder maps the masked class capsules (classes x
-dims values: the chosen class's pose vector in its slot, zeros elsewhere, as in Sabour et al. 2017) through dense
-layers with the manifest's activations (relu ... relu, sigmoid) to `prod(output_shape)` values,
-reshaped to (height, width, channels) row-major.
+Reading it back in NumPy: `fmt.unpack(weights, tables, manifest)`. The decoder maps the masked
+class capsules (classes x dims values: the chosen class's pose vector in its slot, zeros
+elsewhere, as in Sabour et al. 2017) through dense layers with the manifest's activations (relu
+... relu, sigmoid) to `prod(output_shape)` values, reshaped to (height, width, channels)
+row-major. The manifest's "check" records the largest difference of the exported weights'
+reconstruction from the real (Keras) decoder's, measured when they were exported.
 
-float16 keeps 11 significant bits (relative error <= 2^-11 per weight): the reconstruction
-differs from the float32 decoder's by about 1e-3 per pixel; the manifest's "check" records the
-largest difference measured against the real (Keras) decoder when the weights were exported.
-
-The page cannot fetch() the binary from file:// (browsers block it), so the same bytes are also
-written base64-encoded inside `live_decoder.js`, a script that registers itself in
-`window.reportgenLive.weights[model][step]` when a plain <script src> loads it (see
-templates/assets/live-decoder.js).
+Browsers block fetch() from file://, so the weights travel inside `live_decoder.js`, a script
+that registers itself in `window.reportgenLive.weights[model][step]` when a plain <script src>
+loads it (see templates/assets/live-decoder.js).
 """
 
 from __future__ import annotations
@@ -35,23 +36,63 @@ import json
 import numpy as np
 
 FORMAT = "reportgen-live-decoder"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 ACTIVATIONS = ("linear", "relu", "sigmoid")      # codes 0, 1, 2 in the technique's arrays
-FLOAT16_MAX = float(np.finfo(np.float16).max)
+ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+BITS = (6, 12)              # tried in order: one, then two base64 characters per weight
+QUANT_LIMIT = 1.5e-2        # largest per-pixel change against the real decoder that 6 bits may cause
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
-LAYOUT = ("float16 little-endian, no header; layers in order, each its kernel (inputs x units, "
-          "row-major: kernel[i][j] = value kernel_offset + i*units + j) then its bias (units); "
-          "offsets count values (byte offset = 2 x offset)")
+LAYOUT = ("per layer: kernel[i][j] = q[i][j] * scale[i]; q = (value of `digits` base64 "
+          "characters of `weights`, most significant first) - 2^(bits-1), at value q_offset + "
+          "i*units + j; scales and biases are float32 little-endian in `tables` (base64), at "
+          "scale_offset (inputs values) and bias_offset (units values)")
+
+_CODES = np.frombuffer(ALPHABET.encode("ascii"), np.uint8)
+_LOOKUP = np.full(256, 255, np.uint8)
+_LOOKUP[_CODES] = np.arange(64, dtype=np.uint8)
+
+
+def quantise(kernel: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """(q int32 (inputs, units), scale float32 (inputs,)): one symmetric scale per row."""
+    kernel = np.asarray(kernel, np.float32)
+    top = 2 ** (bits - 1) - 1
+    peak = np.max(np.abs(kernel), axis=1) if kernel.size else np.zeros(len(kernel), np.float32)
+    scale = np.where(peak > 0, peak / top, 1.0).astype(np.float32)
+    q = np.clip(np.rint(kernel / scale[:, None]), -top, top).astype(np.int32)
+    return q, scale
+
+
+def _characters(q: np.ndarray, bits: int) -> bytes:
+    digits = bits // 6
+    shifted = (np.asarray(q, np.int64).reshape(-1) + 2 ** (bits - 1))
+    columns = [(shifted >> (6 * (digits - 1 - d))) & 63 for d in range(digits)]
+    return _CODES[np.stack(columns, axis=1).reshape(-1)].tobytes()
+
+
+def _values(text: bytes, bits: int) -> np.ndarray:
+    digits = bits // 6
+    codes = _LOOKUP[np.frombuffer(text, np.uint8)]
+    if codes.size % digits or (codes == 255).any():
+        raise ValueError("live decoder: the weights are not base64 characters of whole values")
+    sixes = codes.astype(np.int64).reshape(-1, digits)
+    shifted = np.zeros(len(sixes), np.int64)
+    for d in range(digits):
+        shifted = shifted * 64 + sixes[:, d]
+    return shifted - 2 ** (bits - 1)
 
 
 def pack(kernels, biases, activations, output_shape, classes: int, dims: int,
-         model: str = "", step: str = "") -> tuple[bytes, dict]:
-    """(binary, manifest) of dense layers given as float32 kernels (inputs, units) and biases.
+         model: str = "", step: str = "", bits: int = BITS[0]) -> tuple[str, str, dict]:
+    """(weights characters, tables base64, manifest) of dense layers given as float32 kernels
+    (inputs, units) and biases.
 
-    Raises ValueError when a weight does not fit float16 (|w| > 65504) or the shapes do not
-    chain.
+    Raises ValueError when a weight is not finite or the shapes do not chain.
     """
-    parts, layers, offset = [], [], 0
+    if bits not in BITS:
+        raise ValueError(f"live decoder: bits must be one of {BITS}")
+    chars, tables, layers = [], [], []
+    q_offset = t_offset = 0
     previous = classes * dims
     for index, (kernel, bias, activation) in enumerate(zip(kernels, biases, activations)):
         kernel = np.asarray(kernel, np.float32)
@@ -63,44 +104,57 @@ def pack(kernels, biases, activations, output_shape, classes: int, dims: int,
             raise ValueError(f"live decoder: activation {activation!r} of layer {index} is not "
                              f"one of {ACTIVATIONS}")
         for name, values in (("kernel", kernel), ("bias", bias)):
-            if not np.all(np.isfinite(values)) or np.max(np.abs(values), initial=0) > FLOAT16_MAX:
+            if not np.all(np.isfinite(values)):
                 raise ValueError(f"live decoder: the {name} of layer {index} has values that "
-                                 "float16 cannot hold (not finite or larger than 65504)")
-        units = int(kernel.shape[1])
-        layers.append({"index": index, "inputs": int(kernel.shape[0]), "units": units,
-                       "activation": activation, "kernel_offset": offset,
-                       "bias_offset": offset + kernel.size})
-        parts += [kernel.astype("<f2").tobytes(), bias.astype("<f2").tobytes()]
-        offset += kernel.size + units
+                                 "are not finite")
+        inputs, units = (int(v) for v in kernel.shape)
+        q, scale = quantise(kernel, bits)
+        layers.append({"index": index, "inputs": inputs, "units": units,
+                       "activation": activation, "q_offset": q_offset,
+                       "scale_offset": t_offset, "bias_offset": t_offset + inputs})
+        chars.append(_characters(q, bits))
+        tables += [scale.astype("<f4").tobytes(), bias.astype("<f4").tobytes()]
+        q_offset += kernel.size
+        t_offset += inputs + units
         previous = units
     size = int(np.prod(output_shape))
     if previous != size:
         raise ValueError(f"live decoder: the last layer has {previous} units; the output shape "
                          f"{tuple(output_shape)} needs {size}")
-    data = b"".join(parts)
+    weights = b"".join(chars).decode("ascii")
+    table_text = base64.b64encode(b"".join(tables)).decode("ascii")
     manifest = {
         "format": FORMAT, "version": FORMAT_VERSION, "model": model, "step": step,
-        "dtype": "float16", "byte_order": "little", "layout": LAYOUT,
-        "classes": int(classes), "dims": int(dims), "input_size": int(classes * dims),
-        "output_shape": [int(v) for v in output_shape],
-        "layers": layers, "values": offset, "bytes": len(data),
+        "bits": bits, "digits": bits // 6, "quantisation": "symmetric, one scale per kernel row",
+        "layout": LAYOUT, "classes": int(classes), "dims": int(dims),
+        "input_size": int(classes * dims), "output_shape": [int(v) for v in output_shape],
+        "layers": layers, "values": q_offset, "tables": t_offset,
+        "bytes": len(weights) + len(table_text),
     }
-    return data, manifest
+    return weights, table_text, manifest
 
 
-def unpack(data: bytes, manifest: dict) -> list[tuple[np.ndarray, np.ndarray, str]]:
-    """[(kernel float32 (inputs, units), bias float32 (units,), activation)] from the binary."""
+def unpack(weights: str, tables: str, manifest: dict) -> list[tuple[np.ndarray, np.ndarray, str]]:
+    """[(kernel float32 (inputs, units), bias float32 (units,), activation)] as the page reads
+    them (dequantised)."""
     if manifest.get("format") != FORMAT or manifest.get("version") != FORMAT_VERSION:
         raise ValueError(f"not a {FORMAT} v{FORMAT_VERSION} manifest")
-    if len(data) != manifest["bytes"]:
-        raise ValueError(f"live decoder: {len(data)} bytes, the manifest says {manifest['bytes']}")
-    values = np.frombuffer(data, "<f2")
+    bits = manifest["bits"]
+    if bits not in BITS or len(weights) != manifest["values"] * (bits // 6):
+        raise ValueError(f"live decoder: {len(weights)} weight characters, the manifest says "
+                         f"{manifest['values']} values of {bits} bits")
+    q = _values(weights.encode("ascii"), bits)
+    table = np.frombuffer(base64.b64decode(tables), "<f4")
+    if len(table) != manifest["tables"]:
+        raise ValueError(f"live decoder: {len(table)} table values, the manifest says "
+                         f"{manifest['tables']}")
     out = []
     for layer in manifest["layers"]:
         n, m = layer["inputs"], layer["units"]
-        k0, b0 = layer["kernel_offset"], layer["bias_offset"]
-        out.append((values[k0:k0 + n * m].reshape(n, m).astype(np.float32),
-                    values[b0:b0 + m].astype(np.float32), layer["activation"]))
+        q0, s0, b0 = layer["q_offset"], layer["scale_offset"], layer["bias_offset"]
+        scale = table[s0:s0 + n].astype(np.float32)
+        kernel = q[q0:q0 + n * m].reshape(n, m).astype(np.float32) * scale[:, None]
+        out.append((kernel, table[b0:b0 + m].astype(np.float32), layer["activation"]))
     return out
 
 
@@ -134,17 +188,29 @@ def to_pixels(images: np.ndarray) -> np.ndarray:
         .astype(np.uint8)
 
 
-def script(manifest: dict, data: bytes) -> str:
-    """`live_decoder.js`: manifest and base64 weights, registered under model and step."""
-    body = json.dumps({"manifest": manifest, "weights": base64.b64encode(data).decode("ascii")},
+def script(manifest: dict, weights: str, tables: str) -> str:
+    """`live_decoder.js`: manifest, weight characters and tables, registered under model and
+    step."""
+    body = json.dumps({"manifest": manifest, "weights": weights, "tables": tables},
                       ensure_ascii=False, separators=(",", ":"))
-    return ("/* reportgen live decoder weights (float16, base64): see the manifest's layout. */\n"
+    return (f"/* reportgen live decoder weights ({manifest['bits']}-bit, one scale per kernel "
+            "row): see the manifest's layout. */\n"
             "(function (registry) {\n"
             f"  var model = {js_literal(manifest['model'])};\n"
             "  registry.weights = registry.weights || {};\n"
             "  registry.weights[model] = registry.weights[model] || {};\n"
             f"  registry.weights[model][{js_literal(manifest['step'])}] = {js_safe(body)};\n"
             "})(window.reportgenLive = window.reportgenLive || {});\n")
+
+
+def read_script(text: str) -> tuple[dict, str, str]:
+    """(manifest, weights, tables) back from a `live_decoder.js`."""
+    line = next((line for line in text.splitlines()
+                 if line.startswith("  registry.weights[model][")), None)
+    if line is None:
+        raise ValueError("live decoder: not a weights script")
+    record = json.loads(line.split("] = ", 1)[1].rstrip(";"))     # "<\/" is JSON for "</"
+    return record["manifest"], record["weights"], record["tables"]
 
 
 def js_literal(value) -> str:
@@ -156,8 +222,19 @@ def js_safe(text: str) -> str:
     return text.replace("</", "<\\/").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
+def _check(layers, result, output_shape) -> dict | None:
+    if "check_inputs" not in result or not len(result["check_inputs"]):
+        return None
+    ours = forward(layers, result["check_inputs"], output_shape)
+    diff = np.abs(ours - np.asarray(result["check_outputs"], np.float64))
+    return {"reference": "the model's decoder (Keras, float32) at this step",
+            "vectors": int(len(result["check_inputs"])),
+            "max_abs_diff": float(np.round(diff.max(), 6)),
+            "mean_abs_diff": float(np.round(diff.mean(), 7))}
+
+
 def render_live_decoder(result, params, ctx) -> list:
-    """Figures of one exported decoder: the binary, its manifest (JSON) and the page's script."""
+    """Figures of one exported decoder: its manifest (JSON) and the page's script."""
     from reportgen.figures.figure import Figure
 
     kernels, biases, index = [], [], 0
@@ -170,27 +247,22 @@ def render_live_decoder(result, params, ctx) -> list:
     classes, dims = (int(v) for v in np.asarray(result["capsule_shape"]).reshape(-1))
     model = getattr(ctx, "model", "") if ctx is not None else ""
     step = getattr(ctx, "step", "") if ctx is not None else ""
-    data, manifest = pack(kernels, biases, activations, output_shape, classes, dims,
-                          model=model, step=step)
-    if "check_inputs" in result and len(result["check_inputs"]):
-        ours = forward(unpack(data, manifest), result["check_inputs"], output_shape)
-        diff = np.abs(ours - np.asarray(result["check_outputs"], np.float64))
-        manifest["check"] = {
-            "reference": "the model's decoder (Keras, float32) at this step",
-            "vectors": int(len(result["check_inputs"])),
-            "max_abs_diff": float(np.round(diff.max(), 6)),
-            "mean_abs_diff": float(np.round(diff.mean(), 7)),
-        }
+    for bits in BITS:
+        weights, tables, manifest = pack(kernels, biases, activations, output_shape, classes,
+                                         dims, model=model, step=step, bits=bits)
+        check = _check(unpack(weights, tables, manifest), result, output_shape)
+        if check is None or check["max_abs_diff"] <= QUANT_LIMIT:
+            break
+    if check is not None:
+        manifest["check"] = check
     shapes = " → ".join([str(manifest["input_size"])] + [str(layer["units"])
                                                           for layer in manifest["layers"]])
-    check = manifest.get("check")
+    text = script(manifest, weights, tables).encode("utf-8")
     caption = (f"Decoder weights for the browser at step {step}: {len(kernels)} dense layers "
-               f"({shapes}; {', '.join(activations)}), float16 little-endian, "
-               f"{manifest['bytes']:,} bytes (layout in the JSON manifest)."
+               f"({shapes}; {', '.join(activations)}), {bits}-bit with one scale per kernel "
+               f"row, {len(text):,} bytes (layout in the JSON manifest)."
                + (f" Against the float32 decoder: max |Δ| = {check['max_abs_diff']:.2g} per "
                   f"pixel over {check['vectors']} capsule vectors." if check else ""))
-    text = json.dumps(manifest, indent=1, sort_keys=True).encode()
-    return [Figure(name="live_decoder.bin", data=data, kind="bin", caption=caption),
-            Figure(name="live_decoder.json", data=text + b"\n", kind="json", caption=caption),
-            Figure(name="live_decoder.js", data=script(manifest, data).encode("utf-8"),
-                   kind="js", caption=caption)]
+    data = json.dumps(manifest, indent=1, sort_keys=True).encode()
+    return [Figure(name="live_decoder.json", data=data + b"\n", kind="json", caption=caption),
+            Figure(name="live_decoder.js", data=text, kind="js", caption=caption)]

@@ -27,7 +27,7 @@ from reportgen.pages.sitedata import FigureFile, Panel, Prediction
 from reportgen.techniques.base import Figure, RenderContext
 from reportgen.techniques.compute import params_dict, variant_label
 
-FIGURES_VERSION = 4      # bump when drawing changes: figures are redrawn, arrays are kept
+FIGURES_VERSION = 5      # bump when drawing changes: figures are redrawn, arrays are kept
 _ATTEMPTS = 2            # a figure entry removed between listing and reading: draw it again
 
 
@@ -170,7 +170,8 @@ class Assembler:
         files.sort(key=lambda f: f.kind != "png")   # the first file is the one shown
         caption = next((f["caption"] for f in figures if f["caption"]), "")
         return Panel(technique=tech.name, variant=label,
-                     title=tech.title + (f" ({label})" if label else ""), layer=tech.layer,
+                     title=tech.title + (f" ({label})" if label else ""),
+                     layer=tech.layer_for(params),
                      caption=caption, figures=files, experimental=tech.experimental)
 
     def add_input(self, image: np.ndarray, path: Path) -> str:

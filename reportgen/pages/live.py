@@ -4,16 +4,16 @@
 For every input at that step it holds the real class capsules (all classes x dims, the
 `class_capsules` panel's numbers), their lengths, the predicted class, and the reference
 reconstruction of each class's real capsule computed here in Python (NumPy) from the exported
-float16 weights: the same computation the page's JavaScript runs at its initial slider values, so
-the two images side by side must agree (to 1/255 after rounding to 8 bits); how far the float16
-weights are from the float32 Keras decoder is measured when they are exported (the manifest's
-"check"). It also holds the standard deviation of each pose dimension that the "±k σ" slider
+(quantised) weights: the same computation the page's JavaScript runs at its initial slider
+values, so the two images side by side must agree (to 1/255 after rounding to 8 bits); how far
+the quantised weights are from the float32 Keras decoder is measured when they are exported (the
+manifest's "check"). It also holds the standard deviation of each pose dimension that the "±k σ" slider
 ranges use: over the evaluation set when the `capsule_semantics` analysis ran at that step (its
 summary's `DIMENSION_STD`, reportgen/results/capsule_semantics.py), otherwise over the chosen
 inputs (the page says which).
 
 Everything is read from the panels (`Panel.numbers`) and the artifact store (`FigureFile.source`:
-the float16 binary, the manifest, the weights script), never back from the docs folder; a panel
+the manifest and the weights script), never back from the docs folder; a panel
 without them counts as not computed.
 
 Like data.js, the script registers itself (`window.reportgenLive.inputs[model][step]`) because
@@ -45,8 +45,7 @@ class LiveStep:
 
     step: str
     manifest: dict
-    weights_bytes: int          # the float16 binary
-    script_bytes: int           # the same weights base64-encoded in the page's script
+    script_bytes: int           # the page's weights script (quantised weights, see its format)
     inputs_script: str          # contents of models/SLUG/live/STEP.js
 
 
@@ -80,14 +79,14 @@ def live_step(model: ModelData, step: StepData) -> LiveStep | None:
     if panel is None:
         return None
     manifest = _manifest(panel)
-    binary, script = stored_file(panel, "bin"), stored_file(panel, "js")
-    if manifest is None or binary is None or script is None:
+    script = stored_file(panel, "js")
+    if manifest is None or script is None:
         return None
     try:
-        data = binary.read_bytes()
-        layers = fmt.unpack(data, manifest)
-        script_bytes = script.stat().st_size
-    except (OSError, ValueError, KeyError, TypeError):
+        text = script.read_text("utf-8")
+        _, weights, tables = fmt.read_script(text)
+        layers = fmt.unpack(weights, tables, manifest)
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
         return None
     classes, dims = manifest["classes"], manifest["dims"]
     shape = manifest["output_shape"]
@@ -112,16 +111,17 @@ def live_step(model: ModelData, step: StepData) -> LiveStep | None:
     record = {"model": model.name, "step": step.step, "inputs": inputs,
               "std": dimension_std(step, dims, predicted_vectors)}
     body = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
-    text = ("/* reportgen live decoder: class capsules and Python reconstructions of every input "
-            "at one step (see reportgen/pages/live.py). */\n"
-            "(function (registry) {\n"
-            f"  var model = {fmt.js_literal(model.name)};\n"
-            "  registry.inputs = registry.inputs || {};\n"
-            "  registry.inputs[model] = registry.inputs[model] || {};\n"
-            f"  registry.inputs[model][{fmt.js_literal(step.step)}] = {fmt.js_safe(body)};\n"
-            "})(window.reportgenLive = window.reportgenLive || {});\n")
-    return LiveStep(step=step.step, manifest=manifest, weights_bytes=len(data),
-                    script_bytes=script_bytes, inputs_script=text)
+    inputs_text = (
+        "/* reportgen live decoder: class capsules and Python reconstructions of every input "
+        "at one step (see reportgen/pages/live.py). */\n"
+        "(function (registry) {\n"
+        f"  var model = {fmt.js_literal(model.name)};\n"
+        "  registry.inputs = registry.inputs || {};\n"
+        "  registry.inputs[model] = registry.inputs[model] || {};\n"
+        f"  registry.inputs[model][{fmt.js_literal(step.step)}] = {fmt.js_safe(body)};\n"
+        "})(window.reportgenLive = window.reportgenLive || {});\n")
+    return LiveStep(step=step.step, manifest=manifest, script_bytes=len(text.encode("utf-8")),
+                    inputs_script=inputs_text)
 
 
 def dimension_std(step: StepData, dims: int, vectors: list) -> dict:
@@ -163,9 +163,9 @@ def evaluation_std(summary, dims: int) -> list[float] | None:
 
 def summary_line(model: ModelData, steps: list[LiveStep]) -> str:
     """The build summary's line for one model's live decoder."""
-    sizes = sorted({s.weights_bytes for s in steps})
     scripts = sorted({s.script_bytes for s in steps})
-    size = f"{sizes[0]:,}" if len(sizes) == 1 else f"{sizes[0]:,} … {sizes[-1]:,}"
-    script = f"{scripts[0]:,}" if len(scripts) == 1 else f"{scripts[0]:,} … {scripts[-1]:,}"
-    return (f"live decoder {model.name}: {size} bytes per step (float16 weights; {script} bytes "
-            f"as the page's base64 script) × {len(steps)} step{'s' if len(steps) != 1 else ''}")
+    bits = sorted({s.manifest.get("bits") for s in steps}, key=str)
+    size = f"{scripts[0]:,}" if len(scripts) == 1 else f"{scripts[0]:,} … {scripts[-1]:,}"
+    return (f"live decoder {model.name}: {size} bytes per step "
+            f"({'/'.join(map(str, bits))}-bit weights, one script) × {len(steps)} "
+            f"step{'s' if len(steps) != 1 else ''}")

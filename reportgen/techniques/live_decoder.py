@@ -4,9 +4,9 @@ reconstruction while the user moves the 16 pose sliders and the length slider.
 
 Checkpoint scope: the weights depend on the step only. compute reads every Dense layer of the
 model's decoder (kernel, bias, activation) and also decodes a few seeded capsule vectors with the
-real (Keras) decoder, so the figure step can say how far the float16 export is from it. render
-writes the float16 binary, its JSON manifest and the script that carries both to the page
-(reportgen/figures/live_decoder.py documents the layout).
+real (Keras) decoder, so the figure step can say how far the quantised export is from it.
+render writes the JSON manifest and the script that carries the quantised weights to the page
+(reportgen/figures/live_decoder.py documents the format).
 """
 
 from __future__ import annotations
@@ -19,12 +19,13 @@ from reportgen.errors import ReportgenError
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import decode, masked_inputs
 
-CHECK_VECTORS = 16      # capsule vectors decoded by Keras to measure the float16 export
+CHECK_VECTORS = 16      # capsule vectors decoded by Keras to measure the quantised export
 
 
 @dataclass(frozen=True)
 class Params:
-    """No options: the weights are exported as float16 (see reportgen/figures/live_decoder.py)."""
+    """No options: the export's precision is chosen by its measured error
+    (see reportgen/figures/live_decoder.py)."""
 
 
 def variants(description) -> list[Params]:
@@ -95,6 +96,6 @@ TECHNIQUE = Technique(
     description="The decoder running in your browser: 16 sliders start at the pose values of "
                 "the chosen class capsule (the predicted one unless you pick another) and a "
                 "length slider rescales it; a plain JavaScript forward pass through the "
-                "decoder's weights (exported as float16) redraws the reconstruction as they "
+                "decoder's weights (quantised, one scale per row) redraws the reconstruction as they "
                 "move, beside the image Python computed from the real capsule.",
 )

@@ -12,11 +12,13 @@
  * block fetch() of local files when the site is opened from file://):
  * - the step's weights: the live_decoder panel's "js" figure (from the page's model index,
  *   window.reportgenData[slug].steps[step].checkpoint.live_decoder), which registers
- *   window.reportgenLive.weights[model][step] = {manifest, weights: base64 float16 LE};
+ *   window.reportgenLive.weights[model][step] = {manifest, weights: quantised values as base64
+ *   characters, tables: base64 float32 scales and biases};
  * - the step's inputs: models/SLUG/live/STEP.js (index: steps[step].live), which registers
  *   window.reportgenLive.inputs[model][step] = {inputs: {key: {capsules (classes x dims),
  *   lengths, predicted, python: base64 uint8 images of every class's real capsule}}, std}.
- * A step's scripts are inserted when the step is first chosen (one step's weights are a few MB)
+ * A step's scripts are inserted when the step is first chosen (one step's weights are about one
+ * byte per weight)
  * and stay cached in the page afterwards.
  *
  * It follows the page's choice through reportgen.js's "reportgen:selection" event.
@@ -110,31 +112,20 @@
     return byModel[step] || null;
   }
 
-  /* ---------------------------------------------------------------- float16 weights */
+  /* ---------------------------------------------------------------- quantised weights */
 
-  var halfTable = null;
+  var ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  var sixBits = null;
 
-  /* float16 bit patterns -> values (all 65,536 of them, computed once). */
-  function halfToFloat() {
-    if (halfTable) {
-      return halfTable;
-    }
-    halfTable = new Float32Array(65536);
-    for (var h = 0; h < 65536; h++) {
-      var sign = (h & 0x8000) ? -1 : 1;
-      var exponent = (h >> 10) & 0x1f;
-      var fraction = h & 0x3ff;
-      var value;
-      if (exponent === 0) {
-        value = fraction * Math.pow(2, -24); /* subnormal */
-      } else if (exponent === 31) {
-        value = fraction ? NaN : Infinity;
-      } else {
-        value = (1 + fraction / 1024) * Math.pow(2, exponent - 15);
+  /* character code -> its 6-bit value in the base64 alphabet (-1 for any other character) */
+  function digitTable() {
+    if (!sixBits) {
+      sixBits = new Int8Array(128).fill(-1);
+      for (var i = 0; i < ALPHABET.length; i++) {
+        sixBits[ALPHABET.charCodeAt(i)] = i;
       }
-      halfTable[h] = sign * value;
     }
-    return halfTable;
+    return sixBits;
   }
 
   function base64Bytes(text) {
@@ -146,32 +137,59 @@
     return bytes;
   }
 
-  /* {manifest, weights} -> {layers: [{inputs, units, activation, kernel, bias}], ...}. */
+  /* {manifest, weights, tables} -> {layers: [{inputs, units, activation, kernel, bias}], ...}:
+   * kernel[i][j] = q[i][j] * scale[i], q stored as `digits` base64 characters per value
+   * (reportgen/figures/live_decoder.py documents the format). */
   function decodeWeights(entry) {
     var manifest = entry.manifest;
-    var bytes = base64Bytes(entry.weights);
-    if (bytes.length !== manifest.bytes) {
-      throw new Error("live decoder: " + bytes.length + " bytes, the manifest says " +
-        manifest.bytes);
+    var digits = manifest.digits;
+    var offset = Math.pow(2, manifest.bits - 1);
+    var text = entry.weights;
+    if (text.length !== manifest.values * digits) {
+      throw new Error("live decoder: " + text.length + " weight characters, the manifest " +
+        "says " + manifest.values * digits);
     }
-    var table = halfToFloat();
-    var values = new Float32Array(bytes.length / 2);
-    for (var i = 0; i < values.length; i++) {
-      values[i] = table[bytes[2 * i] | (bytes[2 * i + 1] << 8)]; /* little-endian */
+    var tableBytes = base64Bytes(entry.tables);
+    if (tableBytes.length !== 4 * manifest.tables) {
+      throw new Error("live decoder: " + tableBytes.length + " table bytes, the manifest says " +
+        4 * manifest.tables);
     }
+    var view = new DataView(tableBytes.buffer);
+    var table = new Float32Array(manifest.tables);
+    for (var t = 0; t < table.length; t++) {
+      table[t] = view.getFloat32(4 * t, true); /* little-endian */
+    }
+    var lookup = digitTable();
     return {
       manifest: manifest,
       classes: manifest.classes,
       dims: manifest.dims,
       shape: manifest.output_shape, /* [height, width, channels] */
       layers: manifest.layers.map(function (layer) {
+        var inputs = layer.inputs;
+        var units = layer.units;
+        var kernel = new Float32Array(inputs * units);
+        var position = layer.q_offset * digits;
+        for (var i = 0; i < inputs; i++) {
+          var scale = table[layer.scale_offset + i];
+          for (var j = 0; j < units; j++) {
+            var q = 0;
+            for (var d = 0; d < digits; d++) {
+              var value = lookup[text.charCodeAt(position++)];
+              if (!(value >= 0)) {
+                throw new Error("live decoder: a weight character outside the base64 alphabet");
+              }
+              q = q * 64 + value;
+            }
+            kernel[i * units + j] = (q - offset) * scale;
+          }
+        }
         return {
-          inputs: layer.inputs,
-          units: layer.units,
+          inputs: inputs,
+          units: units,
           activation: layer.activation,
-          kernel: values.subarray(layer.kernel_offset,
-            layer.kernel_offset + layer.inputs * layer.units),
-          bias: values.subarray(layer.bias_offset, layer.bias_offset + layer.units)
+          kernel: kernel,
+          bias: table.subarray(layer.bias_offset, layer.bias_offset + units)
         };
       })
     };
@@ -320,7 +338,8 @@
     if (!check) {
       return "";
     }
-    return " Against the model's float32 decoder the float16 weights differ by at most " +
+    return " Against the model's float32 decoder the " + state.net.manifest.bits +
+      "-bit weights differ by at most " +
       check.max_abs_diff.toPrecision(2) + " per pixel (" + check.vectors +
       " capsule vectors, measured when the weights were exported).";
   }
