@@ -22,6 +22,7 @@ from reportgen.pages.page_table import (ANALYSES_STEM, ANALYSES_TITLE, BESIDE_EV
                                         LAYER_TITLES, NOT_APPLICABLE, LayerPage)
 from reportgen.pages.sitedata import FigureFile, ModelData, Panel, SiteData, StepData
 from reportgen.pages.urls import panel_id, png_size, unique_slugs, url
+from reportgen.results.findings import UNTRAINED, findings
 
 MIN_DISPLAY = 160                        # images narrower than this are shown upscaled, pixelated
 CARD_WIDTHS = (240, 900)                 # a card's preferred width: its image's, within these
@@ -310,7 +311,8 @@ def model_view(info: ModelInfo, root: str) -> dict:
             "data_js": f"{root}{url(info.folder)}/data.js",
             "overview": f"{root}{url(info.folder)}/index.html",
             "links": model_links(info, root),
-            "latest_step": steps[-1] if steps else None}
+            "latest_step": steps[-1] if steps else None,
+            "findings": model_findings(info, root), "findings_step": findings_step(info)}
 
 
 def input_view(ctx: SiteContext, info: ModelInfo, root: str, key: str | None) -> dict | None:
@@ -354,6 +356,70 @@ def technique_list(ctx: SiteContext, info: ModelInfo, root: str) -> list[dict]:
     add(ANALYSES_TITLE, f"{folder}/{ANALYSES_STEM}.html" if info.has_analyses else "",
         info.dataset_panels, info.not_applicable_on(ANALYSES_STEM))
     return rows
+
+
+# --------------------------------------------------------------------------------------------
+# Findings: sentences from the numbers, each linked to its figure
+
+
+def summaries_at(step: StepData | None) -> dict[str, dict]:
+    """{technique: numbers} of a step's dataset panels (the first variant of each)."""
+    out: dict[str, dict] = {}
+    for panel in (step.dataset_panels if step else []):
+        if panel.numbers and panel.technique not in out:
+            out[panel.technique] = panel.numbers
+    return out
+
+
+def analysed_step(model: ModelData) -> StepData | None:
+    """The latest built step with dataset analyses (else the latest built step)."""
+    return next((s for s in reversed(model.steps) if s.dataset_panels),
+                model.steps[-1] if model.steps else None)
+
+
+def untrained_step(model: ModelData, analysed: StepData | None) -> StepData | None:
+    """The untrained step (0-0) when it was built and is not the analysed step itself."""
+    return next((s for s in model.steps if s.step == UNTRAINED and s is not analysed), None)
+
+
+def model_findings(info: ModelInfo, root: str) -> list[dict]:
+    """The model's findings as [{text, href, untrained, topic}] (reportgen/results/findings.py),
+    each linked to the card of the analysis that shows it on the analyses page (the accuracy
+    to the overview's confusion matrix)."""
+    from reportgen.results.capsules_vs_cnns import TABLE1_REFERENCE
+
+    model = info.model
+    step = analysed_step(model)
+    if step is None:
+        return []
+    before = untrained_step(model, step)
+    kind = getattr(model, "kind", "") or ""
+    reference = (kind, *TABLE1_REFERENCE[kind]) if kind in TABLE1_REFERENCE else None
+    images = sum(sum(row) for row in step.confusion_matrix) if step.confusion_matrix else None
+    found = findings(summaries_at(step), len(model.class_names), accuracy=step.accuracy,
+                     images=images, untrained=summaries_at(before) or None,
+                     untrained_accuracy=before.accuracy if before else None,
+                     reference=reference)
+    folder = f"{root}{url(info.folder)}"
+    anchors = {}
+    for meta in info.dataset_panels:
+        anchors.setdefault(meta["technique"], meta["id"])
+    out = []
+    for f in found:
+        if not f.technique:
+            href = f"{folder}/index.html#evaluation"
+        elif f.technique in anchors:
+            href = f"{folder}/{ANALYSES_STEM}.html#{anchors[f.technique]}"
+        else:
+            href = ""
+        out.append({"topic": f.topic, "text": f.text, "href": href, "untrained": f.untrained,
+                    "threshold": f.threshold})
+    return out
+
+
+def findings_step(info: ModelInfo) -> str:
+    step = analysed_step(info.model)
+    return step.step if step else ""
 
 
 def confusion_view(step: StepData, class_names: list[str]) -> dict | None:

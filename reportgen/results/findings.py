@@ -1,0 +1,330 @@
+"""Findings: a few plain sentences from the stored numbers of a model's dataset analyses.
+
+Pure functions, numbers in and sentences out. Each `Finding` states its threshold in its
+sentence, names the analysis whose figure shows it (the page links the sentence there) and,
+when the untrained step (0-0) was analysed too, the same measure at that step, so a reader can
+tell a number that means something from one a random network gives as well.
+
+The summaries are the dataset panels' numbers (`Panel.numbers`: each technique's `summarize`),
+keyed by technique name. Thresholds are the constants below; they are judgement calls, stated
+so that a reader can disagree with them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from reportgen.results.explanation_fidelity import METHOD_LABELS
+
+UNTRAINED = "0-0"                  # the step `reportgen train` saves before any update
+ROUTING_NATS = 0.05                # mean coupling entropy this close to log K counts as uniform
+DEAD_SHARE = 0.05                  # a share of dead filters / inactive types above this is flagged
+DEAD_TYPE_LENGTH = 1e-3            # routing_diagnostics' default: a type never longer is inactive
+AOPC_MARGIN = 0.05                 # deletion AOPC / insertion AUC differences below this are ties
+AGREEMENT = 0.5                    # mean Spearman correlation from which two maps "agree"
+AFFINE_POINTS = 0.05               # a factor is "held" when its mean accuracy is this close to clean
+REFERENCE_POINTS = 0.05            # ours within this of a published accuracy "matches" it
+ATTACK_POINTS = 0.02               # accuracies under two attacks closer than this are a tie
+ATTACK_EPSILON = 0.1               # the L∞ budget the adversarial sentence reads
+CHANCE_SIGMAS = 3                  # accuracy above chance by this many standard errors
+
+
+@dataclass(frozen=True)
+class Finding:
+    topic: str             # "accuracy", "routing", "dead_units", "explanations", "affine", ...
+    text: str              # the sentence, with its threshold
+    threshold: str         # the threshold alone ("0.05 nats")
+    technique: str         # the analysis whose figure shows it ("" = the overview's evaluation)
+    untrained: str = ""    # "untrained (0-0): …" when the untrained step has the numbers
+
+
+def _num(summary: dict | None, key: str) -> float | None:
+    value = (summary or {}).get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _pct(value: float, digits: int = 1) -> str:
+    return f"{100 * value:.{digits}f}%"
+
+
+def _points(value: float) -> str:
+    return f"{100 * value:.0f} points"
+
+
+def _untrained(text: str | None) -> str:
+    return f"untrained ({UNTRAINED}): {text}" if text else ""
+
+
+# --------------------------------------------------------------------------------------------
+# Accuracy against chance
+
+
+def chance_margin(classes: int, images: int) -> float:
+    """CHANCE_SIGMAS standard errors of a classifier at chance (1/K) over `images` images."""
+    p = 1.0 / classes
+    return CHANCE_SIGMAS * math.sqrt(p * (1 - p) / max(images, 1))
+
+
+def accuracy_finding(accuracy: float | None, classes: int, images: int | None,
+                     untrained: float | None = None) -> Finding | None:
+    """Accuracy over the evaluation set beside chance (1/K)."""
+    if accuracy is None or classes < 2:
+        return None
+    chance = 1.0 / classes
+    margin = chance_margin(classes, images or 0)
+    over = f" on {images} evaluation images" if images else ""
+    if accuracy > chance + margin:
+        verdict = "well above"
+    elif accuracy < chance - margin:
+        verdict = "below"
+    else:
+        verdict = "no better than"
+    text = (f"Accuracy is {_pct(accuracy)}{over}, {verdict} chance ({_pct(chance)} = 1/{classes}; "
+            f"threshold: {CHANCE_SIGMAS} standard errors, ±{_pct(margin)}).")
+    return Finding("accuracy", text, f"chance ± {_pct(margin)}", "",
+                   _untrained(None if untrained is None else _pct(untrained)))
+
+
+# --------------------------------------------------------------------------------------------
+# Routing and dead units (routing_diagnostics)
+
+
+def _routing_gaps(summary: dict) -> list[float] | None:
+    """uniform - mean entropy (nats) per routed layer: one for dynamic routing, one per EM
+    layer (its last is the class layer)."""
+    means = summary.get("entropy_mean_per_layer")
+    uniforms = summary.get("entropy_uniform_per_layer")
+    if isinstance(means, list) and isinstance(uniforms, list) and means:
+        gaps = [u - m for m, u in zip(means, uniforms) if m is not None and u is not None]
+        return gaps or None
+    mean, top = _num(summary, "entropy_mean"), _num(summary, "entropy_max")
+    return None if mean is None or top is None else [top - mean]
+
+
+def routing_finding(summary: dict | None, classes: int,
+                    untrained: dict | None = None) -> Finding | None:
+    """Whether routing departs from uniform couplings: log K minus the mean entropy of the
+    coupling coefficients (or of the EM assignments, per routed layer)."""
+    gaps = _routing_gaps(summary or {})
+    if not gaps:
+        return None
+    several = len(gaps) > 1
+    where = " at every layer" if several else ""
+    threshold = f"{ROUTING_NATS:g} nats"
+    largest = max(gaps)
+    if largest < ROUTING_NATS:
+        text = (f"Routing stays within {largest:.2g} nats of uniform{where} (threshold "
+                f"{threshold}): the {'assignments' if several else 'coupling coefficients'} "
+                f"barely depart from 1/{'(number of parents)' if several else classes}.")
+    else:
+        parts = ", ".join(f"layer {i + 1}: {g:.2g}" for i, g in enumerate(gaps)) if several \
+            else f"{largest:.2g} nats"
+        text = (f"Routing departs from uniform ({parts}{' nats' if several else ''} below the "
+                f"uniform entropy; threshold {threshold}): input capsules send more of their "
+                f"output to some parents than to others.")
+    before = _routing_gaps(untrained) if untrained else None
+    return Finding("routing", text, threshold, "routing_diagnostics",
+                   _untrained(None if not before else
+                              f"{max(before):.2g} nats from uniform"))
+
+
+def dead_units_finding(summary: dict | None, untrained: dict | None = None) -> Finding | None:
+    """Conv filters that never fire and primary capsule types that never activate."""
+    s = summary or {}
+    filters, total = _num(s, "dead_filter_count"), _num(s, "filter_count")
+    types, type_total = _num(s, "dead_type_count"), _num(s, "type_count")
+    if not total and not type_total:
+        return None
+    parts = []
+    if total:
+        parts.append(f"{int(filters or 0)} of {int(total)} conv filters "
+                     f"({_pct((filters or 0) / total)}) output 0 on every evaluation image")
+    if type_total:
+        parts.append(f"{int(types or 0)} of {int(type_total)} capsule types "
+                     f"({_pct((types or 0) / type_total)}) stay below length "
+                     f"{_num(s, 'dead_type_threshold') or DEAD_TYPE_LENGTH:g} on every image")
+    shares = [(filters or 0) / total if total else 0.0,
+              (types or 0) / type_total if type_total else 0.0]
+    flag = "above" if max(shares) > DEAD_SHARE else "within"
+    text = (f"{', and '.join(parts)}: {flag} the {_pct(DEAD_SHARE, 0)} of dead units we flag "
+            f"(threshold {_pct(DEAD_SHARE, 0)}).")
+    before = None
+    if untrained:
+        u_filters, u_types = _num(untrained, "dead_filter_count"), _num(untrained, "dead_type_count")
+        bits = []
+        if total and u_filters is not None:
+            bits.append(f"{int(u_filters)} dead filters")
+        if type_total and u_types is not None:
+            bits.append(f"{int(u_types)} inactive types")
+        before = ", ".join(bits) or None
+    return Finding("dead_units", text, f"{_pct(DEAD_SHARE, 0)} of units", "routing_diagnostics",
+                   _untrained(before))
+
+
+# --------------------------------------------------------------------------------------------
+# Explanation fidelity
+
+
+def _compare(a: float, b: float, name_a: str, name_b: str, higher_better: bool = True) -> str:
+    if abs(a - b) < AOPC_MARGIN:
+        return f"{name_a} and {name_b} tie ({a:.3f} vs {b:.3f})"
+    better = (a > b) == higher_better
+    first, second = (name_a, name_b) if better else (name_b, name_a)
+    return f"{first} beats {second} ({max(a, b) if higher_better else min(a, b):.3f} vs " \
+           f"{min(a, b) if higher_better else max(a, b):.3f})"
+
+
+def explanation_findings(summary: dict | None, untrained: dict | None = None) -> list[Finding]:
+    """Where the model's own explanation (RPV, or GraCapsNet's attention) and Grad-CAM++
+    disagree: deletion AOPC (higher = the map found what matters), insertion AUC (higher is
+    better), each against a random order, and the Spearman agreement of the two maps."""
+    s = summary or {}
+    own = s.get("builtin_method") or "rpv_modified"
+    own_label, cam = METHOD_LABELS.get(own, own), METHOD_LABELS["gradcam_pp"]
+    out = []
+    threshold = f"threshold: differences below {AOPC_MARGIN:g} are ties"
+    for key, measure in (("deletion_aopc", "deletion AOPC"), ("insertion_auc", "insertion AUC")):
+        a, b = _num(s, f"{key}_{own}"), _num(s, f"{key}_gradcam_pp")
+        if a is None or b is None:
+            continue
+        random = _num(s, f"{key}_random")
+        text = f"By {measure}, {_compare(a, b, own_label, cam)}"
+        if random is not None:
+            beat = [label for label, v in ((own_label, a), (cam, b)) if v - random >= AOPC_MARGIN]
+            text += (f"; {' and '.join(beat) if beat else 'neither'} "
+                     f"{'beat' if len(beat) != 1 else 'beats'} a random order ({random:.3f})")
+        text += f" (higher is better; {threshold})."
+        u_a, u_b = _num(untrained, f"{key}_{own}"), _num(untrained, f"{key}_gradcam_pp")
+        before = None if u_a is None or u_b is None else \
+            f"{own_label} {u_a:.3f}, {cam} {u_b:.3f}"
+        out.append(Finding("explanations", text, f"{AOPC_MARGIN:g}", "explanation_fidelity",
+                           _untrained(before)))
+    agreement = _num(s, "agreement_mean")
+    if agreement is not None:
+        verdict = "agree" if agreement >= AGREEMENT else "agree only weakly" if agreement > 0 \
+            else "do not agree"
+        valid = _num(s, "agreement_valid")
+        text = (f"{own_label} and {cam} maps {verdict} on the primary grid: mean Spearman "
+                f"correlation {agreement:.2f}{f' over {int(valid)} images' if valid else ''} "
+                f"(threshold {AGREEMENT:g}).")
+        before = _num(untrained, "agreement_mean")
+        out.append(Finding("explanations", text, f"Spearman {AGREEMENT:g}", "explanation_fidelity",
+                           _untrained(None if before is None else f"{before:.2f}")))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Robustness
+
+
+FACTOR_NAMES = {"rotation": "rotation", "translation_x": "horizontal shift",
+                "translation_y": "vertical shift", "scale": "scaling", "shear_x": "horizontal shear",
+                "shear_y": "vertical shear"}
+
+
+def affine_finding(summary: dict | None, classes: int,
+                   untrained: dict | None = None) -> Finding | None:
+    """Which affine factors the accuracy survives (mean over the factor's sweep within
+    AFFINE_POINTS of clean) and which hurts most."""
+    s = summary or {}
+    clean = _num(s, "clean_accuracy")
+    means = {f: _num(s, f"{f}_mean_accuracy") for f in FACTOR_NAMES}
+    means = {f: v for f, v in means.items() if v is not None}
+    if clean is None or not means:
+        return None
+    held = [FACTOR_NAMES[f] for f, v in means.items() if clean - v <= AFFINE_POINTS]
+    worst = min(means, key=means.get)
+    low = _num(s, f"{worst}_min_accuracy")
+    text = (f"Accuracy holds within {_points(AFFINE_POINTS)} of clean ({_pct(clean)}) under "
+            f"{', '.join(held) if held else 'none of the transforms'}; {FACTOR_NAMES[worst]} "
+            f"hurts most: {_pct(means[worst])} on average over its sweep"
+            + (f", {_pct(low)} at its worst" if low is not None else "")
+            + f" (chance {_pct(1 / classes)}; threshold {_points(AFFINE_POINTS)}).")
+    before = _num(untrained, f"{worst}_mean_accuracy")
+    return Finding("affine", text, _points(AFFINE_POINTS), "affine_robustness",
+                   _untrained(None if before is None else
+                              f"{_pct(before)} under {FACTOR_NAMES[worst]}"))
+
+
+def affnist_finding(summary: dict | None, reference: tuple | None,
+                    untrained: dict | None = None) -> Finding | None:
+    """The affNIST-like accuracy beside Gu 2022's Table 1 figure for the same kind of model
+    (`reference`: (kind, parameters as printed, MNIST %, affNIST %)), when there is one."""
+    s = summary or {}
+    ours, clean = _num(s, "affnist_accuracy"), _num(s, "clean_accuracy")
+    if ours is None:
+        return None
+    text = f"affNIST-like accuracy is {_pct(ours)}" + (f" (clean {_pct(clean)})" if clean else "")
+    threshold = _points(REFERENCE_POINTS)
+    if reference and reference[3] is not None:
+        kind, _, mnist, affnist = reference
+        gap = ours - affnist / 100
+        verdict = "matches" if abs(gap) <= REFERENCE_POINTS else \
+            "is above" if gap > 0 else "is below"
+        text += (f"; it {verdict} Gu 2022's {affnist:g}% for his {kind} (Ch.5 Table 1, clean "
+                 f"{mnist:g}%; threshold {threshold})")
+        if clean is not None and abs(clean - mnist / 100) > 0.005:
+            text += ", but the clean accuracies differ, so the comparison is loose"
+    text += "."
+    before = _num(untrained, "affnist_accuracy")
+    return Finding("affnist", text, threshold, "affnist_benchmark",
+                   _untrained(None if before is None else _pct(before)))
+
+
+def adversarial_finding(summary: dict | None, classes: int,
+                        untrained: dict | None = None) -> Finding | None:
+    """Accuracy under PGD at ε = ATTACK_EPSILON on the output, beside the same attack on the
+    votes (Gu 2022) and chance."""
+    s = summary or {}
+    eps = f"{ATTACK_EPSILON:g}"
+    output = _num(s, f"accuracy_capsules_pgd_{eps}")
+    if output is None:
+        return None
+    clean = _num(s, "clean_accuracy")
+    votes = _num(s, f"accuracy_votes_pgd_{eps}")
+    text = (f"PGD at ε = {eps} (L∞) leaves {_pct(output)} accuracy"
+            + (f" (clean {_pct(clean)}" if clean is not None else " (")
+            + f"{', ' if clean is not None else ''}chance {_pct(1 / classes)})")
+    if votes is not None:
+        if abs(votes - output) < ATTACK_POINTS:
+            text += f"; attacking the votes instead is no stronger ({_pct(votes)})"
+        elif votes < output:
+            text += f"; attacking the votes (Gu 2022) is stronger: {_pct(votes)}"
+        else:
+            text += f"; attacking the votes is weaker: {_pct(votes)}"
+        text += f" (ties below {_points(ATTACK_POINTS)})"
+    text += "."
+    before = _num(untrained, f"accuracy_capsules_pgd_{eps}")
+    return Finding("adversarial", text, _points(ATTACK_POINTS), "adversarial_robustness",
+                   _untrained(None if before is None else _pct(before)))
+
+
+# --------------------------------------------------------------------------------------------
+# Everything
+
+
+def findings(summaries: dict[str, dict], classes: int, *, accuracy: float | None = None,
+             images: int | None = None, untrained: dict[str, dict] | None = None,
+             untrained_accuracy: float | None = None,
+             reference: tuple | None = None) -> list[Finding]:
+    """Every finding the numbers support, in reading order. `summaries` and `untrained`:
+    {technique name: its summary} at the analysed step and at 0-0; `reference`: Gu's Table 1
+    row for the model's kind (see `affnist_finding`)."""
+    before = untrained or {}
+    out = [accuracy_finding(accuracy, classes, images, untrained_accuracy)]
+    routing = summaries.get("routing_diagnostics")
+    out.append(routing_finding(routing, classes, before.get("routing_diagnostics")))
+    out.append(dead_units_finding(routing, before.get("routing_diagnostics")))
+    out.extend(explanation_findings(summaries.get("explanation_fidelity"),
+                                    before.get("explanation_fidelity"))
+               if "explanation_fidelity" in summaries else [])
+    out.append(affine_finding(summaries.get("affine_robustness"), classes,
+                              before.get("affine_robustness")))
+    out.append(affnist_finding(summaries.get("affnist_benchmark"), reference,
+                               before.get("affnist_benchmark")))
+    out.append(adversarial_finding(summaries.get("adversarial_robustness"), classes,
+                                   before.get("adversarial_robustness")))
+    return [f for f in out if f is not None]
