@@ -40,8 +40,14 @@ def test_settings_are_parsed_once_and_frozen():
         t for t in settle(BuildOptions(experimental=True)).techniques
         if t != "activation_maximization")
     last = settle(BuildOptions(analyses="last"))
-    assert [last.analysed(s, [Step(0, 0), Step(1, 2)]) for s in (Step(0, 0), Step(1, 2))] == [
-        False, True]
+    assert [last.analysed(s, [Step(0, 0), Step(1, 1), Step(1, 2)])
+            for s in (Step(0, 0), Step(1, 1), Step(1, 2))] == [True, False, True]
+    # the untrained step joins the chosen ones for the analyses, unless there are none
+    saved = [Step(0, 0), Step(1, 2), Step(1, 4)]
+    only_last = settle(BuildOptions(steps="last"))
+    assert only_last.chosen_steps(saved) == [Step(0, 0), Step(1, 4)]
+    assert settle(BuildOptions(steps="last", analyses="none")).chosen_steps(saved) == [Step(1, 4)]
+    assert only_last.chosen_steps(saved[1:]) == [Step(1, 4)]
 
 
 @pytest.mark.parametrize("option, value, message", [

@@ -200,7 +200,7 @@ class _Build:
         from reportgen.pages.sitedata import ModelData
 
         settings = self.settings
-        steps = settings.steps.choose(entry.steps)
+        steps = settings.chosen_steps(entry.steps)
         if not steps:
             self.summary.skipped.append(f"{entry.name}: no trained steps; train it with "
                                         f"`reportgen train {entry.name}`")

@@ -17,6 +17,7 @@ from reportgen.model_folder import Step
 DEFAULT_IMAGES = "test:0-15"
 ANALYSES = ("last", "all", "none")
 MIN_EVAL_IMAGES = 10     # a confusion matrix over fewer images says nothing (as the CLI)
+UNTRAINED = Step(0, 0)   # analysed beside the chosen steps: the scores of a random network
 
 
 @dataclass
@@ -123,9 +124,20 @@ class BuildSettings:
     title: str
     render_site: bool
 
+    def chosen_steps(self, available: list[Step]) -> list[Step]:
+        """The steps to build: `steps`' choice, plus the untrained step 0-0 when it is saved
+        and dataset analyses run, so that every score is shown beside its chance level."""
+        chosen = self.steps.choose(available)
+        if self.analyses != "none" and chosen and UNTRAINED in available \
+                and UNTRAINED not in chosen:
+            chosen = [UNTRAINED, *chosen]
+        return chosen
+
     def analysed(self, step: Step, chosen: list[Step]) -> bool:
-        """Whether the dataset analyses run at `step` (one of a model's chosen steps)."""
-        return self.analyses == "all" or (self.analyses == "last" and step == chosen[-1])
+        """Whether the dataset analyses run at `step` (one of a model's chosen steps): always
+        at the untrained step 0-0 unless `analyses` is none."""
+        return self.analyses == "all" or (self.analyses == "last"
+                                          and step in (chosen[-1], UNTRAINED))
 
 
 def settle(options: BuildOptions) -> BuildSettings:
