@@ -147,10 +147,10 @@ def demo(ctx, epochs, site_dir):
 
 
 def _register_optional_commands() -> None:
-    """Commands that live in their own modules (build, serve, publish, cache)."""
+    """Commands that live in their own modules (build, serve, publish, cache, import, export)."""
     from importlib import import_module
 
-    for module in ("build", "serve", "publish", "cache", "import"):
+    for module in ("build", "serve", "publish", "cache", "import", "export"):
         try:
             mod = import_module(f"reportgen.commands.{module}_cli")
         except ModuleNotFoundError:

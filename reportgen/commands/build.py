@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reportgen import console
-from reportgen.cache.store import ArtifactStore
+from reportgen.cache.backends import open_store
 from reportgen.catalog import Catalog, ModelEntry
 from reportgen.commands import site_assembly as assembly
 from reportgen.commands.build_settings import (DEFAULT_IMAGES, BuildOptions,  # noqa: F401
@@ -68,11 +68,12 @@ class BuildSummary:
         self.failed.append(f"{subject}: {reason}")
 
 
-def run_build(*, models_dir=None, **kwargs) -> BuildSummary:
+def run_build(*, models_dir=None, scheduler=None, **kwargs) -> BuildSummary:
     """Build the analyses and the site; exits 1 at the end if anything failed, 2 (a
-    ReportgenError) when nothing could be built (the previous site is then left as it was)."""
+    ReportgenError) when nothing could be built (the previous site is then left as it was).
+    `scheduler` (tcp://HOST:PORT or local:N) computes the steps on a Dask cluster."""
     options = BuildOptions(**kwargs)
-    summary = build(Catalog(models_dir), options)
+    summary = build(Catalog(models_dir), options, scheduler=scheduler)
     _print_summary(summary, options)
     if summary.steps_built == 0:
         where = f"; {options.site_dir}/ was left as it was" if options.render_site else ""
@@ -84,7 +85,8 @@ def run_build(*, models_dir=None, **kwargs) -> BuildSummary:
     return summary
 
 
-def build(catalog: Catalog, options: BuildOptions | BuildSettings) -> BuildSummary:
+def build(catalog: Catalog, options: BuildOptions | BuildSettings,
+          scheduler: str | None = None) -> BuildSummary:
     """Compute, draw, render and (unless `render_site` is off) replace the site folder.
 
     User errors the options reveal, and an unusable site folder, raise ReportgenError before
@@ -92,7 +94,11 @@ def build(catalog: Catalog, options: BuildOptions | BuildSettings) -> BuildSumma
     replaced only when at least one step was built.
     """
     settings = options if isinstance(options, BuildSettings) else settle(options)
-    store = ArtifactStore(settings.cache_dir)
+    if scheduler:
+        from reportgen.cluster.scheduler import parse_scheduler
+
+        parse_scheduler(scheduler)          # a typo is said before anything else happens
+    store = open_store(settings.cache_dir)
     summary = BuildSummary()
     entries = _match_models(catalog, settings.models, summary)
     site_dir = Path(settings.site_dir)
@@ -105,13 +111,18 @@ def build(catalog: Catalog, options: BuildOptions | BuildSettings) -> BuildSumma
                 site_output.check_site_folder(site_dir, **site_rules)
             site_output.recover_leftovers(site)
         stack.enter_context(store.shared_lock())
+        cluster = None
+        if scheduler:
+            from reportgen.cluster.runner import ClusterCompute
+
+            cluster = stack.enter_context(ClusterCompute.open(scheduler, store))
         if settings.project_dir:
             project = Path(settings.project_dir)
             if (project / "docs").exists():
                 shutil.rmtree(project / "docs")
         else:
             project = stack.enter_context(WorkFolder()) / "mkdocs"
-        _Build(settings, store, project, summary).run(entries)
+        _Build(settings, store, project, summary, cluster).run(entries)
     return summary
 
 
@@ -143,6 +154,19 @@ def _match_models(catalog: Catalog, pattern: str, summary: BuildSummary) -> list
         raise
 
 
+def _plan(name: str, params, steps, settings: BuildSettings, inputs: int):
+    """What this model's build will do (printed before it starts; reportgen.commands.build_plan)."""
+    from reportgen.capsnet.param_count import count_trainable_params
+    from reportgen.commands.build_plan import ModelPlan
+    from reportgen.commands.build_settings import fitted_eval_images
+
+    analysed = [s for s in steps if settings.analysed(s, steps)]
+    trainable = count_trainable_params(params)
+    eval_images = settings.eval_images or fitted_eval_images(trainable, len(analysed))
+    return ModelPlan(name, steps, analysed, inputs, eval_images, settings.eval_images is None,
+                     trainable)
+
+
 def _one_line(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())
 
@@ -150,7 +174,8 @@ def _one_line(exc: BaseException) -> str:
 class _Build:
     """One build: its settings, its store, its MkDocs project and what it has done so far."""
 
-    def __init__(self, settings: BuildSettings, store, project: Path, summary: BuildSummary):
+    def __init__(self, settings: BuildSettings, store, project: Path, summary: BuildSummary,
+                 cluster=None):
         from reportgen.pages.assemble import Assembler
         from reportgen.techniques import get_technique
 
@@ -164,11 +189,15 @@ class _Build:
         self.summary = summary
         self.digests = DigestMemo(DIGESTS_FILE)
         self.keras_models = 0          # Keras models built by this build
+        self.cluster = cluster         # reportgen.cluster.runner.ClusterCompute, or None
+        self._prepared: dict[str, _Prepared] = {}
 
     # -- the whole build -----------------------------------------------------------------------
     def run(self, entries) -> None:
         models = []
         try:
+            if self.cluster is not None:   # the steps' results first, then the site as always
+                self.cluster.compute(self, entries)
             for entry in entries:
                 data = self.model_or_failure(entry)
                 if data is not None:
@@ -194,16 +223,17 @@ class _Build:
         return None
 
     # -- one model -----------------------------------------------------------------------------
-    def model(self, entry: ModelEntry):
+    def prepare(self, entry: ModelEntry) -> _Prepared | None:
+        """What a model's steps are computed from (None: no trained steps); made once per
+        model, read by the cluster's plan and by the site."""
+        if entry.name in self._prepared:
+            return self._prepared[entry.name]
         from reportgen.data.datasets import load_dataset
         from reportgen.data.inputs import make_inputs
-        from reportgen.pages.sitedata import ModelData
 
         settings = self.settings
         steps = settings.chosen_steps(entry.steps)
         if not steps:
-            self.summary.skipped.append(f"{entry.name}: no trained steps; train it with "
-                                        f"`reportgen train {entry.name}`")
             return None
         params = entry.params
         handle = ModelHandle(params, build=self._keras_model)
@@ -213,7 +243,31 @@ class _Build:
                              list(settings.transforms), params.input_shape)
         for line in assembly.warn_polarity(inputs, dataset):
             console.notice(line)
-        evaluation = assembly.evaluation_set(dataset, settings.eval_images)
+        plan = _plan(entry.name, params, steps, settings, len(inputs))
+        console.notice(plan.line())
+        evaluation = assembly.evaluation_set(dataset, plan.eval_images)
+        prepared = _Prepared(steps, handle, chosen, dataset, inputs, evaluation)
+        self._prepared[entry.name] = prepared
+        return prepared
+
+    def keys(self, entry: ModelEntry, prepared: _Prepared, step) -> engine_step.StepKeys:
+        return engine_step.step_keys(
+            prepared.handle.digest, entry.weights_path(step), prepared.chosen.variants,
+            prepared.inputs, prepared.evaluation.digest,
+            self.settings.analysed(step, prepared.steps), digest=self.digests.digest)
+
+    def model(self, entry: ModelEntry):
+        from reportgen.pages.sitedata import ModelData
+
+        settings = self.settings
+        prepared = self.prepare(entry)
+        if prepared is None:
+            self.summary.skipped.append(f"{entry.name}: no trained steps; train it with "
+                                        f"`reportgen train {entry.name}`")
+            return None
+        params = entry.params
+        steps, handle, chosen = prepared.steps, prepared.handle, prepared.chosen
+        dataset, inputs, evaluation = prepared.dataset, prepared.inputs, prepared.evaluation
         gallery = assembly.input_gallery(self.assembler, entry.name, dataset, inputs)
 
         steps_data, errors = [], []
@@ -268,13 +322,16 @@ class _Build:
         weights = entry.weights_path(step)
         keys = engine_step.step_keys(handle.digest, weights, variants, inputs, evaluation.digest,
                                      analysed, digest=self.digests.digest)
+        # computed on the cluster: found stored here, counted as computed (or its failure)
+        remote = 0 if self.cluster is None else self.cluster.computed(entry.name, step)
         for attempt in range(_ATTEMPTS):
             counts = engine_step.compute_step(
                 handle, weights, variants, inputs, evaluation.as_tuple(), keys, self.store,
                 self.settings.batch_size, {"model": entry.name, "step": str(step)})
             self.summary.computed += counts.computed
             if attempt == 0:
-                self.summary.reused += counts.reused
+                self.summary.computed += remote
+                self.summary.reused += counts.reused - remote
             try:
                 return assembly.step_data(self.assembler, entry.name, step, handle.description,
                                           variants, inputs, dataset, keys)
@@ -288,7 +345,7 @@ class _Build:
     def site(self, models) -> None:
         from reportgen.pages.sitedata import BuildFailure, SiteData
 
-        from reportgen.commands import site_changes
+        from reportgen.commands import paper_figures, site_changes
 
         if self.summary.steps_built == 0:
             self.summary.site = "kept"   # nothing to show: the previous site stays as it was
@@ -302,8 +359,10 @@ class _Build:
             compare_panels=assembly.compare_panels(self.assembler, models, self.techniques),
             failures=[BuildFailure(subject, reason)
                       for subject, reason in self.summary.failures])
+        paper_figures.attach(self.assembler, models)   # before the digest: it lists them
         site_dir = Path(settings.site_dir)
         digest = site_changes.site_digest(site, self.assembler, settings.templates_dir)
+        paper_figures.remember_site(self.store, digest, site)   # what `reportgen export` reads
         if site_changes.is_up_to_date(site_dir, digest):
             console.notice(f"{settings.site_dir}/ is up to date (no page or figure changed).")
             self.summary.site = "unchanged"
@@ -315,6 +374,16 @@ class _Build:
                     Path(settings.templates_dir) if settings.templates_dir else None)
         build_site(self.project, site_dir, marker=site_changes.marker_entries(digest))
         self.summary.site = "built"
+
+
+@dataclass
+class _Prepared:
+    steps: list
+    handle: ModelHandle
+    chosen: engine_step.Plan
+    dataset: object
+    inputs: list
+    evaluation: object
 
 
 def _print_summary(summary: BuildSummary, options) -> None:

@@ -1,12 +1,13 @@
 """Helpers shared by the matplotlib charts of the dataset analyses; no TensorFlow.
 
-One rc style for the charts, an axes style, the PNG (site) + SVG (paper) pair of one figure
-(deterministic bytes, reportgen.figures.encode) and a summary lookup for trend/compare charts.
+One rc style for the charts, an axes style, the PNG (site, drawn at twice its layout size) + SVG
+and PDF (paper) files of one figure (deterministic bytes, reportgen.figures.encode) and a summary
+lookup for trend/compare charts.
 """
 
 from __future__ import annotations
 
-from reportgen.figures.encode import matplotlib_bytes, png_size
+from reportgen.figures.encode import PIXEL_RATIO, matplotlib_bytes, png_size
 from reportgen.figures.figure import Figure
 
 STYLE = {"font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8, "legend.fontsize": 7,
@@ -32,20 +33,24 @@ def style_axes(ax) -> None:
 
 
 def figure_pair(fig, stem: str, caption: str, svg_size: bool = True) -> list[Figure]:
-    """The PNG (site) and SVG (paper) files of one matplotlib figure, same caption.
+    """The PNG (site), SVG and PDF (paper) files of one matplotlib figure, same caption.
 
-    The SVG carries the PNG's pixel size unless `svg_size` is False (then 0 x 0).
+    The SVG and PDF carry the PNG's layout size unless `svg_size` is False (then 0 x 0).
     """
     png = png_figure(fig, f"{stem}.png", caption)
     width, height = (png.width, png.height) if svg_size else (0, 0)
-    return [png, Figure(f"{stem}.svg", matplotlib_bytes(fig, "svg"), "svg", caption, width, height)]
+    return [png,
+            Figure(f"{stem}.svg", matplotlib_bytes(fig, "svg"), "svg", caption, width, height),
+            Figure(f"{stem}.pdf", matplotlib_bytes(fig, "pdf"), "pdf", caption, width, height)]
 
 
 def png_figure(fig, name: str, caption: str) -> Figure:
-    """The PNG file of one matplotlib figure, with its pixel size."""
-    png = matplotlib_bytes(fig, "png")
+    """The PNG file of one matplotlib figure, drawn at PIXEL_RATIO times its layout size; the
+    Figure's width and height are the layout size (what the page's img tag says)."""
+    png = matplotlib_bytes(fig, "png", dpi=fig.dpi * PIXEL_RATIO)
     width, height = png_size(png)
-    return Figure(name, png, "png", caption, width, height)
+    return Figure(name, png, "png", caption, round(width / PIXEL_RATIO),
+                  round(height / PIXEL_RATIO))
 
 
 def summary_value(summary: dict, key: str) -> float:

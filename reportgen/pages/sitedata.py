@@ -69,6 +69,8 @@ class StepData:
     confusion_matrix: list[list[int]] | None = None   # rows = true class, cols = predicted
     # dataset-level analyses over the evaluation set at this step, page order
     dataset_panels: list[Panel] = field(default_factory=list)
+    # the confusion matrix as paper figures (PNG, SVG, PDF, CSV), linked from the overview
+    downloads: list[FigureFile] = field(default_factory=list)
 
 
 @dataclass
@@ -99,6 +101,8 @@ class ModelData:
     not_applicable: list[dict] = field(default_factory=list)
     # dataset-level numbers over training steps (one panel per analysis), static
     trend_panels: list[Panel] = field(default_factory=list)
+    # the training curves as paper figures (PNG, SVG, PDF, CSV), linked from the overview
+    downloads: list[FigureFile] = field(default_factory=list)
     # the model's kind in Gu 2022's tables ("CapsNet", "ConvNet-Avg", ...; see
     # reportgen/results/capsules_vs_cnns.py), "" when unknown
     kind: str = ""

@@ -1,0 +1,88 @@
+"""What `reportgen build` adds for papers: the overview page's downloads and the site's record.
+
+- `attach`: each model's training curves and each step's confusion matrix as paper figures
+  (PNG, SVG, PDF, CSV; reportgen.figures.model_plots), drawn once into the artifact store (keyed
+  by the numbers they show), placed beside the model's other figures and listed in
+  `ModelData.downloads` / `StepData.downloads` for the overview page's links.
+- `remember_site`: the site data of a build (every panel, caption and store file), kept in the
+  artifact store under the site's digest, which the site's marker names. `reportgen export`
+  reads the supplement from it (reportgen.results.supplement), so it shows exactly what the
+  site shows without recomputing or redrawing anything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from reportgen.cache.keys import hash_json
+from reportgen.figures.figure import Figure
+from reportgen.pages.sitedata import FigureFile
+
+MODEL_FIGURES_VERSION = 1     # bump when model_plots draws differently
+SITE_RECORD_VERSION = 1
+
+
+def attach(assembler, models) -> None:
+    """Draw (or reuse) the training curves and confusion matrices of `models` (ModelData) and
+    list their files in the models' and steps' `downloads`."""
+    from reportgen.figures.model_plots import render_confusion_matrix, render_training_curves
+
+    for model in models:
+        folder = assembler.docs / "artifacts" / model.name
+        model.downloads = _placed(
+            assembler, {"training_curves": model.history, "model": model.name},
+            lambda m=model: render_training_curves(m.history, m.name), folder / "overview")
+        for step in model.steps:
+            if not step.confusion_matrix:
+                continue
+            step.downloads = _placed(
+                assembler, {"confusion_matrix": step.confusion_matrix, "model": model.name,
+                            "step": step.step, "classes": list(model.class_names)},
+                lambda m=model, s=step: render_confusion_matrix(
+                    s.confusion_matrix, m.class_names, m.name, s.step),
+                folder / step.step / "overview")
+
+
+def _placed(assembler, numbers: dict, draw, out_dir: Path) -> list[FigureFile]:
+    key = hash_json({"paper_figures": numbers, "version": MODEL_FIGURES_VERSION})
+    figures = assembler.store.get_figures(key)
+    if figures is None:
+        drawn = list(draw())
+        if not drawn:
+            return []
+        figures = assembler.store.put_figures(key, drawn)
+        with assembler._lock:
+            assembler.drawn += 1
+    files = []
+    for fig in figures:
+        target = out_dir / fig["name"]
+        source = os.path.abspath(fig["path"])
+        with assembler._lock:           # linked into docs with the technique figures
+            assembler._links[target] = Path(source)
+        files.append(FigureFile(kind=fig["kind"],
+                                path=target.relative_to(assembler.docs).as_posix(),
+                                width=fig["width"], height=fig["height"], source=source))
+    assembler._remember(figures)
+    return files
+
+
+# --------------------------------------------------------------------------------------------
+# The record `reportgen export` reads
+
+
+def site_record_key(digest: str) -> str:
+    """The store key of the site data of the site whose marker holds `digest`."""
+    return hash_json({"site_record": digest, "version": SITE_RECORD_VERSION})
+
+
+def remember_site(store, digest: str, site) -> None:
+    """Keep `site` (SiteData) in the store under the site's digest (once per digest)."""
+    from reportgen.commands.site_changes import _plain
+
+    key = site_record_key(digest)
+    if store.get_figures(key) is not None:
+        return
+    data = json.dumps(site, sort_keys=True, default=_plain, ensure_ascii=False)
+    store.put_figures(key, [Figure(name="site.json", data=data.encode("utf-8"), kind="json")])

@@ -1,0 +1,454 @@
+"""`reportgen export`: a built site's figures as a paper supplement, one zip file.
+
+The build keeps its site data (every panel, caption and artifact-store file) in the store under
+the site's digest (reportgen.commands.paper_figures); the export reads that record and the
+stored files, so the supplement shows exactly what the site shows, recomputes nothing and
+imports no TensorFlow. The zip holds:
+
+- `figures/MODEL/...`: each figure as PNG at twice its layout size (plots are drawn so;
+  image mosaics are doubled nearest-neighbour, every pixel a sharp square), and as SVG and PDF
+  where it is a plot;
+- `data/MODEL/...`: the numbers behind each plot as CSV (training history, confusion matrix,
+  each analysis's summary, trends and comparisons, a technique's own export);
+- `captions.tex`: one `figure` environment per figure (`\\includegraphics` of the figure's path
+  without extension, so pdflatex takes the PDF where there is one), captions LaTeX-escaped;
+- `references.bib`: the papers of the methods, model families and data sets shown;
+- `README.txt`: what the files are.
+
+The bytes depend on the record and the files only: entries sorted, fixed timestamps and
+permissions, the stored figures' own deterministic bytes (reportgen.figures.encode).
+"""
+
+from __future__ import annotations
+
+import csv
+import fnmatch
+import io
+import json
+import os
+import re
+import zipfile
+from dataclasses import dataclass, field, fields
+from pathlib import Path, PurePosixPath
+
+from reportgen.errors import ReportgenError, StoreError
+from reportgen.figures.encode import PIXEL_RATIO, png_size, upscale_png
+from reportgen.pages.sitedata import (BuildFailure, FigureFile, InputInfo, ModelData, Panel,
+                                      Prediction, SiteData, StepData)
+from reportgen.results import references
+
+ZIP_TIME = (1980, 1, 1, 0, 0, 0)       # the earliest time a zip can hold: no build time inside
+PAPER_KINDS = ("png", "pdf", "svg")
+NUMBER_KINDS = ("csv", "json")
+LINE_WIDTH_PX = 480                    # layout pixels that fill \linewidth in captions.tex
+
+
+@dataclass
+class SupplementFigure:
+    """One figure of the supplement: its files (kind -> bytes), caption and where it came from."""
+
+    stem: str                          # zip path without extension, e.g. figures/M/5-40/x
+    title: str
+    caption: str
+    width: int                         # layout size (px), for \includegraphics' width
+    files: dict[str, bytes] = field(default_factory=dict)
+    cite: tuple[str, ...] = ()
+
+
+@dataclass
+class Supplement:
+    figures: list[SupplementFigure] = field(default_factory=list)
+    data: dict[str, bytes] = field(default_factory=dict)        # zip path -> CSV bytes
+    keys: set[str] = field(default_factory=set)                 # BibTeX keys
+    notes: list[str] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------------------------
+# The build's record
+
+
+def load_site_record(site_dir: str | Path, store) -> SiteData:
+    """The site data the build of `site_dir` kept in `store`; ReportgenError (one line, with
+    the command to run) when the folder is no built site or the store no longer has it."""
+    from reportgen.commands.paper_figures import site_record_key
+    from reportgen.pages.site_output import MARKER, read_marker
+
+    marker = read_marker(site_dir)
+    if marker is None or not marker.get("digest"):
+        raise ReportgenError(f"{site_dir}/ holds no site reportgen built",
+                             expected=f"a site folder with its {MARKER}",
+                             fix=f"run `reportgen build --site-dir {site_dir}` (or "
+                                 f"`reportgen demo`) first")
+    figures = store.get_figures(site_record_key(marker["digest"]))
+    if not figures:
+        raise ReportgenError(f"The artifact store {store.root} has no record of the build of "
+                             f"{site_dir}/ (made before `export` existed, or the store was "
+                             f"cleared since)",
+                             fix=f"run `reportgen build --site-dir {site_dir}` again, then "
+                                 f"export")
+    try:
+        return _site(json.loads(Path(figures[0]["path"]).read_bytes()))
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise StoreError(f"The record of the build of {site_dir}/ in {store.root} is "
+                         f"unreadable ({type(exc).__name__})",
+                         fix=f"run `reportgen build --site-dir {site_dir}` again") from None
+
+
+def _make(cls, data: dict, **nested):
+    """`cls(**data)` keeping only its fields; `nested` converts the named ones."""
+    names = {f.name for f in fields(cls)}
+    values = {k: v for k, v in data.items() if k in names}
+    for name, convert in nested.items():
+        if values.get(name) is not None:
+            values[name] = convert(values[name])
+    return cls(**values)
+
+
+def _files(items) -> list[FigureFile]:
+    return [_make(FigureFile, f) for f in items]
+
+
+def _panel(data: dict) -> Panel:
+    return _make(Panel, data, figures=_files, shared=_panel)
+
+
+def _panels(items) -> list[Panel]:
+    return [_panel(p) for p in items]
+
+
+def _step(data: dict) -> StepData:
+    return _make(StepData, data, checkpoint_panels=_panels, dataset_panels=_panels,
+                 downloads=_files,
+                 input_panels=lambda d: {k: _panels(v) for k, v in d.items()},
+                 predictions=lambda d: {k: _make(Prediction, v) for k, v in d.items()})
+
+
+def _model(data: dict) -> ModelData:
+    return _make(ModelData, data, steps=lambda s: [_step(x) for x in s],
+                 inputs=lambda s: [_make(InputInfo, x) for x in s],
+                 trend_panels=_panels, downloads=_files)
+
+
+def _site(data: dict) -> SiteData:
+    return _make(SiteData, data, models=lambda s: [_model(x) for x in s],
+                 compare_panels=_panels,
+                 failures=lambda s: [_make(BuildFailure, x) for x in s])
+
+
+# --------------------------------------------------------------------------------------------
+# Choosing what goes in
+
+
+def select_models(site: SiteData, pattern: str, site_dir) -> list[ModelData]:
+    chosen = [m for m in site.models if fnmatch.fnmatchcase(m.name, pattern)]
+    if not chosen:
+        built = ", ".join(m.name for m in site.models) or "none"
+        raise ReportgenError(f"No model of the site in {site_dir}/ matches --models "
+                             f"{pattern!r}", received=f"built models: {built}",
+                             fix="name one of those, or build the model first with "
+                                 "`reportgen build --models NAME`")
+    return chosen
+
+
+def select_steps(model: ModelData, steps: str) -> list[StepData]:
+    """'last' (the site's default: the last built step), 'all', or 'E-B,E-B'."""
+    if steps == "all":
+        return list(model.steps)
+    if steps == "last":
+        return model.steps[-1:]
+    wanted = [s.strip() for s in steps.split(",") if s.strip()]
+    built = {s.step: s for s in model.steps}
+    missing = [s for s in wanted if s not in built]
+    if missing:
+        raise ReportgenError(f"Step {missing[0]} of {model.name} is not in the built site",
+                             expected="last, all or built steps E-B,E-B",
+                             received=f"built steps: {', '.join(built) or 'none'}",
+                             fix=f"build it first (`reportgen build --models {model.name} "
+                                 f"--steps {missing[0]}`) or choose a built step")
+    return [built[s] for s in wanted]
+
+
+def select_inputs(model: ModelData, inputs: str) -> list[str]:
+    """'all', 'none' or input keys 'test-3,test-7'."""
+    keys = [i.key for i in model.inputs]
+    if inputs == "all":
+        return keys
+    if inputs == "none":
+        return []
+    wanted = [k.strip() for k in inputs.split(",") if k.strip()]
+    unknown = [k for k in wanted if k not in keys]
+    if unknown:
+        raise ReportgenError(f"Input {unknown[0]} is not in the built site of {model.name}",
+                             expected="all, none or input keys as the site names them",
+                             received=f"built inputs: {', '.join(keys) or 'none'}",
+                             fix="choose built inputs (their keys are in the site's URLs, "
+                                 "?input=KEY)")
+    return wanted
+
+
+# --------------------------------------------------------------------------------------------
+# Collecting
+
+
+def collect(site: SiteData, models: list[ModelData], steps: str = "last",
+            inputs: str = "all") -> Supplement:
+    """Every figure and number of `models` at the chosen steps and inputs, plus the
+    comparisons across models when every model of the site is chosen."""
+    out = Supplement()
+    names = _Names()
+    for model in models:
+        mdir = names.part(model.name)
+        out.keys.update(references.kind_keys(model.kind or "CapsNet"))
+        out.keys.update(references.dataset_keys(model.dataset))
+        _downloads(out, model.downloads, f"{mdir}/training_curves", "Training curves")
+        labels = {i.key: i.label for i in model.inputs}
+        chosen_inputs = select_inputs(model, inputs)
+        for step in select_steps(model, steps):
+            sdir = f"{mdir}/{names.part(step.step)}"
+            _downloads(out, step.downloads, f"{sdir}/confusion_matrix", "Confusion matrix")
+            for panel in step.checkpoint_panels:
+                _panel_figures(out, panel, f"{sdir}/checkpoint")
+            for panel in step.dataset_panels:
+                _panel_figures(out, panel, f"{sdir}/dataset")
+            for key in chosen_inputs:
+                for panel in step.input_panels.get(key, []):
+                    _panel_figures(out, panel, f"{sdir}/{names.part(key)}",
+                                   where=labels.get(key, key))
+        for panel in model.trend_panels:
+            from reportgen.pages.analyses import derived_numbers, trend_sources
+
+            _panel_figures(out, panel, f"{mdir}/trends",
+                           numbers=derived_numbers(panel, trend_sources(model, panel), "step"))
+    if {m.name for m in models} == {m.name for m in site.models}:
+        from reportgen.pages.analyses import compare_sources, derived_numbers
+
+        for panel in site.compare_panels:
+            _panel_figures(out, panel, "compare", numbers=derived_numbers(
+                panel, compare_sources(site.models, panel), "model"))
+    elif site.compare_panels:
+        out.notes.append("The comparisons across models are left out: they overlay every "
+                         "model of the site, and not all of them were chosen.")
+    return out
+
+
+class _Names:
+    """File-name-safe, collision-free path parts (model names may hold any character)."""
+
+    def __init__(self):
+        self.taken: dict[str, str] = {}
+
+    def part(self, name: str) -> str:
+        if name in self.taken:
+            return self.taken[name]
+        base = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "item"
+        safe, n = base, 1
+        while safe in self.taken.values():
+            n += 1
+            safe = f"{base}_{n}"
+        self.taken[name] = safe
+        return safe
+
+
+def _read(fig: FigureFile) -> bytes:
+    if not fig.source:
+        raise StoreError(f"The build's record lists {fig.path} without its stored file",
+                         fix="run `reportgen build` again, then export")
+    try:
+        return Path(fig.source).read_bytes()
+    except OSError:
+        raise StoreError(f"A stored figure of the site is gone ({fig.path})",
+                         fix="run `reportgen build` again (it draws what is missing), then "
+                             "export") from None
+
+
+def _captions(fig: FigureFile) -> dict[str, str]:
+    """Each stored file's own caption (a panel of several figures has one per figure)."""
+    try:
+        listing = json.loads((Path(fig.source).parent / "meta.json").read_text("utf-8"))
+        return {f["name"]: f.get("caption", "") for f in listing["figures"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
+def _paper_png(fig: FigureFile, data: bytes) -> bytes:
+    """The PNG at PIXEL_RATIO times its layout size (doubled when stored at layout size)."""
+    width, height = png_size(data)
+    if fig.width and width < PIXEL_RATIO * fig.width:
+        factor = max(1, round(PIXEL_RATIO * fig.width / width))
+        return upscale_png(data, factor)
+    if not fig.width:
+        return upscale_png(data, PIXEL_RATIO)
+    return data
+
+
+def _downloads(out: Supplement, files: list[FigureFile], stem: str, title: str) -> None:
+    pictures = [f for f in files if f.kind in PAPER_KINDS]
+    if not pictures:
+        return
+    first = pictures[0]
+    caption = _captions(first).get(PurePosixPath(first.source).name, "")
+    figure = SupplementFigure(stem=f"figures/{stem}", title=title, caption=caption,
+                              width=first.width)
+    for f in pictures:
+        data = _read(f)
+        figure.files[f.kind] = _paper_png(f, data) if f.kind == "png" else data
+    out.figures.append(figure)
+    for f in files:
+        if f.kind == "csv":
+            out.data[f"data/{stem}.csv"] = _read(f)
+
+
+def _panel_figures(out: Supplement, panel: Panel, folder: str, where: str = "",
+                   numbers: tuple[str, str] | None = None) -> None:
+    """One supplement figure per picture of the panel; its numbers as CSV."""
+    from reportgen.pages.analyses import groups, humane
+
+    cite = references.technique_keys(panel.technique)
+    stem = panel.technique + (f"-{panel.variant}" if panel.variant else "")
+    grouped = groups(panel)
+    pictured = [(label, files) for label, files in grouped
+                if any(f.kind in PAPER_KINDS for f in files)]
+    for label, files in pictured:
+        shown = [f for f in files if f.kind in PAPER_KINDS]
+        first = shown[0]
+        captions = _captions(first)
+        caption = captions.get(PurePosixPath(first.source).name, "") or panel.caption
+        name = f"{stem}-{label}" if label else stem
+        title = panel.title + (f": {humane(label)}" if label else "")
+        figure = SupplementFigure(stem=f"figures/{folder}/{name}", title=title,
+                                  caption=caption, width=first.width, cite=cite)
+        for f in shown:
+            if f.kind in figure.files:
+                continue
+            data = _read(f)
+            figure.files[f.kind] = _paper_png(f, data) if f.kind == "png" else data
+        out.figures.append(figure)
+    if pictured:
+        out.keys.update(cite)
+    # the numbers: the panel's CSV, else its JSON flattened to (key, value) rows
+    exported = [f for f in panel.figures if f.kind in NUMBER_KINDS]
+    csvs = [f for f in exported if f.kind == "csv"]
+    for f in csvs:
+        out.data[f"data/{folder}/{PurePosixPath(f.path).name}"] = _read(f)
+    if not csvs:
+        for f in (f for f in exported if f.kind == "json"):
+            out.data[f"data/{folder}/{PurePosixPath(f.path).stem}.csv"] = _json_csv(_read(f))
+    if numbers is not None:
+        out.data[f"data/{folder}/{stem}.csv"] = numbers[1].encode()
+
+
+def _json_csv(data: bytes) -> bytes:
+    from reportgen.pages.analyses import flatten
+
+    rows = io.StringIO()
+    writer = csv.writer(rows, lineterminator="\n")
+    writer.writerow(["key", "value"])
+    for key, value in flatten(json.loads(data)):
+        writer.writerow([key, value])
+    return rows.getvalue().encode()
+
+
+# --------------------------------------------------------------------------------------------
+# LaTeX
+
+
+_LATEX = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&",
+          "#": r"\#", "^": r"\textasciicircum{}", "_": r"\_", "%": r"\%",
+          "~": r"\textasciitilde{}", "<": r"\textless{}", ">": r"\textgreater{}",
+          "|": r"\textbar{}",
+          # symbols the captions use, as pdflatex can set them without extra packages
+          "…": r"\ldots{}", "±": r"$\pm$", "×": r"$\times$", "°": r"$^\circ$",
+          "→": r"$\rightarrow$", "←": r"$\leftarrow$", "≥": r"$\geq$", "≤": r"$\leq$",
+          "≈": r"$\approx$", "−": "--", "–": "--", "—": "---", "‖": r"$\|$", "∞": r"$\infty$",
+          "√": r"$\surd$", "·": r"$\cdot$", "’": "'", "‘": "`", "“": "``", "”": "''",
+          "α": r"$\alpha$", "β": r"$\beta$", "γ": r"$\gamma$", "δ": r"$\delta$",
+          "ε": r"$\epsilon$", "θ": r"$\theta$", "λ": r"$\lambda$", "μ": r"$\mu$",
+          "π": r"$\pi$", "σ": r"$\sigma$", "τ": r"$\tau$", "Δ": r"$\Delta$", "Σ": r"$\Sigma$"}
+
+
+def latex_escape(text: str) -> str:
+    """`text` as LaTeX text: special characters escaped, common symbols as math."""
+    return "".join(_LATEX.get(ch, ch) for ch in text)
+
+
+def _label(stem: str) -> str:
+    return "fig:" + re.sub(r"[^A-Za-z0-9:.-]+", "-", stem.removeprefix("figures/")).strip("-")
+
+
+def captions_tex(figures: list[SupplementFigure]) -> str:
+    """One figure environment per figure, in the supplement's order."""
+    out = ["% Figures of the reportgen supplement: \\input{captions} after \\usepackage{graphicx}",
+           "% (each \\includegraphics names the file without extension: pdflatex takes the PDF",
+           "% where there is one, else the PNG). Cite the methods from references.bib.", ""]
+    for fig in figures:
+        width = min(1.0, max(0.25, fig.width / LINE_WIDTH_PX)) if fig.width else 1.0
+        cite = f" \\cite{{{','.join(fig.cite)}}}" if fig.cite else ""
+        text = latex_escape(fig.caption.strip())
+        out += ["\\begin{figure}[htbp]",
+                "  \\centering",
+                f"  \\includegraphics[width={width:.2f}\\linewidth]{{{fig.stem}}}",
+                f"  \\caption{{\\textbf{{{latex_escape(fig.title)}.}} {text}{cite}}}",
+                f"  \\label{{{_label(fig.stem)}}}",
+                "\\end{figure}", ""]
+    return "\n".join(out)
+
+
+def readme(supplement: Supplement, site: SiteData, models: list[ModelData], steps: str,
+           inputs: str) -> str:
+    lines = [f"Paper supplement of {site.title}, written by `reportgen export`.", "",
+             f"Models: {', '.join(m.name for m in models)}; steps: {steps}; inputs: {inputs}.",
+             f"{len(supplement.figures)} figures, {len(supplement.data)} CSV files.", "",
+             "figures/   each figure as PNG (twice its on-screen size) and, for plots, SVG and "
+             "PDF",
+             "data/      the numbers behind the plots as CSV, in the figures' folders",
+             "captions.tex    one figure environment per figure: \\input{captions}",
+             "references.bib  the papers of the methods, models and data sets shown", ""]
+    lines += supplement.notes
+    return "\n".join(lines).rstrip() + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# The zip
+
+
+def entries(supplement: Supplement, site: SiteData, models, steps: str,
+            inputs: str) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
+    for fig in supplement.figures:
+        for kind, data in fig.files.items():
+            files[f"{fig.stem}.{kind}"] = data
+    files.update(supplement.data)
+    files["captions.tex"] = captions_tex(supplement.figures).encode("utf-8")
+    files["references.bib"] = references.bibtex(supplement.keys).encode("utf-8")
+    files["README.txt"] = readme(supplement, site, models, steps, inputs).encode("utf-8")
+    return files
+
+
+def write_zip(path: str | Path, files: dict[str, bytes]) -> Path:
+    """Write `files` as a zip at `path` (sorted, fixed times and permissions), atomically."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with zipfile.ZipFile(tmp, "w") as archive:
+            for name in sorted(files):
+                info = zipfile.ZipInfo(name, date_time=ZIP_TIME)
+                info.compress_type = (zipfile.ZIP_STORED if name.endswith(".png")
+                                      else zipfile.ZIP_DEFLATED)
+                info.create_system = 3                   # Unix, whatever the host
+                info.external_attr = 0o644 << 16
+                archive.writestr(info, files[name], compresslevel=6)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ReportgenError(f"Cannot write {path}: {exc.strerror or exc}",
+                             fix="choose a writable --out path") from None
+    return path
+
+
+def export(site_dir: str | Path, store, out: str | Path, models: str = "*",
+           steps: str = "last", inputs: str = "all") -> tuple[Path, Supplement]:
+    """Write the supplement of the site in `site_dir` (built with `store`) to `out`."""
+    site = load_site_record(site_dir, store)
+    chosen = select_models(site, models, site_dir)
+    supplement = collect(site, chosen, steps, inputs)
+    return write_zip(out, entries(supplement, site, chosen, steps, inputs)), supplement
