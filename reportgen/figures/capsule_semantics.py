@@ -140,44 +140,67 @@ def _perturbation(arrays, params, ctx) -> list[Figure]:
 
 
 def _compactness(arrays, params, ctx) -> list[Figure]:
-    from reportgen.results.capsule_semantics import REFERENCE
+    """Both aggregations of the compactness score per factor, each with its chance level (an
+    isotropic random change: mean and 95th percentile), and the mean share of variance."""
+    from reportgen.results.capsule_semantics import REFERENCE, chance_levels, pooled_compactness
 
-    scores = np.asarray(arrays["compactness"], np.float64)
+    scores = np.asarray(arrays["compactness"], np.float64)                # per image, averaged
     shares = np.asarray(arrays["compactness_dim_share"], np.float64)      # (F, D)
     values = np.asarray(arrays["factor_values"], np.float64)              # (F, Z)
     images = int(np.asarray(arrays["compactness_index"]).size)
     factors = list(FACTORS)[:len(scores)]
     dims = shares.shape[1]
+    pooled = np.array([pooled_compactness(row) for row in shares])
+    chance = chance_levels(images, values.shape[1], dims) if images else None
     names = [FACTOR_LABELS[f] for f in factors]
-    fig = new_figure(7.2, 2.8)
+    fig = new_figure(9.6, 2.9)
     with styled():
-        ax_bar, ax_map = fig.subplots(1, 2, width_ratios=(1, 1.4))
+        ax_one, ax_pool, ax_map = fig.subplots(1, 3, width_ratios=(1, 1, 1.4))
         x = np.arange(len(factors))
-        ax_bar.bar(x, np.nan_to_num(scores), color=BAR, width=0.7)
-        for xi, score in zip(x, scores):
-            ax_bar.text(xi, np.nan_to_num(score), "–" if not np.isfinite(score) else
-                        f"{score:.3g}", ha="center", va="bottom", fontsize=6)
-        ax_bar.set_xticks(x, names, rotation=30, ha="right")
-        ax_bar.set_ylabel("compactness KL(p ‖ uniform)")
-        ax_bar.set_title(f"Compactness per factor{_where(ctx)}")
+        for ax, bars, key, title in (
+                (ax_one, scores, "per_image", "per image, then averaged"),
+                (ax_pool, pooled, "pooled", "shares averaged, then KL (Gu)")):
+            ax.bar(x, np.nan_to_num(bars), color=BAR, width=0.7)
+            for xi, score in zip(x, bars):
+                ax.text(xi, np.nan_to_num(score), "–" if not np.isfinite(score) else
+                        f"{score:.2g}", ha="center", va="bottom", fontsize=6)
+            if chance is not None:
+                mean, high = chance[key]
+                ax.axhspan(0, high, color="#d9d9d9", alpha=0.6, zorder=0,
+                           label=f"random change: ≤ {high:.2g} (95%)")
+                ax.axhline(mean, color="#7f7f7f", linewidth=0.8, linestyle="--")
+                ax.legend(frameon=False, fontsize=6, loc="upper left")
+            ax.set_xticks(x, names, rotation=30, ha="right")
+            ax.set_title(title)
+        ax_one.set_ylabel("compactness KL(p ‖ uniform)")
         image = ax_map.imshow(np.ma.masked_invalid(shares), aspect="auto", cmap="viridis",
                               vmin=0.0, interpolation="nearest")
         ax_map.set_yticks(x, names)
         ax_map.set_xlabel("dimension of the true class capsule")
         ax_map.set_title("mean share of variance p_d")
         fig.colorbar(image, ax=ax_map, shrink=0.9)
+        fig.suptitle(f"Compactness per factor{_where(ctx)}".replace(", ", ": ", 1), fontsize=9)
         fig.tight_layout()
     grids = "; ".join(f"{FACTOR_LABELS[f]} {values[i, 0]:g} … {values[i, -1]:g}"
                       for i, f in enumerate(factors))
-    caption = (f"Capsule semantics, compactness: {images} evaluation images (stratified by class) "
-               f"each transformed over {values.shape[1]} evenly spaced values of one factor at a "
-               f"time ({grids}; pixels for translations, degrees for rotation; bilinear "
-               f"resampling about the image centre, zero fill); per image the variance of each "
-               f"of the {dims} dimensions of its TRUE class capsule over those values, normalised "
-               f"to p_d = var_d / Σ var, scored KL(p ‖ uniform) = Σ p_d log(p_d·{dims}) (0 = "
-               f"change spread evenly, log {dims} = {np.log(dims):.3f} = all in one dimension) "
-               f"and averaged over images (left); mean p_d per factor (right). For context, "
-               f"{REFERENCE}.")
+    rotation = factors.index("rotation") if "rotation" in factors else 0
+    chance_text = "" if chance is None else (
+        f" An isotropic random change of the same {images} images x {values.shape[1]} values "
+        f"gives {chance['per_image'][0]:.2g} per image (95%: {chance['per_image'][1]:.2g}) and "
+        f"{chance['pooled'][0]:.2g} pooled (95%: {chance['pooled'][1]:.2g}): a score inside "
+        f"the grey band says nothing.")
+    caption = (f"Compactness: does a change of pose land in few capsule dimensions? Rotation "
+               f"{pooled[rotation]:.2g} (shares averaged over images, the aggregation of the "
+               f"order of Gu 2022's Table 5) and {scores[rotation]:.2g} (per image, averaged). "
+               f"Details: {images} evaluation images (stratified by class), each transformed "
+               f"over {values.shape[1]} evenly spaced values of one factor at a time ({grids}; "
+               f"pixels for translations, degrees for rotation; bilinear resampling about the "
+               f"image centre, zero fill); per image the variance of each of the {dims} "
+               f"dimensions of its TRUE class capsule, normalised to p_d = var_d / Σ var and "
+               f"scored KL(p ‖ uniform) = Σ p_d log(p_d·{dims}) (0 = change spread evenly, "
+               f"log {dims} = {np.log(dims):.3f} = all in one dimension). Left: each image's KL "
+               f"averaged; middle: the KL of p_d averaged over images; right: mean p_d per "
+               f"factor.{chance_text} For context, {REFERENCE}.")
     return figure_pair(fig, "compactness", caption)
 
 
@@ -209,9 +232,10 @@ def render_trend(series, params, ctx) -> list[Figure]:
         fig.suptitle(f"Capsule semantics over training, {ctx.model}".strip(", "), fontsize=9)
         fig.tight_layout()
     caption = (f"Capsule semantics over {len(steps)} training steps (same evaluation set and "
-               f"transform grids at every step): compactness per affine factor (left; 0 = the "
-               f"change of pose spreads over all dimensions, log D = it stays in one) and the "
-               f"effective number of class-capsule dimensions in use (right).")
+               f"transform grids at every step): compactness per affine factor (left; the KL "
+               f"of the image-averaged shares of variance, the aggregation of Gu 2022's Table 5; "
+               f"0 = the change of pose spreads over all dimensions, log D = it stays in one) "
+               f"and the effective number of class-capsule dimensions in use (right).")
     return figure_pair(fig, "capsule_semantics_trend", caption)
 
 
@@ -235,7 +259,8 @@ def render_compare(series, params, ctx) -> list[Figure]:
         ax.legend(frameon=False)
         ax.set_title("Capsule semantics, models compared")
         fig.tight_layout()
-    caption = ("Compactness per affine factor of " + ", ".join(models) + " (each with its own "
-               "options and evaluation set at the chosen step); the legend gives each model's "
-               "effective number of class-capsule dimensions.")
+    caption = ("Compactness per affine factor of " + ", ".join(models) + " (the KL of the "
+               "image-averaged shares of variance, the aggregation of Gu 2022's Table 5; each "
+               "model with its own options and evaluation set at the chosen step); the legend "
+               "gives each model's effective number of class-capsule dimensions.")
     return figure_pair(fig, "capsule_semantics_compare", caption)
