@@ -78,7 +78,10 @@ def test_build_makes_every_applicable_page(trained, tmp_path):
         assert expected in names, expected
     site = tmp_path / "site" / "models" / "TinyEM"
     pages = {p.name: p.read_text(encoding="utf-8") for p in site.glob("*.html")}
-    assert "conv_caps1" in pages["primary-caps.html"]        # the ConvCaps heatmaps are shown
+    # the ConvCaps layers' heatmaps on their own layer page, the primary capsules' on theirs
+    assert "conv_caps1" in pages["conv-caps.html"] and "conv_caps2" in pages["conv-caps.html"]
+    assert "primary_heatmaps-per_layer-conv_caps1" not in pages["primary-caps.html"]
+    assert "primary_heatmaps-per_layer.png" in pages["primary-caps.html"]
     # what does not apply is said, with why (no decoder, no vector capsules)
     assert "needs a reconstruction decoder" in pages["index.html"]
     assert "Not applicable to this model" in pages["analyses.html"]

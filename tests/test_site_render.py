@@ -288,8 +288,8 @@ def test_reportgen_js_reads_the_page_table(built):
     script = (site / "assets" / "reportgen" / "site-data.js").read_text("utf-8")
     table = json.loads(script.split("window.reportgenSite.pages = ", 1)[1].rstrip().rstrip(";"))
     assert table == json.loads(json.dumps(page_table.table()))
-    assert [p["stem"] for p in table["layers"]] == ["conv", "primary-caps", "class-caps",
-                                                    "decoder"]
+    assert [p["stem"] for p in table["layers"]] == ["conv", "primary-caps", "conv-caps",
+                                                    "class-caps", "decoder"]
     # reportgen.js draws each kind of the table whose controls choose something, and keeps no
     # list of page kinds of its own
     js = (default_templates_dir() / "assets" / "reportgen.js").read_text("utf-8")

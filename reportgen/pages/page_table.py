@@ -59,6 +59,7 @@ class LayerPage:
 LAYER_PAGES = (
     LayerPage("conv", "Conv", "conv"),
     LayerPage("primary", "PrimaryCaps", "primary-caps"),
+    LayerPage("convcaps", "ConvCaps", "conv-caps"),
     LayerPage("class", "ClassCaps", "class-caps"),
     LayerPage("decoder", "Decoder", "decoder"),
 )

@@ -29,7 +29,7 @@ from reportgen.capsnet.description import FEATURES, ModelDescription
 from reportgen.figures.figure import Figure, RenderContext  # noqa: F401
 from reportgen.probe.probe import expand_needs
 
-LAYERS = ("model", "conv", "primary", "class", "decoder")
+LAYERS = ("model", "conv", "primary", "convcaps", "class", "decoder")
 SCOPES = ("input", "checkpoint", "dataset")
 
 
@@ -95,6 +95,9 @@ class Technique:
     render_compare: Callable[..., list[Figure]] | None = None
     """([(model, summary dict)], params, ctx) -> figures overlaying models (one step each)."""
     description: str = ""              # one paragraph: what it shows and where it comes from
+    page_layer: Callable[..., str] | None = None
+    """(params) -> the layer page of one variant when variants belong on different pages
+    (capsule heatmaps of the primary and of the convolutional capsule layers); else `layer`."""
 
     def __post_init__(self):
         if self.layer not in LAYERS:
@@ -114,6 +117,14 @@ class Technique:
         choose = self.variants.choose if isinstance(self.variants, ModelVariants) \
             else self.variants
         object.__setattr__(self, "variants", ModelVariants(self.name, applies_to, choose))
+
+    def layer_for(self, params) -> str:
+        """The layer page a variant's results are shown on."""
+        layer = self.page_layer(params) if self.page_layer is not None else self.layer
+        if layer not in LAYERS:
+            raise ValueError(f"Technique {self.name}: page_layer must return one of {LAYERS}. "
+                             f"Received: {layer}")
+        return layer
 
     def applicable(self, model) -> bool:
         """True when the model (a ModelDescription, or a CapsNet) has every feature of

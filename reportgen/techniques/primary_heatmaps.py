@@ -61,6 +61,11 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
     return {"lengths": np.asarray(batch[f"activations:{name}"], np.float32)}
 
 
+def page_layer(params) -> str:
+    """Convolutional capsule layers (matrix capsules) have their own layer page."""
+    return "convcaps" if params is not None and params.layer else "primary"
+
+
 TECHNIQUE = Technique(
     name="primary_heatmaps",
     title="Primary-capsule heatmaps",
@@ -73,6 +78,7 @@ TECHNIQUE = Technique(
     compute=compute,
     render=lazy("reportgen.figures.panels", "render_primary_heatmaps"),
     variants=variants,
+    page_layer=page_layer,
     description="For each primary-capsule type, the grid of capsule lengths (how strongly the "
                 "type's feature is present at each place) as a heatmap over the input. Each grid "
                 "cell covers the input region it actually sees (its receptive field), not an "
