@@ -62,3 +62,33 @@ def test_build_to_a_file_has_no_progress_spam(tmp_path):
     repeated = [line for line, n in collections.Counter(err.splitlines()).items()
                 if n > 1 and line.strip()]
     assert not repeated, err
+    # what the build will do, said once before it starts
+    plans = [line for line in err.splitlines() if line.startswith("Tiny: ")]
+    assert len(plans) == 1, err
+    assert plans[0].startswith("Tiny: 4 steps (0-0 … 1-5), 2 inputs, no dataset analyses, "
+                               "12 evaluation images"), plans[0]      # the whole (small) test split
+    assert "if nothing is cached (estimated from " in plans[0]
+
+
+@pytest.mark.slow
+def test_training_bar_shows_epoch_and_running_accuracy_of_the_epoch(tmp_path, capsys):
+    """The bar's accuracy runs over the whole epoch (not restarted at each save): with saves
+    every 2 batches, its final value is the epoch's image-weighted mean of the saves' training
+    accuracies."""
+    from reportgen.catalog import Catalog
+    from reportgen.training.trainer import TrainOptions, train
+
+    models = tmp_path / "models"
+    (models / "Tiny").mkdir(parents=True)
+    (models / "Tiny" / "params.toml").write_text(
+        TINY_TOML.format(data=_tiny_data(tmp_path / "toy.npz")))
+    capsys.readouterr()
+    history = train(Catalog(models).get("Tiny"), TrainOptions(epochs=2))
+    line = next(l for l in capsys.readouterr().err.splitlines() if l.startswith("train Tiny"))
+    postfix = dict(item.split("=") for item in line[line.index("(") + 1:-1].split(", "))
+    assert postfix["epoch"] == "2/2"
+    last = [r for r in history if r["epoch"] == 2]
+    seen = [b["images_seen"] - a["images_seen"] for a, b in zip(history[-len(last) - 1:], last)]
+    mean = sum(r["train_accuracy"] * k for r, k in zip(last, seen)) / sum(seen)
+    assert len(last) >= 2 and float(postfix["acc"]) == pytest.approx(mean, abs=1e-3)
+    assert float(postfix["val_acc"]) == pytest.approx(history[-1]["val_accuracy"], abs=1e-4)

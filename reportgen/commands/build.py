@@ -244,8 +244,8 @@ class _Build:
         for line in assembly.warn_polarity(inputs, dataset):
             console.notice(line)
         plan = _plan(entry.name, params, steps, settings, len(inputs))
-        console.notice(plan.line())
         evaluation = assembly.evaluation_set(dataset, plan.eval_images)
+        console.notice(plan.with_eval_images(len(evaluation.y)).line())
         prepared = _Prepared(steps, handle, chosen, dataset, inputs, evaluation)
         self._prepared[entry.name] = prepared
         return prepared

@@ -19,12 +19,13 @@ import click
 @click.option("--technique", "techniques", multiple=True,
               help="Only these techniques (repeatable); default: all non-experimental.")
 @click.option("--experimental", is_flag=True, help="Include activation maximization.")
-@click.option("--analyses", type=click.Choice(["last", "all", "none"]), default="last",
-              show_default=True,
+@click.option("--analyses", default="spread", show_default=True,
               help="Steps that get the dataset-level analyses (routing diagnostics, fidelity, "
-                   "robustness): the last chosen step, all chosen steps, or none.")
-@click.option("--eval-images", type=click.IntRange(min=10), default=500, show_default=True,
-              help="Test images for accuracy and the confusion matrix (stratified).")
+                   "robustness): spread = 5 chosen steps spread over training (spread:N for "
+                   "N), last, all chosen steps, or none; 0-0 always when saved.")
+@click.option("--eval-images", type=click.IntRange(min=10), default=None,
+              help="Test images for accuracy, the confusion matrix and the dataset analyses "
+                   "(stratified); default: fitted to about 2.5 minutes of analyses per model.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True)
 @click.option("--site-dir", default="site", show_default=True, type=click.Path(file_okay=False),
               help="Output folder, replaced whole once the build succeeded; it must be absent, "

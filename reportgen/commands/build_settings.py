@@ -15,8 +15,13 @@ from reportgen.errors import ReportgenError
 from reportgen.model_folder import Step
 
 DEFAULT_IMAGES = "test:0-15"
-ANALYSES = ("last", "all", "none")
+ANALYSES = ("spread", "last", "all", "none")     # and spread:N
+SPREAD_STEPS = 5         # `spread`: the dataset analyses at this many chosen steps
 MIN_EVAL_IMAGES = 10     # a confusion matrix over fewer images says nothing (as the CLI)
+# --eval-images left unset: as many images as the dataset analyses at the analysed steps do in
+# about this long on a 2-core CPU (fitted_eval_images), within these bounds.
+ANALYSIS_BUDGET_S = 150
+AUTO_EVAL_IMAGES = (20, 200)
 UNTRAINED = Step(0, 0)   # analysed beside the chosen steps: the scores of a random network
 
 
@@ -31,8 +36,8 @@ class BuildOptions:
     transforms: str = ""               # e.g. "rotate:90,invert"
     techniques: tuple[str, ...] = ()   # () = all non-experimental
     experimental: bool = False         # include experimental techniques (activation max.)
-    analyses: str = "last"             # dataset-level analyses at: last | all | none (steps)
-    eval_images: int = 500             # evaluation set for accuracy / confusion matrix
+    analyses: str = "spread"           # dataset analyses at: spread[:N] | last | all | none
+    eval_images: int | None = None     # evaluation set; None: fitted to ANALYSIS_BUDGET_S
     batch_size: int = 16
     site_dir: str = "site"
     no_wait: bool = False              # another build holds the site folder: refuse, not wait
@@ -113,8 +118,8 @@ class BuildSettings:
     files: tuple[str, ...]             # the user's image files (each readable)
     transforms: tuple                  # reportgen.data.inputs.Transform, in order
     techniques: tuple[str, ...]        # technique names, page order
-    analyses: str                      # last | all | none
-    eval_images: int
+    analyses: str                      # spread[:N] | last | all | none
+    eval_images: int | None            # None: fitted per model (fitted_eval_images)
     batch_size: int
     site_dir: str
     no_wait: bool
@@ -136,6 +141,8 @@ class BuildSettings:
     def analysed(self, step: Step, chosen: list[Step]) -> bool:
         """Whether the dataset analyses run at `step` (one of a model's chosen steps): always
         at the untrained step 0-0 unless `analyses` is none."""
+        if self.analyses.startswith("spread"):
+            return step in spread_steps(chosen, spread_count(self.analyses))
         return self.analyses == "all" or (self.analyses == "last"
                                           and step in (chosen[-1], UNTRAINED))
 
@@ -148,10 +155,9 @@ def settle(options: BuildOptions) -> BuildSettings:
     if not models:
         raise ReportgenError("Invalid --models.", expected="a glob over model names, e.g. "
                              "'MNIST_*'", received="an empty string")
-    if options.analyses not in ANALYSES:
-        raise ReportgenError("Invalid --analyses.", expected="last, all or none",
-                             received=repr(options.analyses))
-    _check_int("--eval-images", options.eval_images, MIN_EVAL_IMAGES)
+    spread_count(options.analyses)          # checks it
+    if options.eval_images is not None:
+        _check_int("--eval-images", options.eval_images, MIN_EVAL_IMAGES)
     _check_int("--batch-size", options.batch_size, 1)
     steps = parse_steps(options.steps)
     images = tuple(parse_image_selection(options.images))
@@ -162,13 +168,54 @@ def settle(options: BuildOptions) -> BuildSettings:
         load_image_file(path, (8, 8, 1))
     return BuildSettings(
         models=models, steps=steps, images=images, files=files, transforms=transforms,
-        techniques=techniques, analyses=options.analyses, eval_images=int(options.eval_images),
+        techniques=techniques, analyses=options.analyses,
+        eval_images=None if options.eval_images is None else int(options.eval_images),
         batch_size=int(options.batch_size), site_dir=str(options.site_dir),
         no_wait=bool(options.no_wait),
         project_dir=None if options.project_dir is None else str(options.project_dir),
         cache_dir=None if options.cache_dir is None else str(options.cache_dir),
         templates_dir=None if options.templates_dir is None else str(options.templates_dir),
         title=str(options.title), render_site=bool(options.render_site))
+
+
+def spread_count(analyses) -> int:
+    """How many steps `spread` / `spread:N` analyses (0 for last, all and none); a one-line
+    error for anything else."""
+    text = str(analyses)
+    if text in ANALYSES:
+        return SPREAD_STEPS if text == "spread" else 0
+    count = text[len("spread:"):] if text.startswith("spread:") else ""
+    if not count.isdigit() or int(count) < 2:
+        raise ReportgenError("Invalid --analyses.",
+                             expected="spread, spread:N (N >= 2), last, all or none",
+                             received=repr(analyses))
+    return int(count)
+
+
+def spread_steps(chosen: list, count: int) -> list:
+    """`count` of the chosen steps spread evenly over them, the first and the last always
+    among them (all of them when there are no more)."""
+    if len(chosen) <= count:
+        return list(chosen)
+    picks = {round(i * (len(chosen) - 1) / (count - 1)) for i in range(count)}
+    return [chosen[i] for i in sorted(picks)]
+
+
+def seconds_per_eval_image(trainable_params: int) -> float:
+    """Approximate time of the whole dataset-analysis suite per evaluation image and analysed
+    step on a 2-core CPU: 0.6 s for MNIST_Demo's 2.1 M parameters, growing as params^1.3 (3.4 s
+    measured for the 8.2 M-parameter MNIST baseline; README, Benchmarks)."""
+    return 0.6 * (max(trainable_params, 1) / 2.117e6) ** 1.3
+
+
+def fitted_eval_images(trainable_params: int, analysed_steps: int) -> int:
+    """The evaluation set that keeps the dataset analyses near ANALYSIS_BUDGET_S: a multiple
+    of 10 within AUTO_EVAL_IMAGES."""
+    low, high = AUTO_EVAL_IMAGES
+    if analysed_steps < 1:          # accuracy and confusion matrix only: one cheap pass
+        return high
+    n = ANALYSIS_BUDGET_S / (analysed_steps * seconds_per_eval_image(trainable_params))
+    return int(min(high, max(low, round(n / 10) * 10)))
 
 
 def _check_int(option: str, value, minimum: int) -> None:
@@ -192,6 +239,7 @@ def _technique_names(chosen: tuple[str, ...], experimental: bool) -> tuple[str, 
 
 
 _NOT_IN_CONFIG = ("render_site", "project_dir", "title")
+_CONFIG_TYPES = {"eval_images": 0}      # options whose default (None) does not say their type
 
 
 def load_build_config(path) -> dict:
@@ -215,7 +263,7 @@ def load_build_config(path) -> dict:
         if name not in known:
             raise ReportgenError(f"Unknown option '{key}' in {path} [build].",
                                  expected=", ".join(sorted(known)))
-        default = getattr(defaults, name)
+        default = _CONFIG_TYPES.get(name, getattr(defaults, name))
         if name in ("files", "techniques"):
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ReportgenError(f"Invalid '{key}' in {path} [build].",

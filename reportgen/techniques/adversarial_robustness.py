@@ -301,7 +301,8 @@ def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(params.seed)
     attacked = [e for e in epsilons if e > 0]
     total = len(params.targets) * len(params.attacks) * len(attacked) * n
-    with console.progress(total, "adversarial robustness", unit="img") as bar:
+    with console.progress(total, f"adversarial robustness ({n} images × "
+                          f"{total // max(n, 1)} attacks)", unit="passes") as bar:
         for t, target in enumerate(params.targets):
             gradient = loss_gradient(logits_function(net, target)) if attacked and n else None
             for a, attack in enumerate(params.attacks):

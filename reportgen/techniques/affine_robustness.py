@@ -130,7 +130,8 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
            "class_counts": np.bincount(labels, minlength=classes).astype(np.float64)}
     sweeps = params.sweeps()
     total = len(images) * sum(len(v) for v in sweeps.values())
-    with progress(total, "affine robustness", unit="img") as bar:
+    with progress(total, f"affine robustness ({len(images)} images × {total // max(len(images), 1)} "
+                         "transforms)", unit="passes") as bar:
         for factor, values in sweeps.items():
             _, lengths = sweep(net, images, factor, values, params.chunk, bar)
             predicted = lengths.argmax(-1)                                        # (S, N)

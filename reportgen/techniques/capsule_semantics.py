@@ -184,7 +184,8 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     subset, truth = np.asarray(evaluation.images, np.float32)[index], labels[index]
     grids = params.grids()
     scores, shares, true_length = [], [], []
-    with progress(len(index) * params.steps * len(grids), "capsule semantics", unit="img") as bar:
+    with progress(len(index) * params.steps * len(grids), f"capsule semantics ({len(index)} "
+                  f"images × {len(grids)} factors × {params.steps} steps)", unit="passes") as bar:
         for factor, values in grids.items():
             caps, lens = sweep(net, subset, factor, values, params.chunk, bar)   # (Z, B, G, D)
             vectors = caps[:, np.arange(len(index)), _slot(truth, caps.shape[2])]

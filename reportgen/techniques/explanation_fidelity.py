@@ -363,7 +363,8 @@ def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
     curves = {mode: np.full((len(METHODS), n, ph * pw + 1), np.nan, np.float32)
               for mode in MODES}
     with console.progress(len(MODES) * len(orders) * n * (ph * pw + 1),
-                          "explanation fidelity", unit="img") as bar:
+                          f"explanation fidelity ({n} images × {len(MODES) * len(orders)} curves "
+                          f"× {ph * pw + 1} points)", unit="passes") as bar:
         for mode in MODES:
             fill = noise if mode == "deletion" else start
             for m, method in enumerate(METHODS):

@@ -316,9 +316,13 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
                         for e in range(start.epoch, run.epochs + 1))
     try:
         with console.progress(total_batches, f"train {entry.name}", unit="batch") as bar:
+            shown = {}          # the bar's postfix: epoch, running means over the epoch
             for epoch in range(start.epoch, run.epochs + 1):
                 order = _epoch_order(n, settings["seed"], epoch)
                 first = start.batch if epoch == start.epoch else 0
+                shown["epoch"] = f"{epoch}/{run.epochs}"
+                epoch_loss = epoch_correct = 0.0
+                epoch_seen = 0
                 for b in range(first, batches_per_epoch):
                     idx = np.sort(order[b * batch_size:(b + 1) * batch_size])
                     one_hot = np.eye(params.num_classes, dtype=np.float32)[run.y_train[idx]]
@@ -333,12 +337,17 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
                     sums += np.array([float(out[0]) * k, float(out[1]) * k, float(out[2]) * k,
                                       float(out[3])])
                     seen += k
+                    epoch_loss += float(out[0]) * k
+                    epoch_correct += float(out[3])
+                    epoch_seen += k
                     bar.update(1)
-                    bar.set_postfix(loss=f"{sums[0] / seen:.4f}", acc=f"{sums[3] / seen:.3f}",
-                                    refresh=False)
+                    shown.update(loss=f"{epoch_loss / epoch_seen:.4f}",
+                                 acc=f"{epoch_correct / epoch_seen:.3f}")
+                    bar.set_postfix(shown, refresh=False)
                     if (b + 1) % save_every == 0 or b + 1 == batches_per_epoch:
                         save(Step(epoch, b + 1))
-                        bar.set_postfix(val_acc=f"{history[-1]['val_accuracy']:.4f}")
+                        shown["val_acc"] = f"{history[-1]['val_accuracy']:.4f}"
+                        bar.set_postfix(shown)
                         if reached():
                             return history
     except KeyboardInterrupt:
