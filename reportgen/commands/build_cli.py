@@ -35,7 +35,12 @@ import click
               help="If another build is writing the same site folder, stop (exit 2) instead "
                    "of waiting for it.")
 @click.option("--cache-dir", default=None, type=click.Path(file_okay=False),
-              envvar="REPORTGEN_CACHE", help="Artifact store [.reportgen/cache].")
+              envvar="REPORTGEN_CACHE",
+              help="Artifact store: a folder, or an fsspec URL (s3://bucket/prefix, gs://, "
+                   "file://, memory://) [.reportgen/cache].")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Compute the steps on a Dask cluster: tcp://HOST:8786 (a running scheduler) "
+                   "or local:N (N worker processes here); default in this process.")
 @click.option("--templates", "templates_dir", default=None,
               type=click.Path(file_okay=False, exists=True),
               help="Your templates folder; its files override the bundled ones by name.")
@@ -53,6 +58,7 @@ def command(ctx, config_file, **options):
       reportgen build --models 'MNIST_*' --steps last --images test:0-15
       reportgen build --models MNIST_Demo --image cat.png --transforms rotate:90,invert
       reportgen build --config build.toml      # [build] models = "MNIST_*", steps = "every:5"
+      reportgen build --scheduler local:2 --cache-dir s3://bucket/reportgen
     """
     from reportgen.commands.build import load_build_config, run_build
 

@@ -1,0 +1,364 @@
+"""The artifact store on any fsspec filesystem: `s3://bucket/prefix`, `gcs://…`, `file://…`,
+`memory://…` (README, "Build on a cluster").
+
+Same interface as reportgen.cache.store.ArtifactStore, other layout: an entry is ONE object,
+so it appears whole or not at all —
+
+    PREFIX/arrays/ab/<key>.npz     the arrays, with the metadata as the uint8 array __meta__
+    PREFIX/figures/ab/<key>.zip    the rendered files and their meta.json
+    PREFIX/.reportgen-store        the marker that says this prefix is a store
+
+On object stores (S3, GCS, Azure, memory) one put is atomic. Elsewhere (file://, sftp, …) an
+entry is written under PREFIX/tmp/ with a name that says which process wrote it, then renamed
+into place; what a killed writer leaves there is removed by the next use of the store, as on
+local disk (reportgen.cache.workdirs).
+
+The site is assembled from files on local disk (figures are linked into the MkDocs project), so
+figures are also kept in a local mirror store, itself an ArtifactStore: a figure drawn or
+downloaded once is read from there. Entries are content-addressed, so the mirror is never stale.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+import zipfile
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+
+from reportgen import console
+from reportgen.cache import workdirs
+from reportgen.cache.keys import hash_bytes
+from reportgen.errors import StoreError
+
+MARKER = ".reportgen-store"
+KINDS = {"arrays": ".npz", "figures": ".zip"}
+STORE_NAMES = frozenset({*KINDS, "tmp", MARKER})
+META = "__meta__"
+MIRROR_ROOT = Path(".reportgen/mirrors")
+# Where one put replaces an object whole (readers see the old object, the new one, or none).
+ATOMIC_PUT = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "oss", "memory"})
+_MARKER_TEXT = (b"This prefix is a reportgen artifact store (see README, 'Build on a cluster').\n"
+                b"`reportgen cache clear` empties it; everything here can be recomputed.\n")
+
+
+def is_url(location) -> bool:
+    """Whether a --cache-dir names an fsspec filesystem (`PROTOCOL://…`) rather than a folder."""
+    return isinstance(location, str) and "://" in location
+
+
+class FsspecStore:
+    """An artifact store at an fsspec URL; `root` is the local mirror's folder (what the site
+    folder must stay out of), `location` the URL."""
+
+    def __init__(self, url: str, mirror_dir: str | Path | None = None):
+        self.location = url.rstrip("/")
+        self.fs, self.prefix, self.protocol = _open_filesystem(self.location)
+        self.root = Path(mirror_dir) if mirror_dir is not None else (
+            MIRROR_ROOT / hash_bytes(self.location.encode())[:16]).absolute()
+        self._mirror = None
+        self._known: set[str] = set()       # entries seen whole (they never change)
+        self._ready = False
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"FsspecStore({self.location!r})"
+
+    # -- paths ----------------------------------------------------------------------------------
+    def _path(self, kind: str, key: str) -> str:
+        return f"{self.prefix}/{kind}/{key[:2]}/{key}{KINDS[kind]}"
+
+    @property
+    def mirror(self):
+        from reportgen.cache.store import ArtifactStore
+
+        with self._lock:
+            if self._mirror is None:
+                self._mirror = ArtifactStore(self.root)
+            return self._mirror
+
+    @contextmanager
+    def _guard(self, doing: str):
+        """Any failure of the filesystem as one StoreError line naming the store."""
+        try:
+            yield
+        except StoreError:
+            raise
+        except (OSError, RuntimeError, ValueError, TypeError) as exc:
+            raise _store_error(self.location, doing, exc) from exc
+        except Exception as exc:       # a filesystem library's own errors (credentials, HTTP)
+            if type(exc).__module__.split(".")[0] in ("reportgen", "numpy"):
+                raise
+            raise _store_error(self.location, doing, exc) from exc
+
+    def _prepare(self) -> None:
+        """Write the marker (unless the prefix holds things a store does not make) and remove
+        what killed writers left in tmp/; once per store object."""
+        if self._ready:
+            return
+        with self._guard("open"):
+            marker = f"{self.prefix}/{MARKER}"
+            if not self.fs.exists(marker):
+                names = self._names()
+                if names <= STORE_NAMES or not names & {*KINDS, "tmp"}:
+                    self._pipe(marker, _MARKER_TEXT)
+            removed = self._remove_stale()
+        if removed:
+            console.notice(f"Removed {removed} partial entr{'ies' if removed != 1 else 'y'} "
+                           f"left in {self.location}/tmp by interrupted builds.")
+        self._ready = True
+
+    def _names(self) -> set[str]:
+        try:
+            return {p.rstrip("/").rsplit("/", 1)[-1]
+                    for p in self.fs.ls(self.prefix, detail=False)}
+        except FileNotFoundError:
+            return set()
+
+    # -- writing one object ---------------------------------------------------------------------
+    def _pipe(self, path: str, data: bytes) -> None:
+        """Write `path` so that no reader ever sees part of it."""
+        if self.protocol in ATOMIC_PUT:
+            self.fs.pipe_file(path, data)
+            return
+        parent = path.rsplit("/", 1)[0]
+        tmp_dir = f"{self.prefix}/tmp"
+        self.fs.makedirs(tmp_dir, exist_ok=True)
+        self.fs.makedirs(parent, exist_ok=True)
+        tmp = f"{tmp_dir}/{workdirs.private_name(path.rsplit('/', 1)[-1][:12])}"
+        try:
+            self.fs.pipe_file(tmp, data)
+            self.fs.mv(tmp, path)
+        finally:
+            if self.fs.exists(tmp):
+                self.fs.rm(tmp)
+
+    def _remove_stale(self) -> int:
+        """Objects under tmp/ whose writer is gone (on this host), or older than a day."""
+        if self.protocol in ATOMIC_PUT:
+            return 0
+        try:
+            listing = self.fs.ls(f"{self.prefix}/tmp", detail=True)
+        except FileNotFoundError:
+            return 0
+        removed, now = 0, time.time()
+        for info in listing:
+            name = info["name"].rstrip("/").rsplit("/", 1)[-1]
+            alive = workdirs.writer_alive(name)
+            if alive is None:
+                mtime = _mtime(info)
+                alive = mtime is None or now - mtime < workdirs.STALE_AFTER
+            if not alive:
+                try:
+                    self.fs.rm(info["name"], recursive=True)
+                    removed += 1
+                except FileNotFoundError:
+                    pass
+        return removed
+
+    def _get(self, path: str) -> bytes | None:
+        try:
+            return self.fs.cat_file(path)
+        except FileNotFoundError:
+            return None
+
+    def _exists(self, path: str) -> bool:
+        self.fs.invalidate_cache(path.rsplit("/", 1)[0])   # a listing cached before a put
+        return self.fs.exists(path)
+
+    # -- arrays ---------------------------------------------------------------------------------
+    def has_arrays(self, key: str) -> bool:
+        if key in self._known:
+            return True
+        with self._guard("read"):
+            found = self._exists(self._path("arrays", key))
+        if found:
+            self._known.add(key)
+        return found
+
+    def put_arrays(self, key: str, arrays: dict[str, np.ndarray], meta: dict) -> None:
+        if key in self._known:
+            return
+        self._prepare()
+        text = json.dumps({**meta, "created": time.time()}, sort_keys=True).encode()
+        buffer = io.BytesIO()
+        np.savez(buffer, **{k: np.asarray(v) for k, v in arrays.items()},
+                 **{META: np.frombuffer(text, np.uint8)})
+        with self._guard("write"):
+            self._pipe(self._path("arrays", key), buffer.getvalue())
+        self._known.add(key)
+
+    def get_arrays(self, key: str) -> dict[str, np.ndarray] | None:
+        """Every array of the entry, or None when it is missing (or damaged: then removed)."""
+        path = self._path("arrays", key)
+        with self._guard("read"):
+            data = self._get(path)
+        if data is None:
+            self._known.discard(key)
+            return None
+        try:
+            with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+                out = {k: npz[k] for k in npz.files if k != META}
+        except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile):
+            self._discard(path)
+            self._known.discard(key)
+            return None
+        self._known.add(key)
+        return out
+
+    def refresh(self) -> None:
+        """Learn every stored array entry with one listing (other processes wrote them): the
+        plan then asks the filesystem nothing per result."""
+        with self._guard("read"):
+            try:
+                found = self.fs.find(f"{self.prefix}/arrays", detail=False)
+            except FileNotFoundError:
+                return
+        self._known.update(p.rsplit("/", 1)[-1][:-len(KINDS["arrays"])]
+                           for p in found if p.endswith(KINDS["arrays"]))
+
+    def _discard(self, path: str) -> None:
+        try:
+            self.fs.rm(path)
+        except (OSError, FileNotFoundError):
+            pass
+
+    # -- figures: drawn on the client, kept in the local mirror and uploaded --------------------
+    def get_figures(self, key: str) -> list[dict] | None:
+        listing = self.mirror.get_figures(key)
+        if listing is not None:
+            return listing
+        path = self._path("figures", key)
+        with self._guard("read"):
+            data = self._get(path)
+        if data is None:
+            return None
+        try:
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                files = {name: archive.read(name) for name in archive.namelist()}
+            json.loads(files["meta.json"])
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+            self._discard(path)
+            return None
+
+        def fill(tmp: Path) -> None:
+            for name, content in files.items():
+                (tmp / Path(name).name).write_bytes(content)
+        self.mirror._commit("figures", key, fill)
+        return self.mirror.get_figures(key)
+
+    def put_figures(self, key: str, figures) -> list[dict]:
+        listing = self.mirror.put_figures(key, figures)
+        folder = Path(listing[0]["path"]).parent if listing else self.mirror._dir("figures", key)
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+            for name in ["meta.json", *(f["name"] for f in listing)]:
+                archive.writestr(name, (folder / name).read_bytes())
+        self._prepare()
+        with self._guard("write"):
+            self._pipe(self._path("figures", key), buffer.getvalue())
+        return listing
+
+    # -- sharing --------------------------------------------------------------------------------
+    @contextmanager
+    def shared_lock(self) -> Iterator[FsspecStore]:
+        """Builds hold the local mirror's lock; a remote store has no lock of its own (entries
+        are written whole, so builds sharing it never corrupt it), so `cache clear` on it does
+        not wait for builds elsewhere."""
+        self._prepare()
+        with ExitStack() as stack:
+            stack.enter_context(self.mirror.shared_lock())
+            yield self
+
+    def holders(self) -> list[str]:
+        return self.mirror.holders()
+
+    # -- maintenance ----------------------------------------------------------------------------
+    def is_store(self) -> bool:
+        with self._guard("read"):
+            if not self.fs.exists(self.prefix) or self.fs.exists(f"{self.prefix}/{MARKER}"):
+                return True
+            return self._names() <= STORE_NAMES
+
+    def info(self) -> dict:
+        with self._guard("read"):
+            exists = self.fs.exists(self.prefix)
+            out = {"root": self.location, "exists": exists, "is_store": self.is_store()}
+            for kind in (*KINDS, "tmp"):
+                try:
+                    found = self.fs.find(f"{self.prefix}/{kind}", detail=True)
+                except FileNotFoundError:
+                    found = {}
+                out[kind] = {"entries": len(found),
+                             "bytes": sum(int(i.get("size") or 0) for i in found.values())}
+        out["builds"] = self.holders()
+        return out
+
+    def clear(self, wait: bool = True, on_wait: Callable[[str], None] | None = None) -> int:
+        """Remove every entry, the marker and the local mirror; returns the bytes freed.
+        Refuses (StoreError) a prefix that holds things a store does not make."""
+        if not self.is_store():
+            names = sorted(self._names() - STORE_NAMES)
+            raise StoreError(f"{self.location} is not a reportgen artifact store (it holds "
+                             f"{', '.join(names[:3])}{', ...' if len(names) > 3 else ''}); "
+                             f"not deleting it", fix="pass the store's URL to --cache-dir")
+        info = self.info()
+        freed = sum(info[k]["bytes"] for k in (*KINDS, "tmp"))
+        with self._guard("clear"):
+            for name in (*KINDS, "tmp"):
+                if self.fs.exists(f"{self.prefix}/{name}"):
+                    self.fs.rm(f"{self.prefix}/{name}", recursive=True)
+            if self.fs.exists(f"{self.prefix}/{MARKER}"):
+                self.fs.rm(f"{self.prefix}/{MARKER}")
+        freed += self.mirror.clear(wait=wait, on_wait=on_wait)
+        self._known.clear()
+        self._ready = False
+        return freed
+
+
+def _open_filesystem(url: str):
+    """(filesystem, path prefix, protocol) of `url`; a missing driver or a malformed URL as one
+    StoreError line."""
+    import fsspec
+
+    protocol = url.split("://", 1)[0].lower()
+    try:
+        # no listing cache: entries written by other processes must be seen at once
+        fs, prefix = fsspec.core.url_to_fs(url, use_listings_cache=False)
+    except ImportError as exc:
+        raise StoreError(f"Cannot open the artifact store {url}: the '{protocol}' filesystem "
+                         f"needs a package that is not installed",
+                         received=" ".join(str(exc).split()),
+                         fix="install it (s3fs for s3://, gcsfs for gs://, adlfs for az://)"
+                         ) from exc
+    except ValueError as exc:
+        raise StoreError(f"Cannot open the artifact store {url}", received=str(exc),
+                         fix="pass --cache-dir a folder or a URL such as s3://bucket/prefix"
+                         ) from exc
+    return fs, prefix.rstrip("/"), protocol
+
+
+def _mtime(info: dict) -> float | None:
+    for name in ("mtime", "LastModified", "last_modified", "updated", "created"):
+        value = info.get(name)
+        if value is None:
+            continue
+        if hasattr(value, "timestamp"):
+            return value.timestamp()
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            continue
+    return None
+
+
+def _store_error(url: str, doing: str, exc: BaseException) -> StoreError:
+    reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    return StoreError(f"Cannot {doing} the artifact store {url}", received=reason,
+                      fix="check the URL, your credentials and the network, or pass "
+                          "--cache-dir a local folder")
