@@ -51,6 +51,7 @@ class SupplementFigure:
     title: str
     caption: str
     width: int                         # layout size (px), for \includegraphics' width
+    height: int
     files: dict[str, bytes] = field(default_factory=dict)
     cite: tuple[str, ...] = ()
 
@@ -206,18 +207,20 @@ def collect(site: SiteData, models: list[ModelData], steps: str = "last",
         for step in select_steps(model, steps):
             sdir = f"{mdir}/{names.part(step.step)}"
             _downloads(out, step.downloads, f"{sdir}/confusion_matrix", "Confusion matrix")
+            at_step = f"{model.name}, step {step.step}."
             for panel in step.checkpoint_panels:
-                _panel_figures(out, panel, f"{sdir}/checkpoint")
+                _panel_figures(out, panel, f"{sdir}/checkpoint", at_step)
             for panel in step.dataset_panels:
-                _panel_figures(out, panel, f"{sdir}/dataset")
+                _panel_figures(out, panel, f"{sdir}/dataset", at_step)
             for key in chosen_inputs:
                 for panel in step.input_panels.get(key, []):
                     _panel_figures(out, panel, f"{sdir}/{names.part(key)}",
-                                   where=labels.get(key, key))
+                                   f"{model.name}, step {step.step}, input "
+                                   f"{labels.get(key, key)}.")
         for panel in model.trend_panels:
             from reportgen.pages.analyses import derived_numbers, trend_sources
 
-            _panel_figures(out, panel, f"{mdir}/trends",
+            _panel_figures(out, panel, f"{mdir}/trends", f"{model.name}, over training.",
                            numbers=derived_numbers(panel, trend_sources(model, panel), "step"))
     if {m.name for m in models} == {m.name for m in site.models}:
         from reportgen.pages.analyses import compare_sources, derived_numbers
@@ -288,7 +291,7 @@ def _downloads(out: Supplement, files: list[FigureFile], stem: str, title: str) 
     first = pictures[0]
     caption = _captions(first).get(PurePosixPath(first.source).name, "")
     figure = SupplementFigure(stem=f"figures/{stem}", title=title, caption=caption,
-                              width=first.width)
+                              width=first.width, height=first.height)
     for f in pictures:
         data = _read(f)
         figure.files[f.kind] = _paper_png(f, data) if f.kind == "png" else data
@@ -298,9 +301,10 @@ def _downloads(out: Supplement, files: list[FigureFile], stem: str, title: str) 
             out.data[f"data/{stem}.csv"] = _read(f)
 
 
-def _panel_figures(out: Supplement, panel: Panel, folder: str, where: str = "",
+def _panel_figures(out: Supplement, panel: Panel, folder: str, context: str = "",
                    numbers: tuple[str, str] | None = None) -> None:
-    """One supplement figure per picture of the panel; its numbers as CSV."""
+    """One supplement figure per picture of the panel (its caption after `context`, e.g.
+    "MNIST_Demo, step 5-40, input test #3."); its numbers as CSV."""
     from reportgen.pages.analyses import groups, humane
 
     cite = references.technique_keys(panel.technique)
@@ -313,10 +317,12 @@ def _panel_figures(out: Supplement, panel: Panel, folder: str, where: str = "",
         first = shown[0]
         captions = _captions(first)
         caption = captions.get(PurePosixPath(first.source).name, "") or panel.caption
+        label = label.removeprefix(panel.technique + "_")     # "..._trend" -> "trend"
         name = f"{stem}-{label}" if label else stem
         title = panel.title + (f": {humane(label)}" if label else "")
         figure = SupplementFigure(stem=f"figures/{folder}/{name}", title=title,
-                                  caption=caption, width=first.width, cite=cite)
+                                  caption=" ".join(p for p in (context, caption) if p),
+                                  width=first.width, height=first.height, cite=cite)
         for f in shown:
             if f.kind in figure.files:
                 continue

@@ -1,0 +1,291 @@
+"""`reportgen export` on a real build of a tiny model: the same bytes twice; one LaTeX figure per
+figure with escaped captions; CSV numbers equal to the stored arrays and the history; PDFs that
+parse; PNGs at twice their layout size; one-line errors naming the command to run first. Plus
+the pieces on their own: plot PNGs at 2x, LaTeX escaping, the references."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import shutil
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from reportgen.cli import main
+from reportgen.figures.encode import PIXEL_RATIO, png_size
+from test_training import TINY_TOML, _tiny_data
+
+TECHNIQUES = ("predictions", "gradcam_pp", "conv_feature_maps", "class_capsules",
+              "affine_robustness")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """A tiny model trained one epoch and built (every step, 2 inputs, one dataset analysis
+    at every step, so there are trends): (root, models dir, site dir, cache dir)."""
+    from reportgen.catalog import Catalog
+    from reportgen.commands.build import BuildOptions, build
+    from reportgen.training.trainer import TrainOptions, train
+
+    root = tmp_path_factory.mktemp("export")
+    data = _tiny_data(root / "toy.npz")
+    models = root / "models"
+    (models / "Tiny").mkdir(parents=True)
+    (models / "Tiny" / "params.toml").write_text(TINY_TOML.format(data=data))
+    train(Catalog(models).get("Tiny"), TrainOptions(epochs=1))
+    summary = build(Catalog(models), BuildOptions(
+        models="Tiny", steps="all", images="test:0-1", analyses="all", techniques=TECHNIQUES,
+        eval_images=30, cache_dir=str(root / "cache"), site_dir=str(root / "site")))
+    assert summary.ok, summary.failed
+    return root, models, root / "site", root / "cache"
+
+
+def _export(built, out: Path, *args) -> zipfile.ZipFile:
+    root, _, site, cache = built
+    result = CliRunner().invoke(main, ["export", "--site-dir", str(site), "--cache-dir",
+                                       str(cache), "--out", str(out), *args])
+    assert result.exit_code == 0, result.output
+    return zipfile.ZipFile(out)
+
+
+@pytest.fixture(scope="module")
+def supplement(built, tmp_path_factory):
+    return _export(built, tmp_path_factory.mktemp("zip") / "supplement.zip", "--steps", "all")
+
+
+def _figures(archive) -> dict[str, set[str]]:
+    """figure stem -> its formats."""
+    found: dict[str, set[str]] = {}
+    for name in archive.namelist():
+        if name.startswith("figures/"):
+            stem, kind = name.rsplit(".", 1)
+            found.setdefault(stem, set()).add(kind)
+    return found
+
+
+@pytest.mark.slow
+def test_two_exports_are_byte_identical(built, supplement, tmp_path):
+    again = _export(built, tmp_path / "again.zip", "--steps", "all")
+    assert Path(again.filename).read_bytes() == Path(supplement.filename).read_bytes()
+    names = supplement.namelist()
+    assert names == sorted(names)
+    assert {info.date_time for info in supplement.infolist()} == {(1980, 1, 1, 0, 0, 0)}
+
+
+@pytest.mark.slow
+def test_every_figure_has_its_formats_and_the_plots_their_numbers(supplement):
+    figures = _figures(supplement)
+    steps = ("0-0", "1-2", "1-4", "1-5")
+    assert figures["figures/Tiny/training_curves"] == {"png", "pdf", "svg"}
+    for step in steps:
+        assert figures[f"figures/Tiny/{step}/confusion_matrix"] == {"png", "pdf", "svg"}
+        assert figures[f"figures/Tiny/{step}/dataset/affine_robustness"] == {"png", "pdf", "svg"}
+        for key in ("test-0", "test-1"):
+            # image mosaics: PNG only (no plot to vectorise)
+            assert figures[f"figures/Tiny/{step}/{key}/gradcam_pp-conv1"] == {"png"}
+            assert f"data/Tiny/{step}/{key}/class_capsules.csv" in supplement.namelist()
+        assert f"data/Tiny/{step}/confusion_matrix.csv" in supplement.namelist()
+        assert f"data/Tiny/{step}/dataset/affine_robustness.csv" in supplement.namelist()
+    assert figures["figures/Tiny/trends/affine_robustness-trend"] == {"png", "pdf", "svg"}
+    assert "data/Tiny/trends/affine_robustness.csv" in supplement.namelist()
+    bib = supplement.read("references.bib").decode()
+    for key in ("sabour2017dynamic", "chattopadhay2018gradcampp", "gu2022explainability"):
+        assert f"{{{key}," in bib
+    assert "hinton2018matrix" not in bib          # no EM model in this supplement
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for ch in re.sub(r"\\[{}%_&#$]", "", text):
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+@pytest.mark.slow
+def test_captions_tex_has_one_figure_per_figure_with_escaped_captions(supplement):
+    tex = supplement.read("captions.tex").decode("utf-8")
+    figures = _figures(supplement)
+    graphics = re.findall(r"\\includegraphics\[width=[0-9.]+\\linewidth\]\{([^}]*)\}", tex)
+    assert tex.count("\\begin{figure}") == tex.count("\\end{figure}") == len(figures)
+    assert sorted(graphics) == sorted(figures)            # one environment per figure
+    labels = re.findall(r"\\label\{([^}]*)\}", tex)
+    assert len(set(labels)) == len(labels) == len(figures)
+    assert _balanced(tex)
+    captions = re.findall(r"^  \\caption\{(.*)\}$", tex, flags=re.M)
+    assert len(captions) == len(figures)
+    for caption in captions:
+        assert _balanced(caption)
+        text = re.sub(r"\\cite\{[^}]*\}", "", caption)
+        assert not re.search(r"(?<!\\)[%&_#]", text), caption        # escaped specials
+        assert not re.search(r"[…±×°δσ→≥≤−]", text), caption         # symbols as LaTeX
+    assert any("\\%" in c for c in captions) and any("\\_" in c for c in captions)
+    gradcam = next(c for c in captions if "Grad-CAM++ (conv1)" in c)
+    assert "Tiny, step 1-5, input test \\#1." in tex and "\\cite{chattopadhay2018gradcampp}" \
+        in gradcam
+
+
+def _evaluation_arrays(cache: Path, step: str) -> dict:
+    """The stored evaluation of `step`, found by its sidecar alone (not through reportgen)."""
+    for meta in (cache / "arrays").glob("*/*/meta.json"):
+        info = json.loads(meta.read_text())
+        if info.get("technique") == "evaluation" and info.get("step") == step:
+            with np.load(meta.parent / "arrays.npz") as data:
+                return {k: data[k] for k in data.files}
+    raise AssertionError(f"no stored evaluation of step {step}")
+
+
+def _csv(archive, name) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(archive.read(name).decode())))
+
+
+@pytest.mark.slow
+def test_csv_numbers_are_the_stored_numbers(built, supplement):
+    _, models, _, cache = built
+    for step in ("0-0", "1-5"):
+        arrays = _evaluation_arrays(cache, step)
+        predicted = np.asarray(arrays["lengths"]).argmax(axis=1)
+        labels = np.asarray(arrays["labels"]).astype(int)
+        expected = np.zeros((3, 3), dtype=int)
+        np.add.at(expected, (labels, predicted), 1)
+        rows = _csv(supplement, f"data/Tiny/{step}/confusion_matrix.csv")
+        assert [r[0] for r in rows[1:]] == ["0", "1", "2"]
+        assert np.array_equal(np.array([[int(v) for v in r[1:]] for r in rows[1:]]), expected)
+    history = json.loads((models / "Tiny" / "history.json").read_text())["records"]
+    rows = _csv(supplement, "data/Tiny/training_curves.csv")
+    header, body = rows[0], rows[1:]
+    assert [r[header.index("step")] for r in body] == [r["step"] for r in history]
+    for key in ("loss", "val_accuracy"):
+        got = [float(r[header.index(key)]) if r[header.index(key)] else None for r in body]
+        want = [r.get(key) for r in history]
+        assert got == pytest.approx(want, nan_ok=True) if None not in want else \
+            [g is None for g in got] == [w is None for w in want]
+
+
+def _pdf_pages(data: bytes) -> int:
+    """Pages of a PDF by its objects (no PDF library): /Type /Page, not /Pages."""
+    assert data.startswith(b"%PDF-1.") and data.rstrip().endswith(b"%%EOF")
+    offset = int(re.search(rb"startxref\s+(\d+)\s+%%EOF\s*$", data).group(1))
+    assert data[offset:offset + 4] == b"xref"                     # the trailer points at it
+    return len(re.findall(rb"/Type\s*/Page(?![a-zA-Z])", data))
+
+
+@pytest.mark.slow
+def test_pdfs_parse_and_carry_no_dates_or_versions(supplement):
+    pdfs = [n for n in supplement.namelist() if n.endswith(".pdf")]
+    assert len(pdfs) >= 9
+    for name in pdfs:
+        data = supplement.read(name)
+        assert _pdf_pages(data) == 1, name
+        assert b"/CreationDate" not in data and b"Matplotlib" not in data, name
+    for name in (n for n in supplement.namelist() if n.endswith(".svg")):
+        assert b"<dc:date>" not in supplement.read(name), name
+
+
+@pytest.mark.slow
+def test_pngs_are_twice_their_layout_size(built, supplement):
+    from reportgen.cache.store import ArtifactStore
+    from reportgen.results.supplement import collect, load_site_record
+
+    _, _, site_dir, cache = built
+    site = load_site_record(site_dir, ArtifactStore(cache))
+    figures = collect(site, site.models, steps="all").figures
+    assert figures
+    for fig in figures:
+        assert fig.width and fig.height, fig.stem
+        assert png_size(fig.files["png"]) == (PIXEL_RATIO * fig.width, PIXEL_RATIO * fig.height)
+        assert supplement.read(f"{fig.stem}.png") == fig.files["png"]
+    # on the site, plots are drawn at 2x already, image mosaics at their layout size
+    step = site.models[0].steps[-1]
+    for panel in [*step.dataset_panels, *step.input_panels["test-0"]]:
+        png = next(f for f in panel.figures if f.kind == "png")
+        ratio = PIXEL_RATIO if any(f.kind == "pdf" for f in panel.figures) else 1
+        assert png_size(Path(png.source).read_bytes()) == (ratio * png.width,
+                                                           ratio * png.height), panel.technique
+
+
+@pytest.mark.slow
+def test_choices_and_errors_are_one_line(built, tmp_path):
+    root, _, site, cache = built
+    one = _export(built, tmp_path / "one.zip", "--inputs", "test-1", "--models", "T*")
+    stems = _figures(one)
+    assert not any("/test-0/" in s for s in stems) and any("/1-5/test-1/" in s for s in stems)
+    assert not any("/0-0/" in s for s in stems)                       # --steps last
+    runner = CliRunner()
+
+    def fails(*args) -> str:
+        result = runner.invoke(main, ["export", "--out", str(tmp_path / "x.zip"), *args])
+        assert result.exit_code == 2, result.output
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("Error: "), result.output
+        return lines[0]
+
+    common = ["--site-dir", str(site), "--cache-dir", str(cache)]
+    assert "built models: Tiny" in fails(*common, "--models", "Nope*")
+    assert "reportgen build" in fails(*common, "--steps", "9-9")
+    assert "reportgen build" in fails("--site-dir", str(tmp_path), "--cache-dir", str(cache))
+    empty = tmp_path / "empty-cache"
+    assert "reportgen build" in fails("--site-dir", str(site), "--cache-dir", str(empty))
+    other = tmp_path / "other-cache"          # a store without this build's record
+    shutil.copytree(cache, other, ignore=shutil.ignore_patterns("figures"))
+    assert "reportgen build" in fails("--site-dir", str(site), "--cache-dir", str(other))
+    assert not (tmp_path / "x.zip").exists()
+
+
+# --------------------------------------------------------------------------------- the pieces
+
+
+def test_plot_pngs_are_drawn_at_twice_their_layout_size():
+    from reportgen.figures.encode import new_figure
+    from reportgen.figures.plots import figure_pair
+
+    fig = new_figure(3.0, 2.0, dpi=100)
+    fig.add_subplot().plot([0, 1], [1, 0])
+    png, svg, pdf = figure_pair(fig, "line", "a caption")
+    assert (png.width, png.height) == (300, 200) == (pdf.width, pdf.height)
+    assert png_size(png.data) == (600, 400)
+    assert pdf.data.startswith(b"%PDF") and _pdf_pages(pdf.data) == 1
+    assert pdf.data == figure_pair(fig, "line", "a caption")[2].data    # deterministic
+
+
+def test_upscaled_pngs_keep_every_pixel_as_a_square():
+    from PIL import Image
+
+    from reportgen.figures.encode import png_bytes, upscale_png
+
+    pixels = np.arange(12, dtype=np.uint8).reshape(3, 4) * 20
+    big = upscale_png(png_bytes(pixels), 2)
+    with Image.open(io.BytesIO(big)) as image:
+        arr = np.asarray(image)
+    assert arr.shape == (6, 8)
+    assert np.array_equal(arr[::2, ::2], pixels) and np.array_equal(arr[1::2, 1::2], pixels)
+
+
+def test_latex_escape():
+    from reportgen.results.supplement import latex_escape
+
+    assert latex_escape("50% of a_b & c #1 {x} $y ~ ^ \\") == (
+        r"50\% of a\_b \& c \#1 \{x\} \$y \textasciitilde{} \textasciicircum{} "
+        r"\textbackslash{}")
+    assert latex_escape("δ ∈ ±0.25 … 1 → 2") == r"$\delta$ ∈ $\pm$0.25 \ldots{} 1 $\rightarrow$ 2"
+
+
+def test_references_follow_the_methods_models_and_data():
+    from reportgen.results import references
+
+    keys = {*references.technique_keys("adversarial_robustness"),
+            *references.kind_keys("EM-CapsNet"), *references.dataset_keys("Fashion-MNIST")}
+    bib = references.bibtex(keys)
+    assert {"goodfellow2015explaining", "madry2018towards", "hinton2018matrix",
+            "xiao2017fashion"} <= set(re.findall(r"^@\w+\{([^,]+),", bib, flags=re.M))
+    assert _balanced(bib) and "lecun1998gradient" not in bib
+    every = references.bibtex(references.ENTRIES)
+    assert len(re.findall(r"^@", every, flags=re.M)) == len(references.ENTRIES)
+    assert _balanced(every)
