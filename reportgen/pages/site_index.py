@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from reportgen.pages import analyses
+from reportgen.pages.captions import heading, split_caption
 from reportgen.pages.sitedata import Panel
 from reportgen.pages.urls import panel_id, url
 from reportgen.pages.views import ModelInfo, SiteContext
@@ -17,8 +18,10 @@ from reportgen.pages.views import ModelInfo, SiteContext
 PANEL_KEYS = ("id", "technique", "variant", "title", "layer", "experimental", "scope", "picture")
 
 
-def figure_record(ctx: SiteContext, panel: Panel) -> dict:
-    """The index entry of one panel (docs-relative URLs; the page's JS adds its root)."""
+def figure_record(ctx: SiteContext, panel: Panel, several: bool = False) -> dict:
+    """The index entry of one panel (docs-relative URLs; the page's JS adds its root): its
+    plain heading, its caption up front and the rest behind "more" (`more`), its figures.
+    `several`: the model shows several variants of the technique (named in the heading)."""
     figures = []
     for fig in panel.figures:
         width, height = fig.width, fig.height
@@ -26,9 +29,11 @@ def figure_record(ctx: SiteContext, panel: Panel) -> dict:
             width, height = ctx.size(fig.path, fig.source)
         figures.append({"kind": fig.kind, "src": url(fig.path), "width": width,
                         "height": height, "label": analyses.figure_label(panel, fig)})
-    record = {"title": panel.title, "caption": panel.caption, "figures": figures}
+    caption, more = split_caption(panel.caption, panel.variant)
+    record = {"title": heading(panel.title, panel.variant, several), "caption": caption,
+              "more": more, "figures": figures}
     if panel.shared is not None:    # the filmstrip's frame on the scale shared by every step
-        record["shared"] = {**figure_record(ctx, panel.shared),
+        record["shared"] = {**figure_record(ctx, panel.shared, several),
                             "range": list(panel.shared_range)}
     return record
 
@@ -39,15 +44,19 @@ def model_index(ctx: SiteContext, info: ModelInfo, live: dict[str, str] | None =
     per-step script, and the techniques that do not apply to the model with the reason."""
     model = info.model
     live = live or {}
+    several = {p["id"] for p in info.panels + info.dataset_panels if p.get("several")}
+
+    def record(panel):
+        pid = panel_id(panel)
+        return pid, figure_record(ctx, panel, pid in several)
+
     steps = {}
     for step in model.steps:
         steps[step.step] = {
             "accuracy": step.accuracy,
-            "checkpoint": {panel_id(p): figure_record(ctx, p)
-                           for p in step.checkpoint_panels if p.figures},
-            "dataset": {panel_id(p): figure_record(ctx, p)
-                        for p in step.dataset_panels if p.figures},
-            "inputs": {key: {panel_id(p): figure_record(ctx, p) for p in panels if p.figures}
+            "checkpoint": dict(record(p) for p in step.checkpoint_panels if p.figures),
+            "dataset": dict(record(p) for p in step.dataset_panels if p.figures),
+            "inputs": {key: dict(record(p) for p in panels if p.figures)
                        for key, panels in step.input_panels.items()},
             "predictions": {key: {"predicted": pred.predicted,
                                   "confidence": round(float(pred.confidence), 4),

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from reportgen.pages import analyses
 from reportgen.pages.analyses import PICTURES
+from reportgen.pages.captions import heading, split_caption
 from reportgen.pages.environment import ASSETS_URL
 from reportgen.pages.page_table import (ANALYSES_STEM, ANALYSES_TITLE, BESIDE_EVERY_LAYER,
                                         FILMSTRIP_STEM, FILMSTRIP_TITLE, KINDS, LAYER_PAGES,
@@ -56,7 +57,8 @@ class PanelView:
     experimental: bool = False
     description: str = ""
     available: bool = False
-    caption: str = ""
+    caption: str = ""        # at most CAPTION_WORDS words (reportgen/pages/captions.py)
+    caption_more: str = ""   # the rest of the caption and the option ids, behind "more"
     image: Image | None = None
     downloads: list[dict] = field(default_factory=list)   # [{kind, href}]
     anchor: str = ""         # HTML id (layer pages only: ids must be unique on a page)
@@ -120,14 +122,15 @@ class SiteContext:
         return "input"
 
     def panel_view(self, meta: dict, panel: Panel | None, root: str, **extra) -> PanelView:
+        several = bool(meta.get("several"))
         view = PanelView(id=meta["id"], technique=meta["technique"], variant=meta["variant"],
-                         title=meta["title"], layer=meta["layer"],
-                         experimental=meta["experimental"], description=meta["description"],
-                         **extra)
+                         title=heading(meta["title"], meta["variant"], several),
+                         layer=meta["layer"], experimental=meta["experimental"],
+                         description=meta["description"], **extra)
         if panel is not None and panel.figures:
             view.available = True
-            view.title = panel.title
-            view.caption = panel.caption
+            view.title = heading(panel.title, panel.variant, several)
+            view.caption, view.caption_more = split_caption(panel.caption, panel.variant)
             first = picture(panel)
             if first is not None:
                 view.image = self.figure_image(first, root)
@@ -211,8 +214,13 @@ def _catalogue(ctx: SiteContext, groups) -> list[dict]:
                                   "_order": (ctx.order.get(panel.technique, len(ctx.order)),
                                              len(catalogue))}
     ordered = sorted(catalogue.values(), key=lambda p: p["_order"])
+    counts: dict[str, int] = {}
     for p in ordered:
         del p["_order"]
+        counts[p["technique"]] = counts.get(p["technique"], 0) + 1
+    for p in ordered:       # plain headings; variants of one technique told apart in words
+        p["several"] = counts[p["technique"]] > 1
+        p["title"] = heading(p["title"], p["variant"], p["several"])
     return ordered
 
 

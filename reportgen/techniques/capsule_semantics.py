@@ -228,30 +228,32 @@ def summarize(arrays, params: Params | None = None) -> dict:
         DIMENSION_STD: [finite_number(np.sqrt(v)) if v >= 0 else None for v in var],
         "compactness_images": int(np.asarray(arrays["compactness_index"]).size),
     }
-    scores = np.asarray(arrays["compactness"], np.float64)
     # Two aggregations over images (reportgen/results/capsule_semantics.py): the per-image KL
     # averaged (the arrays' "compactness"), and the KL of the image-averaged shares, which is
     # the one of the order of Gu's Table 5 and is what "compactness_<factor>" holds.
-    shares = np.asarray(arrays["compactness_dim_share"], np.float64)       # (F, D) mean p_d
+    scores = np.asarray(arrays["compactness"], np.float64)
+    shares = np.asarray(arrays.get("compactness_dim_share", np.full((scores.size, 1), np.nan)),
+                        np.float64)                                        # (F, D) mean p_d
     pooled = np.array([pooled_compactness(row) for row in shares])
     for factor, score, gu in zip(FACTORS, scores, pooled):
         summary[f"{POOLED}{factor}"] = finite_number(gu)
         summary[f"{PER_IMAGE}{factor}"] = finite_number(score)
     summary["compactness_mean"] = _mean(pooled)
     summary["compactness_per_image_mean"] = _mean(scores)
-    values = np.asarray(arrays["factor_values"])
+    values = np.asarray(arrays.get("factor_values", np.zeros((0, 0))))
     chance = chance_levels(summary["compactness_images"], int(values.shape[-1]),
-                           int(shares.shape[-1])) if summary["compactness_images"] else None
+                           int(shares.shape[-1])) \
+        if summary["compactness_images"] and values.size and np.isfinite(pooled).any() else None
     summary[CHANCE_POOLED] = chance["pooled"] if chance else None
     summary[CHANCE_PER_IMAGE] = chance["per_image"] if chance else None
     return summary
 
 
-TECHNIQUE = Technique(
 def _mean(values: np.ndarray) -> float | None:
     return finite_number(np.nanmean(values)) if np.isfinite(values).any() else None
 
 
+TECHNIQUE = Technique(
     name=NAME,
     title="Capsule semantics",
     layer="class",

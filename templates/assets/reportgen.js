@@ -185,6 +185,15 @@
     }
   }
 
+  /* The rest of a card's caption, behind "more" (hidden when there is none). */
+  function setMore(card, more) {
+    var details = hook(card, "caption-more");
+    if (details) {
+      details.hidden = !more;
+      setText(hook(card, "caption-more-text"), more || "");
+    }
+  }
+
   function setImage(img, src, width, height, alt) {
     if (!img) {
       return;
@@ -339,6 +348,7 @@
         link.removeAttribute("href");
       }
       setText(hook(card, "caption"), "");
+      setMore(card, "");
       if (downloads) {
         downloads.replaceChildren();
       }
@@ -363,6 +373,7 @@
     }
     setText(hook(card, "title"), record.title);
     setText(hook(card, "caption"), record.caption);
+    setMore(card, record.more);
     fillDownloads(downloads, record, groups);
     fillExtras(card, groups, shown, record.title);
   }

@@ -1,0 +1,105 @@
+"""Words on the cards: plain headings, short captions with the rest behind "more", and formulas
+written with Unicode sub- and superscripts (no MathML or web fonts needed, so they read the same
+offline, in search results and in a copied caption).
+
+- `heading(title, variant, several)`: a technique's title without its option ids
+  ("Primary-capsule heatmaps", not "… (per_layer)"); when a model shows several variants of the
+  technique, they are told apart in words ("Grad-CAM++, layer conv1").
+- `split_caption(caption, options)`: at most `CAPTION_WORDS` words up front (whole sentences
+  when they fit, else cut at a word), the rest — and the option ids — as the details.
+- `readable(text)`: c_ij → cᵢⱼ, x^2 → x², u_hat[j|i] → û(j|i), sigma → σ where written as a
+  formula.
+"""
+
+from __future__ import annotations
+
+import re
+
+CAPTION_WORDS = 40
+
+_SUB = dict(zip("0123456789aehijklmnoprstuvx+-=()", "₀₁₂₃₄₅₆₇₈₉ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ₊₋₌₍₎"))
+_SUP = dict(zip("0123456789+-n()", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻ⁿ⁽⁾"))
+
+# Option values as words (a variant label is its options' values joined by "-").
+WORDS = {"modified": "modified method", "original": "original method",
+         "per_layer": "one scale per layer", "per_map": "one scale per map",
+         "absolute": "absolute scale", "argmax": "grouped by strongest class",
+         "weighted": "weighted by coupling", "true": "true class", "predicted": "predicted class",
+         "blur": "blurred start", "blank": "blank start", "per_class": "per class",
+         "pooled": "pooled", "first": "first images"}
+
+
+def _sub(match: re.Match) -> str:
+    base, index = match.group(1), match.group(2)
+    return base + "".join(_SUB[c] for c in index)
+
+
+def readable(text: str) -> str:
+    """Formulas in `text` with Unicode sub- and superscripts where every character has one
+    (l_i c_ij l_j → lᵢ cᵢⱼ lⱼ, f(x_0) → f(x₀), (…)^2 → (…)², u_hat[j|i] → û(j|i)); anything
+    else is left as written."""
+    if not text:
+        return text
+    text = re.sub(r"\bu_hat\[([a-z])\|([a-z])\]", r"û(\1|\2)", text)
+    text = re.sub(r"\bu_hat\b", "û", text)
+    # x_ij, c_ij, R_ij, l_i, x_0, x_k: a short identifier, "_", a subscriptable index
+    text = re.sub(r"\b([^\W\d_]{1,2}|argmax|max|min|sum|prod)_([0-9aehijklmnoprstuv]{1,3})\b",
+                  lambda m: _sub(m) if all(c in _SUB for c in m.group(2)) else m.group(0), text)
+    text = re.sub(r"\^(-?[0-9n]+)\b", lambda m: "".join(_SUP[c] for c in m.group(1)), text)
+    return text
+
+
+def heading(title: str, variant: str, several: bool = False) -> str:
+    """A card's heading: the technique's title without " (variant)"; with the variant in words
+    when the model shows several of the technique."""
+    suffix = f" ({variant})" if variant else ""
+    plain = title[:-len(suffix)] if suffix and title.endswith(suffix) else title
+    if suffix and suffix in plain:      # " (variant) over training" and the like
+        plain = plain.replace(suffix, "")
+    if not (several and variant):
+        return plain
+    words = ", ".join(WORDS.get(part, f"layer {part}" if re.fullmatch(r"[a-z_]*\d", part)
+                                else part.replace("_", " "))
+                      for part in variant.split("-"))
+    return plain if plain.endswith(f": {words}") else f"{plain}: {words}"
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def split_caption(caption: str, options: str = "", limit: int = CAPTION_WORDS
+                  ) -> tuple[str, str]:
+    """(up-front text of at most `limit` words, the rest). A caption that says "Details:" is
+    split there; else whole sentences are kept while they fit, and a first sentence longer than
+    `limit` is cut at a word (ending "…"). `options` (the variant's option ids) go first in the
+    rest."""
+    caption = readable((caption or "").strip())
+    extra = f"Options: {options}." if options else ""
+    head, marker, tail = caption.partition(" Details: ")
+    if marker and _words(head) <= limit:
+        return head, " ".join(p for p in (extra, tail) if p)
+    sentences = re.split(r"(?<=[.!?])\s+(?=[A-Z(“\"0-9])", caption)
+    kept = []
+    for sentence in sentences:
+        if _words(" ".join(kept + [sentence])) > limit:
+            break
+        kept.append(sentence)
+    if kept:
+        short = " ".join(kept)
+        rest = caption[len(short):].strip()
+    else:
+        short, rest = _clause_cut(caption, limit)
+    return short, " ".join(p for p in (extra, rest) if p)
+
+
+def _clause_cut(sentence: str, limit: int) -> tuple[str, str]:
+    """A sentence longer than `limit` words, cut at the last clause boundary (";", ":", ",",
+    " (") that keeps at least a third of the limit, else at the limit-th word."""
+    words = sentence.split(" ")
+    prefix = " ".join(words[:limit])
+    cut = max((prefix.rfind(mark) for mark in ("; ", ": ", ", ", " (")), default=-1)
+    if cut < 0 or _words(prefix[:cut]) < limit // 3:
+        cut = len(prefix)
+    head, tail = sentence[:cut].rstrip(" ,;:"), sentence[cut:].lstrip(" ,;:")
+    return f"{head} …", f"… {tail}"

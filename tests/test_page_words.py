@@ -1,0 +1,103 @@
+"""Words on the pages (reportgen/pages/captions.py): plain headings without option ids, captions
+of at most 40 words with the rest behind "more", formulas with Unicode sub- and superscripts;
+on the rendered cards and in the per-model index the step slider reads."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from reportgen.pages.captions import CAPTION_WORDS, heading, readable, split_caption
+from site_fixture import make_site
+
+LONG = ("Explanation fidelity, MNIST_Demo step 5-40: mean target class-capsule length (bands: "
+        "± one standard error over images) as patches are deleted (left; a faithful map drops "
+        "fast: higher AOPC, AOPC = mean over k = 0 … P of f(x_0) - f(x_k)) or inserted (right; "
+        "a faithful map rises fast: higher AUC). Maps: RPV modified (l_i c_ij l_j) and original "
+        "(l_i (c_ij l_j)^2) on the 6x6 primary grid.")
+
+
+def test_formulas_read_with_unicode_sub_and_superscripts():
+    assert readable("m = l_i (c_ij l_j)^2") == "m = lᵢ (cᵢⱼ lⱼ)²"
+    assert readable("H_i = -Σ_j c_ij log c_ij, argmax_j") == "Hᵢ = -Σⱼ cᵢⱼ log cᵢⱼ, argmaxⱼ"
+    assert readable("votes u_hat[j|i] = W_ij u_i; f(x_0)") == "votes û(j|i) = Wᵢⱼ uᵢ; f(x₀)"
+    # identifiers are not formulas: layer names, factors, keys stay as written
+    for name in ("primary_conv", "shear_x", "test_0", "p_d", "translation_y"):
+        assert readable(name) == name
+
+
+def test_headings_lose_option_ids_and_name_variants_in_words():
+    assert heading("Primary-capsule heatmaps (per_layer)", "per_layer") == \
+        "Primary-capsule heatmaps"
+    assert heading("Explanation fidelity (true-conv1-blur) over training", "true-conv1-blur") == \
+        "Explanation fidelity over training"
+    assert heading("Grad-CAM++ (conv1)", "conv1", several=True) == "Grad-CAM++: layer conv1"
+    modified = heading("Routing Path Visualization (modified)", "modified", several=True)
+    assert modified == "Routing Path Visualization: modified method"
+    assert heading(modified, "modified", several=True) == modified          # idempotent
+    assert heading("Predictions", "") == "Predictions"
+
+
+def test_captions_keep_at_most_40_words_up_front_and_lose_nothing():
+    short, more = split_caption(LONG, "true-conv1-blur")
+    assert len(short.split()) <= CAPTION_WORDS and short.endswith("…")
+    assert more.startswith("Options: true-conv1-blur. …")
+    # every word of the caption is in one of the two parts (formulas made readable; the
+    # punctuation at the cut gives way to "…")
+    def words(text):
+        return [w.rstrip(",;:") for w in text.split()]
+
+    assert words(short[:-1] + more.split(". ", 1)[1][1:]) == words(readable(LONG))
+    assert "(lᵢ (cᵢⱼ lⱼ)²)" in more
+    # whole sentences are kept when they fit; "Details:" marks where a caption splits
+    assert split_caption("One. Two three.") == ("One. Two three.", "")
+    assert split_caption("Lead sentence here. Details: the rest.") == ("Lead sentence here.",
+                                                                       "the rest.")
+    second = " ".join(["More"] + ["more"] * 29) + "."
+    first, rest = split_caption(" ".join(["word"] * 30) + ". " + second)
+    assert first == " ".join(["word"] * 30) + "." and rest == second
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    from reportgen.pages.render import render_site
+
+    docs = tmp_path_factory.mktemp("words") / "docs"
+    site = make_site(docs)
+    model = site.models[0]
+    for step in model.steps:            # one long caption, to be split on the card
+        for panels in step.input_panels.values():
+            for panel in panels:
+                if panel.technique == "rpv" and panel.variant == "modified":
+                    panel.caption = LONG
+    render_site(site, docs, theme="mkdocs")
+    return docs
+
+
+def test_cards_show_plain_headings_short_captions_and_more(rendered):
+    page = (rendered / "models" / "MNIST_Demo" / "class-caps.md").read_text()
+    card = page.split('data-rg-panel="rpv-modified"')[1].split("</figure>")[0]
+    title = re.search(r'<h3 class="rg-panel-title" data-rg="title">([^<]*)</h3>', card)[1]
+    assert title == "Routing Path Visualization: modified method"
+    caption = re.search(r'data-rg="caption">([^<]*)</figcaption>', card)[1]
+    assert len(caption.split()) <= CAPTION_WORDS
+    more = re.search(r'<details class="rg-caption-more" data-rg="caption-more">'
+                     r'<summary>more</summary><p data-rg="caption-more-text">([^<]*)</p>', card)
+    assert more and more[1].startswith("Options: modified.") and "lᵢ (cᵢⱼ lⱼ)²" in more[1]
+    # a short caption has its "more" hidden; no heading anywhere keeps an option id
+    primary = (rendered / "models" / "MNIST_Demo" / "primary-caps.md").read_text()
+    assert 'data-rg="caption-more" hidden>' in primary
+    for text in (page, primary):
+        assert not re.search(r'rg-panel-title[^>]*>[^<]*\((modified|original|per_layer)\)', text)
+
+
+def test_index_records_carry_heading_caption_and_more(rendered):
+    index = json.loads((rendered / "models" / "MNIST_Demo" / "index.json").read_text())
+    record = index["steps"]["2-20"]["inputs"]["test-0"]["rpv-modified"]
+    assert record["title"] == "Routing Path Visualization: modified method"
+    assert len(record["caption"].split()) <= CAPTION_WORDS
+    assert record["more"].startswith("Options: modified.")
+    titles = {p["id"]: p["title"] for p in index["panels"]}
+    assert titles["rpv-original"] == "Routing Path Visualization: original method"
