@@ -83,7 +83,7 @@ class _FinalLine:
         if self._closed:
             return
         self._closed = True
-        total = f"/{self.total}" if self.total is not None else ""
+        total = f"/{self.total:,}" if self.total is not None else ""
         line = (f"{self.desc}: {self.n:,}{total} {self.unit} in "
                 f"{time.monotonic() - self._start:.1f} s")
         print(line + (f" ({self.postfix})" if self.postfix else ""), file=sys.stderr, flush=True)

@@ -92,3 +92,11 @@ def test_training_bar_shows_epoch_and_running_accuracy_of_the_epoch(tmp_path, ca
     mean = sum(r["train_accuracy"] * k for r, k in zip(last, seen)) / sum(seen)
     assert len(last) >= 2 and float(postfix["acc"]) == pytest.approx(mean, abs=1e-3)
     assert float(postfix["val_acc"]) == pytest.approx(history[-1]["val_accuracy"], abs=1e-4)
+
+
+def test_final_line_counts_and_total_in_one_format(capsys):
+    with console.progress(2500, "affine robustness (50 images × 50 transforms)",
+                          unit="passes") as bar:
+        bar.update(2500)
+    line = capsys.readouterr().err.strip()
+    assert line.startswith("affine robustness (50 images × 50 transforms): 2,500/2,500 passes in ")

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from xml.sax.saxutils import escape
 
 import numpy as np
 
 from reportgen.figures.colormaps import (
-    DIVERGING, FONT_SIZE, TEXT_COLOR, apply_colormap, apply_diverging, colorbar_array, draw_texts,
-    fmt, text_size,
+    DIVERGING, FONT_SIZE, TEXT_COLOR, apply_colormap, apply_diverging, colorbar_array, font, fmt,
+    text_size,
 )
 from reportgen.figures.encode import png_bytes
 from reportgen.figures.placement import place_grid_at_centres, stretch_grid
@@ -89,6 +90,50 @@ def _grid(tiles: np.ndarray, gutter: int) -> np.ndarray:
     padded[:, :, :h, :w] = tiles
     out = padded.transpose(0, 2, 1, 3, 4).reshape(rows * (h + gutter), cols * (w + gutter), ch)
     return out[:rows * (h + gutter) - gutter, :cols * (w + gutter) - gutter]
+
+
+@lru_cache(maxsize=4096)
+def _text_mask(text: str, size: int) -> tuple[np.ndarray, int]:
+    """(coverage (h, w) uint8, x offset) of one line of text: rendered once, then reused by
+    every figure (the labels repeat from image to image; rasterising them was a third of the
+    drawing time)."""
+    from PIL import Image, ImageDraw
+
+    f = font(size)
+    left, _, right, bottom = f.getbbox(text)
+    height = max(int(bottom), text_size("Ag", size)[1]) + 1
+    mask = Image.new("L", (max(1, int(right - left) + 2), height), 0)
+    ImageDraw.Draw(mask).text((-left, 0), text, fill=255, font=f)
+    array = np.asarray(mask).copy()
+    array.setflags(write=False)
+    return array, int(left)
+
+
+def draw_texts(canvas: np.ndarray, texts, size: int = FONT_SIZE) -> np.ndarray:
+    """`canvas` (uint8 RGB) with text items drawn in place: (x, y, text, align[, rgb[, size]])
+    where y is the top, and x the left edge, centre or right edge for align "left", "center" or
+    "right" (as reportgen.figures.colormaps.draw_texts, from cached glyph masks)."""
+    height, width = canvas.shape[:2]
+    for item in texts:
+        x, y, text, align = item[:4]
+        if not text:
+            continue
+        color = np.asarray(item[4] if len(item) > 4 and item[4] is not None else TEXT_COLOR,
+                           np.float32)
+        item_size = item[5] if len(item) > 5 else size
+        mask, left = _text_mask(text, item_size)
+        shift = text_size(text, item_size)[0]
+        x = x - shift / 2 if align == "center" else (x - shift if align == "right" else x)
+        x0, y0 = int(round(x - left)) + left, int(round(y))
+        h, w = mask.shape
+        top, lft = max(0, -y0), max(0, -x0)
+        bottom, rgt = min(h, height - y0), min(w, width - x0)
+        if bottom <= top or rgt <= lft:
+            continue
+        alpha = mask[top:bottom, lft:rgt, None].astype(np.float32) / 255.0
+        region = canvas[y0 + top:y0 + bottom, x0 + lft:x0 + rgt]
+        region[...] = (region + (color - region) * alpha + 0.5).astype(np.uint8)
+    return canvas
 
 
 def _line_height(size: int = FONT_SIZE) -> int:
@@ -662,7 +707,9 @@ def render_decoder_perturbation(result, params, ctx: RenderContext) -> list[Figu
     target = int(np.asarray(result["target"]).reshape(()))
     name = _class_name(ctx, target)
     dims, steps, height, width = images.shape[:4]
-    factor = _factor(max(height, width), 48)
+    # one pixel per pixel: 2 x 176 tiles upscaled were most of a step's site weight and drawing
+    # time; the page can enlarge them (image-rendering: pixelated)
+    factor = _factor(max(height, width), 24)
     recon = _perturbation_sheet(_upscale(_rgb(images), factor), deltas, dims)
     found = perturbation_difference(images, deltas)
     offsets = ", ".join(_delta_label(d) for d in deltas)

@@ -1,0 +1,49 @@
+"""What keeps a step's figures small and quick to draw: the dimension-perturbation grid at one
+pixel per reconstructed pixel, and labels drawn from glyph masks rasterised once (the same
+pixels as Pillow's text drawing, within rounding)."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from PIL import Image
+
+from reportgen.figures import colormaps, panels
+from reportgen.figures.figure import RenderContext
+
+
+def test_cached_text_draws_what_pillow_draws():
+    canvas = np.full((60, 240, 3), 255, np.uint8)
+    texts = [(4, 2, "dim 12", "left", None), (120, 20, "+0.25 δ", "center", (217, 95, 2)),
+             (236, 40, "class 7: 0.731", "right", (110, 110, 110), 12)]
+    ours = panels.draw_texts(canvas.copy(), texts)
+    pillow = colormaps.draw_texts(canvas.copy(), texts)
+    assert (ours != 255).any()
+    # same glyphs at the same places: at most one level of rounding per channel
+    assert np.abs(ours.astype(int) - pillow.astype(int)).max() <= 1
+    # texts at or over the edge are clipped, not an error
+    edge = panels.draw_texts(np.full((10, 20, 3), 255, np.uint8),
+                             [(-5, -3, "clipped", "left"), (18, 5, "x", "left")])
+    assert edge.shape == (10, 20, 3) and (edge != 255).any()
+
+
+def test_perturbation_grid_is_one_pixel_per_pixel():
+    rng = np.random.default_rng(0)
+    dims, steps, size = 16, 11, 28
+    result = {"images": rng.uniform(size=(dims, steps, size, size, 1)).astype(np.float32),
+              "deltas": np.linspace(-0.25, 0.25, steps), "target": np.int64(3)}
+    ctx = RenderContext(model="M", step="1-0", class_names=tuple(map(str, range(10))))
+    figure = panels.render_decoder_perturbation(result, None, ctx)[0]
+    image = np.asarray(Image.open(io.BytesIO(figure.data)).convert("RGB"))
+    assert (figure.width, figure.height) == (image.shape[1], image.shape[0])
+    # two grids of 11 columns of 28-pixel tiles (2-pixel gutters) side by side, plus labels:
+    # narrower than one grid drawn at twice the size
+    grid = steps * size + (steps - 1) * 2
+    assert 2 * grid < figure.width < 2 * grid + 200
+    # a reconstruction appears pixel for pixel (found by its exact 28 x 28 values)
+    tile = (np.clip(result["images"][7, 2, :, :, 0], 0, 1) * 255 + 0.5).astype(np.uint8)
+    found = [(y, x) for y, x in np.argwhere(image[:, :, 0] == tile[0, 0])
+             if y + size <= image.shape[0] and x + size <= image.shape[1]
+             and np.array_equal(image[y:y + size, x:x + size, 0], tile)]
+    assert len(found) == 1
