@@ -30,9 +30,9 @@ def info(ctx):
       reportgen cache --cache-dir .reportgen/cache info
     """
     from reportgen import console
-    from reportgen.cache.store import ArtifactStore
+    from reportgen.cache.backends import open_store
 
-    data = ArtifactStore(ctx.obj["cache_dir"]).info()
+    data = open_store(ctx.obj["cache_dir"]).info()
     state = "" if data["exists"] else " (not created yet)"
     if data["exists"] and not data["is_store"]:
         state = " (not a reportgen artifact store)"
@@ -61,9 +61,9 @@ def clear(ctx, no_wait):
       reportgen cache clear --no-wait
     """
     from reportgen import console
-    from reportgen.cache.store import ArtifactStore
+    from reportgen.cache.backends import open_store
 
-    store = ArtifactStore(ctx.obj["cache_dir"])
+    store = open_store(ctx.obj["cache_dir"])
     freed = store.clear(wait=not no_wait, on_wait=console.notice)
     console.echo(f"freed {freed / 1e6:.1f} MB")
     if store.root.is_dir() and any(store.root.iterdir()):
