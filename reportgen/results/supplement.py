@@ -329,8 +329,9 @@ def _panel_figures(out: Supplement, panel: Panel, folder: str, context: str = ""
             data = _read(f)
             figure.files[f.kind] = _paper_png(f, data) if f.kind == "png" else data
         out.figures.append(figure)
-    if pictured:
-        out.keys.update(cite)
+    if not pictured:
+        return              # no figure (the live decoder's weights): nothing for a paper
+    out.keys.update(cite)
     # the numbers: the panel's CSV, else its JSON flattened to (key, value) rows
     exported = [f for f in panel.figures if f.kind in NUMBER_KINDS]
     csvs = [f for f in exported if f.kind == "csv"]
