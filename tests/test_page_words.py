@@ -88,7 +88,7 @@ def test_cards_show_plain_headings_short_captions_and_more(rendered):
     assert more and more[1].startswith("Options: modified.") and "lᵢ (cᵢⱼ lⱼ)²" in more[1]
     # a short caption has its "more" hidden; no heading anywhere keeps an option id
     primary = (rendered / "models" / "MNIST_Demo" / "primary-caps.md").read_text()
-    assert 'data-rg="caption-more" hidden>' in primary
+    assert 'data-rg="caption-more" hidden data-search-exclude>' in primary
     for text in (page, primary):
         assert not re.search(r'rg-panel-title[^>]*>[^<]*\((modified|original|per_layer)\)', text)
 
@@ -101,3 +101,102 @@ def test_index_records_carry_heading_caption_and_more(rendered):
     assert record["more"].startswith("Options: modified.")
     titles = {p["id"]: p["title"] for p in index["panels"]}
     assert titles["rpv-original"] == "Routing Path Visualization: original method"
+
+
+# ------------------------------------------------------------------ the built site (Material)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """The fixture site with routing diagnostics at the first model's analysed step and at 0-0
+    (so it has findings) and one long caption, built with Material."""
+    from reportgen.pages.render import build_site, render_site
+    from test_findings import _analysed
+
+    root = tmp_path_factory.mktemp("words-built")
+    docs = root / "project" / "docs"
+    site = make_site(docs)
+    _analysed(site)
+    for panels in site.models[0].steps[-1].input_panels.values():
+        for panel in panels:
+            if panel.technique == "rpv" and panel.variant == "modified":
+                panel.caption = LONG
+    render_site(site, docs, theme="material")
+    return site, build_site(root / "project", root / "site", strict=True)
+
+
+def test_search_indexes_visible_text_only(built):
+    _, site = built
+    docs = json.loads((site / "search" / "search_index.json").read_text())["docs"]
+    text = "\n".join(d["title"] + " " + d["text"] for d in docs)
+    for hidden in ("Not computed for this step and input", "Not computed at this step",
+                   "0 more figures", "Training step", "EPOCH-BATCH)", "PNGSVG",
+                   "Loss over training steps", "predicted&nbsp;"):
+        assert hidden not in text, hidden
+    # what a reader sees is found: findings, captions, the methods' references
+    assert "Routing stays within" in text and "Routing Path Visualization" in text
+    assert "Chattopadhay, A." in text and "Grad-CAM++" in text
+    # a confusion matrix of a step that is not shown says nothing in search either
+    overview = [d for d in docs if d["location"] == "models/MNIST_Demo/index.html#evaluation"]
+    assert overview and "Step 1-10" not in overview[0]["text"] and "Step 2-20" in overview[0]["text"]
+
+
+def test_about_the_methods_lists_every_technique_with_its_references(built):
+    site_data, site = built
+    html = (site / "methods.html").read_text("utf-8")
+    for t in site_data.techniques:
+        assert f'id="{t["name"]}"' in html, t["name"]
+    rpv = html.split('id="rpv"')[1].split("</section>")[0]
+    assert "Bhullar (2020). Routing Path Visualization of Capsule Networks." in rpv
+    assert "lᵢ (cᵢⱼ lⱼ)²" in rpv                         # the formula, readable
+    cam = html.split('id="gradcam_pp"')[1].split("</section>")[0]
+    assert "Chattopadhay, A., Sarkar, A., Howlader, P. and Balasubramanian, V. N. (2018)" in cam
+    assert "doi:10.1109/WACV.2018.00097" in cam
+    assert "No single source" in html.split('id="conv_kernels"')[1].split("</section>")[0]
+    assert 'id="thresholds"' in html and "0.05 nats" in html
+    home = (site / "index.html").read_text("utf-8")
+    assert 'href="methods.html"' in home                  # linked from Home's text and the nav
+    assert home.count('href="methods.html"') >= 2 or 'href="methods/"' in home
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_findings_methods_and_more_fit_a_phone(built):
+    from browser_support import CHROMIUM, chromium, serve
+
+    if CHROMIUM is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+    _, site = built
+    with serve(site) as base, chromium() as browser:
+        context = browser.new_context(viewport={"width": 390, "height": 844})
+        try:
+            page = context.new_page()
+            for rel in ("index.html", "methods.html", "models/MNIST_Demo/index.html",
+                        "models/MNIST_Demo/analyses.html", "models/MNIST_Demo/class-caps.html"):
+                page.goto(base + rel)
+                page.wait_for_load_state("load")
+                width = page.evaluate("document.scrollingElement.scrollWidth")
+                assert width <= 390, f"{rel} scrolls sideways: {width} px wide"
+            # a finding's link lands on its figure's card
+            page.goto(base + "models/MNIST_Demo/index.html")
+            links = page.locator(".rg-findings a").filter(has_text="See the figure")
+            assert links.first.get_attribute("href").endswith("index.html#evaluation")
+            links.nth(1).click()
+            page.wait_for_load_state("load")
+            assert page.url.endswith("analyses.html#routing_diagnostics-argmax")
+            assert page.locator("#routing_diagnostics-argmax").is_visible()
+            # "more" opens the rest of a long caption; the slider swaps it with the step
+            page.goto(base + "models/MNIST_Demo/class-caps.html")
+            card = page.locator('[data-rg-panel="rpv-modified"]')
+            more = card.locator('[data-rg="caption-more"]')
+            assert more.is_visible() and not card.locator('[data-rg="caption-more-text"]').is_visible()
+            more.locator("summary").click()
+            assert "Options: modified." in card.locator('[data-rg="caption-more-text"]').inner_text()
+            page.locator("[data-rg-step-prev]").click()
+            assert "Options: modified." in card.locator('[data-rg="caption-more-text"]').inner_text()
+            assert "Details" not in card.locator('[data-rg="caption"]').inner_text()
+            page.locator("[data-rg-step-next]").click()
+            assert len(card.locator('[data-rg="caption"]').inner_text().split()) <= CAPTION_WORDS
+        finally:
+            context.close()

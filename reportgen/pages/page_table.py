@@ -45,6 +45,7 @@ PAGE_KINDS = (
     PageKind("analyses", "pages/analyses.md.j2", per_model=True, chooses=("step",),
              publishes=True),
     PageKind("filmstrip", "pages/filmstrip.md.j2", per_model=True, chooses=("input", "panel")),
+    PageKind("methods", "pages/methods.md.j2", per_model=False, chooses=()),
 )
 KINDS = {page.kind: page for page in PAGE_KINDS}
 

@@ -38,6 +38,7 @@ from reportgen.pages.gu_comparison import STEM as GU_STEM
 from reportgen.pages.gu_comparison import TITLE as GU_TITLE
 from reportgen.pages.gu_comparison import comparison
 from reportgen.pages.live import live_step
+from reportgen.pages.methods import METHODS_STEM, METHODS_TITLE, methods_view, thresholds
 from reportgen.pages.live import summary_line as live_summary_line
 from reportgen.pages.mkdocs_project import (SITE_SCRIPT, build_site, choose_theme,
                                             mkdocs_config, write_files, write_project)
@@ -89,6 +90,10 @@ def render_site(site: SiteData, docs_dir: Path, templates_dir: Path | None = Non
         for table, text in gu["csv"].items():
             files[f"numbers/{GU_STEM}-{table}.csv"] = text
         nav.append({GU_TITLE: f"{GU_STEM}.md"})
+    files[f"{METHODS_STEM}.md"] = _template(env, "methods").render(
+        **common(site, "", "methods"), methods=methods_view(site.techniques, ctx.scope),
+        thresholds=thresholds())
+    nav.append({METHODS_TITLE: f"{METHODS_STEM}.md"})
     for info in infos:
         files.update(_render_model_pages(env, ctx, info, files))
         nav.append({str(escape(info.model.name)): [
