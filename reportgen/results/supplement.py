@@ -317,7 +317,9 @@ def _panel_figures(out: Supplement, panel: Panel, folder: str, context: str = ""
         first = shown[0]
         captions = _captions(first)
         caption = captions.get(PurePosixPath(first.source).name, "") or panel.caption
-        label = label.removeprefix(panel.technique + "_")     # "..._trend" -> "trend"
+        # "<technique>_trend" -> "trend"; "<variant>-compactness" -> "compactness"
+        label = label.removeprefix(panel.technique + "_")
+        label = label.removeprefix(f"{panel.variant}-") if panel.variant else label
         name = f"{stem}-{label}" if label else stem
         title = panel.title + (f": {humane(label)}" if label else "")
         figure = SupplementFigure(stem=f"figures/{folder}/{name}", title=title,
