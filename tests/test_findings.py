@@ -37,7 +37,8 @@ def test_routing_near_uniform_names_the_gap_and_the_threshold():
     f = F.routing_finding(ROUTING, 10, untrained={"entropy_mean": math.log(10) - 1e-6,
                                                   "entropy_max": math.log(10)})
     gap = math.log(10) - 2.3004
-    assert f.text.startswith(f"Routing stays within {gap:.2g} nats of uniform (threshold 0.05 nats)")
+    assert f.text.startswith(
+        f"Routing stays within {gap:.2g} nats of uniform (threshold 0.05 nats)")
     assert "1/10" in f.text and f.technique == "routing_diagnostics"
     assert f.untrained == "untrained (0-0): 1e-06 nats from uniform"
     decided = F.routing_finding({"entropy_mean": 1.5, "entropy_max": math.log(10)}, 10)
@@ -127,7 +128,7 @@ def test_overview_and_home_show_findings_linked_to_their_figures(tmp_path):
     section = overview[overview.index('id="findings"'):overview.index('id="training-curves"')]
     assert f"step <b>{last.step}</b>" in section
     assert "Routing stays within" in section and "(threshold 0.05 nats)" in section
-    assert "untrained (0-0): 0.0026 nats from uniform" in section
+    assert "Untrained (0-0): 0.0026 nats from uniform." in section
     assert 'href="../../models/MNIST_Demo/analyses.html#routing_diagnostics-argmax"' in section
     assert 'href="../../models/MNIST_Demo/index.html#evaluation"' in section
     analyses = (docs / "models" / "MNIST_Demo" / "analyses.md").read_text()

@@ -89,7 +89,9 @@ def render(arrays, params, ctx) -> list[Figure]:
     ax.set_title(f"{prefix}accuracy under attack ({n} images)", fontsize=FONT + 1)
     ax.legend(fontsize=FONT - 1, frameon=False)
     fig.tight_layout()
-    caption = (f"Adversarial robustness, {prefix}accuracy vs attack strength eps for each attack "
+    caption = (f"Accuracy under FGSM and PGD attacks of growing strength ε, on the output and on "
+               f"the votes. Details: "
+               f"Adversarial robustness, {prefix}accuracy vs attack strength eps for each attack "
                f"and attack target (dotted: clean accuracy). {text} {GU_2022}")
     figures = figure_pair(fig, "accuracy", caption, svg_size=False)
     if has_decoder:
@@ -121,7 +123,9 @@ def _detection_figures(arrays, params, prefix, text) -> list[Figure]:
     axes[0].legend(fontsize=FONT - 1, frameon=False)
     fig.suptitle(f"{prefix}reconstruction-based detection", fontsize=FONT + 2)
     fig.tight_layout()
-    caption = (f"Reconstruction-based detection of adversarial examples, {prefix}success rate "
+    caption = (f"Does the reconstruction error flag adversarial inputs? Attack success with and "
+               f"without detection. Details: "
+               f"Reconstruction-based detection of adversarial examples, {prefix}success rate "
                f"(left) and undetected success rate (right) vs eps. {detection} {text}")
     figures = figure_pair(fig, "detection", caption, svg_size=False)
 
@@ -154,7 +158,9 @@ def _detection_figures(arrays, params, prefix, text) -> list[Figure]:
     for ax in axes[len(combos):]:
         ax.set_visible(False)
     fig.tight_layout()
-    caption = (f"Reconstruction distances, {prefix}clean images (all) vs successful adversarial "
+    caption = (f"Reconstruction distances of clean and adversarial inputs, with the detection "
+               f"threshold. Details: "
+               f"Reconstruction distances, {prefix}clean images (all) vs successful adversarial "
                f"examples (misclassified, originally correct) at eps = {hist_eps:g}, per attack; "
                f"dashed: the detection threshold, inputs to its right are flagged. {detection} "
                f"{text}")
@@ -211,7 +217,8 @@ def _examples_figure(arrays, params, ctx, prefix, has_decoder) -> list[Figure]:
     fig.tight_layout()
     recon = (" and its reconstruction from the predicted class capsule (d = L2 distance to the "
              "input; 'flag' = above the detection threshold)" if has_decoder else "")
-    caption = (f"Adversarial examples, {prefix}one originally-correct image per class (rows): "
+    caption = (f"What the attacks do to one image per class. Details: "
+               f"Adversarial examples, {prefix}one originally-correct image per class (rows): "
                f"the clean input, then for each attack and target the adversarial image at eps "
                f"= {hist_eps:g} with the real model's prediction (red when wrong){recon}.")
     return [png_figure(fig, "examples.png", caption)]

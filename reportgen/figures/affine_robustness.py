@@ -75,7 +75,9 @@ def render(arrays, params, ctx) -> list[Figure]:
         fig.suptitle(title, fontsize=9)
         fig.tight_layout()
     sweeps = "; ".join(_sweep_text(f, arrays[f"values_{f}"]) for f in factors)
-    caption = (f"Affine robustness: accuracy (longest class capsule = prediction) of {n} "
+    caption = (f"Accuracy as each affine transform grows (clean accuracy {clean:.1%}, dashed). "
+               f"Details: "
+               f"Affine robustness: accuracy (longest class capsule = prediction) of {n} "
                f"evaluation images, each transformed with every value of one factor at a time "
                f"({sweeps}; {TRANSFORM_NOTE}); dashed line: clean accuracy {clean:.1%}, dotted "
                f"line: the identity. {AFFNIST_REFERENCE}.")

@@ -54,7 +54,9 @@ def _variance(arrays, params, ctx) -> list[Figure]:
     n = int(counts.sum())
     total = float(np.nansum(var))
     effective = total ** 2 / float(np.nansum(var ** 2)) if total > 0 else float("nan")
-    caption = (f"Capsule semantics, dimension variance: variance (population, ddof 0) of each of "
+    caption = (f"How many of the class-capsule dimensions does the network use? The variance of "
+               f"each dimension over the evaluation images. Details: "
+               f"Capsule semantics, dimension variance: variance (population, ddof 0) of each of "
                f"the {dims} dimensions of the predicted class capsule over {n} evaluation "
                f"images (left, all classes pooled) and over the images predicted as each class "
                f"(right; image counts in brackets, blank below 2 images). Effective number of "
@@ -114,7 +116,9 @@ def _perturbation(arrays, params, ctx) -> list[Figure]:
         sheet = _sheet(images[r], [f"dim {d} (sd {sigma[r, d]:.2g})" for d in range(dims)],
                        labels, f"Decoder: class {name} capsule of evaluation image {index[r]}, "
                        f"one dimension shifted by m standard deviations (columns)")
-        caption = (f"Capsule semantics, decoder perturbation in standard deviations: dimension d "
+        caption = (f"What each class-capsule dimension draws: one dimension moved by multiples of "
+                   f"its own spread, then decoded. Details: "
+               f"Capsule semantics, decoder perturbation in standard deviations: dimension d "
                    f"(rows) of the predicted class {name} capsule of evaluation image "
                    f"{index[r]} shifted by m·σ_d, m = {multiples[0]:g} … {multiples[-1]:+g} in "
                    f"{steps} steps (columns), other class capsules masked, then reconstructed "
@@ -164,12 +168,13 @@ def _compactness(arrays, params, ctx) -> list[Figure]:
             for xi, score in zip(x, bars):
                 ax.text(xi, np.nan_to_num(score), "–" if not np.isfinite(score) else
                         f"{score:.2g}", ha="center", va="bottom", fontsize=6)
-            if chance is not None:
+            if chance is not None:      # grey: what an isotropic random change reaches
                 mean, high = chance[key]
-                ax.axhspan(0, high, color="#d9d9d9", alpha=0.6, zorder=0,
-                           label=f"random change: ≤ {high:.2g} (95%)")
+                ax.axhspan(0, high, color="#d9d9d9", alpha=0.6, zorder=0)
                 ax.axhline(mean, color="#7f7f7f", linewidth=0.8, linestyle="--")
-                ax.legend(frameon=False, fontsize=6, loc="upper left")
+                title += f"\nrandom change ≤ {high:.2g} (grey, 95%)"
+            top = np.nanmax(np.r_[np.nan_to_num(bars), chance[key][1] if chance else 0.0])
+            ax.set_ylim(0, 1.15 * top if top > 0 else 1.0)
             ax.set_xticks(x, names, rotation=30, ha="right")
             ax.set_title(title)
         ax_one.set_ylabel("compactness KL(p ‖ uniform)")

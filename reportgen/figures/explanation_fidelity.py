@@ -105,7 +105,10 @@ def render(arrays, params, ctx) -> list[Figure]:
             ax.legend(fontsize=FONT - 1, frameon=False)
     fig.suptitle(f"{model}deletion and insertion curves ({n} images)", fontsize=FONT + 2)
     fig.tight_layout()
-    caption = (f"Explanation fidelity, {model}mean target class-capsule length (bands: ± one "
+    caption = (f"Which saliency map finds what the model uses? The class score as the most "
+               f"relevant patches are deleted (left: faster drop = more faithful) or inserted "
+               f"(right: faster rise = more faithful). Details: "
+               f"Explanation fidelity, {model}mean target class-capsule length (bands: ± one "
                f"standard error over images) as patches are deleted (left; a faithful map drops "
                f"fast: higher AOPC, AOPC = mean over k = 0 … P of f(x_0) - f(x_k)) or inserted "
                f"(right; a faithful map rises fast: higher AUC, trapezoid area over the fraction "
@@ -155,7 +158,9 @@ def _agreement_figure(arrays, grid, layer, model, text, builtin="RPV (modified)"
               f"the {layer} Grad-CAM++ map is placed on the input at its cells' receptive-field "
               f"centres and average-pooled over each primary cell's centre tile (the input "
               f"pixels nearest the cell's receptive-field centre)")
-    caption = (f"Agreement of RPV and Grad-CAM++, {model}distribution of Spearman's rank "
+    caption = (f"Do RPV and Grad-CAM++ point at the same places? Spearman correlation of the two "
+               f"maps, one value per image. Details: "
+               f"Agreement of RPV and Grad-CAM++, {model}distribution of Spearman's rank "
                f"correlation (average ranks for ties) between the two maps of the same class at "
                f"the {grid} primary-grid resolution, one value per image; {pooled}. Images where "
                f"either map is constant are left out. {'; '.join(stats)}. The thesis found the "
@@ -205,7 +210,8 @@ def _examples_figure(arrays, ctx, grid, layer, model, builtin="RPV (modified)"):
                 ax.set_title(title, fontsize=FONT)
     fig.suptitle(f"{model}example maps of the target class", fontsize=FONT + 1)
     fig.tight_layout()
-    caption = (f"Example maps, {model}the input, RPV (modified) and Grad-CAM++ ({layer}) placed "
+    caption = (f"RPV and Grad-CAM++ side by side on a few images. Details: "
+               f"Example maps, {model}the input, RPV (modified) and Grad-CAM++ ({layer}) placed "
                f"on the input at their cells' receptive-field centres (viridis overlay, 60% "
                f"opacity; every map scaled min-max on its own), and the two maps on the {grid} "
                f"primary grid whose Spearman correlation (rho) is measured; one row per image "

@@ -77,7 +77,10 @@ def _entropy(arrays, params, ctx) -> list[Figure]:
         grouping = ("each primary capsule is counted under every class capsule j with weight "
                     "c_ij (option grouping='weighted')")
     overall = float(np.asarray(arrays["entropy_mean"]))
-    caption = (f"Routing diagnostics, coupling entropy: H_i = -Σ_j c_ij log c_ij of every primary "
+    caption = (f"How decided routing is: the mean entropy of the coupling coefficients is "
+               f"{overall:.3g} nats, against {log_k:.3f} (log {classes}) for uniform couplings. "
+               f"Details: "
+               f"Routing diagnostics, coupling entropy: H_i = -Σ_j c_ij log c_ij of every primary "
                f"capsule's final coupling coefficients, for all primary capsules of {n} "
                f"evaluation images; {grouping}. Left: histogram of H, {bins} equal bins over "
                f"[0, log {classes} = {log_k:.3f}] nats, as shares per class capsule (dotted line: "
@@ -119,7 +122,10 @@ def _agreement(arrays, params, ctx) -> list[Figure]:
         axes[0].set_title(f"Vote agreement {_where(ctx)}".strip())
         fig.tight_layout()
     bins = len(centres)
-    caption = (f"Routing diagnostics, vote agreement: for every one of {n} evaluation images, the "
+    caption = (f"Do the votes agree with the class capsule they build? Cosine of votes and class "
+               f"capsule, true class against the strongest wrong class (coupling-weighted means "
+               f"{weighted[0]:.3f} and {weighted[1]:.3f}). Details: "
+               f"Routing diagnostics, vote agreement: for every one of {n} evaluation images, the "
                f"cosine between class capsule v_j and each primary capsule's vote "
                f"û_j|i = W_ij u_i "
                f"for j = the true class (orange) and j = the strongest wrong class (the longest "
@@ -150,7 +156,8 @@ def _agreement_images(arrays, params, ctx) -> list[Figure]:
         axes[0].set_yticks(np.arange(kept), [str(i) for i in index])
         axes[0].set_ylabel("evaluation image")
         fig.colorbar(image, ax=list(axes), label="share of votes", shrink=0.9)
-    caption = (f"Routing diagnostics, vote agreement of the first {kept} evaluation images taken "
+    caption = (f"Vote agreement of single images: the same cosines, one row per image. Details: "
+               f"Routing diagnostics, vote agreement of the first {kept} evaluation images taken "
                f"one at a time (rows): share of that image's votes per cosine bin ({bins} bins "
                f"over [-1, 1], colour scale 0 … {vmax:.3g} shared by both panels) for the true "
                f"class (left) and the strongest wrong class (right).")
@@ -199,7 +206,9 @@ def _dead_units(arrays, params, ctx) -> list[Figure]:
     n = int(np.asarray(arrays["entropy_image_mean"]).size)
     named = "; ".join(f"{layer}: {', '.join(map(str, v)) or 'none'}"
                       for layer, v in dead["filters"].items()) or "no ReLU conv layer"
-    caption = (f"Routing diagnostics, dead units over {n} evaluation images: the largest "
+    caption = (f"Units that never fire: conv filters with output 0 on every image and capsule "
+               f"types that stay below length {threshold:g}. Details: "
+               f"Routing diagnostics, dead units over {n} evaluation images: the largest "
                f"post-ReLU output of every conv filter over all images and positions (red "
                f"crosses = dead: 0 everywhere; only ReLU layers are checked), and the largest "
                f"length of every primary capsule type over all images and grid cells (red = "

@@ -5,10 +5,10 @@ offline, in search results and in a copied caption).
 - `heading(title, variant, several)`: a technique's title without its option ids
   ("Primary-capsule heatmaps", not "… (per_layer)"); when a model shows several variants of the
   technique, they are told apart in words ("Grad-CAM++, layer conv1").
-- `split_caption(caption, options)`: at most `CAPTION_WORDS` words up front (whole sentences
-  when they fit, else cut at a word), the rest — and the option ids — as the details.
-- `readable(text)`: c_ij → cᵢⱼ, x^2 → x², u_hat[j|i] → û(j|i), sigma → σ where written as a
-  formula.
+- `split_caption(caption, options)`: at most `CAPTION_WORDS` words up front (the part before
+  "Details:", else whole sentences while they fit, else cut at a clause), the rest — and the
+  option ids — as the details.
+- `readable(text)`: c_ij → cᵢⱼ, x^2 → x², u_hat[j|i] → û(j|i).
 """
 
 from __future__ import annotations

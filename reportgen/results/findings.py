@@ -23,7 +23,7 @@ DEAD_SHARE = 0.05                  # a share of dead filters / inactive types ab
 DEAD_TYPE_LENGTH = 1e-3            # routing_diagnostics' default: a type never longer is inactive
 AOPC_MARGIN = 0.05                 # deletion AOPC / insertion AUC differences below this are ties
 AGREEMENT = 0.5                    # mean Spearman correlation from which two maps "agree"
-AFFINE_POINTS = 0.05               # a factor is "held" when its mean accuracy is this close to clean
+AFFINE_POINTS = 0.05               # a factor "holds" when its mean accuracy is this close to clean
 REFERENCE_POINTS = 0.05            # ours within this of a published accuracy "matches" it
 ATTACK_POINTS = 0.02               # accuracies under two attacks closer than this are a tie
 ATTACK_EPSILON = 0.1               # the L∞ budget the adversarial sentence reads
@@ -153,7 +153,8 @@ def dead_units_finding(summary: dict | None, untrained: dict | None = None) -> F
             f"(threshold {_pct(DEAD_SHARE, 0)}).")
     before = None
     if untrained:
-        u_filters, u_types = _num(untrained, "dead_filter_count"), _num(untrained, "dead_type_count")
+        u_filters = _num(untrained, "dead_filter_count")
+        u_types = _num(untrained, "dead_type_count")
         bits = []
         if total and u_filters is not None:
             bits.append(f"{int(u_filters)} dead filters")
@@ -221,8 +222,8 @@ def explanation_findings(summary: dict | None, untrained: dict | None = None) ->
 
 
 FACTOR_NAMES = {"rotation": "rotation", "translation_x": "horizontal shift",
-                "translation_y": "vertical shift", "scale": "scaling", "shear_x": "horizontal shear",
-                "shear_y": "vertical shear"}
+                "translation_y": "vertical shift", "scale": "scaling",
+                "shear_x": "horizontal shear", "shear_y": "vertical shear"}
 
 
 def affine_finding(summary: dict | None, classes: int,
