@@ -62,18 +62,21 @@ def marker_entries(digest: str) -> dict:
 
 
 def _renderer_files(templates_dir) -> list[tuple[str, Path]]:
-    """(label, path) of the user's templates, the bundled ones and reportgen.pages' code."""
+    """(label, path) of the user's templates, the bundled ones, and the code of reportgen.pages
+    and of reportgen.results (the findings and references the pages write out)."""
     import reportgen.pages
+    import reportgen.results
     from reportgen.pages.environment import default_templates_dir
 
     found = []
     roots = [("user", templates_dir)] if templates_dir is not None else []
     roots += [("bundled", default_templates_dir()),
-              ("code", Path(reportgen.pages.__file__).parent)]
+              ("code", Path(reportgen.pages.__file__).parent),
+              ("results", Path(reportgen.results.__file__).parent)]
     for label, root in roots:
         root = Path(root)
         files = sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-        if label == "code":
+        if label in ("code", "results"):
             files = [p for p in files if p.suffix == ".py"]
         found += [(f"{label}:{p.relative_to(root).as_posix()}", p) for p in files]
     return found
