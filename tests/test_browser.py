@@ -65,7 +65,13 @@ def context(browser):
 
 
 def _src(page, selector: str) -> str:
+    _drawn(page)
     return page.locator(selector).first.get_attribute("src")
+
+
+def _drawn(page) -> None:
+    """Wait until the page has drawn its choice (an input's panels load with its own script)."""
+    page.wait_for_selector("[data-rg-page]:not([data-rg-busy])", state="attached")
 
 
 def test_over_http(context, base_url):

@@ -636,7 +636,7 @@ def test_live_decoder_files_and_pickers(built):
     assert html.count("data-rg-live-decoder") == 1 and "live-decoder.js" in html
     assert _downloads(html, "data-rg-live-decoder") == [
         "../../artifacts/MNIST_Demo/2-20/checkpoint/live_decoder." + ext
-        for ext in ("bin", "json", "js")]
+        for ext in ("json", "js")]
     # per step: capsules + Python images; σ over the evaluation set where capsule semantics ran
     for step, source in (("0-0", "inputs"), ("2-20", "evaluation")):
         text = (demo / "live" / f"{step}.js").read_text("utf-8")

@@ -47,3 +47,30 @@ def test_perturbation_grid_is_one_pixel_per_pixel():
              if y + size <= image.shape[0] and x + size <= image.shape[1]
              and np.array_equal(image[y:y + size, x:x + size, 0], tile)]
     assert len(found) == 1
+
+
+def test_index_split_keeps_data_js_small_and_loses_nothing():
+    from reportgen.pages.input_scripts import split_index
+
+    steps = {f"{e}-10": {"accuracy": 0.5, "checkpoint": {"conv_kernels": {"caption": "k"}},
+                         "dataset": {}, "predictions": {"test-0": {"predicted": "1"}},
+                         "inputs": {f"test-{i}": {"rpv": {"caption": "x" * 500 + f"{e}/{i}"}}
+                                    for i in range(16)}}
+             for e in range(21)}
+    index = {"slug": "M</script>", "steps": steps}
+    small, scripts = split_index(index, "models/M")
+    assert index["steps"]["3-10"]["inputs"]          # the whole index is left as it was
+    assert all(record["inputs"] == {} for record in small["steps"].values())
+    assert small["steps"]["3-10"]["predictions"] == steps["3-10"]["predictions"]
+    assert small["input_scripts"]["test-7"] == "models/M/inputs/test-7.js"
+    assert sorted(scripts) == sorted(small["input_scripts"].values())
+    text = scripts["models/M/inputs/test-7.js"]
+    assert "</script" not in text and "x" * 500 + "20/7" in text and "20/8" not in text
+    # run the script on the small index (as a browser would) and get the input's panels back
+    import json
+    import re
+
+    steps_json = re.search(r"var steps = (.*);\n", text).group(1)
+    restored = json.loads(steps_json)
+    assert restored == {s: r["inputs"]["test-7"] for s, r in steps.items()}
+    assert len(json.dumps(small)) < len(json.dumps(index)) / 10

@@ -37,6 +37,7 @@ from reportgen.pages.environment import (ASSET_FILES, ASSETS_URL, asset_source,
 from reportgen.pages.gu_comparison import STEM as GU_STEM
 from reportgen.pages.gu_comparison import TITLE as GU_TITLE
 from reportgen.pages.gu_comparison import comparison
+from reportgen.pages.input_scripts import split_index
 from reportgen.pages.live import live_step
 from reportgen.pages.methods import METHODS_STEM, METHODS_TITLE, methods_view, thresholds
 from reportgen.pages.live import summary_line as live_summary_line
@@ -130,7 +131,9 @@ def _render_model_pages(env, ctx: SiteContext, info: ModelInfo, files: dict[str,
         console.echo(live_summary_line(info.model, live_steps))
     index = model_index(ctx, info, live_paths)
     out[f"{info.folder}/index.json"] = index_json(index)
-    out[f"{info.folder}/data.js"] = index_js(index)
+    small, input_files = split_index(index, info.folder)     # pages load one input at a time
+    out[f"{info.folder}/data.js"] = index_js(small)
+    out.update(input_files)
     out[f"{info.folder}/index.md"] = _render_model(env, ctx, info)
     for page in info.layers:
         out[f"{info.folder}/{page.stem}.md"] = _render_layer(env, ctx, info, page)

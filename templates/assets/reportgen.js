@@ -3,7 +3,8 @@
  *
  * Every model page includes its model's index (models/SLUG/data.js, which sets
  * window.reportgenData[SLUG]) with a plain <script> tag, so this works from file:// as well as
- * over HTTP. When the user moves the slider or picks an input, the figures on the page are
+ * over HTTP; the chosen input's panels at every step are added by that input's script
+ * (models/SLUG/inputs/KEY.js), inserted the same way when the input is first shown. When the user moves the slider or picks an input, the figures on the page are
  * swapped IN PLACE: img src, size, caption and download links come from the index; only the
  * images of the current choice are ever in the DOM.
  *
@@ -724,7 +725,68 @@
   var slug = page.getAttribute("data-rg-model");
   var model = spec.per_model ? allData[slug] : null;
 
+  /* Each input's panels at every step come in a script of their own (models/SLUG/inputs/
+   * KEY.js, listed in the index's input_scripts; reportgen/pages/input_scripts.py), loaded with
+   * a plain <script src> when the input is first shown, so that data.js stays small however
+   * many steps there are. */
+  var inputScripts = {}; /* src -> "loading" | "done" */
+
+  function neededInputScripts() {
+    if (spec.chooses.indexOf("input") < 0) {
+      return [];
+    }
+    var models = model ? [model] : Object.keys(allData).map(function (key) {
+      return allData[key];
+    });
+    var sources = [];
+    models.forEach(function (each) {
+      var scripts = (each && each.input_scripts) || {};
+      var keys = model ? [resolveInput(each, selection.input)] :
+        [selection.input, defaults.input];
+      keys.forEach(function (key) {
+        var src = key ? scripts[key] : null;
+        if (src && inputScripts[src] !== "done" && sources.indexOf(src) < 0) {
+          sources.push(src);
+        }
+      });
+    });
+    return sources;
+  }
+
+  function loadInputScripts(sources, then) {
+    var pending = sources.length;
+    sources.forEach(function (src) {
+      if (inputScripts[src] === "loading") {
+        pending -= 1; /* its own load calls render() again */
+        return;
+      }
+      inputScripts[src] = "loading";
+      var script = document.createElement("script");
+      script.src = root + src;
+      script.onload = script.onerror = function () {
+        inputScripts[src] = "done"; /* a missing script leaves its panels marked missing */
+        pending -= 1;
+        if (pending <= 0) {
+          then();
+        }
+      };
+      document.head.appendChild(script);
+    });
+    if (pending <= 0 && sources.every(function (src) { return inputScripts[src] === "done"; })) {
+      then();
+    }
+  }
+
+  /* While an input's script loads the page is marked data-rg-busy (the figures still show
+   * the previous choice); the choice is drawn as soon as it has arrived. */
   function render() {
+    var sources = neededInputScripts();
+    if (sources.length) {
+      page.setAttribute("data-rg-busy", "");
+      loadInputScripts(sources, render);
+      return;
+    }
+    page.removeAttribute("data-rg-busy");
     var shown = RENDERERS[kind](model);
     if (spec.publishes && shown) {
       publish(slug, shown);
