@@ -145,6 +145,7 @@ def test_search_indexes_visible_text_only(built):
 def test_about_the_methods_lists_every_technique_with_its_references(built):
     site_data, site = built
     html = (site / "methods.html").read_text("utf-8")
+    assert "hide:" not in html                            # the front matter is read, not shown
     for t in site_data.techniques:
         assert f'id="{t["name"]}"' in html, t["name"]
     rpv = html.split('id="rpv"')[1].split("</section>")[0]
