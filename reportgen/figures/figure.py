@@ -25,7 +25,9 @@ class Figure:
     data: bytes
     kind: str = "png"
     caption: str = ""     # what it shows: technique, options, normalisation
-    width: int = 0        # pixel size of PNGs (for the page's img tags)
+    # layout size in CSS pixels (the page's img tags); a plot's PNG holds PIXEL_RATIO times as
+    # many pixels each way (reportgen.figures.plots), an image mosaic's exactly these
+    width: int = 0
     height: int = 0
 
 

@@ -372,12 +372,25 @@ _LATEX = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"
           "√": r"$\surd$", "·": r"$\cdot$", "’": "'", "‘": "`", "“": "``", "”": "''",
           "α": r"$\alpha$", "β": r"$\beta$", "γ": r"$\gamma$", "δ": r"$\delta$",
           "ε": r"$\epsilon$", "θ": r"$\theta$", "λ": r"$\lambda$", "μ": r"$\mu$",
-          "π": r"$\pi$", "σ": r"$\sigma$", "τ": r"$\tau$", "Δ": r"$\Delta$", "Σ": r"$\Sigma$"}
+          "π": r"$\pi$", "σ": r"$\sigma$", "τ": r"$\tau$", "Δ": r"$\Delta$", "Σ": r"$\Sigma$",
+          "∈": r"$\in$", "¹": r"$^1$", "²": r"$^2$", "³": r"$^3$"}
+# combining accents (after their letter) -> LaTeX's text accent commands
+_ACCENTS = {"\u0300": "`", "\u0301": "'", "\u0302": "^", "\u0303": "~", "\u0304": "=",
+            "\u0308": '"', "\u0327": "c"}
 
 
 def latex_escape(text: str) -> str:
-    """`text` as LaTeX text: special characters escaped, common symbols as math."""
-    return "".join(_LATEX.get(ch, ch) for ch in text)
+    """`text` as LaTeX text that pdflatex sets without extra packages: special characters
+    escaped, the symbols captions use as math, accented letters as accent commands."""
+    import unicodedata
+
+    out: list[str] = []
+    for ch in unicodedata.normalize("NFD", text):
+        if ch in _ACCENTS and out:
+            out[-1] = f"\\{_ACCENTS[ch]}{{{out[-1]}}}"
+        else:
+            out.append(_LATEX.get(ch, ch))
+    return "".join(out)
 
 
 def _label(stem: str) -> str:
