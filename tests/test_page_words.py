@@ -157,7 +157,7 @@ def test_about_the_methods_lists_every_technique_with_its_references(built):
     assert "No single source" in html.split('id="conv_kernels"')[1].split("</section>")[0]
     assert 'id="thresholds"' in html and "0.05 nats" in html
     home = (site / "index.html").read_text("utf-8")
-    assert 'href="methods.html"' in home                  # linked from Home's text and the nav
+    assert 'side by side. <a href="methods.html">About the methods</a>' in home   # and the nav
     assert home.count('href="methods.html"') >= 2 or 'href="methods/"' in home
 
 
