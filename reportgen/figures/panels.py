@@ -478,7 +478,9 @@ def render_conv_feature_maps(result, params, ctx: RenderContext) -> list[Figure]
     blocks = [_title(f"Feature maps of {name} ({count} filters, {h}x{w})"), mosaic,
               _colorbar(cmap, vmin, vmax, "activation (shared scale for the layer)",
                         width=min(240, mosaic.array.shape[1]))]
-    caption = (f"Conv feature maps of {name}: the {'post-ReLU ' if vmin >= 0 else ''}activation of "
+    caption = (f"What each filter of {name} responds to in this image, brightest where it fires. "
+               f"Details: "
+               f"Conv feature maps of {name}: the {'post-ReLU ' if vmin >= 0 else ''}activation of "
                f"all {count} filters ({h}x{w} each, filter 0 top-left, row by row, {cols} per "
                f"row), "
                f"{cmap}; one shared scale for the layer, "
@@ -504,7 +506,9 @@ def render_conv_kernels(result, params, ctx: RenderContext) -> list[Figure]:
     bar_label = "weight" + (f" (mean over {channels} input channels)" if channels > 1 else "")
     blocks = [_title(f"Kernels of {layer} ({count} filters, {kh}x{kw}{averaged})"), mosaic,
               _colorbar(DIVERGING, -vmax, vmax, bar_label, width=min(240, mosaic.array.shape[1]))]
-    caption = (f"Conv kernels of {layer}: {count} filters of {kh}x{kw}{averaged}; {DIVERGING} "
+    caption = (f"The learned weights of each {layer} filter: red positive, blue negative. "
+               f"Details: "
+               f"Conv kernels of {layer}: {count} filters of {kh}x{kw}{averaged}; {DIVERGING} "
                f"colours symmetric around zero (negative blue, zero white, positive red), one "
                f"scale for the layer: ±{fmt(vmax)} = the largest absolute weight shown.")
     return [_png_figure("kernels.png", _compose(blocks), caption)]
@@ -551,7 +555,9 @@ def render_primary_heatmaps(result, params, ctx: RenderContext) -> list[Figure]:
     canvas, where, norm, cmap, alpha = _overlay_figure(
         f"{words} {plural} ({types} types, {gh}x{gw} grid)", quantity,
         grids, labels, ctx, field, params)
-    caption = (f"{words} heatmaps: the {gh}x{gw} grid of {quantity}s of each of the "
+    caption = (f"Where each capsule type is active, drawn over the part of the image it sees. "
+               f"Details: "
+               f"{words} heatmaps: the {gh}x{gw} grid of {quantity}s of each of the "
                f"{types} capsule types, {where}, as a {cmap} overlay ({alpha:.0%} opacity) on the "
                f"grayscale input. Normalisation: {norm}.")
     return [_png_figure("primary_heatmaps.png", canvas, caption)]
@@ -573,7 +579,9 @@ def render_rpv(result, params, ctx: RenderContext) -> list[Figure]:
     canvas, where, norm, cmap, alpha = _overlay_figure(
         f"Routing Path Visualization ({method}: m = {formula})", "path strength m",
         maps, labels, ctx, _last_rf(ctx), params)
-    caption = (f"Routing Path Visualization, {method} method (path strength m = {formula},"
+    caption = (f"Which parts of the image send their evidence to each class through routing "
+               f"({method} method). Details: "
+               f"Routing Path Visualization, {method} method (path strength m = {formula},"
                f"{through} mean "
                f"over all primary capsules at each of the {gh}x{gw} grid locations), one panel "
                f"per class, {where}, as a {cmap} overlay ({alpha:.0%} opacity) on the grayscale "
@@ -620,7 +628,8 @@ def render_class_capsules(result, params, ctx: RenderContext) -> list[Figure]:
     blocks = [_title(f"Class capsules ({classes} x {dims} pose values)"),
               _Block(array, texts),
               _colorbar(DIVERGING, -vmax, vmax, "pose value", width=min(200, grid.shape[1]))]
-    caption = (f"Class capsules: the {dims}-dimensional pose vector of each of the {classes} class "
+    caption = (f"The pose vector of every class capsule; the longest is the prediction. Details: "
+               f"Class capsules: the {dims}-dimensional pose vector of each of the {classes} class "
                f"capsules (rows; columns = dimensions 0 … {dims - 1}), {DIVERGING} colours "
                f"symmetric around zero, scale ±{fmt(vmax)} = the largest absolute value for this "
                f"image; each row's length |v| on the right, predicted class "
@@ -640,7 +649,9 @@ def render_decoder_length(result, params, ctx: RenderContext) -> list[Figure]:
     tiles = _upscale(_rgb(images), _factor(max(height, width), 56))
     mosaic = _mosaic(tiles, len(tiles), gutter=3, below=[f"p={fmt(p)}" for p in lengths])
     blocks = [_title(f"Decoder: class {name} capsule rescaled to length p"), mosaic]
-    caption = (f"Decoder, capsule length: the class {name} capsule's vector rescaled to lengths "
+    caption = (f"How the decoder draws class {name} as its capsule grows from length 0 to 1. "
+               f"Details: "
+               f"Decoder, capsule length: the class {name} capsule's vector rescaled to lengths "
                f"p = {fmt(lengths[0])} … {fmt(lengths[-1])} (x ← x·p/|x|), all other class "
                f"capsules masked, then reconstructed ({len(lengths)} images; pixel values "
                f"clipped to 0 … 1, no normalisation).")
@@ -713,7 +724,9 @@ def render_decoder_perturbation(result, params, ctx: RenderContext) -> list[Figu
     recon = _perturbation_sheet(_upscale(_rgb(images), factor), deltas, dims)
     found = perturbation_difference(images, deltas)
     offsets = ", ".join(_delta_label(d) for d in deltas)
-    caption = (f"Decoder, dimension perturbation: δ ∈ {{{offsets}}} added to one of the {dims} "
+    caption = (f"What each of the {dims} dimensions of the class {name} capsule changes in the "
+               f"reconstruction. Details: "
+               f"Decoder, dimension perturbation: δ ∈ {{{offsets}}} added to one of the {dims} "
                f"dimensions of the class {name} capsule at a time "
                f"(rows: dimension; columns: δ), other class capsules masked, then reconstructed "
                f"(pixel values clipped to 0 … 1, no normalisation).")
@@ -794,7 +807,9 @@ def render_gradcam_pp(result, params, ctx: RenderContext) -> list[Figure]:
               _colorbar(cmap, 0.0, 1.0, "Grad-CAM++ (min-max per image)",
                         width=min(200, mosaic.array.shape[1]))]
     score = "logistic activation" if _logistic(ctx) else "length"
-    caption = (f"Grad-CAM++{for_class} from layer {layer or '(unnamed)'} ({gh}x{gw} map, gradients "
+    caption = (f"Where the network looks for the class, from the gradients at layer "
+               f"{layer or '(unnamed)'}. Details: "
+               f"Grad-CAM++{for_class} from layer {layer or '(unnamed)'} ({gh}x{gw} map, gradients "
                f"of the class capsule's {score}), {where}, as a {cmap} overlay ({alpha:.0%} "
                f"opacity) on the grayscale input. Normalisation: min-max per image (0 … 1).")
     return [_png_figure("gradcam_pp.png", _compose(blocks), caption)]
@@ -817,7 +832,9 @@ def render_activation_maximization(result, params, ctx: RenderContext) -> list[F
     cols = _columns(classes, 10)
     mosaic = _mosaic(tiles, cols, gutter=4, above=names, below=below)
     blocks = [_title("Activation maximization (experimental)"), mosaic]
-    caption = ("Activation maximization (experimental): for each class, an image synthesized by "
+    caption = ("Images synthesised to maximise each class capsule, and what the model predicts "
+               "for them. Details: "
+               "Activation maximization (experimental): for each class, an image synthesized by "
                "gradient ascent on that class capsule's length from an all-black input, no "
                "regulariser; below each, the length of its own class capsule and the model's "
                "prediction for it (red when another class wins). Pixel values clipped to 0 … 1, "
