@@ -32,7 +32,9 @@ def render(arrays, params, ctx) -> list[Figure]:
         ax.set_ylabel("accuracy")
         style_axes(ax)
         fig.tight_layout()
-    caption = (f"affNIST-like benchmark (Gu 2022, Ch.5), {ctx.model} step {ctx.step}: clean "
+    caption = (f"Accuracy on affinely transformed digits ({affine:.1%}) beside clean accuracy "
+               f"({clean:.1%}). Details: "
+               f"affNIST-like benchmark (Gu 2022, Ch.5), {ctx.model} step {ctx.step}: clean "
                f"accuracy {clean:.2%}, affNIST-like accuracy {affine:.2%} over {n} images. "
                f"{PROTOCOL}.")
     figures = figure_pair(fig, "benchmark", caption)

@@ -63,7 +63,9 @@ def _entropy(arrays, ctx):
         fig.tight_layout()
     per_layer = "; ".join(f"{name}: {m:.3f} of {u:.3f} nats" for name, m, u in
                           zip(names, means, uniform))
-    caption = (f"Routing diagnostics, EM assignments over {n} evaluation images: for every "
+    caption = (f"How decided EM routing is at each layer: the entropy of every child capsule's "
+               f"assignments, against uniform (1 = no preference). Details: "
+               f"Routing diagnostics, EM assignments over {n} evaluation images: for every "
                f"routed layer, the entropy H of each child capsule's final assignments R_ij "
                f"over the parents that can receive it, divided by the entropy of uniform "
                f"assignments log(#parents) (what one EM iteration gives; children with a "
@@ -100,7 +102,9 @@ def _dead_units(arrays, ctx):
             summary.append(f"{name}: {', '.join(map(str, np.flatnonzero(dead))) or 'none'}")
         fig.tight_layout()
     n = int(np.asarray(arrays["entropy_image_mean"]).size)
-    caption = (f"Routing diagnostics, units that never fire over {n} evaluation images: the "
+    caption = (f"Units that never fire: conv filters and capsule types that stay off on every "
+               f"image. Details: "
+               f"Routing diagnostics, units that never fire over {n} evaluation images: the "
                f"largest post-ReLU output of every conv filter, and the largest logistic "
                f"activation of every capsule type of every capsule layer on a grid (red = dead "
                f"or below {threshold:g}). {'; '.join(summary)}.")

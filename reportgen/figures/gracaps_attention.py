@@ -18,7 +18,9 @@ def render(result, params, ctx: RenderContext) -> list[Figure]:
     canvas, where, norm, cmap, alpha = _overlay_figure(
         "GraCapsNet explanation E = mean over heads of Att^l", "attention", maps, labels, ctx,
         _last_rf(ctx), params)
-    caption = (f"GraCapsNet's built-in explanation (Gu, Wu & Tresp 2021): for each class, the "
+    caption = (f"Where GraCapsNet takes the evidence for each class from: its own attention over "
+               f"the capsule grid. Details: "
+               f"GraCapsNet's built-in explanation (Gu, Wu & Tresp 2021): for each class, the "
                f"graph-pooling attention over the {gh}x{gw} primary-capsule grid averaged over "
                f"the {len(heads)} heads (each class's map sums to 1 over the grid), one panel per "
                f"class, {where}, as a {cmap} overlay ({alpha:.0%} opacity) on the grayscale "
@@ -28,7 +30,8 @@ def render(result, params, ctx: RenderContext) -> list[Figure]:
     canvas, where, norm, cmap, alpha = _overlay_figure(
         f"Attention of every head, predicted class {name}", "attention", heads,
         [f"head {h}" for h in range(len(heads))], ctx, _last_rf(ctx), params)
-    caption = (f"GraCapsNet attention Att^l of the predicted class {name} for each of the "
+    caption = (f"Each attention head's map for the predicted class {name}. Details: "
+               f"GraCapsNet attention Att^l of the predicted class {name} for each of the "
                f"{len(heads)} heads (one head per primary-capsule type), {where}, {cmap} overlay "
                f"({alpha:.0%} opacity). Normalisation: {norm}. Their mean is the class's panel "
                f"of the explanation.")

@@ -45,7 +45,8 @@ def render_class_poses(result, params, ctx: RenderContext) -> list[Figure]:
     blocks = [_title(f"Class capsules ({classes} 4x4 pose matrices)"), mosaic,
               _colorbar(DIVERGING, -vmax, vmax, "pose entry",
                         width=min(200, mosaic.array.shape[1]))]
-    caption = (f"Class capsules: the 4x4 pose matrix of each of the {classes} class capsules "
+    caption = (f"The 4x4 pose of every class capsule; the most active is the prediction. Details: "
+               f"Class capsules: the 4x4 pose matrix of each of the {classes} class capsules "
                f"(rows and columns as in the matrix), {DIVERGING} colours symmetric around zero, "
                f"scale ±{fmt(vmax)} = the largest absolute entry for this image; above each, "
                f"its logistic activation a; the most active class, {names[predicted]}, framed.")
