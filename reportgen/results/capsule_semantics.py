@@ -19,6 +19,8 @@ the same Z values per image and the same number of images) gives: `chance_levels
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 # Summary keys (capsule_semantics.summarize; the live decoder's "±k σ" slider ranges read them,
@@ -84,11 +86,18 @@ def chance_levels(images: int, steps: int, dims: int, runs: int = CHANCE_RUNS,
     """{"per_image": [mean, 95th percentile], "pooled": [...]} of each aggregation over `runs`
     simulated isotropic changes: `images` items of `steps` values, every one of `dims`
     dimensions i.i.d. standard normal (seeded, so a summary is reproducible)."""
+    return {name: list(levels)
+            for name, levels in _chance_levels(images, steps, dims, runs, seed).items()}
+
+
+@lru_cache(maxsize=16)
+def _chance_levels(images: int, steps: int, dims: int, runs: int, seed: int) -> dict:
+    """chance_levels, simulated once per shape (the summary and the figure both ask)."""
     rng = np.random.default_rng(seed)
     per_image, pooled = [], []
     for _ in range(runs):
         shares = dimension_shares(rng.standard_normal((max(images, 1), steps, dims)))
         per_image.append(per_image_compactness(shares))
         pooled.append(pooled_compactness(shares))
-    return {name: [float(np.mean(v)), float(np.percentile(v, 95))]
+    return {name: (float(np.mean(v)), float(np.percentile(v, 95)))
             for name, v in (("per_image", per_image), ("pooled", pooled))}
