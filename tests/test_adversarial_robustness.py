@@ -134,16 +134,17 @@ def test_summary_and_figures(result):
         assert ar.metric_key(key, "capsules", "fgsm", 0.05) in summary
     figures = ar.TECHNIQUE.render(result, PARAMS, CTX)
     assert [f.name for f in figures] == [
-        "accuracy.png", "accuracy.svg", "detection.png",
-        "detection.svg", "distances.png", "distances.svg",
+        "accuracy.png", "accuracy.svg", "accuracy.pdf", "detection.png",
+        "detection.svg", "detection.pdf", "distances.png", "distances.svg", "distances.pdf",
         "examples.png"]
     for figure in figures:
-        assert figure.data.startswith(b"\x89PNG" if figure.kind == "png" else b"<?xml")
+        assert figure.data.startswith({"png": b"\x89PNG", "pdf": b"%PDF"}.get(figure.kind,
+                                                                              b"<?xml"))
     assert "Gu 2022" in figures[0].caption and "17.3%" in figures[0].caption
-    assert "95th percentile" in figures[2].caption
+    assert "95th percentile" in figures[3].caption
     trend = ar.TECHNIQUE.render_trend([("1-10", summary), ("2-10", summary)], PARAMS, CTX)
     compare = ar.TECHNIQUE.render_compare([("A", summary), ("B", summary)], PARAMS, CTX)
-    assert [f.kind for f in trend] == [f.kind for f in compare] == ["png", "svg"]
+    assert [f.kind for f in trend] == [f.kind for f in compare] == ["png", "svg", "pdf"]
 
 
 def test_model_without_decoder(make_net):
@@ -158,7 +159,7 @@ def test_model_without_decoder(make_net):
     json.dumps(summary)
     assert summary["threshold"] is None and "undetected_votes_fgsm_0.1" not in summary
     names = [f.name for f in ar.TECHNIQUE.render(result, params, CTX)]
-    assert names == ["accuracy.png", "accuracy.svg",
+    assert names == ["accuracy.png", "accuracy.svg", "accuracy.pdf",
                      "examples.png"]
     assert ar.TECHNIQUE.render_compare([("plain", summary)], params, CTX)
 

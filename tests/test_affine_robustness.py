@@ -196,7 +196,7 @@ def test_summary_and_figures(small_result):
                                                                   "dataset", "model")
     ctx = RenderContext(model="tiny", step="1-10", class_names=CLASS_NAMES)
     figures = technique.render(small_result, ar.Params(**SMALL), ctx)
-    assert [f.kind for f in figures] == ["png", "svg"]
+    assert [f.kind for f in figures] == ["png", "svg", "pdf"]
     assert "79%" in figures[0].caption and "66%" in figures[0].caption
     assert figures[0].width > 0 and figures[0].data.startswith(b"\x89PNG")
     again = technique.render(small_result, ar.Params(**SMALL), ctx)
@@ -204,7 +204,7 @@ def test_summary_and_figures(small_result):
     assert technique.render_trend([("1-10", summary)], None, ctx) == []
     trend = technique.render_trend([("1-10", summary), ("2-10", summary)], None, ctx)
     compare = technique.render_compare([("A", summary), ("B", summary)], None, ctx)
-    assert [f.kind for f in trend] == [f.kind for f in compare] == ["png", "svg"]
+    assert [f.kind for f in trend] == [f.kind for f in compare] == ["png", "svg", "pdf"]
     assert "79%" in compare[0].caption
 
 

@@ -137,7 +137,8 @@ def test_model_without_decoder_skips_perturbation(make_net):
     json.dumps(cs.summarize(arrays, None), allow_nan=False)
     ctx = RenderContext(model="plain", step="1-1", class_names=CLASS_NAMES)
     assert [f.name for f in cs.TECHNIQUE.render(arrays, None, ctx)] == [
-        "dimension_variance.png", "dimension_variance.svg", "compactness.png", "compactness.svg"]
+        "dimension_variance.png", "dimension_variance.svg", "dimension_variance.pdf",
+        "compactness.png", "compactness.svg", "compactness.pdf"]
 
 
 def test_first_images_and_pooled_sigma(evaluation):
@@ -175,12 +176,13 @@ def test_summary_and_figures(result):
     ctx = RenderContext(model="tiny", step="1-10", class_names=CLASS_NAMES)
     figures = technique.render(result, cs.Params(**SMALL), ctx)
     names = [f.name for f in figures]
-    assert names[:4] == ["dimension_variance.png", "dimension_variance.svg", "compactness.png",
-                         "compactness.svg"]
-    assert names[4:] == ["perturbation_0.png", "perturbation_1.png", "perturbation_2.png"]
-    assert "0.0031" in figures[2].caption and "not our result" in figures[2].caption
-    assert "σ" in figures[4].caption
+    assert names[:6] == ["dimension_variance.png", "dimension_variance.svg",
+                         "dimension_variance.pdf", "compactness.png", "compactness.svg",
+                         "compactness.pdf"]
+    assert names[6:] == ["perturbation_0.png", "perturbation_1.png", "perturbation_2.png"]
+    assert "0.0031" in figures[3].caption and "not our result" in figures[3].caption
+    assert "σ" in figures[6].caption
     assert technique.render_trend([("1-10", summary)], None, ctx) == []
     trend = technique.render_trend([("1-10", summary), ("2-10", summary)], None, ctx)
     compare = technique.render_compare([("A", summary), ("B", summary)], None, ctx)
-    assert [f.kind for f in trend + compare] == ["png", "svg", "png", "svg"]
+    assert [f.kind for f in trend + compare] == ["png", "svg", "pdf", "png", "svg", "pdf"]

@@ -250,17 +250,18 @@ def test_summary_and_figures(result):
     ctx = RenderContext(model="tiny", step="1-10", class_names=("a", "b", "c"))
     figures = ef.TECHNIQUE.render(result, params, ctx)
     names = [f.name for f in figures]
-    assert names == ["curves.png", "curves.svg", "agreement.png",
-                     "agreement.svg", "examples.png"]
+    assert names == ["curves.png", "curves.svg", "curves.pdf", "agreement.png",
+                     "agreement.svg", "agreement.pdf", "examples.png"]
     for figure in figures:
-        assert figure.data.startswith(b"\x89PNG" if figure.kind == "png" else b"<?xml")
+        assert figure.data.startswith({"png": b"\x89PNG", "pdf": b"%PDF"}.get(figure.kind,
+                                                                              b"<?xml"))
         assert figure.caption
     assert "5x5" not in figures[0].caption and "3x3-pixel patches" in figures[0].caption
     assert figures == ef.TECHNIQUE.render(result, params, ctx)             # deterministic
     other = dict(summary, agreement_mean=None, grid="18x18")
     trend = ef.TECHNIQUE.render_trend([("1-10", summary), ("2-10", other)], params, ctx)
     compare = ef.TECHNIQUE.render_compare([("A", summary), ("B", other)], params, ctx)
-    assert [f.kind for f in trend] == [f.kind for f in compare] == ["png", "svg"]
+    assert [f.kind for f in trend] == [f.kind for f in compare] == ["png", "svg", "pdf"]
     assert "18x18" in compare[0].caption
 
 

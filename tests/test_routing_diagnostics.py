@@ -193,14 +193,15 @@ def test_summary_and_figures(evaluation, result):
     ctx = RenderContext(model="tiny", step="1-10", class_names=CLASS_NAMES)
     figures = technique.render(result, rd.Params(), ctx)
     names = [f.name for f in figures]
-    assert names == ["entropy.png", "entropy.svg", "vote_agreement.png", "vote_agreement.svg",
-                     "vote_agreement_images.png", "vote_agreement_images.svg",
-                     "dead_units.png", "dead_units.svg"]
+    assert names == ["entropy.png", "entropy.svg", "entropy.pdf", "vote_agreement.png",
+                     "vote_agreement.svg", "vote_agreement.pdf", "vote_agreement_images.png",
+                     "vote_agreement_images.svg", "vote_agreement_images.pdf",
+                     "dead_units.png", "dead_units.svg", "dead_units.pdf"]
     assert all(f.caption and f.width > 0 for f in figures)
-    assert "argmax" in figures[0].caption and "100 equal bins" in figures[2].caption
+    assert "argmax" in figures[0].caption and "100 equal bins" in figures[3].caption
     assert "weight" in technique.render(weighted, rd.Params(grouping="weighted"), ctx)[0].caption
     assert technique.render_trend([("1-10", summary)], None, ctx) == []
     assert technique.render_compare([("A", summary)], None, ctx) == []
     trend = technique.render_trend([("1-10", summary), ("2-10", summary)], None, ctx)
     compare = technique.render_compare([("A", summary), ("B", summary)], None, ctx)
-    assert [f.kind for f in trend + compare] == ["png", "svg", "png", "svg"]
+    assert [f.kind for f in trend + compare] == ["png", "svg", "pdf", "png", "svg", "pdf"]
