@@ -65,7 +65,7 @@ def _compute(task: StepTask, inputs, eval_set):
     store = _store(task.store)
     _hook_started(task)
     if os.environ.get(_HOOK_DIR) and os.environ.get(_PAUSE_AFTER):
-        store = _PausingStore(store, int(os.environ[_PAUSE_AFTER]))
+        store = _PausingStore(store, int(os.environ[_PAUSE_AFTER]), f"{task.model} {task.step}")
     variants = tuple((get_technique(name), p) for name, p in task.variants)
     return compute_step(_handle(task.params), task.weights, variants, inputs, eval_set,
                         task.keys, store, task.batch_size,
@@ -106,11 +106,11 @@ def _hook_started(task: StepTask) -> None:
 
 
 class _PausingStore:
-    """The first task (across the cluster) to write N entries writes `paused` (its pid) and
-    waits there to be killed; every other task runs through."""
+    """The first task (across the cluster) to write N entries writes `paused` ("PID MODEL
+    STEP") and waits there to be killed; every other task runs through."""
 
-    def __init__(self, store, after: int):
-        self._store, self._after, self._puts = store, after, 0
+    def __init__(self, store, after: int, label: str):
+        self._store, self._after, self._label, self._puts = store, after, label, 0
 
     def __getattr__(self, name):
         return getattr(self._store, name)
@@ -125,7 +125,7 @@ class _PausingStore:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
         except FileExistsError:
             return
-        os.write(fd, str(os.getpid()).encode())
+        os.write(fd, f"{os.getpid()} {self._label}".encode())
         os.close(fd)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:     # bounded: a test that never kills moves on
