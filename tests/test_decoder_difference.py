@@ -30,7 +30,9 @@ def test_difference_matches_numpy_reference():
     assert panels.perturbation_difference(images, np.array([-0.1, 0.1, 0.2, 0.3, 0.4])) is None
 
 
-def test_difference_is_drawn_on_one_shared_scale():
+def test_difference_is_drawn_on_one_shared_scale(monkeypatch):
+    # exact pixels to find; the site's palette encoding is tested in test_figures.py
+    monkeypatch.setattr("reportgen.figures.encode.PALETTE_TOLERANCE", 0)
     # Constant images: each difference tile is one colour, findable in the PNG.
     values = np.array([[0.1, 0.3, 0.5, 0.6, 0.9], [0.5, 0.45, 0.5, 0.55, 0.7]])
     images = np.broadcast_to(values[:, :, None, None, None], (2, 5, 8, 8, 1)).copy()

@@ -16,7 +16,8 @@ from reportgen.figures import panels
 from reportgen.figures.colormaps import (
     apply_colormap, apply_diverging, colorbar_array, colorbar_png, lut,
 )
-from reportgen.figures.encode import matplotlib_bytes, new_figure, png_bytes, png_size
+from reportgen.figures.encode import (matplotlib_bytes, new_figure, png_bytes, png_size,
+                                      to_uint8)
 from reportgen.figures.placement import place_grid_on_input, seen_mask, stretch_grid
 from reportgen.techniques.base import Figure, RenderContext
 
@@ -132,7 +133,7 @@ def test_png_bytes_round_trip_and_determinism():
     assert data == png_bytes(arr.copy())
     assert png_size(data) == (5, 7)
     with Image.open(io.BytesIO(data)) as image:
-        np.testing.assert_array_equal(np.asarray(image), arr)
+        np.testing.assert_array_equal(np.asarray(image.convert("RGB")), arr)
         assert not image.info.get("Software")
     assert png_size(png_bytes(np.zeros((3, 4)))) == (4, 3)
     gray = np.repeat(arr[:, :, :1], 3, axis=2)            # gray RGB is stored as 8-bit gray
@@ -141,6 +142,36 @@ def test_png_bytes_round_trip_and_determinism():
         np.testing.assert_array_equal(np.asarray(image.convert("RGB")), gray)
     with pytest.raises(ValueError):
         png_bytes(np.zeros((2, 2, 2)))
+
+
+def _decoded(data: bytes) -> tuple[str, np.ndarray]:
+    with Image.open(io.BytesIO(data)) as image:
+        return image.mode, np.asarray(image.convert("RGB")).astype(int)
+
+
+def test_png_palette_is_exact_up_to_256_colours_and_bounded_beyond():
+    rng = np.random.default_rng(3)
+    colours = rng.integers(0, 256, (200, 3), dtype=np.uint8)
+    few = colours[rng.integers(0, 200, (40, 50))]
+    mode, back = _decoded(png_bytes(few))
+    assert mode == "P" and np.array_equal(back, few)                 # exact
+    # 256 grays and viridis's 256 colours, scattered: 512 colours, quantised within 6/255
+    ramp = np.linspace(0, 1, 256)
+    table = np.concatenate([np.repeat(to_uint8(ramp)[:, None], 3, 1),
+                            apply_colormap(ramp[None, :], "viridis")[0]])
+    many = table[rng.integers(0, len(table), (96, 96))]
+    assert len(np.unique(many.reshape(-1, 3), axis=0)) > 256
+    data = png_bytes(many)
+    mode, back = _decoded(data)
+    assert mode == "P" and 0 < np.abs(back - many).max() <= 6
+    assert len(data) < 0.6 * len(png_bytes(many, palette=False))
+    assert data == png_bytes(many.copy())                             # deterministic
+    # random noise cannot be held by 256 colours within the tolerance: stays RGB, exact
+    noise = rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)
+    mode, back = _decoded(png_bytes(noise))
+    assert mode == "RGB" and np.array_equal(back, noise)
+    mode, back = _decoded(png_bytes(many, palette=False))
+    assert mode == "RGB" and np.array_equal(back, many)
 
 
 def _mpl_figure():
@@ -220,7 +251,7 @@ def _check_figure(fig: Figure):
     if fig.kind == "png":
         with Image.open(io.BytesIO(fig.data)) as image:
             image.load()
-            assert image.size == (fig.width, fig.height) and image.mode in ("RGB", "L")
+            assert image.size == (fig.width, fig.height) and image.mode in ("RGB", "L", "P")
             assert fig.width > 0 and fig.height > 0
     elif fig.kind == "svg":
         ET.fromstring(fig.data)

@@ -28,7 +28,9 @@ def test_cached_text_draws_what_pillow_draws():
     assert edge.shape == (10, 20, 3) and (edge != 255).any()
 
 
-def test_perturbation_grid_is_one_pixel_per_pixel():
+def test_perturbation_grid_is_one_pixel_per_pixel(monkeypatch):
+    # exact pixels to find; the site's palette encoding is tested in test_figures.py
+    monkeypatch.setattr("reportgen.figures.encode.PALETTE_TOLERANCE", 0)
     rng = np.random.default_rng(0)
     dims, steps, size = 16, 11, 28
     result = {"images": rng.uniform(size=(dims, steps, size, size, 1)).astype(np.float32),

@@ -20,6 +20,12 @@ KINDS = ("png", "svg", "pdf")
 # high-density screens and in print. Image mosaics keep one pixel per layout pixel on the site
 # (its weight) and are doubled, nearest-neighbour, in the paper supplement (`upscale_png`).
 PIXEL_RATIO = 2
+# Site PNGs are mosaics of colormapped cells, digits and labels: a few hundred colours, stored as
+# RGB they were most of a site's weight. A 256-colour palette holds them exactly when they have
+# at most 256 colours, else (Pillow's max-coverage quantiser, no dithering) when no channel of any
+# pixel moves by more than this many levels of 255 — about half the bytes, invisible on screen;
+# the numbers themselves are in each figure's JSON/CSV.
+PALETTE_TOLERANCE = 6
 
 
 def to_uint8(rgb: np.ndarray) -> np.ndarray:
@@ -35,11 +41,14 @@ def to_uint8(rgb: np.ndarray) -> np.ndarray:
 
 
 def png_bytes(rgb: np.ndarray, compress_level: int = PNG_COMPRESS_LEVEL,
-              gray_if_possible: bool = True) -> bytes:
+              gray_if_possible: bool = True, palette: bool = True,
+              palette_tolerance: int | None = None) -> bytes:
     """PNG bytes of an (H, W), (H, W, 1), (H, W, 3) or (H, W, 4) image (uint8, or float in [0, 1]).
 
     No metadata chunks are written, so identical arrays give byte-identical files. An RGB image
-    whose pixels are all gray is stored as 8-bit grayscale (same pixels, ~3x less to compress).
+    whose pixels are all gray is stored as 8-bit grayscale (same pixels, ~3x less to compress);
+    any other RGB image as 256 palette colours when `_palette` allows it within
+    `palette_tolerance` levels (default PALETTE_TOLERANCE; `palette=False`: always RGB).
     """
     from PIL import Image
 
@@ -55,9 +64,35 @@ def png_bytes(rgb: np.ndarray, compress_level: int = PNG_COMPRESS_LEVEL,
         arr = arr[:, :, 0]
     mode = "L" if arr.ndim == 2 else ("RGB" if arr.shape[2] == 3 else "RGBA")
     image = Image.fromarray(np.ascontiguousarray(arr), mode=mode)
+    if mode == "RGB" and palette:
+        tolerance = PALETTE_TOLERANCE if palette_tolerance is None else palette_tolerance
+        image = _palette(image, arr, tolerance) or image
     buffer = io.BytesIO()
     image.save(buffer, format="PNG", compress_level=compress_level)
     return buffer.getvalue()
+
+
+def _palette(image, arr: np.ndarray, tolerance: int):
+    """`image` (RGB, pixels `arr`) as a palette image: exact when it has at most 256 colours
+    (palette sorted by colour, so the bytes depend on the pixels only), else quantised to 256
+    when every channel of every pixel stays within `tolerance`; None otherwise."""
+    from PIL import Image
+
+    colors = image.getcolors(256)
+    packed = ((arr[..., 0].astype(np.uint32) << 16) | (arr[..., 1].astype(np.uint32) << 8)
+              | arr[..., 2])
+    if colors is not None:
+        keys = np.sort(np.array([(r << 16) | (g << 8) | b for _, (r, g, b) in colors],
+                                dtype=np.uint32))
+        out = Image.fromarray(np.searchsorted(keys, packed).astype(np.uint8), mode="P")
+        out.putpalette(np.stack([keys >> 16, (keys >> 8) & 255, keys & 255], axis=1)
+                       .astype(np.uint8).tobytes())
+        return out
+    quantized = image.quantize(256, method=Image.Quantize.MAXCOVERAGE, dither=Image.Dither.NONE)
+    back = np.asarray(quantized.convert("RGB"), dtype=np.int16)
+    if np.abs(back - arr).max() <= tolerance:
+        return quantized
+    return None
 
 
 def png_size(data: bytes) -> tuple[int, int]:
@@ -84,7 +119,8 @@ def upscale_png(data: bytes, factor: int = PIXEL_RATIO) -> bytes:
         arr = np.asarray(image)
     if factor > 1:
         arr = np.repeat(np.repeat(arr, factor, axis=0), factor, axis=1)
-    return png_bytes(arr, gray_if_possible=False)
+    # the site's pixels as they are: a palette image has at most 256 colours, kept exactly
+    return png_bytes(arr, gray_if_possible=False, palette_tolerance=0)
 
 
 def new_figure(width_in: float, height_in: float, dpi: float = 100):
