@@ -192,7 +192,7 @@ def test_pdfs_parse_and_carry_no_dates_or_versions(supplement):
 @pytest.mark.slow
 def test_pngs_are_twice_their_layout_size(built, supplement):
     from reportgen.cache.store import ArtifactStore
-    from reportgen.results.supplement import collect, load_site_record
+    from reportgen.commands.supplement import collect, load_site_record
 
     _, _, site_dir, cache = built
     site = load_site_record(site_dir, ArtifactStore(cache))
@@ -269,7 +269,7 @@ def test_upscaled_pngs_keep_every_pixel_as_a_square():
 
 
 def test_latex_escape():
-    from reportgen.results.supplement import latex_escape
+    from reportgen.commands.supplement import latex_escape
 
     assert latex_escape("50% of a_b & c #1 {x} $y ~ ^ \\") == (
         r"50\% of a\_b \& c \#1 \{x\} \$y \textasciitilde{} \textasciicircum{} "

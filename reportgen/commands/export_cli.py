@@ -30,7 +30,7 @@ def command(models, out, steps, inputs, site_dir, cache_dir):
     from reportgen import console
     from reportgen.cache.store import ArtifactStore
     from reportgen.errors import ReportgenError
-    from reportgen.results.supplement import export
+    from reportgen.commands.supplement import export
 
     store = ArtifactStore(cache_dir)
     if not store.root.is_dir() or not store.is_store():

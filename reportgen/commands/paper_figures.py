@@ -6,7 +6,7 @@
   `ModelData.downloads` / `StepData.downloads` for the overview page's links.
 - `remember_site`: the site data of a build (every panel, caption and store file), kept in the
   artifact store under the site's digest, which the site's marker names. `reportgen export`
-  reads the supplement from it (reportgen.results.supplement), so it shows exactly what the
+  reads the supplement from it (reportgen.commands.supplement), so it shows exactly what the
   site shows without recomputing or redrawing anything.
 """
 
