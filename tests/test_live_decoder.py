@@ -388,3 +388,21 @@ def test_live_decoder_from_file_url(context, tiny_site):
     assert not errors, errors
     outside = [u for u in requests if not u.startswith(("file://", "data:", "blob:"))]
     assert not outside, outside
+
+
+def test_weights_are_exported_only_at_the_steps_with_dataset_analyses():
+    """1.4 MB per step for MNIST-sized decoders: the build keys (and so computes and ships) the
+    live decoder where the dataset analyses run; other checkpoint results at every step."""
+    from reportgen.engine.step import step_keys
+    from reportgen.techniques import get_technique
+
+    kernels = get_technique("conv_kernels")
+    variants = [(live_decoder.TECHNIQUE, live_decoder.Params()),
+                (kernels, kernels.params_type())]
+
+    def keys(analysed):
+        return step_keys("model", "w.weights.h5", variants, [], "eval", analysed,
+                         digest=lambda path: "weights")
+
+    assert {name for name, _ in keys(False).checkpoint} == {"conv_kernels"}
+    assert {name for name, _ in keys(True).checkpoint} == {"conv_kernels", "live_decoder"}

@@ -100,7 +100,7 @@ def step_data(assembler, model: str, step, description, variants, inputs, datase
     out_dir = assembler.docs / "artifacts" / model / str(step)
     ctx = context(model, str(step), description, dataset)
     for t, p in variants:
-        if t.scope == "checkpoint":
+        if t.scope == "checkpoint" and (t.name, p) in keys.checkpoint:
             data.checkpoint_panels.append(assembler.panel(
                 t, p, keys.checkpoint[(t.name, p)], ctx, out_dir / "checkpoint"))
         elif t.scope == "dataset" and (t.name, p) in keys.dataset:

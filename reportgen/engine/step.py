@@ -82,7 +82,8 @@ def step_keys(model_digest, weights_path, variants, inputs, eval_digest,
             for item in inputs:
                 keys.inputs[(t.name, p, item.key)] = key(t, p, item.source_bytes_digest)
         elif t.scope == "checkpoint":
-            keys.checkpoint[(t.name, p)] = key(t, p, "")
+            if with_dataset or not t.analysed_steps_only:
+                keys.checkpoint[(t.name, p)] = key(t, p, "")
         elif with_dataset:
             keys.dataset[(t.name, p)] = key(t, p, eval_digest)
     return keys
@@ -101,7 +102,7 @@ def compute_step(model, weights_path, variants, inputs, eval_set, keys: StepKeys
     missing_inputs = [i for i, item in enumerate(inputs)
                       if any(keys.inputs[(t.name, p, item.key)] not in present
                              for t, p in input_variants)]
-    missing_ckpt = [(t, p) for t, p in variants if t.scope == "checkpoint"
+    missing_ckpt = [(t, p) for t, p in variants if (t.name, p) in keys.checkpoint
                     and keys.checkpoint[(t.name, p)] not in present]
     missing_dataset = [(t, p) for t, p in variants if (t.name, p) in keys.dataset
                        and keys.dataset[(t.name, p)] not in present]

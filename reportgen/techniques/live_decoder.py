@@ -93,6 +93,9 @@ TECHNIQUE = Technique(
     compute=compute,
     render=lazy("reportgen.figures.live_decoder", "render_live_decoder"),
     variants=variants,
+    # 1.4 MB of weights per step for MNIST-sized decoders: shipped where the dataset analyses
+    # ran (their capsule semantics also give the sliders' σ ranges), not at every step
+    analysed_steps_only=True,
     description="The decoder running in your browser: 16 sliders start at the pose values of "
                 "the chosen class capsule (the predicted one unless you pick another) and a "
                 "length slider rescales it; a plain JavaScript forward pass through the "

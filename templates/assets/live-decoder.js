@@ -562,7 +562,14 @@
     var step = model.steps[detail.step];
     var weights = figureOf(step && step.checkpoint.live_decoder, "js");
     if (!weights || !step.live) {
-      fail("");
+      // the weights ship only at the steps with dataset analyses: say which they are
+      var shipped = Object.keys(model.steps).filter(function (name) {
+        var record = model.steps[name];
+        return record && record.live && figureOf(record.checkpoint.live_decoder, "js");
+      });
+      fail(shipped.length ? "The live decoder runs at the steps with dataset analyses (" +
+        shipped.join(", ") + "), which keeps the site light; move the step slider to one of " +
+        "them." : "");
       return;
     }
     if (!registry("weights", model.name, detail.step)) {
