@@ -50,6 +50,10 @@ def test_eval_images_fitted_to_the_budget():
     assert fitted_eval_images(8_215_568, 5) == 20             # bigger model: the floor
     assert fitted_eval_images(2_117_072, 1) > n               # fewer steps: more images
     assert fitted_eval_images(2_117_072, 0) == 200            # accuracy only: the ceiling
+    # EM routing is slow for its 68 k parameters: its measured cost, not the size, decides
+    assert fitted_eval_images(68_444, 5) == 200
+    assert fitted_eval_images(68_444, 5, "em") == 20
+    assert fitted_eval_images(68_444, 1, "em") == 50
     # given explicitly, it is kept and checked
     assert settle(BuildOptions(eval_images=30)).eval_images == 30
     with pytest.raises(ReportgenError, match="Invalid --eval-images"):

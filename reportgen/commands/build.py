@@ -162,9 +162,10 @@ def _plan(name: str, params, steps, settings: BuildSettings, inputs: int):
 
     analysed = [s for s in steps if settings.analysed(s, steps)]
     trainable = count_trainable_params(params)
-    eval_images = settings.eval_images or fitted_eval_images(trainable, len(analysed))
+    family = getattr(params, "family", "capsnet")
+    eval_images = settings.eval_images or fitted_eval_images(trainable, len(analysed), family)
     return ModelPlan(name, steps, analysed, inputs, eval_images, settings.eval_images is None,
-                     trainable)
+                     trainable, family)
 
 
 def _one_line(exc: BaseException) -> str:

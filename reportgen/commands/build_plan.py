@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from reportgen.commands.build_settings import seconds_per_eval_image
+from reportgen.commands.build_settings import (FAMILY_SECONDS_PER_EVAL_IMAGE,
+                                               seconds_per_eval_image)
 
 DEMO_PARAMS = 2.117e6       # MNIST_Demo's trainable parameters, the measured reference
 PER_ITEM_S = 0.06           # per (step, input): probe pass and drawing, MNIST_Demo
@@ -26,6 +27,7 @@ class ModelPlan:
     eval_images: int
     fitted: bool                # eval_images chosen by the budget (no --eval-images)
     trainable_params: int
+    family: str = "capsnet"     # params.toml's family: EM routing costs more than its size says
 
     def with_eval_images(self, count: int) -> "ModelPlan":
         """The plan with the evaluation set's real size (a test split can be smaller)."""
@@ -36,7 +38,7 @@ class ModelPlan:
         scale = max(self.trainable_params, 1) / DEMO_PARAMS
         per_item = PER_ITEM_S * max(1.0, scale)
         analyses = (len(self.analysed) * self.eval_images
-                    * seconds_per_eval_image(self.trainable_params))
+                    * seconds_per_eval_image(self.trainable_params, self.family))
         return len(self.steps) * (PER_STEP_S + self.inputs * per_item) + analyses
 
     def line(self) -> str:
@@ -50,7 +52,9 @@ class ModelPlan:
                 + (" (fitted to the time budget; --eval-images to choose)" if self.fitted else ""))
         return (f"{self.model}: {steps}, {self.inputs} input{'s' if self.inputs != 1 else ''}, "
                 f"{where}, {over}; about {_duration(self.seconds())} if nothing is cached "
-                f"(estimated from {self.trainable_params:,} parameters)")
+                f"(estimated from {self.trainable_params:,} parameters"
+                + (f" and the {self.family} family's measured cost"
+                   if self.family in FAMILY_SECONDS_PER_EVAL_IMAGE else "") + ")")
 
 
 def _steps(steps: list) -> str:

@@ -201,20 +201,31 @@ def spread_steps(chosen: list, count: int) -> list:
     return [chosen[i] for i in sorted(picks)]
 
 
-def seconds_per_eval_image(trainable_params: int) -> float:
+# Families whose analysis time the parameter count does not tell, in seconds per evaluation
+# image and analysed step: EM routing (Hinton et al. 2018) iterates over every position's votes,
+# so MNIST_EM's 68 k parameters cost about 3 s (4.5 s measured on a 2-core CPU shared with a
+# training run), most of it in the adversarial attacks' gradients through the routing.
+FAMILY_SECONDS_PER_EVAL_IMAGE = {"em": 3.0}
+
+
+def seconds_per_eval_image(trainable_params: int, family: str = "capsnet") -> float:
     """Approximate time of the whole dataset-analysis suite per evaluation image and analysed
     step on a 2-core CPU: 0.6 s for MNIST_Demo's 2.1 M parameters, growing as params^1.3 (3.4 s
-    measured for the 8.2 M-parameter MNIST baseline; README, Benchmarks)."""
+    measured for the 8.2 M-parameter MNIST baseline; README, Benchmarks); a measured constant
+    for the families of FAMILY_SECONDS_PER_EVAL_IMAGE."""
+    if family in FAMILY_SECONDS_PER_EVAL_IMAGE:
+        return FAMILY_SECONDS_PER_EVAL_IMAGE[family]
     return 0.6 * (max(trainable_params, 1) / 2.117e6) ** 1.3
 
 
-def fitted_eval_images(trainable_params: int, analysed_steps: int) -> int:
+def fitted_eval_images(trainable_params: int, analysed_steps: int,
+                       family: str = "capsnet") -> int:
     """The evaluation set that keeps the dataset analyses near ANALYSIS_BUDGET_S: a multiple
     of 10 within AUTO_EVAL_IMAGES."""
     low, high = AUTO_EVAL_IMAGES
     if analysed_steps < 1:          # accuracy and confusion matrix only: one cheap pass
         return high
-    n = ANALYSIS_BUDGET_S / (analysed_steps * seconds_per_eval_image(trainable_params))
+    n = ANALYSIS_BUDGET_S / (analysed_steps * seconds_per_eval_image(trainable_params, family))
     return int(min(high, max(low, round(n / 10) * 10)))
 
 
