@@ -1,0 +1,159 @@
+"""The weight of a default site, what its heaviest page fetches before it is usable, and a cold
+build's time per input image against the model work it contains.
+
+    python bench/bench_site_weight.py [--models-dir models] [--site DIR] [--no-build]
+                                      [--no-pages] [--no-timing]
+
+1. Site weight: `reportgen build --models MNIST_Demo` with every default (all saved steps, test
+   images 0-15, dataset analyses at steps spread over training) into a temporary folder, with
+   the project's artifact store (a second run only draws); or the site given by --site. Total
+   MB and number of files, and the largest kinds of file.
+2. Transfer before usable: every page opened in headless Chromium (Debian's) over reportgen's
+   own server, 1280x1000 viewport: the bytes of every response until the page has loaded and
+   the network has been idle for 0.5 s (the step's live-decoder scripts included; images the
+   page lazy-loads below the fold are not fetched, so not counted). Target: at most 2 MB.
+3. Cold build per image: two in-process builds of MNIST_Demo's last step (no dataset analyses)
+   into empty stores, with test images 0-1 and 0-15 (after one warm-up build that pays for
+   importing TensorFlow). Per image = the difference of the two builds' wall times / 14; model
+   work per image = the difference of the time spent computing (reportgen.engine.step.
+   compute_step) / 14. Everything else per image is drawing, placing and rendering pages.
+   Target: per image at most 5x the model work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+MODEL = "MNIST_Demo"
+PAGE_LIMIT = 2_000_000
+SITE_LIMIT_MB = 60
+RATIO_LIMIT = 5
+
+
+def build_default_site(models_dir: Path, site: Path) -> float:
+    """`reportgen build --models MNIST_Demo` (every default) into `site`; its wall time."""
+    env = {k: v for k, v in os.environ.items() if k not in ("REPORTGEN_MODELS", "REPORTGEN_CACHE")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "reportgen", "--models-dir", str(models_dir), "build",
+                    "--models", MODEL, "--site-dir", str(site)], check=True, cwd=ROOT, env=env)
+    return time.perf_counter() - start
+
+
+def site_weight(site: Path) -> dict:
+    sizes = collections.Counter()
+    files = 0
+    for path in site.rglob("*"):
+        if path.is_file():
+            files += 1
+            sizes[path.suffix or path.name] += path.stat().st_size
+    return {"bytes": sum(sizes.values()), "files": files, "by_kind": sizes.most_common(6)}
+
+
+def page_transfers(site: Path) -> list[tuple[int, str, int]]:
+    """(bytes, page, requests) of every page, heaviest first."""
+    from browser_support import chromium, serve
+
+    pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html"))
+    out = []
+    with serve(site) as url, chromium() as browser:
+        for page_path in pages:
+            context = browser.new_context(viewport={"width": 1280, "height": 1000})
+            sizes = []
+
+            def count(response, sizes=sizes):
+                try:
+                    sizes.append(len(response.body()))
+                except Exception:        # a redirect or an aborted request has no body
+                    sizes.append(0)
+
+            page = context.new_page()
+            page.on("response", count)
+            page.goto(url + page_path, wait_until="load", timeout=60000)
+            page.wait_for_load_state("networkidle", timeout=60000)
+            out.append((sum(sizes), page_path, len(sizes)))
+            context.close()
+    return sorted(out, reverse=True)
+
+
+def cold_per_image(models_dir: Path) -> dict:
+    """Per-image wall time of a cold build and the model work in it (see the module doc)."""
+    from reportgen.catalog import Catalog
+    from reportgen.commands.build import BuildOptions, build
+    from reportgen.engine import step as engine_step
+
+    spent = [0.0]
+    original = engine_step.compute_step
+
+    def timed(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter() - start
+
+    engine_step.compute_step = timed
+    results = {}
+    try:
+        for label, images in (("warm-up", "test:0-1"), ("2", "test:0-1"), ("16", "test:0-15")):
+            with tempfile.TemporaryDirectory() as tmp:
+                spent[0] = 0.0
+                start = time.perf_counter()
+                summary = build(Catalog(models_dir), BuildOptions(
+                    models=MODEL, steps="last", images=images, analyses="none",
+                    site_dir=str(Path(tmp) / "site"), cache_dir=str(Path(tmp) / "cache")))
+                assert summary.ok, summary.failed
+                results[label] = (time.perf_counter() - start, spent[0])
+    finally:
+        engine_step.compute_step = original
+    (wall2, model2), (wall16, model16) = results["2"], results["16"]
+    per_image, model = (wall16 - wall2) / 14, (model16 - model2) / 14
+    return {"per_image_s": per_image, "model_s": model, "ratio": per_image / max(model, 1e-9),
+            "wall_2": wall2, "wall_16": wall16}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models-dir", type=Path, default=ROOT / "models")
+    parser.add_argument("--site", type=Path, help="measure this site instead of building one")
+    parser.add_argument("--no-build", action="store_true", help="with --site: do not rebuild it")
+    parser.add_argument("--no-pages", action="store_true")
+    parser.add_argument("--no-timing", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        site = args.site or Path(tmp) / "site"
+        if not args.no_build:
+            seconds = build_default_site(args.models_dir, site)
+            print(f"default build of {MODEL}: {seconds:.0f} s")
+        weight = site_weight(site)
+        print(f"site: {weight['bytes'] / 1e6:.1f} MB in {weight['files']:,} files "
+              f"(target <= {SITE_LIMIT_MB} MB); largest kinds: "
+              + ", ".join(f"{kind} {size / 1e6:.1f} MB" for kind, size in weight["by_kind"]))
+        if not args.no_pages:
+            pages = page_transfers(site)
+            heaviest, page, requests = pages[0]
+            print(f"largest page before usable: {page}, {heaviest / 1e6:.2f} MB in {requests} "
+                  f"requests (target <= {PAGE_LIMIT / 1e6:.0f} MB); next: "
+                  + ", ".join(f"{p} {b / 1e6:.2f} MB" for b, p, _ in pages[1:4]))
+    if not args.no_timing:
+        timing = cold_per_image(args.models_dir)
+        print(f"cold build per image: {timing['per_image_s'] * 1000:.0f} ms vs model work "
+              f"{timing['model_s'] * 1000:.1f} ms per image = {timing['ratio']:.1f}x "
+              f"(target <= {RATIO_LIMIT}x; builds of 2 and 16 images: {timing['wall_2']:.1f} s, "
+              f"{timing['wall_16']:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()
