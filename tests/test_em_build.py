@@ -82,6 +82,10 @@ def test_build_makes_every_applicable_page(trained, tmp_path):
     assert "conv_caps1" in pages["conv-caps.html"] and "conv_caps2" in pages["conv-caps.html"]
     assert "primary_heatmaps-per_layer-conv_caps1" not in pages["primary-caps.html"]
     assert "primary_heatmaps-per_layer.png" in pages["primary-caps.html"]
+    # titled for their layer: ConvCaps heatmaps there, primary-capsule heatmaps here
+    assert "ConvCaps heatmaps" in pages["conv-caps.html"]
+    assert "Primary-capsule heatmaps" not in pages["conv-caps.html"]
+    assert "Primary-capsule heatmaps" in pages["primary-caps.html"]
     # what does not apply is said, with why (no decoder, no vector capsules)
     assert "needs a reconstruction decoder" in pages["index.html"]
     assert "Not applicable to this model" in pages["analyses.html"]

@@ -99,6 +99,9 @@ class Technique:
     """([(model, summary dict)], params, ctx) -> figures overlaying models (one step each)."""
     description: str = ""              # one paragraph: what it shows and where it comes from
     page_layer: Callable[..., str] | None = None
+    title_for: Callable[..., str] | None = None
+    """(params) -> the title of one variant where it is not `title` (the capsule heatmaps of a
+    convolutional capsule layer are not primary-capsule heatmaps)."""
     """(params) -> the layer page of one variant when variants belong on different pages
     (capsule heatmaps of the primary and of the convolutional capsule layers); else `layer`."""
 

@@ -61,14 +61,21 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
     return {"lengths": np.asarray(batch[f"activations:{name}"], np.float32)}
 
 
+TITLE = "Primary-capsule heatmaps"
+
+
 def page_layer(params) -> str:
     """Convolutional capsule layers (matrix capsules) have their own layer page."""
     return "convcaps" if params is not None and params.layer else "primary"
 
 
+def title_for(params) -> str:
+    return "ConvCaps heatmaps" if params is not None and params.layer else TITLE
+
+
 TECHNIQUE = Technique(
     name="primary_heatmaps",
-    title="Primary-capsule heatmaps",
+    title=TITLE,
     layer="primary",
     scope="input",
     needs=frozenset({"activations:<capsules>"}),
@@ -79,6 +86,7 @@ TECHNIQUE = Technique(
     render=lazy("reportgen.figures.panels", "render_primary_heatmaps"),
     variants=variants,
     page_layer=page_layer,
+    title_for=title_for,
     description="For each primary-capsule type, the grid of capsule lengths (how strongly the "
                 "type's feature is present at each place) as a heatmap over the input. Each grid "
                 "cell covers the input region it actually sees (its receptive field), not an "
