@@ -99,17 +99,25 @@ def main(ctx, models_dir, debug):
 @click.option("--resume", is_flag=True, help="Continue from the latest saved step.")
 @click.option("--fresh", is_flag=True,
               help="Start over: move an earlier run to models/NAME/archive/ first.")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Train the models on a Dask cluster, one per worker: tcp://HOST:8786 (a "
+                   "running scheduler) or local:N (N worker processes here).")
 @click.pass_context
-def train(ctx, name, **options):
+def train(ctx, name, scheduler, **options):
     """Train model NAME from models/NAME/params.toml, saving EPOCH-BATCH.weights.h5 files.
 
+    NAME may be a glob ('MNIST40_*'): the models are trained one after another, or at once on
+    a Dask cluster with --scheduler; a model that fails is reported (FAILED: NAME: reason),
+    the others go on, and the exit code is 1.
+
     \b
-    Example:
+    Examples:
       reportgen train MNIST_Demo --epochs 5 --save-every 10
+      reportgen train 'MNIST40_*' --epochs 2 --scheduler local:2
     """
     from reportgen.commands.train import run_train
 
-    run_train(ctx.obj["models_dir"], name, options)
+    run_train(ctx.obj["models_dir"], name, options, scheduler)
 
 
 @main.command("models")

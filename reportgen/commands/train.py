@@ -1,24 +1,72 @@
-"""`reportgen train`: resolve the model and options, then hand over to the trainer."""
+"""`reportgen train`: resolve the model(s) and options, then hand over to the trainer — here,
+one model after another, or on a Dask cluster (`--scheduler`), one model per worker."""
 
 from __future__ import annotations
+
+import sys
 
 import click
 
 from reportgen.catalog import Catalog
+from reportgen.cluster.training import TrainOutcome, exit_with_parent
 from reportgen.console import echo
 
+_GLOB = set("*?[")
 
-def run_train(models_dir, name: str, options: dict) -> None:
-    from reportgen.training.trainer import TrainOptions, train
 
+def run_train(models_dir, name: str, options: dict, scheduler: str | None = None) -> None:
     if _default("seed"):
         options = {**options, "seed": None}  # --resume keeps the run's seed unless one is given
-    entry = Catalog(models_dir).get(name)
-    entry.params  # validate params.toml before importing TensorFlow
+    exit_with_parent()                       # started by a cluster worker: ends with it
+    catalog = Catalog(models_dir)
+    if scheduler:
+        from reportgen.cluster.scheduler import parse_scheduler
+
+        parse_scheduler(scheduler)           # a typo is said before anything else happens
+    if _GLOB.isdisjoint(name):
+        entries = [catalog.get(name)]        # validates params.toml before TensorFlow
+    else:
+        entries = catalog.match(name)
+        for entry in entries:
+            entry.params
+    if scheduler:
+        from reportgen.cluster.training import train_on_cluster
+
+        outcomes = train_on_cluster(scheduler, catalog.root, [e.name for e in entries], options)
+        failed = [o for o in outcomes if o.error]
+        for o in sorted(outcomes, key=lambda o: o.model):
+            if not o.error:
+                echo(f"{o.model}: last step {o.last_step}, validation accuracy "
+                     f"{o.val_accuracy:.4f}; weights in {catalog.root / o.model}/ "
+                     f"({o.seconds:.0f} s on {o.worker})")
+    else:
+        failed = []
+        for entry in entries:
+            try:
+                _train_here(entry, options)
+            except Exception as exc:
+                if len(entries) == 1:
+                    raise
+                from reportgen.errors import ReportgenError
+
+                message = exc.message if isinstance(exc, ReportgenError) else \
+                    " ".join(f"{type(exc).__name__}: {exc}".split())
+                failed.append(TrainOutcome(entry.name, error=message))
+    for f in failed:
+        echo(f"FAILED: {f.model}: {f.error}")
+    if failed:
+        from reportgen.errors import EXIT_PARTIAL_FAILURE
+
+        sys.exit(EXIT_PARTIAL_FAILURE)
+
+
+def _train_here(entry, options: dict) -> None:
+    from reportgen.training.trainer import TrainOptions, train
+
     history = train(entry, TrainOptions(**options))
     last = history[-1]
-    echo(f"{name}: last step {last['step']}, validation accuracy {last['val_accuracy']:.4f}; "
-         f"weights in {entry.path}/")
+    echo(f"{entry.name}: last step {last['step']}, validation accuracy "
+         f"{last['val_accuracy']:.4f}; weights in {entry.path}/")
 
 
 def _default(option: str) -> bool:
