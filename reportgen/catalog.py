@@ -36,6 +36,12 @@ class InvalidModel:
     reason: str
 
 
+def matches(name: str, pattern: str) -> bool:
+    """`name` matches the shell glob `pattern`, or one of its comma-separated globs (model names
+    hold no commas: reportgen.settings.model_params.check_model_name)."""
+    return any(fnmatchcase(name, part.strip()) for part in pattern.split(",") if part.strip())
+
+
 class Catalog:
     """Every model directory (one with a params.toml) under the models folder.
 
@@ -102,7 +108,7 @@ class Catalog:
 
     def invalid_models(self, pattern: str = "*") -> list[tuple[str, str]]:
         """(folder name, one-line reason) of every invalid model folder matching `pattern`."""
-        return [(m.name, m.reason) for m in self.scan()[1] if fnmatchcase(m.folder, pattern)]
+        return [(m.name, m.reason) for m in self.scan()[1] if matches(m.folder, pattern)]
 
     # -- one model -----------------------------------------------------------------------------
     def get(self, name: str) -> ModelFolder:
@@ -120,14 +126,15 @@ class Catalog:
         return entry
 
     def match(self, pattern: str) -> list[ModelFolder]:
-        """Valid models whose names match a shell glob such as 'MNIST_*'.
+        """Valid models whose names match a shell glob such as 'MNIST_*', or any of several
+        separated by commas ('MNIST,MNIST_Demo,MNIST_EM').
 
         Invalid folders that match are left out (`invalid_models(pattern)` lists them); only a
         pattern that matches no folder at all is an error.
         """
         valid, invalid = self.scan()
-        found = [e for e in valid if fnmatchcase(e.name, pattern)]
-        if not found and not any(fnmatchcase(m.folder, pattern) for m in invalid):
+        found = [e for e in valid if matches(e.name, pattern)]
+        if not found and not any(matches(m.folder, pattern) for m in invalid):
             names = [e.name for e in valid] + [m.name for m in invalid]
             if names:
                 raise ReportgenError(f"No model matches '{pattern}'.",

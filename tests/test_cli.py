@@ -129,3 +129,16 @@ def test_missing_models_folder_is_one_line_for_every_command(args, via_env, tmp_
     assert str(tmp_path / "nowhere") in lines[0] and "Fix: " in lines[0]
     assert "No model matches" not in lines[0]
     assert not (tmp_path / "nowhere").exists() and not (tmp_path / "site").exists()
+
+
+def test_models_glob_takes_several_patterns_separated_by_commas():
+    from reportgen.catalog import Catalog
+
+    catalog = Catalog("models")
+    names = [e.name for e in catalog.match("MNIST,MNIST_Demo, MNIST_EM")]
+    assert names == sorted(names) and set(names) == {"MNIST", "MNIST_Demo", "MNIST_EM"}
+    both = {e.name for e in catalog.match("MNIST40_Conv*,MNIST_EM")}
+    assert both == {"MNIST40_ConvNet_Avg", "MNIST40_ConvNet_FC", "MNIST_EM"}
+    assert [e.name for e in catalog.match("MNIST")] == ["MNIST"]     # a glob, not a prefix
+    with pytest.raises(Exception, match="No model matches"):
+        catalog.match("NOPE,ALSO_NOPE")

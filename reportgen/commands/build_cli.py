@@ -7,7 +7,8 @@ import click
 
 @click.command("build")
 @click.option("--models", "models", default="*", show_default=True,
-              help="Glob over model names, e.g. 'MNIST_*'.")
+              help="Glob over model names, e.g. 'MNIST_*', or several separated by commas: "
+                   "'MNIST,MNIST_Demo,MNIST_EM'.")
 @click.option("--steps", default="all", show_default=True,
               help="all | last | every:N | a list such as 1-40,5-40.")
 @click.option("--images", default="test:0-15", show_default=True,
