@@ -22,7 +22,6 @@ permissions, the stored figures' own deterministic bytes (reportgen.figures.enco
 from __future__ import annotations
 
 import csv
-import fnmatch
 import io
 import json
 import os
@@ -141,7 +140,9 @@ def _site(data: dict) -> SiteData:
 
 
 def select_models(site: SiteData, pattern: str, site_dir) -> list[ModelData]:
-    chosen = [m for m in site.models if fnmatch.fnmatchcase(m.name, pattern)]
+    from reportgen.catalog import matches
+
+    chosen = [m for m in site.models if matches(m.name, pattern)]
     if not chosen:
         built = ", ".join(m.name for m in site.models) or "none"
         raise ReportgenError(f"No model of the site in {site_dir}/ matches --models "
