@@ -260,8 +260,12 @@ def test_concurrent_builds_in_one_project_folder_keep_to_their_own_files(project
     assert inputs_of(tmp_path / "site-a") == {f"test-{i}.png" for i in range(4)}
     assert inputs_of(tmp_path / "site-b") == {"test-5.png"}
     assert steps_of(index_a) == ALL_STEPS and steps_of(index_b) == ["1-5"]
-    assert sorted(p.name for p in (tmp_path / "site-b" / "artifacts" / "Tiny").iterdir()) == \
-        ["1-5", "inputs"]
+    # site-b holds its own step only (besides the inputs and the model's training curves)
+    names = {p.name for p in (tmp_path / "site-b" / "artifacts" / "Tiny").iterdir()}
+    assert "1-5" in names and names - {"1-5"} <= {"inputs", "overview"}, names
+    assert {p.name for p in (tmp_path / "site-b" / "artifacts" / "Tiny" / "overview").iterdir()
+            } <= {"training_curves.png", "training_curves.svg", "training_curves.pdf",
+                  "training_curves.csv"}
     no_leftovers(tmp_path, "site-a")
     no_leftovers(tmp_path, "site-b")
 

@@ -42,7 +42,6 @@ def train_one(models_dir: str, name: str, options: dict) -> dict:
     which the worker's own threads also use: in the worker, a seeded run would not reproduce.
     The child's output stays on the worker; it exits when the worker does (EXIT_WITH_PARENT),
     leaving its model folder as a killed `reportgen train` does (resumable)."""
-    import json
     import subprocess
     import sys
 
@@ -60,8 +59,10 @@ def train_one(models_dir: str, name: str, options: dict) -> dict:
                   if line.startswith("Error: ")]
         return {"error": errors[-1] if errors else
                 f"reportgen train {name} exited with code {proc.returncode}"}
-    history = json.loads((Path(models_dir) / name / "history.json").read_text("utf-8"))
-    last = history["records"][-1] if history.get("records") else {}
+    from reportgen.model_folder import ModelFolder
+
+    records = ModelFolder(name, Path(models_dir) / name).history()
+    last = records[-1] if records else {}
     return {"last_step": str(last.get("step", "")), "val_accuracy": last.get("val_accuracy"),
             "seconds": time.perf_counter() - start,
             "worker": f"{socket.gethostname()}:{os.getpid()}"}
