@@ -56,18 +56,26 @@ def _alive(pid: int) -> bool:
     return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def test_a_worker_killed_mid_step_is_replaced_and_the_site_is_the_same(tmp_path,
-                                                                       tmp_path_factory):
-    expected, reference_output = reference(tmp_path_factory)
-    models = trained_models(tmp_path_factory)
+def _paused_build(tmp_path: Path, models: Path, pause_after: int):
+    """(hooks folder, work folder, process) of a build on local:2 whose first task to store
+    `pause_after` results waits for the test (reportgen.cluster.tasks)."""
     hooks = tmp_path / "hooks"
     hooks.mkdir()
     work = tmp_path / "work"
     work.mkdir()
     proc = subprocess.Popen(
         command(models, *BUILD, "--scheduler", "local:2", "--cache-dir", "cache"), cwd=work,
-        env=env(REPORTGEN_CLUSTER_HOOK_DIR=str(hooks), REPORTGEN_CLUSTER_PAUSE_AFTER="2"),
+        env=env(REPORTGEN_CLUSTER_HOOK_DIR=str(hooks),
+                REPORTGEN_CLUSTER_PAUSE_AFTER=str(pause_after)),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    return hooks, work, proc
+
+
+def test_a_worker_killed_mid_step_is_replaced_and_the_site_is_the_same(tmp_path,
+                                                                       tmp_path_factory):
+    expected, reference_output = reference(tmp_path_factory)
+    models = trained_models(tmp_path_factory)
+    hooks, work, proc = _paused_build(tmp_path, models, pause_after=2)
     # the worker has stored two results of its step, not all of them
     victim, killed_step = _wait_for(hooks / "paused", proc).split(" ", 1)
     victim = int(victim)
@@ -113,14 +121,7 @@ def test_a_user_error_is_reported_once_with_its_step_and_not_retried(tmp_path,
 
 def test_ctrl_c_cancels_the_cluster_work_and_stops_its_workers(tmp_path, tmp_path_factory):
     models = trained_models(tmp_path_factory)
-    hooks = tmp_path / "hooks"
-    hooks.mkdir()
-    work = tmp_path / "work"
-    work.mkdir()
-    proc = subprocess.Popen(
-        command(models, *BUILD, "--scheduler", "local:2", "--cache-dir", "cache"), cwd=work,
-        env=env(REPORTGEN_CLUSTER_HOOK_DIR=str(hooks), REPORTGEN_CLUSTER_PAUSE_AFTER="1"),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    hooks, work, proc = _paused_build(tmp_path, models, pause_after=1)
     paused = int(_wait_for(hooks / "paused", proc).split()[0])
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
