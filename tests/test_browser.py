@@ -179,6 +179,7 @@ def test_from_file_url(context, site):
     page.goto((site / "models" / "MNIST_Demo" / "analyses.html").resolve().as_uri())
     assert page.locator("[data-rg-no-analyses]").is_visible()       # 0-0 was chosen above
     page.goto((site / "models" / "MNIST_Demo" / "decoder.html").resolve().as_uri())
+    page.locator("[data-ld-start]").click()             # the weights load on request
     page.wait_for_selector("[data-ld-app]:not([hidden])")
     assert page.locator("[data-ld-dim]").count() == 16
     rec.check(("file://",))
@@ -229,6 +230,7 @@ def test_quantitative_analyses_follow_the_slider(context, base_url):
         "dimension variance", "compactness", "numbers"]
     # the Decoder page's live decoder starts with the fixture's random decoder
     page.goto(base_url + "models/MNIST_Demo/decoder.html")
+    page.locator("[data-ld-start]").click()             # the weights load on request
     page.wait_for_selector("[data-ld-app]:not([hidden])")
     assert "500 evaluation images" in page.locator("[data-ld-std-note]").inner_text()
     page.locator("[data-rg-step-slider]").focus()

@@ -23,6 +23,7 @@ from urllib.parse import unquote
 import pytest
 from markupsafe import escape
 
+from reportgen.pages.input_scripts import read_index
 from test_training import TINY_TOML, _tiny_data
 
 pytestmark = [pytest.mark.faults, pytest.mark.slow]
@@ -126,7 +127,7 @@ def check_complete(site: Path) -> dict:
                 continue
             if not (html.parent / path).exists():
                 missing.append(f"{html.relative_to(site)} -> {ref}")
-    index = json.loads((site / "models" / "Tiny" / "index.json").read_text("utf-8"))
+    index = read_index(site / "models" / "Tiny")
     refs = set(re.findall(r'"((?:artifacts|models)/[^"]+\.(?:png|svg|json|csv|js))"',
                           json.dumps(index)))
     missing += [ref for ref in sorted(refs) if not (site / unquote(ref)).is_file()]

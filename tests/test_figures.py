@@ -14,7 +14,7 @@ from PIL import Image
 
 from reportgen.figures import panels
 from reportgen.figures.colormaps import (
-    apply_colormap, apply_diverging, colorbar_array, colorbar_png, lut,
+    COLOUR_LEVELS, apply_colormap, apply_diverging, colorbar_array, colorbar_png, lut,
 )
 from reportgen.figures.encode import (matplotlib_bytes, new_figure, png_bytes, png_size,
                                       to_uint8)
@@ -91,9 +91,13 @@ def test_lut_matches_matplotlib(name):
     values = np.concatenate([[0.0, 1e-9, 0.25, 0.5, 0.75, 0.999, 1.0],
                              np.random.default_rng(1).random(200)])
     ours = apply_colormap(values, name) / 255.0
-    theirs = np.asarray(colormaps[name](values))[:, :3]
+    # figures draw values at COLOUR_LEVELS levels: matplotlib's colour of the nearest level
+    levels = np.round(values * (COLOUR_LEVELS - 1)) / (COLOUR_LEVELS - 1)
+    assert np.abs(levels - values).max() <= 0.5 / (COLOUR_LEVELS - 1) + 1e-12
+    theirs = np.asarray(colormaps[name](levels))[:, :3]
     np.testing.assert_allclose(ours, theirs, atol=1 / 255)
     assert lut(name).shape == (256, 3) and lut(name).dtype == np.uint8
+    assert len(np.unique(apply_colormap(np.linspace(0, 1, 1000), name), axis=0)) <= COLOUR_LEVELS
 
 
 def test_colormap_clips_and_paints_nan():
@@ -299,7 +303,7 @@ def test_dead_filters_are_outlined_in_red():
     assert ys.size
     top, bottom, left, right = ys.min(), ys.max(), xs.min(), xs.max()
     side = bottom - top + 1
-    assert side == right - left + 1 and side >= 25               # one square frame around a tile
+    assert side == right - left + 1 and side >= 20     # one square frame around a tile (5x5 map x 4)
     assert _red(rgb[top, left:right + 1]).all() and _red(rgb[top:bottom + 1, left]).all()
     assert _red(rgb[bottom, left:right + 1]).all() and _red(rgb[top:bottom + 1, right]).all()
     inside = rgb[top + side // 2, left + side // 2]

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from reportgen.figures import live_decoder as fmt
+from reportgen.pages.input_scripts import read_index
 from reportgen.techniques import live_decoder
 
 from browser_support import CHROMIUM, chromium, serve
@@ -224,7 +225,7 @@ def test_build_summary_prints_bytes_per_step(tiny_site):
     size = scripts[0].stat().st_size
     assert line == f"live decoder {MODEL}: {size:,} bytes per step (6-bit weights, one script) × 2 steps"
     assert not list(site.rglob("*.bin"))
-    index = json.loads((site / "models" / MODEL / "index.json").read_text())
+    index = read_index(site / "models" / MODEL)
     assert index["steps"]["0-2"]["live"] == f"models/{MODEL}/live/0-2.js"
     kinds = [f["kind"] for f in index["steps"]["0-2"]["checkpoint"]["live_decoder"]["figures"]]
     assert sorted(kinds) == ["js", "json"]
@@ -276,6 +277,15 @@ def _pixels(page, selector="[data-ld-canvas]") -> np.ndarray:
     return rgba[..., 0] / 255.0
 
 
+def _start(page, requests):
+    """The weights load when the reader presses Start (the page is usable without them)."""
+    button = page.locator("[data-ld-start]")
+    button.wait_for(state="visible")
+    assert "MB)" in button.inner_text()
+    assert not [u for u in requests if u.endswith("live_decoder.js")]
+    button.click()
+
+
 def _ready(page):
     page.wait_for_selector("[data-ld-app]:not([hidden])")
     page.wait_for_function("document.querySelectorAll('[data-ld-dim]').length === 4")
@@ -297,6 +307,7 @@ def test_live_decoder_over_http(context, base_url, tiny_site):
     _, nets, capsules, _ = tiny_site
     page = context.new_page()
     page.goto(base_url + f"models/{MODEL}/decoder.html")
+    _start(page, requests)
     _ready(page)
     last = STEPS[-1]
     real = capsules[last]["test-0"]
@@ -376,6 +387,7 @@ def test_live_decoder_from_file_url(context, tiny_site):
     site, nets, capsules, _ = tiny_site
     page = context.new_page()
     page.goto((site / "models" / MODEL / "decoder.html").resolve().as_uri())
+    _start(page, requests)
     _ready(page)
     real = capsules[STEPS[-1]]["test-0"]
     predicted = int(np.argmax(np.linalg.norm(real, axis=1)))

@@ -10,6 +10,7 @@ import re
 import pytest
 
 from reportgen.pages.captions import CAPTION_WORDS, heading, readable, split_caption
+from reportgen.pages.input_scripts import read_index
 from site_fixture import make_site
 
 LONG = ("Explanation fidelity, MNIST_Demo step 5-40: mean target class-capsule length (bands: "
@@ -94,7 +95,7 @@ def test_cards_show_plain_headings_short_captions_and_more(rendered):
 
 
 def test_index_records_carry_heading_caption_and_more(rendered):
-    index = json.loads((rendered / "models" / "MNIST_Demo" / "index.json").read_text())
+    index = read_index(rendered / "models" / "MNIST_Demo")
     record = index["steps"]["2-20"]["inputs"]["test-0"]["rpv-modified"]
     assert record["title"] == "Routing Path Visualization: modified method"
     assert len(record["caption"].split()) <= CAPTION_WORDS

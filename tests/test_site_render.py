@@ -19,6 +19,7 @@ from click.testing import CliRunner
 
 from reportgen.cli import main
 from reportgen.errors import ReportgenError
+from reportgen.pages.input_scripts import read_index
 from reportgen.pages.render import (build_site, default_templates_dir, model_slug,
                                     render_site, training_curves_svg)
 from site_fixture import EVIL_CLASS, EVIL_LABEL, EVIL_MODEL, build_fixture_site, make_site
@@ -86,7 +87,7 @@ def test_pages_written_per_model_and_layer(built):
     evil = site / "models" / model_slug(EVIL_MODEL)
     assert (evil / "class-caps.html").is_file()
     assert not (evil / "decoder.html").exists(), "a model without decoder panels has no page"
-    index = json.loads((demo / "index.json").read_text("utf-8"))
+    index = read_index(demo)
     assert index["step_names"] == ["0-0", "1-10", "2-20"]
     assert [i["key"] for i in index["inputs"]] == ["test-0", "test-1", "test-2"]
     assert "conv_kernels" in index["steps"]["1-10"]["checkpoint"]
@@ -194,7 +195,7 @@ def test_user_strings_are_escaped_everywhere(built):
     assert "&amp;lt;" not in home
     for data_js in site.rglob("data.js"):
         assert "</script" not in data_js.read_text("utf-8")
-    index = json.loads((site / "models" / model_slug(EVIL_MODEL) / "index.json").read_text())
+    index = read_index(site / "models" / model_slug(EVIL_MODEL))
     assert EVIL_CLASS in index["class_names"]
     assert EVIL_LABEL in [i["label"] for i in index["inputs"]]
 
@@ -341,12 +342,12 @@ def test_not_applicable_techniques_say_why(built):
     assert "<b>Capsule semantics</b>: Not applicable to this model: the model has no decoder" \
         in analyses_html
     # the index carries the reasons (the Compare page's cards read them)
-    index = json.loads((evil / "index.json").read_text("utf-8"))
+    index = read_index(evil)
     assert index["not_applicable"]["rpv"] == "the model has no dynamic routing"
     # a model everything applies to says nothing of the kind
     demo = site / "models" / "MNIST_Demo"
     assert not any("Not applicable" in p.read_text("utf-8") for p in demo.glob("*.html"))
-    assert json.loads((demo / "index.json").read_text("utf-8"))["not_applicable"] == {}
+    assert read_index(demo)["not_applicable"] == {}
 
 
 def test_missing_templates_dir_is_a_clear_error(tmp_path):
@@ -544,7 +545,7 @@ def test_quantitative_analyses_page(built):
     evil = (site / "models" / model_slug(EVIL_MODEL) / "analyses.html").read_text("utf-8")
     assert "Trends need the analyses at two or more steps" in evil
     # the index tells the slider which steps have which dataset panels
-    index = json.loads((demo / "index.json").read_text("utf-8"))
+    index = read_index(demo)
     assert index["steps"]["0-0"]["dataset"] == {}
     assert set(index["steps"]["1-10"]["dataset"]) == {"affine_robustness"}
     assert set(index["steps"]["2-20"]["dataset"]) == {"affine_robustness", "capsule_semantics"}
@@ -607,7 +608,7 @@ def test_numbers_come_from_the_panels_not_the_docs_folder(tmp_path):
     render_site(site_data, docs)
     assert not (demo / "live" / f"{SEMANTICS_STEP}.js").exists()
     assert (demo / "live" / "0-0.js").is_file()
-    index = json.loads((demo / "index.json").read_text("utf-8"))
+    index = read_index(demo)
     assert "live" not in index["steps"][SEMANTICS_STEP] and "live" in index["steps"]["0-0"]
 
 
@@ -644,7 +645,7 @@ def test_live_decoder_files_and_pickers(built):
         assert record["std"]["source"] == source and len(record["std"]["values"]) == 16
         assert set(record["inputs"]) == {"test-0", "test-1", "test-2"}
         assert len(record["inputs"]["test-0"]["capsules"]) == 10
-    assert json.loads((site / "models" / model_slug(EVIL_MODEL) / "index.json").read_text())[
+    assert read_index(site / "models" / model_slug(EVIL_MODEL))[
         "steps"]["3-5"].get("live") is None
     # the live decoder is not a picture: the filmstrip and compare pickers do not offer it
     for page in (demo / "filmstrip.html", site / "compare.html"):

@@ -34,6 +34,7 @@ import numpy as np
 from reportgen import console
 from reportgen.cache import workdirs
 from reportgen.cache.keys import hash_bytes
+from reportgen.cache.npz import read_npz
 from reportgen.errors import StoreError
 
 MARKER = ".reportgen-store"
@@ -202,8 +203,7 @@ class FsspecStore:
             self._known.discard(key)
             return None
         try:
-            with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-                out = {k: npz[k] for k in npz.files if k != META}
+            out = read_npz(io.BytesIO(data), skip=(META,))
         except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile):
             self._discard(path)
             self._known.discard(key)

@@ -28,6 +28,7 @@ import numpy as np
 
 from reportgen import console
 from reportgen.cache import locking, workdirs
+from reportgen.cache.npz import read_npz
 from reportgen.errors import StoreError
 
 DEFAULT_CACHE_DIR = Path(".reportgen/cache")
@@ -155,8 +156,8 @@ class ArtifactStore:
         if not (path / "meta.json").is_file():
             return None
         try:
-            with open(path / "arrays.npz", "rb") as f, np.load(f, allow_pickle=False) as data:
-                return {k: data[k] for k in data.files}
+            with open(path / "arrays.npz", "rb") as f:
+                return read_npz(f)
         except FileNotFoundError:
             # Entries are renamed into place whole, so a listing without its arrays is damage
             # (or a clear under way): drop it so that the next plan computes it again.

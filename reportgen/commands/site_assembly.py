@@ -107,7 +107,8 @@ def step_data(assembler, model: str, step, description, variants, inputs, datase
             data.dataset_panels.append(assembler.panel(
                 t, p, keys.dataset[(t.name, p)], ctx, out_dir / "dataset"))
     # Drawing is mostly NumPy and zlib, which release the GIL: two threads use both cores.
-    jobs = [(item, t, p) for item in inputs for t, p in variants if t.scope == "input"]
+    jobs = [(item, t, p) for item in inputs for t, p in variants
+            if t.scope == "input" and (t.name, p, item.key) in keys.inputs]
     contexts = {item.key: context(model, str(step), description, dataset, item)
                 for item in inputs}
 
@@ -266,7 +267,7 @@ def filmstrip_frames(assembler, model: str, description, dataset, variants, inpu
                 continue
             for step, panel, key in found:
                 ctx = replace(context(model, step.step, description, dataset, item),
-                              value_range=scale)
+                              value_range=scale, thumbnail=True)
                 drawn = assembler.panel(t, p, key, ctx, assembler.docs / "artifacts" / model
                                         / step.step / item.key / "shared-scale")
                 panel.shared, panel.shared_range = drawn, scale

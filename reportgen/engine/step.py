@@ -79,6 +79,8 @@ def step_keys(model_digest, weights_path, variants, inputs, eval_digest,
                                             params={}))
     for t, p in variants:
         if t.scope == "input":
+            if t.analysed_steps_only and not with_dataset:
+                continue
             for item in inputs:
                 keys.inputs[(t.name, p, item.key)] = key(t, p, item.source_bytes_digest)
         elif t.scope == "checkpoint":
@@ -98,7 +100,8 @@ def compute_step(model, weights_path, variants, inputs, eval_set, keys: StepKeys
                for k in group.values() if store.has_arrays(k)}
     counts.reused = len(present)
     variants = [(t, p) for t, p in variants if t.applicable(model)]
-    input_variants = [(t, p) for t, p in variants if t.scope == "input"]
+    input_variants = [(t, p) for t, p in variants if t.scope == "input"
+                      and all((t.name, p, item.key) in keys.inputs for item in inputs)]
     missing_inputs = [i for i, item in enumerate(inputs)
                       if any(keys.inputs[(t.name, p, item.key)] not in present
                              for t, p in input_variants)]

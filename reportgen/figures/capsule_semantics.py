@@ -66,11 +66,12 @@ def _variance(arrays, params, ctx) -> list[Figure]:
 
 def _sheet(images: np.ndarray, row_labels, col_labels, title: str, target: int = 48):
     """(rows, cols, H, W, C) images in [0, 1] -> uint8 RGB sheet with labels (Pillow text)."""
-    from reportgen.figures.colormaps import draw_texts, text_size
+    from reportgen.figures.colormaps import draw_texts, quantise, text_size
 
     rows, cols, h, w, c = images.shape
     factor = max(1, int(np.ceil(target / max(h, w))))
-    pixels = np.clip(np.nan_to_num(images), 0.0, 1.0)
+    # reconstructions at the figures' colour levels (reportgen.figures.colormaps)
+    pixels = quantise(np.nan_to_num(images))
     pixels = pixels[..., :1].repeat(3, -1) if c == 1 else pixels[..., :3]
     tiles = (pixels * 255 + 0.5).astype(np.uint8).repeat(factor, 2).repeat(factor, 3)
     th, tw, gutter, margin = h * factor, w * factor, 2, 8

@@ -1,7 +1,8 @@
 """Colormaps as 256-entry lookup tables (vectorised), and colour-bar images.
 
-`apply_colormap` indexes a LUT taken from `matplotlib.colormaps` the same way matplotlib does
-(index = floor(value * 256), clipped), so its colours equal matplotlib's own to rounding.
+`apply_colormap` indexes a LUT taken from `matplotlib.colormaps` at COLOUR_LEVELS evenly spaced
+values: each value is rounded to the nearest level, and a level's colour is matplotlib's own for
+that value (index = floor(value * 256)).
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ DIVERGING = "RdBu_r"
 NAN_COLOR = (255, 255, 255)
 TEXT_COLOR = (34, 34, 34)
 FONT_SIZE = 11
+# Values are drawn at 65 levels (0, 1/64, ..., 1; odd, so 0 of a diverging scale is a level):
+# finer than the eye separates in a colormap, and a figure then holds few enough colours to be
+# stored as an exact palette PNG at about half the bytes of 256 levels. The numbers themselves
+# are in each figure's JSON/CSV.
+COLOUR_LEVELS = 65
 
 
 # --- text (Pillow's built-in default font: same glyphs everywhere, no font files) ---------
@@ -81,11 +87,20 @@ def lut(name: str = "viridis") -> np.ndarray:
     return table
 
 
+def quantise(values01: np.ndarray, levels: int = COLOUR_LEVELS) -> np.ndarray:
+    """`values01` clipped to [0, 1] and rounded to the nearest of `levels` evenly spaced values
+    (NaN stays NaN)."""
+    v = np.clip(np.asarray(values01, dtype=np.float64), 0.0, 1.0)
+    return np.round(v * (levels - 1)) / (levels - 1)
+
+
 def lut_indices(values01: np.ndarray) -> np.ndarray:
-    """LUT rows for values in [0, 1] (clipped), as matplotlib picks them; NaN → -1."""
+    """LUT rows for values in [0, 1] (clipped) rounded to COLOUR_LEVELS levels, each level's row
+    as matplotlib picks it (floor(level * 256), 1 → the last row); NaN → -1."""
     v = np.asarray(values01, dtype=np.float64)
     nan = np.isnan(v)
-    idx = np.clip(np.floor(np.where(nan, 0.0, v) * 256.0), 0, 255).astype(np.intp)
+    levels = np.round(np.clip(np.where(nan, 0.0, v), 0.0, 1.0) * (COLOUR_LEVELS - 1))
+    idx = np.minimum(levels * 256 // (COLOUR_LEVELS - 1), 255).astype(np.intp)
     if nan.any():
         idx[nan] = -1
     return idx
@@ -142,7 +157,7 @@ def colorbar_array(name: str, vmin: float, vmax: float, label: str = "", width: 
     width = max(width, text_size(label)[0] if label else 0)
     canvas = np.full((height, width + 2 * max(margin, ends), 3), 255, dtype=np.uint8)
     x0 = max(margin, ends)
-    gradient = lut(name)[np.linspace(0, 255, width).round().astype(np.intp)]
+    gradient = apply_colormap(np.linspace(0.0, 1.0, width), name)     # the levels figures use
     canvas[label_h:label_h + bar_height, x0:x0 + width] = gradient[None, :, :]
     # Thin frame around the gradient and small tick marks.
     frame = (90, 90, 90)

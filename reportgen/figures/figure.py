@@ -52,6 +52,10 @@ class RenderContext:
     # A colour scale (vmin, vmax) fixed by the caller, e.g. one scale shared by every step of
     # the training filmstrip (reportgen/figures/shared_scale.py); None: the figure's own.
     value_range: tuple[float, float] | None = None
+    # A frame of the training filmstrip (a strip of every step): grids and overlays drawn at
+    # their natural size, one pixel per cell or input pixel, where a step's own figure enlarges
+    # them; the strip's frames are small beside each other and the site keeps one per step.
+    thumbnail: bool = False
 
     def __post_init__(self):
         if self.description is None:

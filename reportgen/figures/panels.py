@@ -17,8 +17,8 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from reportgen.figures.colormaps import (
-    DIVERGING, FONT_SIZE, TEXT_COLOR, apply_colormap, apply_diverging, colorbar_array, font, fmt,
-    text_size,
+    COLOUR_LEVELS, DIVERGING, FONT_SIZE, TEXT_COLOR, apply_colormap, apply_diverging,
+    colorbar_array, font, fmt, quantise, text_size,
 )
 from reportgen.figures.encode import png_bytes
 from reportgen.figures.placement import place_grid_at_centres, stretch_grid
@@ -34,6 +34,7 @@ DEAD = (220, 20, 20)              # dead-filter outline
 GRID_LINE = (225, 225, 225)
 AXIS = (90, 90, 90)
 MUTED = (110, 110, 110)
+TEXT_LEVELS = 9                   # coverage levels of anti-aliased glyph edges
 
 
 # --- small helpers ------------------------------------------------------------------------------
@@ -56,9 +57,13 @@ def _gray(image: np.ndarray) -> np.ndarray:
     return np.clip(np.nan_to_num(img), 0.0, 1.0)
 
 
-def _rgb(images: np.ndarray) -> np.ndarray:
-    """uint8 RGB (..., H, W, 3) of float images (..., H, W, C) in [0, 1] (C = 1 → gray)."""
+def _rgb(images: np.ndarray, levels: int | None = None) -> np.ndarray:
+    """uint8 RGB (..., H, W, 3) of float images (..., H, W, C) in [0, 1] (C = 1 → gray).
+    `levels`: pixel values rounded to that many levels first (a model's drawings, e.g.
+    reconstructions, as colormapped values are; the input images keep their own pixels)."""
     img = np.asarray(images, dtype=np.float64)
+    if levels is not None:
+        img = quantise(np.nan_to_num(img), levels)
     if img.shape[-1] == 1:
         img = np.repeat(img, 3, axis=-1)
     elif img.shape[-1] > 3:
@@ -104,7 +109,11 @@ def _text_mask(text: str, size: int) -> tuple[np.ndarray, int]:
     height = max(int(bottom), text_size("Ag", size)[1]) + 1
     mask = Image.new("L", (max(1, int(right - left) + 2), height), 0)
     ImageDraw.Draw(mask).text((-left, 0), text, fill=255, font=f)
-    array = np.asarray(mask).copy()
+    # glyph edges at TEXT_LEVELS coverages: a few colours per text colour, so a figure of
+    # colormapped levels and labels fits an exact 256-colour palette (no lossy quantising)
+    levels = TEXT_LEVELS - 1
+    array = (np.round(np.asarray(mask, np.float32) * (levels / 255.0)) * (255.0 / levels)
+             + 0.5).astype(np.uint8)
     array.setflags(write=False)
     return array, int(left)
 
@@ -260,7 +269,7 @@ def _normalise(grids: np.ndarray, normalization: str, quantity: str = "value",
 
 
 def _overlay_tiles(grids: np.ndarray, ctx: RenderContext, rf, cmap: str, alpha: float,
-                   target: int = 84):
+                   target: int = 56):
     """uint8 tiles (N, H*s, W*s, 3): the gray input with each placed grid as a colour overlay.
     `grids` are already normalised to [0, 1]. Returns (tiles, placement caption phrase)."""
     n, gh, gw = grids.shape
@@ -285,6 +294,8 @@ def _overlay_tiles(grids: np.ndarray, ctx: RenderContext, rf, cmap: str, alpha: 
     seen = np.isfinite(placed)[..., None]
     mixed = np.where(seen, (1.0 - alpha) * base + alpha * colour, base)
     tiles = (mixed + 0.5).astype(np.uint8)
+    if ctx.thumbnail:
+        target = 1
     return _upscale(tiles, _factor(max(height, width), target)), where
 
 
@@ -469,7 +480,9 @@ def render_conv_feature_maps(result, params, ctx: RenderContext) -> list[Figure]
     if vmax <= vmin:
         vmax = vmin + 1.0
     values = (np.moveaxis(maps, -1, 0) - vmin) / (vmax - vmin)            # (F, h, w)
-    tiles = _upscale(apply_colormap(values, cmap), _factor(max(h, w), 32))
+    # maps of 20 x 20 and more at one pixel per activation (a step draws 2 x 16 of these
+    # mosaics per input; the page can zoom), smaller ones enlarged to about that size
+    tiles = _upscale(apply_colormap(values, cmap), _factor(max(h, w), 1 if ctx.thumbnail else 20))
     _outline(tiles, dead, DEAD, 2 if min(tiles.shape[1:3]) >= 12 else 1)
     cols = _columns(count, 16)
     mosaic = _mosaic(tiles, cols, gutter=2)
@@ -646,7 +659,7 @@ def render_decoder_length(result, params, ctx: RenderContext) -> list[Figure]:
     target = int(np.asarray(result["target"]).reshape(()))
     name = _class_name(ctx, target)
     height, width = images.shape[1:3]
-    tiles = _upscale(_rgb(images), _factor(max(height, width), 56))
+    tiles = _upscale(_rgb(images, COLOUR_LEVELS), _factor(max(height, width), 56))
     mosaic = _mosaic(tiles, len(tiles), gutter=3, below=[f"p={fmt(p)}" for p in lengths])
     blocks = [_title(f"Decoder: class {name} capsule rescaled to length p"), mosaic]
     caption = (f"How the decoder draws class {name} as its capsule grows from length 0 to 1. "
@@ -721,7 +734,7 @@ def render_decoder_perturbation(result, params, ctx: RenderContext) -> list[Figu
     # one pixel per pixel: 2 x 176 tiles upscaled were most of a step's site weight and drawing
     # time; the page can enlarge them (image-rendering: pixelated)
     factor = _factor(max(height, width), 24)
-    recon = _perturbation_sheet(_upscale(_rgb(images), factor), deltas, dims)
+    recon = _perturbation_sheet(_upscale(_rgb(images, COLOUR_LEVELS), factor), deltas, dims)
     found = perturbation_difference(images, deltas)
     offsets = ", ".join(_delta_label(d) for d in deltas)
     caption = (f"What each of the {dims} dimensions of the class {name} capsule changes in the "
@@ -822,7 +835,7 @@ def render_activation_maximization(result, params, ctx: RenderContext) -> list[F
     images = np.asarray(result["images"], dtype=np.float64)               # (K, H, W, C)
     lengths = np.asarray(result["lengths"], dtype=np.float64)             # (K, K)
     classes, height, width = images.shape[:3]
-    tiles = _upscale(_rgb(images), _factor(max(height, width), 84))
+    tiles = _upscale(_rgb(images, COLOUR_LEVELS), _factor(max(height, width), 84))
     names = [_class_name(ctx, k) for k in range(classes)]
     below = []
     for k in range(classes):

@@ -7,7 +7,7 @@ lookup for trend/compare charts.
 
 from __future__ import annotations
 
-from reportgen.figures.encode import PIXEL_RATIO, matplotlib_bytes, png_size
+from reportgen.figures.encode import PIXEL_RATIO, matplotlib_bytes, palette_png, png_size
 from reportgen.figures.figure import Figure
 
 STYLE = {"font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8, "legend.fontsize": 7,
@@ -47,7 +47,7 @@ def figure_pair(fig, stem: str, caption: str, svg_size: bool = True) -> list[Fig
 def png_figure(fig, name: str, caption: str) -> Figure:
     """The PNG file of one matplotlib figure, drawn at PIXEL_RATIO times its layout size; the
     Figure's width and height are the layout size (what the page's img tag says)."""
-    png = matplotlib_bytes(fig, "png", dpi=fig.dpi * PIXEL_RATIO)
+    png = palette_png(matplotlib_bytes(fig, "png", dpi=fig.dpi * PIXEL_RATIO))
     width, height = png_size(png)
     return Figure(name, png, "png", caption, round(width / PIXEL_RATIO),
                   round(height / PIXEL_RATIO))

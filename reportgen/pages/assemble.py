@@ -27,7 +27,7 @@ from reportgen.pages.sitedata import FigureFile, Panel, Prediction
 from reportgen.techniques.base import Figure, RenderContext
 from reportgen.techniques.compute import params_dict, variant_label
 
-FIGURES_VERSION = 9      # bump when drawing changes: figures are redrawn, arrays are kept
+FIGURES_VERSION = 13     # bump when drawing changes: figures are redrawn, arrays are kept
 _ATTEMPTS = 2            # a figure entry removed between listing and reading: draw it again
 
 
@@ -74,7 +74,8 @@ class Assembler:
         fig_key = hash_json({"arrays": array_key, "figures": FIGURES_VERSION,
                              "model": ctx.model, "step": ctx.step, "input": ctx.input_label,
                              "classes": ctx.class_names, "params": params_dict(params),
-                             **({"range": list(ctx.value_range)} if ctx.value_range else {})})
+                             **({"range": list(ctx.value_range)} if ctx.value_range else {}),
+                             **({"thumbnail": True} if ctx.thumbnail else {})})
         what = f"{tech.name} ({ctx.model}, step {ctx.step}" + (
             f", {ctx.input_label})" if ctx.input_label else ")")
         for attempt in range(_ATTEMPTS):

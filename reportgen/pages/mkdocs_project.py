@@ -14,6 +14,7 @@ the fallback "mkdocs" theme, search is hidden on file://.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from markupsafe import escape
@@ -134,6 +135,20 @@ def write_files(docs_dir: Path, files: dict[str, str]) -> None:
     write_if_changed(manifest, json.dumps(sorted(files), indent=0) + "\n")
 
 
+def _drop_unused_theme_files(staging: Path, config) -> None:
+    """Remove what the theme ships that no page of ours loads (2.3 MB of a site): source maps
+    of its minified code (for debugging the theme) and, when search is English only, lunr's
+    other languages (Thai and Japanese word segmenters among them)."""
+    assets = staging / "assets"
+    for path in assets.rglob("*.map") if assets.is_dir() else ():
+        path.unlink()
+    search = next((p for name, p in config.plugins.items() if name.endswith("search")), None)
+    langs = list(getattr(search, "config", {}).get("lang") or ["en"]) if search else []
+    lunr = assets / "javascripts" / "lunr"
+    if config.theme.name == "material" and langs == ["en"] and lunr.is_dir():
+        shutil.rmtree(lunr)
+
+
 def build_site(project_dir: Path, site_dir: Path, *, strict: bool = False,
                marker: dict | None = None) -> Path:
     """Run MkDocs' build in-process: `project_dir/mkdocs.yml` -> `site_dir`, replaced whole.
@@ -164,6 +179,7 @@ def build_site(project_dir: Path, site_dir: Path, *, strict: bool = False,
             raise ReportgenError("MkDocs could not build the site.", received=str(exc),
                                  fix="check the templates (a --templates override?) and "
                                      f"{config_file}") from exc
+        _drop_unused_theme_files(staging, config)
         index = staging / "search" / "search_index.json"
         if index.is_file() and config.theme.name == "material":
             data = index.read_text("utf-8")

@@ -130,8 +130,8 @@ def _render_model_pages(env, ctx: SiteContext, info: ModelInfo, files: dict[str,
     if live_steps:
         console.echo(live_summary_line(info.model, live_steps))
     index = model_index(ctx, info, live_paths)
-    out[f"{info.folder}/index.json"] = index_json(index)
     small, input_files = split_index(index, info.folder)     # pages load one input at a time
+    out[f"{info.folder}/index.json"] = index_json(small)      # the rest: input_scripts.read_index
     out[f"{info.folder}/data.js"] = index_js(small)
     out.update(input_files)
     out[f"{info.folder}/index.md"] = _render_model(env, ctx, info)
@@ -190,7 +190,8 @@ def _render_layer(env, ctx: SiteContext, info: ModelInfo, page: LayerPage) -> st
     step, key = info.default_step, info.default_input
 
     def views(metas):
-        return [ctx.panel_view(m, find_panel(step, key, m["id"]), root, anchor=m["id"])
+        return [ctx.panel_view(m, find_panel(step, key, m["id"]), root, anchor=m["id"],
+                               missing_note=info.missing_note(m))
                 for m in metas]
 
     return _template(env, "layer").render(
@@ -209,7 +210,8 @@ def _render_filmstrip(env, ctx: SiteContext, info: ModelInfo) -> str:
     choices = info.pictures
     choice = next((p for p in choices if p["layer"] != page_table.BESIDE_EVERY_LAYER),
                   choices[0])
-    cards = [ctx.panel_view(choice, find_panel(step, key, choice["id"]), root, label=step.step)
+    cards = [ctx.panel_view(choice, find_panel(step, key, choice["id"]), root, label=step.step,
+                            missing_note=info.missing_note(choice))
              for step in info.model.steps]
     return _template(env, "filmstrip").render(
         **common(ctx.site, root, "filmstrip"), model=model_view(info, root),

@@ -8,6 +8,7 @@ prefixes its own root. The site-wide page table is `page_table.site_script`.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from reportgen.pages import analyses
 from reportgen.pages.captions import heading, split_caption
@@ -27,8 +28,11 @@ def figure_record(ctx: SiteContext, panel: Panel, several: bool = False) -> dict
         width, height = fig.width, fig.height
         if not (width and height) and fig.kind == "png":
             width, height = ctx.size(fig.path, fig.source)
-        figures.append({"kind": fig.kind, "src": url(fig.path), "width": width,
-                        "height": height, "label": analyses.figure_label(panel, fig)})
+        record = {"kind": fig.kind, "src": url(fig.path), "width": width, "height": height,
+                  "label": analyses.figure_label(panel, fig)}
+        if fig.kind == "js":     # loaded on request (the live decoder's weights): say how big
+            record["bytes"] = _size(ctx, fig)
+        figures.append(record)
     caption, more = split_caption(panel.caption, panel.variant)
     record = {"title": heading(panel.title, panel.variant, several), "caption": caption,
               "more": more, "figures": figures}
@@ -36,6 +40,13 @@ def figure_record(ctx: SiteContext, panel: Panel, several: bool = False) -> dict
         record["shared"] = {**figure_record(ctx, panel.shared, several),
                             "range": list(panel.shared_range)}
     return record
+
+
+def _size(ctx: SiteContext, fig) -> int:
+    try:
+        return (Path(fig.source) if fig.source else ctx.docs_dir / fig.path).stat().st_size
+    except OSError:
+        return 0
 
 
 def model_index(ctx: SiteContext, info: ModelInfo, live: dict[str, str] | None = None) -> dict:

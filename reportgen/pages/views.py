@@ -202,6 +202,25 @@ class ModelInfo:
         """The panels that are images (the filmstrip and compare pickers offer only these)."""
         return [p for p in self.panels if p["picture"]]
 
+    def missing_note(self, meta: dict) -> str:
+        """What a card of `meta` says at a step without its result: for a technique drawn only
+        at the steps with dataset analyses, which steps those are; else "" (the default)."""
+        if not analysed_steps_only(meta["technique"]):
+            return ""
+        steps = [s.step for s in self.model.steps if s.dataset_panels]
+        where = f" ({', '.join(steps)})" if steps else ""
+        return (f"Drawn only at the steps with dataset analyses{where}, which keeps the site "
+                f"light: move the step slider to one of them.")
+
+
+def analysed_steps_only(technique: str) -> bool:
+    """Whether a registered technique is computed only at the steps with dataset analyses."""
+    from reportgen.techniques import TECHNIQUE_MODULES
+
+    if technique not in TECHNIQUE_MODULES:
+        return False
+    return import_module(f"reportgen.techniques.{technique}").TECHNIQUE.analysed_steps_only
+
 
 def _catalogue(ctx: SiteContext, groups) -> list[dict]:
     """Every panel id of (scope, panels) groups (union over steps), in technique order."""

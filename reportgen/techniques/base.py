@@ -88,8 +88,8 @@ class Technique:
     `technique.variants(model)` also returns [] where the technique does not apply."""
     experimental: bool = False         # opt-in (e.g. activation maximization)
     analysed_steps_only: bool = False
-    """Checkpoint scope: computed only at the steps with dataset analyses (an export too heavy
-    to ship at every step, such as the live decoder's weights)."""
+    """Checkpoint and input scope: computed only at the steps with dataset analyses (what is too
+    heavy to ship at every step: the live decoder's weights, the perturbation grids)."""
     # Dataset scope only (all optional):
     summarize: Callable[..., dict] | None = None
     """(arrays, params) -> JSON-ready dict of the headline numbers (exported as JSON and CSV)."""

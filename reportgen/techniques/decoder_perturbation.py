@@ -65,6 +65,8 @@ TECHNIQUE = Technique(
     version=1,
     compute=compute,
     render=lazy("reportgen.figures.panels", "render_decoder_perturbation"),
+    # 176 reconstructions and their differences per input: the heaviest figure of a step
+    analysed_steps_only=True,
     variants=variants,
     description="Each dimension of the class capsule (the predicted one unless chosen) shifted "
                 "by -0.25 ... 0.25 in steps of 0.05 while the others stay, then reconstructed: "

@@ -57,7 +57,8 @@
     length: el("length"),
     lengthValue: el("length-value"),
     current: el("current"),
-    agreement: el("agreement")
+    agreement: el("agreement"),
+    start: el("start")
   };
 
   var state = {
@@ -73,7 +74,11 @@
     vector: [], /* what the sliders say now */
     dirty: false, /* moved away from the real capsule */
     mode: "fixed",
-    k: 2
+    k: 2,
+    /* the weights (about 1.4 MB for MNIST) load when the reader asks, not with the page:
+     * the page is usable before they arrive; once started, every step change loads its own */
+    started: false,
+    waiting: null /* the selection to load when the reader presses Start */
   };
 
   /* ---------------------------------------------------------------- loading scripts */
@@ -535,6 +540,7 @@
 
   function fail(text) {
     ui.app.hidden = true;
+    ui.start.hidden = true;
     setStatus(text);
   }
 
@@ -572,6 +578,17 @@
         "them." : "");
       return;
     }
+    if (!state.started && !registry("weights", model.name, detail.step)) {
+      state.waiting = detail;
+      ui.app.hidden = true;
+      var size = weights.bytes ? " (" + (weights.bytes / 1e6).toFixed(1) + " MB)" : "";
+      ui.start.textContent = "Start the live decoder: load step " + detail.step +
+        "'s weights" + size;
+      ui.start.hidden = false;
+      setStatus("");
+      return;
+    }
+    ui.start.hidden = true;
     if (!registry("weights", model.name, detail.step)) {
       setStatus("Loading the decoder's weights for step " + detail.step + "\u2026");
       ui.app.setAttribute("aria-busy", "true");
@@ -614,6 +631,10 @@
     if (state.mode === "std") {
       setRanges();
     }
+  });
+  ui.start.addEventListener("click", function () {
+    state.started = true;
+    select(state.waiting);
   });
   ui.length.addEventListener("input", onLength);
   ui.reset.addEventListener("click", resetVector);
