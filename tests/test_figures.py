@@ -379,3 +379,19 @@ def test_centre_placement_matches_hand_computed_baseline():
     # conv1 of the baseline (0, 9, 1): 20x20 grid, centres 4 … 23
     conv = place_grid_at_centres(np.ones((20, 20)), (28, 28), (0, 9, 1))
     assert np.flatnonzero(~np.isnan(conv[:, 10])).tolist() == list(range(4, 24))
+
+
+def test_palette_indices_match_a_binary_search():
+    from reportgen.figures.encode import _palette_indices
+
+    rng = np.random.default_rng(3)
+    for count in (1, 37, 256):
+        keys = np.sort(rng.choice(1 << 24, count, replace=False).astype(np.uint32))
+        packed = keys[rng.integers(0, count, 5000)]
+        np.testing.assert_array_equal(_palette_indices(keys, packed),
+                                      np.searchsorted(keys, packed))
+    # a pair of keys sharing a slot for each table size: the binary search answers
+    keys = np.array([0, 4099, 8191, 16381], np.uint32)
+    packed = np.repeat(keys, 3)[::-1].copy()
+    np.testing.assert_array_equal(_palette_indices(keys, packed), [3, 3, 3, 2, 2, 2, 1, 1, 1,
+                                                                   0, 0, 0])

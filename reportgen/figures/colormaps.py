@@ -45,28 +45,56 @@ def text_size(text: str, size: int = FONT_SIZE) -> tuple[int, int]:
     return int(right - left), int(f.getbbox("Agjy|")[3])
 
 
-def draw_texts(canvas: np.ndarray, texts, size: int = FONT_SIZE) -> np.ndarray:
-    """`canvas` (uint8 RGB) with text items drawn: (x, y, text, align[, rgb[, size]]) where y is
-    the top, and x the left edge, centre or right edge for align "left", "center" or "right"."""
-    if not texts:
-        return canvas
+# anti-aliased glyph edges at this many coverages: a few colours per text colour, so a figure
+# of colour levels and labels fits an exact 256-colour palette (no lossy quantising)
+TEXT_LEVELS = 9
+
+
+@lru_cache(maxsize=4096)
+def _text_mask(text: str, size: int) -> tuple[np.ndarray, int]:
+    """(coverage (h, w) uint8, x offset) of one line of text: rendered once, then reused by
+    every figure (the labels repeat from image to image; rasterising them was a third of the
+    drawing time)."""
     from PIL import Image, ImageDraw
 
-    image = Image.fromarray(np.ascontiguousarray(canvas), mode="RGB")
-    draw = ImageDraw.Draw(image)
+    f = font(size)
+    left, _, right, bottom = f.getbbox(text)
+    height = max(int(bottom), text_size("Ag", size)[1]) + 1
+    mask = Image.new("L", (max(1, int(right - left) + 2), height), 0)
+    ImageDraw.Draw(mask).text((-left, 0), text, fill=255, font=f)
+    levels = TEXT_LEVELS - 1
+    array = (np.round(np.asarray(mask, np.float32) * (levels / 255.0)) * (255.0 / levels)
+             + 0.5).astype(np.uint8)
+    array.setflags(write=False)
+    return array, int(left)
+
+
+def draw_texts(canvas: np.ndarray, texts, size: int = FONT_SIZE) -> np.ndarray:
+    """`canvas` (uint8 RGB) with text items drawn in place: (x, y, text, align[, rgb[, size]])
+    where y is the top, and x the left edge, centre or right edge for align "left", "center" or
+    "right", from glyph masks rasterised once per text and size (Pillow's glyphs; the labels
+    repeat from figure to figure, and rasterising them was a third of the drawing time)."""
+    height, width = canvas.shape[:2]
     for item in texts:
         x, y, text, align = item[:4]
-        color = tuple(item[4]) if len(item) > 4 and item[4] is not None else TEXT_COLOR
+        if not text:
+            continue
+        color = np.asarray(item[4] if len(item) > 4 and item[4] is not None else TEXT_COLOR,
+                           np.float32)
         item_size = item[5] if len(item) > 5 else size
-        f = font(item_size)
-        left = f.getbbox(text)[0] if text else 0
-        width = text_size(text, item_size)[0]
-        if align == "center":
-            x = x - width / 2
-        elif align == "right":
-            x = x - width
-        draw.text((int(round(x - left)), int(round(y))), text, fill=color, font=f)
-    return np.asarray(image).copy()
+        mask, left = _text_mask(text, item_size)
+        shift = text_size(text, item_size)[0]
+        x = x - shift / 2 if align == "center" else (x - shift if align == "right" else x)
+        x0, y0 = int(round(x - left)) + left, int(round(y))
+        h, w = mask.shape
+        top, lft = max(0, -y0), max(0, -x0)
+        bottom, rgt = min(h, height - y0), min(w, width - x0)
+        if bottom <= top or rgt <= lft:
+            continue
+        alpha = mask[top:bottom, lft:rgt, None].astype(np.float32) / 255.0
+        region = canvas[y0 + top:y0 + bottom, x0 + lft:x0 + rgt]
+        region[...] = (region + (color - region) * alpha + 0.5).astype(np.uint8)
+    return canvas
 
 
 # --- colormaps ----------------------------------------------------------------------------------
@@ -94,22 +122,25 @@ def quantise(values01: np.ndarray, levels: int = COLOUR_LEVELS) -> np.ndarray:
     return np.round(v * (levels - 1)) / (levels - 1)
 
 
-def lut_indices(values01: np.ndarray) -> np.ndarray:
-    """LUT rows for values in [0, 1] (clipped) rounded to COLOUR_LEVELS levels, each level's row
-    as matplotlib picks it (floor(level * 256), 1 → the last row); NaN → -1."""
+def lut_indices(values01: np.ndarray, levels: int = COLOUR_LEVELS) -> np.ndarray:
+    """LUT rows for values in [0, 1] (clipped) rounded to `levels` levels, each level's row as
+    matplotlib picks it (floor(level * 256), 1 → the last row); NaN → -1."""
     v = np.asarray(values01, dtype=np.float64)
     nan = np.isnan(v)
-    levels = np.round(np.clip(np.where(nan, 0.0, v), 0.0, 1.0) * (COLOUR_LEVELS - 1))
-    idx = np.minimum(levels * 256 // (COLOUR_LEVELS - 1), 255).astype(np.intp)
+    steps = levels - 1
+    rounded = np.round(np.clip(np.where(nan, 0.0, v), 0.0, 1.0) * steps)
+    idx = np.minimum(rounded * 256 // steps, 255).astype(np.intp)
     if nan.any():
         idx[nan] = -1
     return idx
 
 
 def apply_colormap(values01: np.ndarray, name: str = "viridis",
-                   nan_color: tuple[int, int, int] = NAN_COLOR) -> np.ndarray:
-    """uint8 RGB (..., 3) of `values01` (any shape, clipped to [0, 1]; NaN → `nan_color`)."""
-    idx = lut_indices(values01)
+                   nan_color: tuple[int, int, int] = NAN_COLOR,
+                   levels: int = COLOUR_LEVELS) -> np.ndarray:
+    """uint8 RGB (..., 3) of `values01` (any shape, clipped to [0, 1], at `levels` levels;
+    NaN → `nan_color`)."""
+    idx = lut_indices(values01, levels)
     nan = idx < 0
     has_nan = bool(nan.any())
     rgb = lut(name).take(np.maximum(idx, 0) if has_nan else idx, axis=0)
@@ -142,7 +173,8 @@ def fmt(value: float) -> str:
 
 
 def colorbar_array(name: str, vmin: float, vmax: float, label: str = "", width: int = 200,
-                   bar_height: int = 10, ticks: tuple[float, ...] | None = None) -> np.ndarray:
+                   bar_height: int = 10, ticks: tuple[float, ...] | None = None,
+                   levels: int = COLOUR_LEVELS) -> np.ndarray:
     """A horizontal colour bar as a uint8 RGB array: label above, the gradient, tick labels below
     (min and max, plus 0 for a scale that straddles zero, else the midpoint)."""
     if ticks is None:
@@ -157,7 +189,7 @@ def colorbar_array(name: str, vmin: float, vmax: float, label: str = "", width: 
     width = max(width, text_size(label)[0] if label else 0)
     canvas = np.full((height, width + 2 * max(margin, ends), 3), 255, dtype=np.uint8)
     x0 = max(margin, ends)
-    gradient = apply_colormap(np.linspace(0.0, 1.0, width), name)     # the levels figures use
+    gradient = apply_colormap(np.linspace(0.0, 1.0, width), name, levels=levels)   # as drawn
     canvas[label_h:label_h + bar_height, x0:x0 + width] = gradient[None, :, :]
     # Thin frame around the gradient and small tick marks.
     frame = (90, 90, 90)

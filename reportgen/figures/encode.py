@@ -84,7 +84,7 @@ def _palette(image, arr: np.ndarray, tolerance: int):
     if colors is not None:
         keys = np.sort(np.array([(r << 16) | (g << 8) | b for _, (r, g, b) in colors],
                                 dtype=np.uint32))
-        out = Image.fromarray(np.searchsorted(keys, packed).astype(np.uint8), mode="P")
+        out = Image.fromarray(_palette_indices(keys, packed), mode="P")
         out.putpalette(np.stack([keys >> 16, (keys >> 8) & 255, keys & 255], axis=1)
                        .astype(np.uint8).tobytes())
         return out
@@ -93,6 +93,19 @@ def _palette(image, arr: np.ndarray, tolerance: int):
     if np.abs(back - arr).max() <= tolerance:
         return quantized
     return None
+
+
+def _palette_indices(keys: np.ndarray, packed: np.ndarray) -> np.ndarray:
+    """uint8 positions in `keys` (sorted, at most 256 distinct colours) of every `packed`
+    colour: through a small table indexed by colour modulo a prime when no two keys share a
+    slot (a third of the time of a binary search per pixel), else by searchsorted."""
+    for prime in (4099, 8191, 16381):
+        slots = keys % prime
+        if len(np.unique(slots)) == len(keys):
+            table = np.zeros(prime, np.uint8)
+            table[slots] = np.arange(len(keys), dtype=np.uint8)
+            return table[packed % prime]
+    return np.searchsorted(keys, packed).astype(np.uint8)
 
 
 def png_size(data: bytes) -> tuple[int, int]:

@@ -8,7 +8,7 @@ import numpy as np
 from reportgen.figures.colormaps import DIVERGING, apply_diverging, fmt
 from reportgen.figures.figure import Figure, RenderContext
 from reportgen.figures.panels import (HIGHLIGHT, MUTED, _class_name, _colorbar, _columns,
-                                      _compose, _mosaic, _png_figure, _title, _upscale)
+                                      _compose, _mosaic, _png_figure, _upscale)
 
 CELL = 14
 
@@ -42,9 +42,8 @@ def render_class_poses(result, params, ctx: RenderContext) -> list[Figure]:
                (f"a = {activations[k]:.3f}", HIGHLIGHT if k == predicted else MUTED)]
               for k in range(classes)]
     mosaic = _mosaic(tiles, _columns(classes, 10), gutter=8, above=labels)
-    blocks = [_title(f"Class capsules ({classes} 4x4 pose matrices)"), mosaic,
-              _colorbar(DIVERGING, -vmax, vmax, "pose entry",
-                        width=min(200, mosaic.array.shape[1]))]
+    blocks = [mosaic, _colorbar(DIVERGING, -vmax, vmax, "pose entry",
+                                width=min(200, mosaic.array.shape[1]))]
     caption = (f"The 4x4 pose of every class capsule; the most active is the prediction. Details: "
                f"Class capsules: the 4x4 pose matrix of each of the {classes} class capsules "
                f"(rows and columns as in the matrix), {DIVERGING} colours symmetric around zero, "

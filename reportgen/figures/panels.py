@@ -4,21 +4,22 @@ Every function has the signature `render_X(result, params, ctx) -> list[Figure]`
 ONE image's arrays (batch axis removed), `params` is the technique's options dataclass (or None;
 attributes are read with defaults) and `ctx` the RenderContext (class names, input image,
 receptive fields). No TensorFlow here, and no matplotlib on the hot path: PNGs are NumPy mosaics
-with Pillow text (drawing dominates the batched build time).
+with Pillow text (drawing dominates the batched build time). A figure of one input holds the
+data and its labels and scale, no title: the page's card heading and the caption name it (and
+a step draws thousands of them, so a title line was a tenth of the site).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
 from xml.sax.saxutils import escape
 
 import numpy as np
 
 from reportgen.figures.colormaps import (
     COLOUR_LEVELS, DIVERGING, FONT_SIZE, TEXT_COLOR, apply_colormap, apply_diverging,
-    colorbar_array, font, fmt, quantise, text_size,
+    colorbar_array, draw_texts, fmt, quantise, text_size,
 )
 from reportgen.figures.encode import png_bytes
 from reportgen.figures.placement import place_grid_at_centres, stretch_grid
@@ -34,7 +35,11 @@ DEAD = (220, 20, 20)              # dead-filter outline
 GRID_LINE = (225, 225, 225)
 AXIS = (90, 90, 90)
 MUTED = (110, 110, 110)
-TEXT_LEVELS = 9                   # coverage levels of anti-aliased glyph edges
+# An overlay mixes the input's gray with the colormap: every pair is a colour. At these levels
+# (the input's grays under it, the overlay's values) a figure keeps within an exact 256-colour
+# palette: no lossy quantiser, which cost half a step's drawing time.
+BASE_LEVELS = 8
+OVERLAY_LEVELS = 33
 
 
 # --- small helpers ------------------------------------------------------------------------------
@@ -95,54 +100,6 @@ def _grid(tiles: np.ndarray, gutter: int) -> np.ndarray:
     padded[:, :, :h, :w] = tiles
     out = padded.transpose(0, 2, 1, 3, 4).reshape(rows * (h + gutter), cols * (w + gutter), ch)
     return out[:rows * (h + gutter) - gutter, :cols * (w + gutter) - gutter]
-
-
-@lru_cache(maxsize=4096)
-def _text_mask(text: str, size: int) -> tuple[np.ndarray, int]:
-    """(coverage (h, w) uint8, x offset) of one line of text: rendered once, then reused by
-    every figure (the labels repeat from image to image; rasterising them was a third of the
-    drawing time)."""
-    from PIL import Image, ImageDraw
-
-    f = font(size)
-    left, _, right, bottom = f.getbbox(text)
-    height = max(int(bottom), text_size("Ag", size)[1]) + 1
-    mask = Image.new("L", (max(1, int(right - left) + 2), height), 0)
-    ImageDraw.Draw(mask).text((-left, 0), text, fill=255, font=f)
-    # glyph edges at TEXT_LEVELS coverages: a few colours per text colour, so a figure of
-    # colormapped levels and labels fits an exact 256-colour palette (no lossy quantising)
-    levels = TEXT_LEVELS - 1
-    array = (np.round(np.asarray(mask, np.float32) * (levels / 255.0)) * (255.0 / levels)
-             + 0.5).astype(np.uint8)
-    array.setflags(write=False)
-    return array, int(left)
-
-
-def draw_texts(canvas: np.ndarray, texts, size: int = FONT_SIZE) -> np.ndarray:
-    """`canvas` (uint8 RGB) with text items drawn in place: (x, y, text, align[, rgb[, size]])
-    where y is the top, and x the left edge, centre or right edge for align "left", "center" or
-    "right" (as reportgen.figures.colormaps.draw_texts, from cached glyph masks)."""
-    height, width = canvas.shape[:2]
-    for item in texts:
-        x, y, text, align = item[:4]
-        if not text:
-            continue
-        color = np.asarray(item[4] if len(item) > 4 and item[4] is not None else TEXT_COLOR,
-                           np.float32)
-        item_size = item[5] if len(item) > 5 else size
-        mask, left = _text_mask(text, item_size)
-        shift = text_size(text, item_size)[0]
-        x = x - shift / 2 if align == "center" else (x - shift if align == "right" else x)
-        x0, y0 = int(round(x - left)) + left, int(round(y))
-        h, w = mask.shape
-        top, lft = max(0, -y0), max(0, -x0)
-        bottom, rgt = min(h, height - y0), min(w, width - x0)
-        if bottom <= top or rgt <= lft:
-            continue
-        alpha = mask[top:bottom, lft:rgt, None].astype(np.float32) / 255.0
-        region = canvas[y0 + top:y0 + bottom, x0 + lft:x0 + rgt]
-        region[...] = (region + (color - region) * alpha + 0.5).astype(np.uint8)
-    return canvas
 
 
 def _line_height(size: int = FONT_SIZE) -> int:
@@ -226,8 +183,9 @@ def _mosaic(tiles: np.ndarray, cols: int, gutter: int = 2, above=None, below=Non
     return _Block(array, texts, "left")
 
 
-def _colorbar(name, vmin, vmax, label, width=200) -> _Block:
-    return _Block(colorbar_array(name, vmin, vmax, label, width=width), [], "center")
+def _colorbar(name, vmin, vmax, label, width=200, levels=COLOUR_LEVELS) -> _Block:
+    return _Block(colorbar_array(name, vmin, vmax, label, width=width, levels=levels), [],
+                  "center")
 
 
 def _title(text: str) -> _Block:
@@ -288,9 +246,10 @@ def _overlay_tiles(grids: np.ndarray, ctx: RenderContext, rf, cmap: str, alpha: 
         placed = stretch_grid(stack, (height, width))
         where = "stretched evenly over the input (receptive field unknown)"
     placed = np.moveaxis(placed, -1, 0)                                 # (N, H, W)
-    base = _gray(ctx.image) if ctx.image is not None else np.full((height, width), 0.5)
+    base = quantise(_gray(ctx.image), BASE_LEVELS) if ctx.image is not None \
+        else np.full((height, width), 0.5)
     base = (base * 255.0)[None, :, :, None]
-    colour = apply_colormap(placed, cmap).astype(np.float64)
+    colour = apply_colormap(placed, cmap, levels=OVERLAY_LEVELS).astype(np.float64)
     seen = np.isfinite(placed)[..., None]
     mixed = np.where(seen, (1.0 - alpha) * base + alpha * colour, base)
     tiles = (mixed + 0.5).astype(np.uint8)
@@ -299,7 +258,7 @@ def _overlay_tiles(grids: np.ndarray, ctx: RenderContext, rf, cmap: str, alpha: 
     return _upscale(tiles, _factor(max(height, width), target)), where
 
 
-def _overlay_figure(title, quantity, grids, labels, ctx, rf, params, cmap_default="viridis"):
+def _overlay_figure(quantity, grids, labels, ctx, rf, params, cmap_default="viridis"):
     normalization = str(_get(params, "normalization", "per_layer"))
     cmap = str(_get(params, "colormap", cmap_default))
     alpha = float(_get(params, "alpha", 0.5))
@@ -308,8 +267,9 @@ def _overlay_figure(title, quantity, grids, labels, ctx, rf, params, cmap_defaul
     tiles, where = _overlay_tiles(values, ctx, rf, cmap, alpha)
     cols = _columns(len(tiles), 8)
     mosaic = _mosaic(tiles, cols, gutter=4, above=labels)
-    bar = _colorbar(cmap, vmin, vmax, bar_label, width=min(240, mosaic.array.shape[1]))
-    canvas = _compose([_title(title), mosaic, bar])
+    bar = _colorbar(cmap, vmin, vmax, bar_label, width=min(240, mosaic.array.shape[1]),
+                    levels=OVERLAY_LEVELS)
+    canvas = _compose([mosaic, bar])
     return canvas, where, norm_phrase, cmap, alpha
 
 
@@ -488,9 +448,8 @@ def render_conv_feature_maps(result, params, ctx: RenderContext) -> list[Figure]
     mosaic = _mosaic(tiles, cols, gutter=2)
     n_dead = int(dead.sum())
     name = layer or "conv layer"
-    blocks = [_title(f"Feature maps of {name} ({count} filters, {h}x{w})"), mosaic,
-              _colorbar(cmap, vmin, vmax, "activation (shared scale for the layer)",
-                        width=min(240, mosaic.array.shape[1]))]
+    blocks = [mosaic, _colorbar(cmap, vmin, vmax, "activation (shared scale for the layer)",
+                                width=min(240, mosaic.array.shape[1]))]
     caption = (f"What each filter of {name} responds to in this image, brightest where it fires. "
                f"Details: "
                f"Conv feature maps of {name}: the {'post-ReLU ' if vmin >= 0 else ''}activation of "
@@ -564,10 +523,8 @@ def render_primary_heatmaps(result, params, ctx: RenderContext) -> list[Figure]:
     grids = np.moveaxis(lengths, -1, 0)
     labels = [f"type {t}" for t in range(types)]
     words, quantity, field = _capsule_grid(ctx, str(_get(params, "layer", "")))
-    plural = quantity.split()[-1] + "s"
-    canvas, where, norm, cmap, alpha = _overlay_figure(
-        f"{words} {plural} ({types} types, {gh}x{gw} grid)", quantity,
-        grids, labels, ctx, field, params)
+    canvas, where, norm, cmap, alpha = _overlay_figure(quantity, grids, labels, ctx, field,
+                                                       params)
     caption = (f"Where each capsule type is active, drawn over the part of the image it sees. "
                f"Details: "
                f"{words} heatmaps: the {gh}x{gw} grid of {quantity}s of each of the "
@@ -589,9 +546,8 @@ def render_rpv(result, params, ctx: RenderContext) -> list[Figure]:
         through = (" summed over the paths through every convolutional capsule layer, one "
                    "factor R a per hop,")
     labels = [_class_name(ctx, k) for k in range(classes)]
-    canvas, where, norm, cmap, alpha = _overlay_figure(
-        f"Routing Path Visualization ({method}: m = {formula})", "path strength m",
-        maps, labels, ctx, _last_rf(ctx), params)
+    canvas, where, norm, cmap, alpha = _overlay_figure("path strength m", maps, labels, ctx,
+                                                       _last_rf(ctx), params)
     caption = (f"Which parts of the image send their evidence to each class through routing "
                f"({method} method). Details: "
                f"Routing Path Visualization, {method} method (path strength m = {formula},"
@@ -638,8 +594,7 @@ def render_class_capsules(result, params, ctx: RenderContext) -> list[Figure]:
         texts.append((x0 - 6, y, names[k], "right", colour))
         texts.append((x0 + grid.shape[1] + 6, y, f"|v| = {length_label(lengths[k])}", "left",
                       colour))
-    blocks = [_title(f"Class capsules ({classes} x {dims} pose values)"),
-              _Block(array, texts),
+    blocks = [_Block(array, texts),
               _colorbar(DIVERGING, -vmax, vmax, "pose value", width=min(200, grid.shape[1]))]
     caption = (f"The pose vector of every class capsule; the longest is the prediction. Details: "
                f"Class capsules: the {dims}-dimensional pose vector of each of the {classes} class "
@@ -661,7 +616,7 @@ def render_decoder_length(result, params, ctx: RenderContext) -> list[Figure]:
     height, width = images.shape[1:3]
     tiles = _upscale(_rgb(images, COLOUR_LEVELS), _factor(max(height, width), 56))
     mosaic = _mosaic(tiles, len(tiles), gutter=3, below=[f"p={fmt(p)}" for p in lengths])
-    blocks = [_title(f"Decoder: class {name} capsule rescaled to length p"), mosaic]
+    blocks = [mosaic]
     caption = (f"How the decoder draws class {name} as its capsule grows from length 0 to 1. "
                f"Details: "
                f"Decoder, capsule length: the class {name} capsule's vector rescaled to lengths "
@@ -744,8 +699,7 @@ def render_decoder_perturbation(result, params, ctx: RenderContext) -> list[Figu
                f"(rows: dimension; columns: δ), other class capsules masked, then reconstructed "
                f"(pixel values clipped to 0 … 1, no normalisation).")
     if found is None:
-        blocks = [_title(f"Decoder: class {name}, one dimension perturbed by delta (columns)"),
-                  recon]
+        blocks = [recon]
         caption += " No difference image: δ = 0 (the unperturbed reconstruction) is not among the offsets."
     else:
         difference, vmax = found
@@ -769,8 +723,7 @@ def render_decoder_perturbation(result, params, ctx: RenderContext) -> list[Figu
         # under the difference grid; as far right as fits when its label is wider
         x = max(0, min(labelled[0].array.shape[1] + 3 * GAP, row_w - bar.array.shape[1]))
         bar_row[:, x:x + bar.array.shape[1]] = bar.array
-        blocks = [_title(f"Decoder: class {name}, one dimension perturbed by delta (columns)"),
-                  both, _Block(bar_row, [(tx + x, ty, *rest) for tx, ty, *rest in bar.texts])]
+        blocks = [both, _Block(bar_row, [(tx + x, ty, *rest) for tx, ty, *rest in bar.texts])]
         caption += (f" Right: each reconstruction minus the unperturbed one (δ = 0), pixel "
                     f"values as shown{' averaged over colour channels' if images.shape[-1] > 1 else ''}, "
                     f"{DIVERGING} (red brighter, blue darker), one scale for the whole grid: "
@@ -811,14 +764,14 @@ def render_gradcam_pp(result, params, ctx: RenderContext) -> list[Figure]:
     panels = [overlay[0]]
     labels = [f"Grad-CAM++ on {layer or 'conv layer'}"]
     if ctx.image is not None:
-        base = _upscale(_rgb(_gray(ctx.image)[:, :, None]), overlay.shape[1] // ctx.image.shape[0])
+        base = _upscale(_rgb(_gray(ctx.image)[:, :, None], BASE_LEVELS),
+                        overlay.shape[1] // ctx.image.shape[0])
         if base.shape == overlay[0].shape:
             panels.insert(0, base)
             labels.insert(0, "input (grayscale)")
     mosaic = _mosaic(np.stack(panels), len(panels), gutter=8, above=labels)
-    blocks = [_title(f"Grad-CAM++{for_class}, layer {layer or '?'} ({gh}x{gw})"), mosaic,
-              _colorbar(cmap, 0.0, 1.0, "Grad-CAM++ (min-max per image)",
-                        width=min(200, mosaic.array.shape[1]))]
+    blocks = [mosaic, _colorbar(cmap, 0.0, 1.0, "Grad-CAM++ (min-max per image)",
+                                width=min(200, mosaic.array.shape[1]), levels=OVERLAY_LEVELS)]
     score = "logistic activation" if _logistic(ctx) else "length"
     caption = (f"Where the network looks for the class, from the gradients at layer "
                f"{layer or '(unnamed)'}. Details: "
