@@ -15,9 +15,9 @@ build's time per input image against the model work it contains.
 3. Cold build per image and step: in-process builds of two of MNIST_Demo's steps with test
    images 0-1 and 0-31, twice: plain steps (1-10 and 5-40, no dataset analyses) and analysed
    steps (0-0 and 5-40 with their dataset analyses, so the perturbation grids are drawn too).
-   Each pair starts from copies of a store that a warm-up build (other images; it also pays
-   for importing TensorFlow) filled with what does not depend on the images, so only the
-   chosen images' work is cold. Per image and step = the difference of the two builds' wall
+   Each pair starts from copies of a store that warm-up builds (other images, in both
+   numbers: they pay for importing TensorFlow and for tracing both batch shapes) filled with
+   what does not depend on the images, so only the chosen images' work is cold. Per image and step = the difference of the two builds' wall
    times / 30 / 2; model work = the same difference of the time spent computing
    (reportgen.engine.step.compute_step); everything else is drawing (the filmstrip's frames
    included), placing and rendering pages. The default build's figure weights the two by its
@@ -132,7 +132,10 @@ def cold_per_image(models_dir: Path) -> dict:
                 # analyses (other images): each measured build starts from a copy of it, so
                 # that only the chosen images' work is cold
                 warm = Path(tmp) / "warm"
+                # both batch shapes once (TensorFlow traces a new shape once per process)
                 one_build("test:100-101", steps, analyses, warm, Path(tmp) / "site-warm")
+                one_build(f"test:100-{99 + MANY}", steps, analyses, warm,
+                          Path(tmp) / "site-warm")
                 walls = {}
                 for label, images in (("few", f"test:0-{FEW - 1}"), ("many", f"test:0-{MANY - 1}")):
                     cache = Path(tmp) / f"cache-{label}"

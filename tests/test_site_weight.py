@@ -101,3 +101,22 @@ def test_index_split_keeps_data_js_small_and_loses_nothing():
     import json
 
     assert len(json.dumps(small)) < len(json.dumps(index)) / 10
+
+
+def test_cards_of_analysed_step_techniques_name_the_steps_that_have_them():
+    from reportgen.pages.sitedata import ModelData, Panel, StepData
+    from reportgen.pages.views import ModelInfo
+
+    analyses = [Panel(technique="routing_diagnostics", variant="", title="t", layer="dataset",
+                      caption="", figures=[])]
+    steps = [StepData(step="0-0", dataset_panels=analyses), StepData(step="1-10"),
+             StepData(step="2-20", dataset_panels=analyses)]
+    model = ModelData(name="M", dataset="d", description="", params=1, class_names=["0"],
+                      architecture=[], history=[], steps=steps, inputs=[])
+    info = ModelInfo(model=model, slug="M", panels=[], layers=[], default_step=steps[-1],
+                     default_input=None)
+    note = info.missing_note({"technique": "decoder_perturbation"})
+    assert "(0-0, 2-20)" in note and "1-10" not in note
+    assert info.missing_note({"technique": "rpv"}) == ""          # drawn at every step
+    model.steps = [StepData(step="1-10")]                         # built with --analyses none
+    assert "--analyses none" in info.missing_note({"technique": "decoder_perturbation"})

@@ -20,7 +20,7 @@ from reportgen.cache.keys import hash_json
 from reportgen.figures.figure import Figure
 from reportgen.pages.sitedata import FigureFile
 
-MODEL_FIGURES_VERSION = 3     # bump when model_plots draws differently
+MODEL_FIGURES_VERSION = 4     # bump when model_plots draws differently
 SITE_RECORD_VERSION = 1
 
 

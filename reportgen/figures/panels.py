@@ -760,7 +760,7 @@ def render_gradcam_pp(result, params, ctx: RenderContext) -> list[Figure]:
     for_class = ""
     if target is not None and np.asarray(target).size == 1 and int(np.asarray(target)) >= 0:
         for_class = f" for class {_class_name(ctx, int(np.asarray(target)))}"
-    overlay, where = _overlay_tiles(np.clip(cam, 0.0, 1.0)[None], ctx, rf, cmap, alpha, target=168)
+    overlay, where = _overlay_tiles(np.clip(cam, 0.0, 1.0)[None], ctx, rf, cmap, alpha, target=84)
     panels = [overlay[0]]
     labels = [f"Grad-CAM++ on {layer or 'conv layer'}"]
     if ctx.image is not None:

@@ -208,9 +208,11 @@ class ModelInfo:
         if not analysed_steps_only(meta["technique"]):
             return ""
         steps = [s.step for s in self.model.steps if s.dataset_panels]
-        where = f" ({', '.join(steps)})" if steps else ""
-        return (f"Drawn only at the steps with dataset analyses{where}, which keeps the site "
-                f"light: move the step slider to one of them.")
+        if not steps:
+            return ("Drawn only at the steps with dataset analyses, which keeps the site light; "
+                    "this build has none (it was built with --analyses none).")
+        return (f"Drawn only at the steps with dataset analyses ({', '.join(steps)}), which "
+                f"keeps the site light: move the step slider to one of them.")
 
 
 def analysed_steps_only(technique: str) -> bool:
