@@ -33,7 +33,8 @@ def site(tmp_path_factory) -> Path:
                 png = panel.figures[0]
                 shared_path = png.path.replace(".png", "-shared.png")
                 shutil.copyfile(docs / png.path, docs / shared_path)
-                shared = replace(panel, caption=f"shared scale caption {step.step}",
+                shared = replace(panel, caption=f"shared scale caption {step.step}. Details: "
+                                                f"shared details {step.step}",
                                  figures=[replace(png, path=shared_path)])
                 panels[i] = replace(panel, shared=shared, shared_range=(0.0, 0.79))
     render_site(data, docs)
@@ -63,6 +64,14 @@ def test_filmstrip_strip_and_shared_scale(site):
             assert caption.count() == 1
             assert caption.inner_text().startswith("shared scale caption")
             assert all(not c.is_visible() for c in page.locator(".rg-filmstrip .rg-caption").all())
+            # the details once, below the strip: the chosen step's
+            assert all(not c.is_visible()
+                       for c in page.locator(".rg-filmstrip .rg-caption-more").all())
+            more = page.locator("[data-rg-strip-more] details")
+            assert more.count() == 1 and more.is_visible()
+            more.locator("summary").click()
+            current = page.locator(".rg-strip-item.rg-current").get_attribute("data-rg-step-card")
+            assert f"shared details {current}" in more.inner_text()
             page.locator("[data-rg-shared-scale]").uncheck()
             srcs = [frames.nth(i).get_attribute("src") for i in range(frames.count())]
             assert not any(s.endswith("-shared.png") for s in srcs), srcs

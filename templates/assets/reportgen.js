@@ -610,6 +610,7 @@
     var useShared = !box || box.checked;
     var records = [];
     var caption = "";
+    var more = "";
     var range = null;
     page.querySelectorAll("[data-rg-step-card]").forEach(function (item) {
       var stepName = item.getAttribute("data-rg-step-card");
@@ -628,6 +629,7 @@
       item.classList.toggle("rg-current", stepName === current);
       if (record && (stepName === current || !caption)) {
         caption = record.caption;
+        more = record.more;
       }
     });
     var toggle = page.querySelector("[data-rg-scale-toggle]");
@@ -638,6 +640,10 @@
           ")" : "");
     }
     setText(page.querySelector("[data-rg-strip-caption]"), caption);
+    var stripMore = page.querySelector("[data-rg-strip-more]");
+    if (stripMore) {
+      setMore(stripMore, more); /* the details once, below the strip, like the caption */
+    }
     setCardWidth(records);
   }
 
