@@ -87,6 +87,12 @@ def _factor(size: int, target: int) -> int:
     return max(1, int(math.ceil(target / max(1, size))))
 
 
+def _tile_factor(ctx: RenderContext, size: int, target: int) -> int:
+    """How many times to enlarge tiles of `size` pixels towards `target`; a filmstrip frame
+    (ctx.thumbnail) keeps them at their natural size."""
+    return 1 if ctx.thumbnail else _factor(size, target)
+
+
 def _columns(count: int, max_cols: int) -> int:
     if count <= max_cols:
         return max(1, count)
@@ -253,9 +259,7 @@ def _overlay_tiles(grids: np.ndarray, ctx: RenderContext, rf, cmap: str, alpha: 
     seen = np.isfinite(placed)[..., None]
     mixed = np.where(seen, (1.0 - alpha) * base + alpha * colour, base)
     tiles = (mixed + 0.5).astype(np.uint8)
-    if ctx.thumbnail:
-        target = 1
-    return _upscale(tiles, _factor(max(height, width), target)), where
+    return _upscale(tiles, _tile_factor(ctx, max(height, width), target)), where
 
 
 def _overlay_figure(quantity, grids, labels, ctx, rf, params, cmap_default="viridis"):
@@ -442,7 +446,7 @@ def render_conv_feature_maps(result, params, ctx: RenderContext) -> list[Figure]
     values = (np.moveaxis(maps, -1, 0) - vmin) / (vmax - vmin)            # (F, h, w)
     # maps of 20 x 20 and more at one pixel per activation (a step draws 2 x 16 of these
     # mosaics per input; the page can zoom), smaller ones enlarged to about that size
-    tiles = _upscale(apply_colormap(values, cmap), _factor(max(h, w), 1 if ctx.thumbnail else 20))
+    tiles = _upscale(apply_colormap(values, cmap), _tile_factor(ctx, max(h, w), 20))
     _outline(tiles, dead, DEAD, 2 if min(tiles.shape[1:3]) >= 12 else 1)
     cols = _columns(count, 16)
     mosaic = _mosaic(tiles, cols, gutter=2)

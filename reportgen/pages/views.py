@@ -11,7 +11,6 @@ strings still unescaped, the templates autoescape them).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from importlib import import_module
 from pathlib import Path
 
 from reportgen.pages import analyses
@@ -115,11 +114,8 @@ class SiteContext:
         scope = self.techniques.get(technique, {}).get("scope")
         if scope:
             return scope
-        from reportgen.techniques import TECHNIQUE_MODULES
-
-        if technique in TECHNIQUE_MODULES:
-            return import_module(f"reportgen.techniques.{technique}").TECHNIQUE.scope
-        return "input"
+        registered = _registered(technique)
+        return registered.scope if registered is not None else "input"
 
     def panel_view(self, meta: dict, panel: Panel | None, root: str, **extra) -> PanelView:
         several = bool(meta.get("several"))
@@ -215,13 +211,18 @@ class ModelInfo:
                 f"keeps the site light: move the step slider to one of them.")
 
 
+def _registered(technique: str):
+    """The registry's Technique of that name; None for names it does not know (a site's
+    data may name techniques of another version)."""
+    from reportgen.techniques import TECHNIQUE_MODULES, get_technique
+
+    return get_technique(technique) if technique in TECHNIQUE_MODULES else None
+
+
 def analysed_steps_only(technique: str) -> bool:
     """Whether a registered technique is computed only at the steps with dataset analyses."""
-    from reportgen.techniques import TECHNIQUE_MODULES
-
-    if technique not in TECHNIQUE_MODULES:
-        return False
-    return import_module(f"reportgen.techniques.{technique}").TECHNIQUE.analysed_steps_only
+    registered = _registered(technique)
+    return registered is not None and registered.analysed_steps_only
 
 
 def _catalogue(ctx: SiteContext, groups) -> list[dict]:
