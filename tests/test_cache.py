@@ -51,16 +51,19 @@ def test_arrays_round_trip_without_pickle(tmp_path):
     assert store.clear() > 0 and not tmp_path.exists()
 
 
-def test_failed_write_leaves_no_entry(tmp_path):
+def test_failed_write_leaves_no_entry(tmp_path, monkeypatch):
     store = ArtifactStore(tmp_path)
 
-    class Boom:
-        def __array__(self, *a, **k):
-            raise RuntimeError("killed mid-write")
+    def killed_mid_write(file, **arrays):
+        Path(file).write_bytes(b"PK\x03\x04 half an archive")
+        raise RuntimeError("killed mid-write")
 
+    monkeypatch.setattr(np, "savez", killed_mid_write)
     with pytest.raises(RuntimeError):
-        store.put_arrays("ef" * 32, {"a": np.zeros(3), "b": Boom()}, {})
+        store.put_arrays("ef" * 32, {"a": np.zeros(3)}, {})
+    monkeypatch.undo()
     assert not store.has_arrays("ef" * 32)
+    assert store.get_arrays("ef" * 32) is None
     assert not any((tmp_path / "tmp").iterdir())
     store.put_arrays("ef" * 32, {"a": np.zeros(3)}, {})  # the next build finishes the job
     assert store.has_arrays("ef" * 32)
@@ -286,15 +289,15 @@ def test_put_figures_rewrites_an_entry_cleared_right_after_writing(tmp_path, mon
     import shutil
 
     store = ArtifactStore(tmp_path)
-    commits, real_commit = [], store._commit
+    commits, real_commit = [], store._commit_entry
 
     def commit_then_clear(kind, key, fill):
-        final = real_commit(kind, key, fill)
+        final, ours = real_commit(kind, key, fill)
         commits.append(key)
         if len(commits) == 1:
             shutil.rmtree(final)
-        return final
-    monkeypatch.setattr(store, "_commit", commit_then_clear)
+        return final, ours
+    monkeypatch.setattr(store, "_commit_entry", commit_then_clear)
     listing = store.put_figures("34" * 32, [Figure(name="a.png", data=b"png")])
     assert len(commits) == 2 and Path(listing[0]["path"]).read_bytes() == b"png"
 
@@ -352,3 +355,43 @@ def test_a_write_whose_working_folder_is_deleted_under_it_starts_over(tmp_path, 
     store.put_arrays("ab" * 32, {"x": np.arange(3)}, {})
     assert len(calls) == 2
     np.testing.assert_array_equal(store.get_arrays("ab" * 32)["x"], np.arange(3))
+
+
+def test_arrays_read_back_from_memory_are_the_stored_ones_and_read_only(tmp_path, monkeypatch):
+    """What a build stored comes back from memory (no .npz parse), equal to what a fresh store
+    reads from disk, and no caller can change it for the next."""
+    import reportgen.cache.store as store_module
+
+    store = ArtifactStore(tmp_path)
+    original = {"a": np.arange(6, dtype=np.float32).reshape(2, 3), "b": np.array([3, 1])}
+    store.put_arrays("ab" * 32, original, {})
+    original["a"][0, 0] = 99          # the caller's own array: the stored entry keeps its value
+    parsed = []
+    monkeypatch.setattr(store_module, "read_npz", lambda f: parsed.append(f) or {})
+    got = store.get_arrays("ab" * 32)
+    assert parsed == []
+    monkeypatch.undo()
+    fresh = ArtifactStore(tmp_path).get_arrays("ab" * 32)
+    for name in ("a", "b"):
+        np.testing.assert_array_equal(got[name], fresh[name])
+    assert got["a"][0, 0] == 0
+    with pytest.raises(ValueError):
+        got["a"][0, 0] = 5
+    # an entry removed from disk is gone, memory or not
+    import shutil
+    shutil.rmtree(store._dir("arrays", "ab" * 32))
+    assert store.get_arrays("ab" * 32) is None
+
+
+def test_recent_arrays_keep_within_their_budget():
+    from reportgen.cache.recent import RecentArrays
+
+    recent = RecentArrays(budget=3 * 800)
+    for i in range(5):
+        recent.remember(str(i), {"x": np.zeros(100)})      # 800 bytes each
+    assert [recent.get(str(i)) is not None for i in range(5)] == [False, False, True, True, True]
+    recent.get("2")                                         # used last: kept over 3
+    recent.remember("5", {"x": np.zeros(100)})
+    assert recent.get("3") is None and recent.get("2") is not None
+    recent.remember("big", {"x": np.zeros(1000)})           # larger than the budget: not kept
+    assert recent.get("big") is None and recent.get("5") is not None

@@ -382,16 +382,18 @@ def test_centre_placement_matches_hand_computed_baseline():
 
 
 def test_palette_indices_match_a_binary_search():
-    from reportgen.figures.encode import _palette_indices
+    from PIL import Image
+
+    from reportgen.figures.encode import _packed, _palette_indices
 
     rng = np.random.default_rng(3)
-    for count in (1, 37, 256):
+    for count in (1, 37, 256, 37):      # a smaller palette after a larger: no stale slot read
         keys = np.sort(rng.choice(1 << 24, count, replace=False).astype(np.uint32))
         packed = keys[rng.integers(0, count, 5000)]
         np.testing.assert_array_equal(_palette_indices(keys, packed),
                                       np.searchsorted(keys, packed))
-    # a pair of keys sharing a slot for each table size: the binary search answers
-    keys = np.array([0, 4099, 8191, 16381], np.uint32)
-    packed = np.repeat(keys, 3)[::-1].copy()
-    np.testing.assert_array_equal(_palette_indices(keys, packed), [3, 3, 3, 2, 2, 2, 1, 1, 1,
-                                                                   0, 0, 0])
+    # the packed colours of an image, against NumPy's own arithmetic
+    rgb = rng.integers(0, 256, (7, 5, 3), dtype=np.uint8)
+    expected = rgb[..., 0].astype(np.uint32) | rgb[..., 1].astype(np.uint32) << 8 | \
+        rgb[..., 2].astype(np.uint32) << 16
+    np.testing.assert_array_equal(_packed(Image.fromarray(rgb, "RGB")), expected)

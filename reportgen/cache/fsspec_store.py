@@ -35,6 +35,7 @@ from reportgen import console
 from reportgen.cache import workdirs
 from reportgen.cache.keys import hash_bytes
 from reportgen.cache.npz import read_npz
+from reportgen.cache.recent import RecentArrays
 from reportgen.errors import StoreError
 
 MARKER = ".reportgen-store"
@@ -64,6 +65,7 @@ class FsspecStore:
             MIRROR_ROOT / hash_bytes(self.location.encode())[:16]).absolute()
         self._mirror = None
         self._known: set[str] = set()       # entries seen whole (they never change)
+        self._recent = RecentArrays()       # arrays this process stored or read last
         self._ready = False
         self._lock = threading.Lock()
 
@@ -186,16 +188,23 @@ class FsspecStore:
         if key in self._known:
             return
         self._prepare()
+        arrays = {k: np.array(v) for k, v in arrays.items()}   # the caller may change its own
         text = json.dumps({**meta, "created": time.time()}, sort_keys=True).encode()
         buffer = io.BytesIO()
-        np.savez(buffer, **{k: np.asarray(v) for k, v in arrays.items()},
+        np.savez(buffer, **arrays,
                  **{META: np.frombuffer(text, np.uint8)})
         with self._guard("write"):
             self._pipe(self._path("arrays", key), buffer.getvalue())
         self._known.add(key)
+        self._recent.remember(key, arrays)
 
     def get_arrays(self, key: str) -> dict[str, np.ndarray] | None:
-        """Every array of the entry, or None when it is missing (or damaged: then removed)."""
+        """Every array of the entry (read-only), or None when it is missing (or damaged: then
+        removed). What this process stored or read last comes from memory: keys are content
+        hashes, so it is what the store holds."""
+        recent = self._recent.get(key)
+        if recent is not None:
+            return recent
         path = self._path("arrays", key)
         with self._guard("read"):
             data = self._get(path)
@@ -203,7 +212,7 @@ class FsspecStore:
             self._known.discard(key)
             return None
         try:
-            out = read_npz(io.BytesIO(data), skip=(META,))
+            out = self._recent.remember(key, read_npz(io.BytesIO(data), skip=(META,)))
         except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile):
             self._discard(path)
             self._known.discard(key)
@@ -317,6 +326,7 @@ class FsspecStore:
                 self.fs.rm(f"{self.prefix}/{MARKER}")
         freed += self.mirror.clear(wait=wait, on_wait=on_wait)
         self._known.clear()
+        self._recent = RecentArrays()
         self._ready = False
         return freed
 

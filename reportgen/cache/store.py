@@ -29,6 +29,7 @@ import numpy as np
 from reportgen import console
 from reportgen.cache import locking, workdirs
 from reportgen.cache.npz import read_npz
+from reportgen.cache.recent import RecentArrays
 from reportgen.errors import StoreError
 
 DEFAULT_CACHE_DIR = Path(".reportgen/cache")
@@ -50,6 +51,8 @@ class ArtifactStore:
             os.environ.get("REPORTGEN_CACHE", DEFAULT_CACHE_DIR))
         self._ready = False
         self._ready_lock = threading.Lock()
+        self._recent = RecentArrays()      # what this build stored or read last
+        self._parents: set[Path] = set()   # entry folders' parents known to exist
 
     # -- paths ------------------------------------------------------------------------------
     def _dir(self, kind: str, key: str) -> Path:
@@ -102,26 +105,37 @@ class ArtifactStore:
         return set(os.listdir(self.root)) <= STORE_NAMES
 
     def _commit(self, kind: str, key: str, fill) -> Path:
+        """Write an entry through `fill(folder)` into a private folder and rename it into place
+        in one step; returns the entry's folder (another writer's when it was there first)."""
+        return self._commit_entry(kind, key, fill)[0]
+
+    def _commit_entry(self, kind: str, key: str, fill) -> tuple[Path, bool]:
+        """`_commit`, and whether the entry in place is the one `fill` wrote."""
         final = self._dir(kind, key)
         for _ in range(_PUT_ATTEMPTS):
             if (final / "meta.json").is_file():
-                return final
+                return final, False
             self._prepare()
             tmp = None
             try:
-                tmp = workdirs.make_private_dir(self._tmp, key[:12])
+                tmp = workdirs.make_private_dir(self._tmp, key[:12], parent_exists=True)
                 fill(tmp)
-                final.parent.mkdir(parents=True, exist_ok=True)
-                if final.is_dir() and not (final / "meta.json").exists():
-                    self._discard(final)   # an entry damaged by hand: replace it
+                self._make_parent(final.parent)
                 try:
                     os.rename(tmp, final)
+                    tmp = None
                 except OSError:
-                    if not (final / "meta.json").is_file():  # not a concurrent writer's win
+                    if (final / "meta.json").is_file():   # a concurrent writer's win
+                        return final, False
+                    if not final.is_dir():
                         raise
-                return final
+                    self._discard(final)   # an entry damaged by hand: replace it
+                    os.rename(tmp, final)
+                    tmp = None
+                return final, True
             except FileNotFoundError as exc:
                 if tmp is not None and not (tmp.exists() and final.parent.is_dir()):
+                    self._parents.clear()
                     continue   # deleted under us (a clear without the lock): start over
                 raise store_error(self.root, exc) from exc
             except OSError as exc:
@@ -130,6 +144,13 @@ class ArtifactStore:
                 if tmp is not None and tmp.exists():
                     shutil.rmtree(tmp, ignore_errors=True)
         raise _vanishing(self.root)
+
+    def _make_parent(self, folder: Path) -> None:
+        """mkdir -p, once per folder and store object (a build commits thousands of entries
+        into 256 folders)."""
+        if folder not in self._parents:
+            folder.mkdir(parents=True, exist_ok=True)
+            self._parents.add(folder)
 
     def _discard(self, path: Path) -> None:
         """Remove a damaged entry: renamed into tmp/ first, so readers see it whole or gone."""
@@ -144,20 +165,31 @@ class ArtifactStore:
         return (self._dir("arrays", key) / "meta.json").is_file()
 
     def put_arrays(self, key: str, arrays: dict[str, np.ndarray], meta: dict) -> None:
+        arrays = {k: np.array(v) for k, v in arrays.items()}   # the caller may change its own
+
         def fill(tmp: Path) -> None:
-            np.savez(tmp / "arrays.npz", **{k: np.asarray(v) for k, v in arrays.items()})
+            np.savez(tmp / "arrays.npz", **arrays)
             (tmp / "meta.json").write_text(json.dumps({**meta, "created": time.time()},
                                                       indent=1, sort_keys=True))
-        self._commit("arrays", key, fill)
+        final = self._commit("arrays", key, fill)
+        stamp = _stamp(final / "arrays.npz")
+        if stamp is not None:
+            self._recent.remember(key, arrays, stamp)
 
     def get_arrays(self, key: str) -> dict[str, np.ndarray] | None:
-        """Every array of the entry, or None when it is missing (never part of one)."""
+        """Every array of the entry (read-only), or None when it is missing (never part of
+        one)."""
         path = self._dir("arrays", key)
         if not (path / "meta.json").is_file():
+            self._recent.forget(key)
             return None
+        stamp = _stamp(path / "arrays.npz")
+        recent = None if stamp is None else self._recent.get(key, stamp)
+        if recent is not None:
+            return recent
         try:
             with open(path / "arrays.npz", "rb") as f:
-                return read_npz(f)
+                return self._recent.remember(key, read_npz(f), stamp)
         except FileNotFoundError:
             # Entries are renamed into place whole, so a listing without its arrays is damage
             # (or a clear under way): drop it so that the next plan computes it again.
@@ -201,7 +233,11 @@ class ArtifactStore:
                                 "width": fig.width, "height": fig.height})
             (tmp / "meta.json").write_text(json.dumps({"figures": listing}, indent=1))
         for _ in range(_PUT_ATTEMPTS):
-            self._commit("figures", key, fill)
+            final, ours = self._commit_entry("figures", key, fill)
+            if ours and (final / "meta.json").is_file():   # ours, whole: not read back
+                return [{"name": fig.name, "kind": fig.kind, "caption": fig.caption,
+                         "width": fig.width, "height": fig.height, "path": str(final / fig.name)}
+                        for fig in figures]
             listing = self.get_figures(key)
             if listing is not None:
                 return listing
@@ -296,6 +332,7 @@ class ArtifactStore:
         finally:
             locking.release(fd)
         self._ready = False
+        self._parents.clear()
         return freed
 
     def _busy_message(self) -> str:
@@ -311,6 +348,15 @@ class ArtifactStore:
             return list(folder.iterdir()) if folder.is_dir() else []
         except OSError:
             return []
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """What tells a stored file from the same file changed or replaced since."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _vanishing(root: Path) -> StoreError:

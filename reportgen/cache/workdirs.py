@@ -33,9 +33,11 @@ def private_name(prefix: str) -> str:
     return SEP.join([prefix, this_host(), str(os.getpid()), secrets.token_hex(4)])
 
 
-def make_private_dir(tmp_root: Path, prefix: str) -> Path:
-    """A new empty folder `tmp_root/PREFIX@HOST@PID@RANDOM` (tmp_root is created if missing)."""
-    tmp_root.mkdir(parents=True, exist_ok=True)
+def make_private_dir(tmp_root: Path, prefix: str, parent_exists: bool = False) -> Path:
+    """A new empty folder `tmp_root/PREFIX@HOST@PID@RANDOM` (tmp_root is created if missing;
+    with `parent_exists`, only if the first attempt finds it missing)."""
+    if not parent_exists:
+        tmp_root.mkdir(parents=True, exist_ok=True)
     while True:
         path = tmp_root / private_name(prefix)
         try:
@@ -43,6 +45,12 @@ def make_private_dir(tmp_root: Path, prefix: str) -> Path:
             return path
         except FileExistsError:
             continue
+        except FileNotFoundError:
+            if parent_exists:          # removed meanwhile: make it once more
+                tmp_root.mkdir(parents=True, exist_ok=True)
+                parent_exists = False
+                continue
+            raise
 
 
 @dataclass(frozen=True)

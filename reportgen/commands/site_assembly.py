@@ -245,6 +245,7 @@ def filmstrip_frames(assembler, model: str, description, dataset, variants, inpu
     from reportgen.figures.shared_scale import RANGES, shared_range
     from reportgen.techniques.compute import variant_label
 
+    jobs = []
     for t, p in variants:
         if t.scope != "input" or t.name not in RANGES:
             continue
@@ -265,12 +266,18 @@ def filmstrip_frames(assembler, model: str, description, dataset, variants, inpu
                 for step, _, key in found]))
             if scale is None:
                 continue
-            for step, panel, key in found:
-                ctx = replace(context(model, step.step, description, dataset, item),
-                              value_range=scale, thumbnail=True)
-                drawn = assembler.panel(t, p, key, ctx, assembler.docs / "artifacts" / model
-                                        / step.step / item.key / "shared-scale")
-                panel.shared, panel.shared_range = drawn, scale
+            jobs.extend((t, p, item, step, panel, key, scale) for step, panel, key in found)
+
+    def frame(job):
+        t, p, item, step, panel, key, scale = job
+        ctx = replace(context(model, step.step, description, dataset, item),
+                      value_range=scale, thumbnail=True)
+        panel.shared = assembler.panel(t, p, key, ctx, assembler.docs / "artifacts" / model
+                                       / step.step / item.key / "shared-scale")
+        panel.shared_range = scale
+
+    with ThreadPoolExecutor(max_workers=DRAWING_THREADS) as pool:
+        list(pool.map(frame, jobs))        # as step_data: zlib and NumPy use both cores
 
 
 def _stored_range(assembler, tech, params, found, compute):

@@ -69,6 +69,19 @@ def _text_mask(text: str, size: int) -> tuple[np.ndarray, int]:
     return array, int(left)
 
 
+@lru_cache(maxsize=8192)
+def _glyph(text: str, size: int, color: tuple) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """(keep, add, x offset, advance) of one line of text in one colour: a pixel under it
+    becomes pixel * keep + add (alpha blending, with the colour's share precomputed)."""
+    mask, left = _text_mask(text, size)
+    alpha = mask[:, :, None].astype(np.float32) / 255.0
+    keep = 1.0 - alpha
+    add = alpha * np.asarray(color, np.float32) + 0.5         # + 0.5: rounds when truncated
+    keep.setflags(write=False)
+    add.setflags(write=False)
+    return keep, add, left, text_size(text, size)[0]
+
+
 def draw_texts(canvas: np.ndarray, texts, size: int = FONT_SIZE) -> np.ndarray:
     """`canvas` (uint8 RGB) with text items drawn in place: (x, y, text, align[, rgb[, size]])
     where y is the top, and x the left edge, centre or right edge for align "left", "center" or
@@ -79,21 +92,18 @@ def draw_texts(canvas: np.ndarray, texts, size: int = FONT_SIZE) -> np.ndarray:
         x, y, text, align = item[:4]
         if not text:
             continue
-        color = np.asarray(item[4] if len(item) > 4 and item[4] is not None else TEXT_COLOR,
-                           np.float32)
+        color = item[4] if len(item) > 4 and item[4] is not None else TEXT_COLOR
         item_size = item[5] if len(item) > 5 else size
-        mask, left = _text_mask(text, item_size)
-        shift = text_size(text, item_size)[0]
+        keep, add, left, shift = _glyph(text, item_size, tuple(int(c) for c in color))
         x = x - shift / 2 if align == "center" else (x - shift if align == "right" else x)
         x0, y0 = int(round(x - left)) + left, int(round(y))
-        h, w = mask.shape
+        h, w = keep.shape[:2]
         top, lft = max(0, -y0), max(0, -x0)
         bottom, rgt = min(h, height - y0), min(w, width - x0)
         if bottom <= top or rgt <= lft:
             continue
-        alpha = mask[top:bottom, lft:rgt, None].astype(np.float32) / 255.0
         region = canvas[y0 + top:y0 + bottom, x0 + lft:x0 + rgt]
-        region[...] = (region + (color - region) * alpha + 0.5).astype(np.uint8)
+        region[...] = region * keep[top:bottom, lft:rgt] + add[top:bottom, lft:rgt]
     return canvas
 
 
@@ -122,15 +132,26 @@ def quantise(values01: np.ndarray, levels: int = COLOUR_LEVELS) -> np.ndarray:
     return np.round(v * (levels - 1)) / (levels - 1)
 
 
+@lru_cache(maxsize=16)
+def _level_rows(levels: int) -> np.ndarray:
+    """The LUT row of each of `levels` levels, as matplotlib picks it (floor(level * 256),
+    1 → the last row)."""
+    steps = levels - 1
+    rows = np.minimum(np.arange(levels) * 256 // steps, 255).astype(np.intp)
+    rows.setflags(write=False)
+    return rows
+
+
 def lut_indices(values01: np.ndarray, levels: int = COLOUR_LEVELS) -> np.ndarray:
     """LUT rows for values in [0, 1] (clipped) rounded to `levels` levels, each level's row as
     matplotlib picks it (floor(level * 256), 1 → the last row); NaN → -1."""
-    v = np.asarray(values01, dtype=np.float64)
-    nan = np.isnan(v)
-    steps = levels - 1
-    rounded = np.round(np.clip(np.where(nan, 0.0, v), 0.0, 1.0) * steps)
-    idx = np.minimum(rounded * 256 // steps, 255).astype(np.intp)
-    if nan.any():
+    scaled = np.clip(np.asarray(values01, dtype=np.float64), 0.0, 1.0) * (levels - 1)
+    nan = np.isnan(scaled)
+    has_nan = bool(nan.any())
+    if has_nan:
+        scaled[nan] = 0.0
+    idx = _level_rows(levels).take(np.rint(scaled).astype(np.intp))
+    if has_nan:
         idx[nan] = -1
     return idx
 
@@ -180,12 +201,22 @@ def colorbar_array(name: str, vmin: float, vmax: float, label: str = "", width: 
     if ticks is None:
         mid = 0.0 if vmin < 0 < vmax else (vmin + vmax) / 2.0
         ticks = (vmin, mid, vmax)
+    span = (vmax - vmin) or 1.0
+    # a bar is its tick labels and their places: drawn once for all the figures that share them
+    return _colorbar_image(name, label, width, bar_height, levels,
+                           tuple((round((t - vmin) / span, 6), fmt(t)) for t in ticks)).copy()
+
+
+@lru_cache(maxsize=512)
+def _colorbar_image(name: str, label: str, width: int, bar_height: int, levels: int,
+                    ticks: tuple[tuple[float, str], ...]) -> np.ndarray:
+    """colorbar_array's drawing; `ticks` are (place along the bar in [0, 1], label)."""
     margin = 6
     label_h = text_size(label)[1] + 3 if label else 0
     tick_h = text_size("0")[1]
     height = label_h + bar_height + 3 + tick_h + 2
     # Wide enough for the label and the end tick labels, which are centred on the bar's ends.
-    ends = max(text_size(fmt(t))[0] for t in ticks) // 2 + 1
+    ends = max(text_size(text)[0] for _, text in ticks) // 2 + 1
     width = max(width, text_size(label)[0] if label else 0)
     canvas = np.full((height, width + 2 * max(margin, ends), 3), 255, dtype=np.uint8)
     x0 = max(margin, ends)
@@ -200,12 +231,13 @@ def colorbar_array(name: str, vmin: float, vmax: float, label: str = "", width: 
     texts = []
     if label:
         texts.append((x0 + width / 2, 0, label, "center"))
-    span = (vmax - vmin) or 1.0
-    for t in ticks:
-        x = int(round(x0 + (t - vmin) / span * (width - 1)))
+    for place, text in ticks:
+        x = int(round(x0 + place * (width - 1)))
         canvas[label_h + bar_height:label_h + bar_height + 2, x] = frame
-        texts.append((x, label_h + bar_height + 3, fmt(t), "center"))
-    return draw_texts(canvas, texts)
+        texts.append((x, label_h + bar_height + 3, text, "center"))
+    canvas = draw_texts(canvas, texts)
+    canvas.setflags(write=False)
+    return canvas
 
 
 def colorbar_png(name: str, vmin: float, vmax: float, label: str = "", width: int = 200) -> bytes:

@@ -10,6 +10,7 @@ pyplot's global state), so rendering is safe from several threads and leaves no 
 from __future__ import annotations
 
 import io
+import threading
 
 import numpy as np
 
@@ -84,7 +85,7 @@ def _palette(image, arr: np.ndarray, tolerance: int):
     if colors is not None:
         keys = np.sort(np.array([r | (g << 8) | (b << 16) for _, (r, g, b) in colors],
                                 dtype=np.uint32))
-        out = Image.fromarray(_palette_indices(keys, _packed(arr)), mode="P")
+        out = Image.fromarray(_palette_indices(keys, _packed(image)), mode="P")
         out.putpalette(np.stack([keys & 255, (keys >> 8) & 255, keys >> 16], axis=1)
                        .astype(np.uint8).tobytes())
         return out
@@ -95,29 +96,28 @@ def _palette(image, arr: np.ndarray, tolerance: int):
     return None
 
 
-def _packed(arr: np.ndarray) -> np.ndarray:
-    """uint32 r | g << 8 | b << 16 of every pixel of an (H, W, 3) uint8 array (one copy)."""
-    rgba = np.zeros(arr.shape[:-1] + (4,), np.uint8)
-    rgba[..., :3] = arr
-    return rgba.view("<u4")[..., 0]
+def _packed(image) -> np.ndarray:
+    """uint32 r | g << 8 | b << 16 of every pixel of an RGB Pillow image, (H, W)."""
+    width, height = image.size
+    rgbx = np.frombuffer(image.tobytes("raw", "RGBX"), "<u4").reshape(height, width)
+    return rgbx & np.uint32(0xFFFFFF)             # Pillow pads with 0xFF
 
 
-# odd 32-bit multipliers for the palette's hash table (Knuth's multiplicative hashing)
-_HASH_MULTIPLIERS = (2654435761, 2246822519, 3266489917, 668265263)
+_TABLES = threading.local()      # one per drawing thread: filled anew by every lookup
 
 
 def _palette_indices(keys: np.ndarray, packed: np.ndarray) -> np.ndarray:
-    """uint8 positions in `keys` (sorted, at most 256 distinct colours) of every `packed`
-    colour: through a 4,096-slot table indexed by a multiplicative hash when no two keys share
-    a slot (a tenth of the time of a binary search per pixel), else by searchsorted."""
-    for multiplier in _HASH_MULTIPLIERS:
-        m = np.uint32(multiplier)
-        slots = (keys * m) >> np.uint32(20)
-        if len(np.unique(slots)) == len(keys):
-            table = np.zeros(1 << 12, np.uint8)
-            table[slots] = np.arange(len(keys), dtype=np.uint8)
-            return table[(packed * m) >> np.uint32(20)]
-    return np.searchsorted(keys, packed).astype(np.uint8)
+    """uint8 positions in `keys` (sorted, at most 256 distinct 24-bit colours) of every
+    `packed` colour, each of which must be one of `keys` (Pillow's getcolors lists them all).
+
+    Through a table with a slot for every 24-bit colour: only the keys' slots are written (and
+    only their pages of memory are ever touched), so the slots other images left behind are
+    never read. One gather per pixel: a tenth of the time of a binary search."""
+    table = getattr(_TABLES, "table", None)
+    if table is None:
+        table = _TABLES.table = np.empty(1 << 24, np.uint8)
+    table[keys] = np.arange(len(keys), dtype=np.uint8)
+    return table[packed]
 
 
 def png_size(data: bytes) -> tuple[int, int]:
