@@ -79,7 +79,7 @@ class Assembler:
         what = f"{tech.name} ({ctx.model}, step {ctx.step}" + (
             f", {ctx.input_label})" if ctx.input_label else ")")
         for attempt in range(_ATTEMPTS):
-            figures = self.store.get_figures(fig_key)
+            figures, drawn = self.store.get_figures(fig_key), None
             if figures is None:
                 if not draw:
                     return None
@@ -91,7 +91,7 @@ class Assembler:
                 with self._lock:
                     self.drawn += 1
             try:
-                numbers = self._numbers(tech, figures)
+                numbers = self._numbers(tech, figures, drawn)
                 self._remember(figures)
             except OSError:
                 if attempt + 1 == _ATTEMPTS:
@@ -132,15 +132,17 @@ class Assembler:
         raise AssertionError("unreachable")
 
     @staticmethod
-    def _numbers(tech, figures: list[dict]) -> dict | None:
+    def _numbers(tech, figures: list[dict], drawn=None) -> dict | None:
         """The panel's JSON export (a dataset analysis's summary, class capsules' poses and
-        lengths, ...), read from the store: `<technique>.json`, else the first JSON file."""
+        lengths, ...): `<technique>.json`, else the first JSON file; from `drawn` (the Figures
+        just stored, in memory) or else read from the store."""
         exports = [f for f in figures if f["kind"] == "json"]
         chosen = next((f for f in exports if f["name"] == f"{tech.name}.json"),
                       exports[0] if exports else None)
         if chosen is None:
             return None
-        value = json.loads(Path(chosen["path"]).read_bytes())
+        data = next((f.data for f in drawn or () if f.name == chosen["name"]), None)
+        value = json.loads(data if data is not None else Path(chosen["path"]).read_bytes())
         return value if isinstance(value, dict) else {"value": value}
 
     def _remember(self, figures: list[dict]) -> None:
