@@ -17,13 +17,14 @@ build's time per input image against the model work it contains.
    steps (0-0 and 5-40 with their dataset analyses, so the perturbation grids are drawn too).
    Each pair starts from copies of a store that warm-up builds (other images, in both
    numbers: they pay for importing TensorFlow and for tracing both batch shapes) filled with
-   what does not depend on the images, so only the chosen images' work is cold. Each build
-   runs three times; the fastest wall time and the least model work count (this machine's
-   times vary by a third from run to run). Per image and step = the difference of the two
-   builds' wall times / 30 / 2; model work = the same difference of the time spent computing
-   (reportgen.engine.step.compute_step); everything else is drawing (the filmstrip's frames
+   what does not depend on the images, so only the chosen images' work is cold. Per image and
+   step = the difference of the two builds' wall times / 30 / 2; model work = the same
+   difference of the time spent computing (reportgen.engine.step.compute_step: the probe
+   pass, the techniques' arithmetic and storing their arrays); everything else is drawing (the filmstrip's frames
    included), placing and rendering pages. The default build's figure weights the two by its
-   16 plain and 5 analysed steps. Target: at most 5x the model work.
+   16 plain and 5 analysed steps. Target: at most 5x the model work. This machine's times
+   vary by half from run to run, and the model work with them: each pair of builds runs five
+   times, the pair with the median ratio counts, and the range of the five ratios is shown.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ SITE_LIMIT_MB = 60
 RATIO_LIMIT = 5
 DEFAULT_STEPS, DEFAULT_ANALYSED = 21, 5      # MNIST_Demo's saved steps; `--analyses spread`
 FEW, MANY = 2, 32                             # the two builds' numbers of input images
-REPEATS = 3                                   # of each build; the fastest counts
+REPEATS = 5                                   # pairs of builds; the median ratio counts
 
 
 def build_default_site(models_dir: Path, site: Path) -> float:
@@ -125,7 +126,7 @@ def cold_per_image(models_dir: Path) -> dict:
         return time.perf_counter() - start, spent[0]
 
     engine_step.compute_step = timed
-    out = {}
+    out, spread = {}, {}
     try:
         # two steps each, so that the filmstrip's frames (one colour scale) are drawn too
         for kind, steps, analyses in (("plain", "1-10,5-40", "none"),
@@ -148,13 +149,14 @@ def cold_per_image(models_dir: Path) -> dict:
                         runs[label].append(one_build(images, steps, analyses, cache,
                                                      Path(tmp) / f"site-{label}-{repeat}"))
                         shutil.rmtree(cache)
-            # the fastest of the repeats, wall and model work each: the least disturbed by
-            # whatever else the machine did (a difference of two noisy times is noisier)
-            (wall_few, model_few), (wall_many, model_many) = (
-                tuple(min(values) for values in zip(*runs[label])) for label in ("few", "many"))
-            # per input image and built step
-            out[kind] = ((wall_many - wall_few) / (MANY - FEW) / 2,
-                         (model_many - model_few) / (MANY - FEW) / 2)
+            # per input image and built step, from each repeat's pair of builds (made one
+            # after the other, so that both see the machine in the same state); the repeat
+            # with the median ratio counts, and the ratios' range is shown
+            pairs = sorted((((wm - wf) / (MANY - FEW) / 2, (mm - mf) / (MANY - FEW) / 2)
+                            for (wf, mf), (wm, mm) in zip(runs["few"], runs["many"])),
+                           key=lambda pair: pair[0] / max(pair[1], 1e-9))
+            out[kind] = pairs[len(pairs) // 2]
+            spread[kind] = [wall / max(model, 1e-9) for wall, model in pairs]
     finally:
         engine_step.compute_step = original
     # the default build: 21 steps, the dataset analyses (and the perturbation grids) at 5
@@ -162,7 +164,7 @@ def cold_per_image(models_dir: Path) -> dict:
     wall = mix[0] * out["plain"][0] + mix[1] * out["analysed"][0]
     model = mix[0] * out["plain"][1] + mix[1] * out["analysed"][1]
     return {"plain": out["plain"], "analysed": out["analysed"], "per_image_s": wall,
-            "model_s": model, "ratio": wall / max(model, 1e-9)}
+            "model_s": model, "ratio": wall / max(model, 1e-9), "spread": spread}
 
 
 def main() -> None:
@@ -192,8 +194,10 @@ def main() -> None:
         timing = cold_per_image(args.models_dir)
         for kind in ("plain", "analysed"):
             wall, model = timing[kind]
+            ratios = timing["spread"][kind]
             print(f"cold build per image and step, {kind} step: {wall * 1000:.0f} ms vs model "
-                  f"work {model * 1000:.1f} ms = {wall / max(model, 1e-9):.1f}x")
+                  f"work {model * 1000:.1f} ms = {wall / max(model, 1e-9):.1f}x (median of "
+                  f"{len(ratios)}; {min(ratios):.1f}x to {max(ratios):.1f}x)")
         print(f"cold build per image and step, the default build's mix ({DEFAULT_STEPS - DEFAULT_ANALYSED} "
               f"plain, {DEFAULT_ANALYSED} analysed steps): {timing['per_image_s'] * 1000:.0f} ms vs "
               f"model work {timing['model_s'] * 1000:.1f} ms = {timing['ratio']:.1f}x "
