@@ -32,9 +32,9 @@ class ReportgenError(Exception):
     def message(self) -> str:
         parts = [_one_line(self.what).rstrip(".") + "."]
         if self.expected is not None:
-            parts.append(f"Expected {_one_line(self.expected)}.")
+            parts.append(f"Expected {_one_line(self.expected)}".rstrip(".") + ".")
         if self.received is not None:
-            parts.append(f"Received {_one_line(self.received)}.")
+            parts.append(f"Received {_one_line(self.received)}".rstrip(".") + ".")
         if self.fix is not None:
             parts.append(f"Fix: {_one_line(self.fix)}".rstrip(".") + ".")
         return " ".join(parts)

@@ -364,6 +364,9 @@ def test_invalid_model_folders_are_failures_shown_on_home(models, tmp_path, monk
     home = (tmp_path / "site" / "index.html").read_text("utf-8")
     assert "<b>Broken</b>: Invalid model parameter" in home and "num_classes" in home
     assert "Other" not in home                      # not matched by --models
+    # the console names the file in full; the (published) site relative to the working folder
+    assert str(folder / "Broken" / "params.toml") in summary.failures[0][1]
+    assert str(tmp_path) not in home and "in models/Broken/params.toml" in home
     # a pattern matching only invalid folders builds nothing: the site stays
     before = _tree(tmp_path / "site")
     only = build(Catalog(folder), _site_options(tmp_path, models="Broken"))

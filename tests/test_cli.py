@@ -142,3 +142,13 @@ def test_models_glob_takes_several_patterns_separated_by_commas():
     assert [e.name for e in catalog.match("MNIST")] == ["MNIST"]     # a glob, not a prefix
     with pytest.raises(Exception, match="No model matches"):
         catalog.match("NOPE,ALSO_NOPE")
+
+
+def test_an_error_quoting_a_sentence_ends_it_with_one_full_stop():
+    """A received value that is itself a message (ending in '.') is not followed by '..'."""
+    from reportgen.errors import ReportgenError
+
+    error = ReportgenError("Nothing was built.", expected="a valid model.",
+                           received="Broken: bad params.toml.", fix="fix it.")
+    assert error.message == ("Nothing was built. Expected a valid model. Received Broken: bad "
+                             "params.toml. Fix: fix it.")

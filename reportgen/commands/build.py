@@ -126,6 +126,17 @@ def build(catalog: Catalog, options: BuildOptions | BuildSettings,
     return summary
 
 
+def _shown_on_site(reason: str) -> str:
+    """A failure reason as the site shows it: paths under the working folder relative, under
+    the home folder from ~ (a published site need not show how its author's disk is laid out;
+    the console keeps the full paths)."""
+    for folder, shown in ((Path.cwd(), ""), (Path.home(), "~" + os.sep)):
+        prefix = str(folder).rstrip(os.sep) + os.sep
+        if len(prefix) > 1:
+            reason = reason.replace(prefix, shown)
+    return reason
+
+
 def _lock_site(stack: ExitStack, site: Path, settings: BuildSettings) -> bool:
     """Hold the site folder's lock for the build; True when another build held it first (this
     one waited for it)."""
@@ -358,7 +369,7 @@ class _Build:
                          "description": t.description, "experimental": t.experimental}
                         for t in self.techniques],
             compare_panels=assembly.compare_panels(self.assembler, models, self.techniques),
-            failures=[BuildFailure(subject, reason)
+            failures=[BuildFailure(subject, _shown_on_site(reason))
                       for subject, reason in self.summary.failures])
         paper_figures.attach(self.assembler, models)   # before the digest: it lists them
         site_dir = Path(settings.site_dir)
