@@ -521,3 +521,19 @@ def test_panels_carry_their_numbers_and_store_files_and_a_model_its_missing_tech
     assert diagnostics.numbers == json.loads(Path(exported.source).read_text())
     assert diagnostics.numbers and all(p.numbers is None for p in step.checkpoint_panels
                                        if p.technique != "live_decoder")
+
+
+def test_each_models_progress_line_counts_its_own_results(models, tmp_path, capsys):
+    """Two copies of one model: the second finds everything the first computed, and its line
+    says so (computed=0), not the build's running total."""
+    folder = tmp_path / "models"
+    shutil.copytree(models / "Tiny", folder / "Tiny")
+    shutil.copytree(models / "Tiny", folder / "Tiny2")
+    capsys.readouterr()
+    summary = build(Catalog(folder), _options(tmp_path, models="Tiny,Tiny2"))
+    lines = [line for line in capsys.readouterr().err.splitlines()
+             if line.startswith("build Tiny")]
+    assert summary.computed > 0 and len(lines) == 2
+    assert lines[0].startswith("build Tiny:") and f"computed={summary.computed}," in lines[0]
+    assert lines[1].startswith("build Tiny2:") and "computed=0," in lines[1]
+    assert f"reused={summary.reused})" in lines[1]

@@ -283,6 +283,8 @@ class _Build:
         gallery = assembly.input_gallery(self.assembler, entry.name, dataset, inputs)
 
         steps_data, errors = [], []
+        # this model's counts on its bar (the summary's run over every model of the build)
+        computed_before, reused_before = self.summary.computed, self.summary.reused
         with console.progress(len(steps), f"build {entry.name}", unit="step") as bar:
             for step in steps:
                 try:
@@ -295,8 +297,8 @@ class _Build:
                     self.summary.fail(f"{entry.name} step {step}", exc.message)
                     errors.append(f"step {step}: {exc.message}")
                 bar.update(1)
-                bar.set_postfix(computed=self.summary.computed, reused=self.summary.reused,
-                                refresh=False)
+                bar.set_postfix(computed=self.summary.computed - computed_before,
+                                reused=self.summary.reused - reused_before, refresh=False)
         trainable, architecture = assembly.model_facts(handle, self.store)
         history = entry.history()
         accs = [r["val_accuracy"] for r in history if r.get("val_accuracy") is not None]
