@@ -8,7 +8,8 @@ it (the second rename finds the entry there and drops its own copy). The working
 killed build leaves is removed by the next use of the store (see workdirs.py).
 
 Builds hold `shared_lock()`; `clear()` takes the lock alone, so it never deletes entries under
-a running build. Readers return a complete entry or None, never a half one.
+a running build. Readers return a complete entry or None, never a half one. The arrays a store
+object wrote or read last are also kept in memory (recent.py) while their file is unchanged.
 """
 
 from __future__ import annotations
