@@ -106,7 +106,8 @@ def step_data(assembler, model: str, step, description, variants, inputs, datase
         elif t.scope == "dataset" and (t.name, p) in keys.dataset:
             data.dataset_panels.append(assembler.panel(
                 t, p, keys.dataset[(t.name, p)], ctx, out_dir / "dataset"))
-    # Drawing is mostly NumPy and zlib, which release the GIL: two threads use both cores.
+    # NumPy and zlib release the GIL, so a second thread overlaps part of the drawing (under
+    # 10 % on two cores: most of it is Python; worker processes did not pay, see README).
     jobs = [(item, t, p) for item in inputs for t, p in variants
             if t.scope == "input" and (t.name, p, item.key) in keys.inputs]
     contexts = {item.key: context(model, str(step), description, dataset, item)
@@ -277,7 +278,7 @@ def filmstrip_frames(assembler, model: str, description, dataset, variants, inpu
         panel.shared_range = scale
 
     with ThreadPoolExecutor(max_workers=DRAWING_THREADS) as pool:
-        list(pool.map(frame, jobs))        # as step_data: zlib and NumPy use both cores
+        list(pool.map(frame, jobs))        # threads, as step_data draws
 
 
 def _stored_range(assembler, tech, params, found, compute):
