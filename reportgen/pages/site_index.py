@@ -8,7 +8,6 @@ prefixes its own root. The site-wide page table is `page_table.site_script`.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from reportgen.pages import analyses
 from reportgen.pages.captions import heading, split_caption
@@ -44,7 +43,7 @@ def figure_record(ctx: SiteContext, panel: Panel, several: bool = False) -> dict
 
 def _size(ctx: SiteContext, fig) -> int:
     try:
-        return (Path(fig.source) if fig.source else ctx.docs_dir / fig.path).stat().st_size
+        return ctx.file(fig.path, fig.source).stat().st_size
     except OSError:
         return 0
 

@@ -95,9 +95,13 @@ class SiteContext:
         self.order = {t["name"]: i for i, t in enumerate(site.techniques)}
         self.slugs = unique_slugs(m.name for m in site.models)
 
+    def file(self, path: str, source: str = "") -> Path:
+        """Where a figure's bytes are: the stored file when known, else the docs copy."""
+        return Path(source) if source else self.docs_dir / path
+
     def size(self, path: str, source: str = "") -> tuple[int, int]:
-        """A PNG's size from its header: the stored file when known, else the docs copy."""
-        return png_size(Path(source) if source else self.docs_dir / path, self.sizes)
+        """A PNG's size from its header."""
+        return png_size(self.file(path, source), self.sizes)
 
     def image(self, path: str, root: str, width: int = 0, height: int = 0,
               source: str = "") -> Image:
