@@ -16,6 +16,27 @@ _TESTS = str(Path(__file__).resolve().parent)
 if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)
 
+# The versions this run resolved, printed in pytest's header: a fresh virtual environment takes
+# the newest releases the bounds in pyproject.toml allow, and a failure is read against them.
+_REPORTED_DISTRIBUTIONS = ("tensorflow-cpu", "keras", "numpy", "h5py", "jinja2", "matplotlib",
+                           "pillow", "click", "mkdocs", "mkdocs-material", "mlxtend", "dask",
+                           "fsspec", "scipy", "pytest", "playwright", "tf-keras-vis",
+                           "moto", "s3fs", "safetensors", "torch")
+
+
+def pytest_report_header(config):
+    from importlib.metadata import PackageNotFoundError, version
+
+    def found(name):
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    return [f"python: {sys.executable} ({sys.version.split()[0]})",
+            "resolved: " + ", ".join(f"{n} {found(n)}" for n in _REPORTED_DISTRIBUTIONS)]
+
+
 TINY_PARAMS = {
     "dataset": "mnist",
     "input_shape": [12, 12, 1],

@@ -204,7 +204,7 @@ def _compare(tmp_path, model, source, x, suffix=".pt", **kwargs):
     if suffix == ".pt":
         torch.save(state, path)
     else:
-        safetensors_torch = pytest.importorskip("safetensors.torch")
+        import safetensors.torch as safetensors_torch  # in the test extra
         safetensors_torch.save_file({k: v.contiguous() for k, v in state.items()}, str(path))
     result = import_checkpoint(tmp_path / "models", path, source, **kwargs)
     with torch.no_grad():

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from history_values import approx_or_none
 from reportgen.catalog import Catalog
 from reportgen.errors import ReportgenError
 from reportgen.model_folder import ModelFolder
@@ -150,7 +151,7 @@ def test_resumed_run_computes_the_same_steps_as_an_uninterrupted_one(tmp_path, m
     for a, b in zip(resumed, straight):
         for key in ("loss", "margin_loss", "reconstruction_loss", "train_accuracy",
                     "val_accuracy"):
-            assert a[key] == pytest.approx(b[key], rel=1e-6, abs=1e-9), (a["step"], key)
+            assert a[key] == approx_or_none(b[key]), (a["step"], key)
     for step in ("1-4", "2-5"):  # the first step after the resume, and the last
         got = _weights_arrays(tmp_path / "models" / "Resumed" / f"{step}.weights.h5")
         want = _weights_arrays(tmp_path / "models" / "Straight" / f"{step}.weights.h5")
