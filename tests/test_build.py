@@ -504,7 +504,7 @@ def test_panels_carry_their_numbers_and_store_files_and_a_model_its_missing_tech
     assert nodec.not_applicable == [{
         "technique": "decoder_length", "title": get_technique("decoder_length").title,
         "layer": "decoder",
-        "reason": "needs a reconstruction decoder, which this model does not have"}]
+        "reason": "it has no reconstruction decoder"}]
     step = tiny.steps[-1]
     cache = (tmp_path / "cache").resolve()
     for panels in [step.dataset_panels, *step.input_panels.values()]:

@@ -235,3 +235,15 @@ def test_overlays_are_the_same_from_the_description_or_the_old_tuples(name, tiny
         assert drawn == [(f.name, f.data, f.caption)
                          for f in technique.render(result, params, old)]
         assert "placed by receptive field" in drawn[0][2]
+
+
+def test_not_applicable_names_the_most_fundamental_lack():
+    from reportgen.capsnet.description import FEATURES, LACKS
+    from reportgen.engine.model import not_applicable_reason
+
+    assert set(LACKS) == set(FEATURES)          # every feature a technique may need is worded
+    # a CNN lacks capsules, routing weights and attention: the capsules are what to name
+    assert not_applicable_reason(frozenset({"attention", "routing_weights", "capsules"})) == \
+        "it has no capsule layers"
+    assert not_applicable_reason(frozenset({"decoder"})) == "it has no reconstruction decoder"
+    assert not_applicable_reason(frozenset()) == "it does not apply here"

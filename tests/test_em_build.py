@@ -87,5 +87,5 @@ def test_build_makes_every_applicable_page(trained, tmp_path):
     assert "Primary-capsule heatmaps" not in pages["conv-caps.html"]
     assert "Primary-capsule heatmaps" in pages["primary-caps.html"]
     # what does not apply is said, with why (no decoder, no vector capsules)
-    assert "needs a reconstruction decoder" in pages["index.html"]
+    assert "Not applicable to this model: it has no reconstruction decoder" in pages["index.html"]
     assert "Not applicable to this model" in pages["analyses.html"]

@@ -54,6 +54,27 @@ FEATURES = {
 }
 
 
+# What a model without the feature lacks, for "not applicable" notes ("This model has no …"),
+# most fundamental first: a CNN lacks capsules, so its routing weights need not be named too.
+LACKS = {
+    "capsules": "capsule layers",
+    "class_vectors": "vector per class (no class capsules and no class-by-dimension features)",
+    "class_capsules": "class capsules",
+    "vector_capsules": "vector capsules (whose lengths are activations)",
+    "matrix_capsules": "matrix capsules",
+    "primary_capsules": "capsules on a spatial grid",
+    "routing_weights": "routing weights",
+    "routing_paths": "routing weights that lead from the primary capsules to the classes",
+    "dynamic_routing": "dynamic routing",
+    "em_routing": "EM routing",
+    "attention": "attention weights",
+    "decoder": "reconstruction decoder",
+    "conv": "plain convolutional layer before its capsules",
+    "class_features": "class-by-dimension feature units (a ConvNet-R, -CR or -CR-SF head)",
+    "logits": "logits head (it is not a plain CNN)",
+}
+
+
 @dataclass(frozen=True)
 class ReceptiveField:
     """The input pixels a grid cell sees: cell (r, c) sees rows start[0] + r*stride[0] …

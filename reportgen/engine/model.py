@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Callable
 
 from reportgen.cache.keys import hash_json
-from reportgen.capsnet.description import FEATURES, describe
+from reportgen.capsnet.description import LACKS, describe
 
 
 def model_digest(params) -> str:
@@ -56,10 +56,9 @@ def materialise(model):
 
 
 def not_applicable_reason(missing: frozenset[str]) -> str:
-    """Why a technique does not apply, from the model features it misses, for people:
-    "needs a reconstruction decoder, which this model does not have"."""
-    wanted = [FEATURES.get(f, f) for f in sorted(missing)]
-    if not wanted:
-        return "does not apply to this model"
-    listed = wanted[0] if len(wanted) == 1 else ", ".join(wanted[:-1]) + " and " + wanted[-1]
-    return f"needs {listed}, which this model does not have"
+    """Why a technique does not apply, naming what the model lacks (its most fundamental missing
+    feature), to follow "Not applicable to this model:": "it has no reconstruction decoder"."""
+    lacking = [LACKS[f] for f in LACKS if f in missing] + sorted(set(missing) - set(LACKS))
+    if not lacking:
+        return "it does not apply here"
+    return f"it has no {lacking[0]}"
