@@ -182,6 +182,10 @@ def test_from_file_url(context, site):
     page.locator("[data-ld-start]").click()             # the weights load on request
     page.wait_for_selector("[data-ld-app]:not([hidden])")
     assert page.locator("[data-ld-dim]").count() == 16
+    # the 404 page is styled from disk too (its links are relative to the site folder)
+    page.goto((site / "404.html").resolve().as_uri())
+    assert page.evaluate("getComputedStyle(document.querySelector('.md-header')).position") \
+        == "sticky"                                           # Material's stylesheet applies
     rec.check(("file://",))
 
 

@@ -489,6 +489,50 @@ def test_publish_pushes_site_to_a_bare_repository(material, tmp_path, monkeypatc
     assert log == ["second", "first"]
 
 
+def test_not_found_page_links_resolve_from_the_site_folder(material):
+    """MkDocs writes 404.html with links from the server's root (/assets/...); ours are
+    relative to the site folder, and each one names a file the site has."""
+    import re
+
+    site = material[2]
+    html = (site / "404.html").read_text("utf-8")
+    links = re.findall(r'\b(?:href|src)="([^"#?]+)', html)
+    assert not [u for u in links if u.startswith("/") and not u.startswith("//")]
+    local = [u for u in links if "://" not in u and not u.startswith("//")]
+    assert any(u.startswith("assets/") for u in local)
+    assert [u for u in local if not (site / u).exists()] == []
+    assert '"base": "."' in html and '"/assets' not in html   # Material's config too
+
+
+@pytest.mark.parametrize("url,root", [
+    ("git@github.com:me/capsnets.git", "/capsnets/"),
+    ("https://github.com/me/capsnets", "/capsnets/"),
+    ("https://github.com/Me/me.github.io.git", "/"),
+    ("/srv/git/site.git", None),
+])
+def test_github_pages_root(url, root, tmp_path):
+    from reportgen.pages.not_found_page import github_pages_root
+
+    assert github_pages_root(url, tmp_path) == root
+    (tmp_path / "CNAME").write_text("capsules.example.org\n")     # a custom domain: the root
+    assert github_pages_root(url, tmp_path) == (None if root is None else "/")
+
+
+def test_published_not_found_page_resolves_from_the_pages_root(material):
+    from urllib.parse import urljoin
+
+    from reportgen.pages.not_found_page import with_base
+
+    html = with_base((material[2] / "404.html").read_text("utf-8"), "/capsnets/")
+    base = re.search(r'<base href="([^"]+)">', html).group(1)
+    assert html.index("<base ") < html.index("stylesheet")        # before any link it governs
+    # served for a missing page three folders deep, the stylesheet still comes from the root
+    sheet = re.search(r'href="(assets/stylesheets/[^"]+)"', html).group(1)
+    assert urljoin(urljoin("https://me.github.io/capsnets/models/x/y/gone.html", base),
+                   sheet) == f"https://me.github.io/capsnets/{sheet}"
+    assert '"base": "/capsnets/"' in html
+
+
 def test_publish_unknown_remote_is_a_clear_error(material, tmp_path, monkeypatch):
     repo = tmp_path / "repo"
     _git("init", "-q", str(repo))

@@ -57,6 +57,20 @@ def _identity(git: _Git) -> dict:
     return env
 
 
+def _pin_not_found_page(git: _Git, site: Path, url: str, index_env: dict) -> None:
+    """GitHub Pages serves 404.html at the missing URL's path: its links get the site's root
+    (reportgen.pages.not_found_page). The site folder itself is left as built."""
+    from reportgen.pages import not_found_page
+
+    page = site / not_found_page.NAME
+    root = not_found_page.github_pages_root(url, site)
+    if root is None or not page.is_file():
+        return
+    html = not_found_page.with_base(page.read_text(encoding="utf-8"), root)
+    blob = git.out("hash-object", "-w", "--stdin", input=html.encode("utf-8"))
+    git.run("update-index", "--cacheinfo", f"100644,{blob},{not_found_page.NAME}", env=index_env)
+
+
 def publish_site(site_dir: str | Path, *, remote: str = "origin", remote_url: str | None = None,
                  branch: str = "gh-pages", message: str | None = None, force: bool = False,
                  repo_dir: str | Path | None = None) -> str | None:
@@ -113,6 +127,8 @@ def publish_site(site_dir: str | Path, *, remote: str = "origin", remote_url: st
         empty_blob = git.out("hash-object", "-w", "--stdin", input=b"")
         git.run("update-index", "--add", "--cacheinfo", f"100644,{empty_blob},.nojekyll",
                 env=index_env)
+        _pin_not_found_page(git, site, git.out("remote", "get-url", target, check=False)
+                            if remote_url is None else remote_url, index_env)
         tree = git.out("write-tree", env=index_env)
         if parent and git.out("rev-parse", f"{parent}^{{tree}}") == tree:
             return None

@@ -20,6 +20,7 @@ from pathlib import Path
 from markupsafe import escape
 
 from reportgen.errors import ReportgenError
+from reportgen.pages import not_found_page
 from reportgen.pages.environment import ASSETS_URL
 
 MANIFEST = ".reportgen-pages.json"       # files written last time (dotfiles are not published)
@@ -180,6 +181,7 @@ def build_site(project_dir: Path, site_dir: Path, *, strict: bool = False,
                                  fix="check the templates (a --templates override?) and "
                                      f"{config_file}") from exc
         _drop_unused_theme_files(staging, config)
+        not_found_page.make_relative(staging)
         index = staging / "search" / "search_index.json"
         if index.is_file() and config.theme.name == "material":
             data = index.read_text("utf-8")
