@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+from reportgen.capsnet.footprint import check_footprint
 from reportgen.errors import ReportgenError
 from reportgen.model_folder import PARAMS_FILE, ModelFolder, Step
 from reportgen.settings.model_params import check_model_name, printable_name
@@ -40,6 +41,12 @@ def matches(name: str, pattern: str) -> bool:
     """`name` matches the shell glob `pattern`, or one of its comma-separated globs (model names
     hold no commas: reportgen.settings.model_params.check_model_name)."""
     return any(fnmatchcase(name, part.strip()) for part in pattern.split(",") if part.strip())
+
+
+def _validate(entry: ModelFolder) -> None:
+    """params.toml valid (the error names the field) and a model this machine can hold (its
+    trainable parameters and one image's activations: reportgen.capsnet.footprint)."""
+    check_footprint(entry.params, str(entry.params_path))
 
 
 class Catalog:
@@ -94,7 +101,7 @@ class Catalog:
             try:
                 check_model_name(folder.name, folder)
                 entry = ModelFolder(folder.name, folder)
-                entry.params  # validates params.toml
+                _validate(entry)
             except ReportgenError as exc:
                 invalid.append(InvalidModel(printable_name(folder.name), folder.name, folder,
                                             exc.message))
@@ -122,7 +129,7 @@ class Catalog:
                                  expected=f"one of: {known}",
                                  fix=f"Pick a listed model or create {marker}.")
         entry = ModelFolder(name, path)
-        entry.params  # validates params.toml (the error names the field)
+        _validate(entry)
         return entry
 
     def match(self, pattern: str) -> list[ModelFolder]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 import shutil
 import zipfile
@@ -291,3 +292,62 @@ def test_references_follow_the_methods_models_and_data():
     every = references.bibtex(references.ENTRIES)
     assert len(re.findall(r"^@", every, flags=re.M)) == len(references.ENTRIES)
     assert _balanced(every)
+
+
+def test_write_zip_marks_its_zips_and_replaces_nothing_else(tmp_path):
+    """The marker is the first entry (so a killed write is recognisable from its first bytes);
+    a file without it is never replaced, one with it only with force."""
+    from reportgen.commands.supplement import (SUPPLEMENT_MARKER, written_by_export,
+                                               write_zip)
+    from reportgen.errors import ReportgenError
+
+    out = tmp_path / "s.zip"
+    write_zip(out, {"b.csv": b"1,2\n", "a.png": b"\x89PNG"})
+    with zipfile.ZipFile(out) as archive:
+        assert archive.namelist() == [SUPPLEMENT_MARKER, "a.png", "b.csv"]
+        assert json.loads(archive.read(SUPPLEMENT_MARKER)) == {
+            "written_by": "reportgen export", "format": 1}
+    assert written_by_export(out)
+    with pytest.raises(ReportgenError, match="pass --force"):
+        write_zip(out, {"c.csv": b""})
+    write_zip(out, {"c.csv": b""}, force=True)
+    assert zipfile.ZipFile(out).namelist() == [SUPPLEMENT_MARKER, "c.csv"]
+
+    theirs = tmp_path / "theirs.zip"
+    with zipfile.ZipFile(theirs, "w") as archive:
+        archive.writestr("thesis.tex", "mine")
+        archive.writestr("notes/.reportgen-supplement.json", "{}")   # not the marker's place
+    before = theirs.read_bytes()
+    for force in (False, True):
+        with pytest.raises(ReportgenError, match="not a supplement reportgen wrote"):
+            write_zip(theirs, {"c.csv": b""}, force=force)
+    assert theirs.read_bytes() == before and not written_by_export(theirs)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.zip", "theirs.zip"]   # no temp
+
+
+def test_leftovers_of_dead_exports_go_and_nothing_else(tmp_path):
+    import subprocess
+    import sys
+
+    from reportgen.commands.supplement import remove_leftovers, write_zip
+
+    out = tmp_path / "s.zip"
+    write_zip(tmp_path / "model.zip", {"a.csv": b"1\n"})
+    ours = (tmp_path / "model.zip").read_bytes()
+    gone = []                                             # ids of processes that ended
+    for _ in range(3):
+        process = subprocess.Popen([sys.executable, "-c", "pass"])
+        process.wait()
+        gone.append(process.pid)
+    files = {f".s.zip.{gone[0]}.tmp": ours[:200],        # a killed export's: goes
+             f".s.zip.{gone[1]}.tmp": b"",                # killed before its first write
+             f".s.zip.{os.getppid()}.tmp": ours,          # its process lives: stays
+             f".s.zip.{gone[2]}.tmp": b"PK\x03\x04 somebody else's zip",   # stays
+             f".other.zip.{gone[0]}.tmp": ours,           # another --out's: stays
+             f"s.zip.{gone[0]}.tmp": ours}                # not the pattern: stays
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    removed = remove_leftovers(out)
+    assert sorted(p.name for p in removed) == sorted(list(files)[:2])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["model.zip", *list(files)[2:]])

@@ -1,18 +1,23 @@
 """Hostile inputs against real `reportgen` subprocesses: model folders with unsafe names or a
-garbage params.toml never stop the valid models from being listed or built, and a huge or
-malicious image never eats the machine; every problem is one line."""
+garbage params.toml never stop the valid models from being listed or built; a huge or
+malicious image, a checkpoint declaring a huge tensor, or a params.toml no machine can hold
+never eats the machine; damaged weights files are listed as damaged; every problem is one
+line."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
 import textwrap
+import time
 import zlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from test_training import TINY_TOML, _tiny_data
@@ -219,3 +224,144 @@ def test_a_malicious_or_broken_image_is_one_line(models, big_png, tmp_path, kind
     assert repr(str(image)) in errors[0] and "Fix:" in errors[0]
     for text in expected:
         assert text in errors[0], errors[0]
+
+
+# ------------------------------------------------------------ checkpoints declaring huge tensors
+
+# The class capsules' weights of a small 28x28 model (144 primary capsules) declared 2,800x
+# longer: 2.06 GB of float32 behind a file of about a megabyte (HDF5: compressed chunks of
+# zeros; safetensors: a sparse file, its data section never written).
+CAPSULES = 144 * 2800
+
+
+def _huge_h5(path: Path) -> Path:
+    import h5py
+
+    from test_import_capsnet_keras import keras_weights, write_capsnet_keras_h5
+
+    write_capsnet_keras_h5(path, keras_weights())
+    with h5py.File(path, "a") as f:
+        del f["digitcaps/digitcaps/W:0"]
+        f["digitcaps"].create_dataset("digitcaps/W:0", shape=(10, CAPSULES, 16, 8), dtype="f4",
+                                      chunks=(1, 1024, 16, 8), compression="gzip")
+    return path
+
+
+def _huge_safetensors(path: Path) -> Path:
+    from test_import_safetensors import gram_ai_state
+
+    state = gram_ai_state()
+    del state["digit_capsules.route_weights"]
+    header, offset = {}, 0
+    for name, array in state.items():
+        header[name] = {"dtype": "F32", "shape": list(array.shape),
+                        "data_offsets": [offset, offset + array.nbytes]}
+        offset += array.nbytes
+    shape = [10, CAPSULES, 8, 16]
+    size = 4 * int(np.prod(shape))
+    header["digit_capsules.route_weights"] = {"dtype": "F32", "shape": shape,
+                                              "data_offsets": [offset, offset + size]}
+    text = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(a.tobytes() for a in
+                                                               state.values()))
+        f.truncate(8 + len(text) + offset + size)      # sparse: takes no disk
+    return path
+
+
+# `reportgen import ...` (the real command line) that prints its process's peak resident memory
+# (VmHWM, KB; a fresh count since exec, unlike a child's rusage, which counts the forking
+# parent's pages) as its last line.
+PEAK_OF_COMMAND = """
+import atexit, sys
+def peak():
+    status = open("/proc/self/status").read()
+    print([line.split()[1] for line in status.splitlines() if line.startswith("VmHWM")][0],
+          file=sys.stderr)
+atexit.register(peak)
+from reportgen.cli import main
+main(sys.argv[1:], prog_name="reportgen")
+"""
+
+
+def _import_peak(path: Path, source: str, tmp_path: Path) -> tuple[int, str, int]:
+    """(exit code, stderr, peak resident memory in MB) of `reportgen import` in its process."""
+    result = subprocess.run([sys.executable, "-c", PEAK_OF_COMMAND, "--models-dir",
+                             str(tmp_path / "models"), "import", str(path), "--from", source],
+                            capture_output=True, text=True, cwd=tmp_path, timeout=240)
+    *lines, peak_kb = result.stderr.rstrip().splitlines()
+    return result.returncode, "\n".join(lines), int(peak_kb) // 1024
+
+
+@pytest.mark.parametrize("kind", ["h5", "safetensors"])
+def test_a_small_file_declaring_a_huge_tensor_is_refused_before_reading_it(tmp_path, kind):
+    if kind == "h5":
+        path, source, tensor = _huge_h5(tmp_path / "big.h5"), "capsnet-keras", \
+            "digitcaps/digitcaps/W:0"
+        expected, received = "(10, 144, 16, 8)", "(10, 403200, 16, 8)"
+    else:
+        path, source, tensor = _huge_safetensors(tmp_path / "big.safetensors"), "gram-ai", \
+            "digit_capsules.route_weights"
+        expected, received = "(10, 144, 8, 16)", "(10, 403200, 8, 16)"
+    assert path.stat().st_size > 2 * 10 ** 9 or kind == "h5"    # the safetensors' length
+    assert path.stat().st_blocks * 512 < 4 * 1024 * 1024        # on disk: about a megabyte
+    code, err, peak_mb = _import_peak(path, source, tmp_path)
+    errors = [line for line in err.splitlines() if line.startswith("Error:")]
+    assert code == 2 and len(errors) == 1 and "Traceback" not in err, err
+    assert f"tensor '{tensor}'" in errors[0] and f"Expected shape {expected}" in errors[0]
+    assert f"Received shape {received}" in errors[0], errors[0]
+    # Read whole, the declared tensor alone is 2,064 MB (4 GB at the peak, measured before the
+    # shapes were checked first); Python, NumPy, h5py and reportgen take about 60 MB.
+    assert peak_mb < 400, f"the refused import peaked at {peak_mb} MB"
+    assert not (tmp_path / "models").exists()
+
+
+# --------------------------------------------------- damaged weights, models no machine can hold
+
+def test_damaged_weights_files_are_listed_as_damaged_and_the_build_names_them(models, tmp_path):
+    root = tmp_path / "models"
+    shutil.copytree(models / "Tiny", root / "Tiny")
+    good = root / "Tiny" / "1-5.weights.h5"
+    size = good.stat().st_size
+    (root / "Tiny" / "2-1.weights.h5").write_bytes(good.read_bytes()[:size // 3])   # cut
+    (root / "Tiny" / "2-2.weights.h5").write_bytes(np.random.default_rng(0).bytes(size))
+    listed = json.loads(_run(["models", "--json"], tmp_path, root).stdout)
+    tiny = next(r for r in listed if r["name"] == "Tiny")
+    assert tiny["steps"][-1] == "1-5" and "2-1" not in tiny["steps"]
+    assert tiny["damaged_steps"] == [
+        {"step": "2-1", "reason": f"truncated ({size // 3:,} of {size:,} bytes)"},
+        {"step": "2-2", "reason": "not an HDF5 file (no HDF5 signature at its start)"}]
+    table = _run(["models"], tmp_path, root)
+    assert table.returncode == 0 and "damaged step 2-2: not an HDF5 file" in table.stdout
+    assert "2 saved steps are damaged" in table.stderr
+
+    result = _run(["build", "--models", "Tiny", "--steps", "2-1", "--images", "test:0",
+                   "--analyses", "none", "--cache-dir", str(tmp_path / "cache"),
+                   "--site-dir", str(tmp_path / "site")], tmp_path, root)
+    output = result.stdout + result.stderr
+    assert result.returncode in (1, 2) and "Traceback" not in output, output
+    assert "2-1.weights.h5 is unreadable" in output and "truncated (" in output, output
+
+
+ABSURD = """dataset = "mnist"
+input_shape = [28, 28, 1]
+[decoder]
+units = [3000000, 15000000]
+"""
+
+
+def test_a_model_no_machine_can_hold_is_refused_in_one_line_before_tensorflow(tmp_path):
+    root = tmp_path / "models"
+    (root / "Absurd").mkdir(parents=True)
+    (root / "Absurd" / "params.toml").write_text(ABSURD)
+    listed = json.loads(_run(["models", "--json"], tmp_path, root).stdout)
+    assert listed[0]["valid"] is False
+    assert "45,012,264,805,008 trainable parameters" in listed[0]["error"]
+    started = time.monotonic()
+    result = _run(["train", "Absurd", "--epochs", "1"], tmp_path, root)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert result.returncode == 2 and len(errors) == 1, result.stdout + result.stderr
+    assert "too large for this machine" in errors[0] and "45,012,264,805,008" in errors[0]
+    assert "Traceback" not in result.stderr and "OOM" not in result.stderr
+    assert time.monotonic() - started < 60           # refused before TensorFlow builds it
+    assert sorted(p.name for p in (root / "Absurd").iterdir()) == ["params.toml"]

@@ -8,7 +8,9 @@ import json
 import subprocess
 import sys
 import tomllib
+import zipfile
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -181,3 +183,63 @@ def test_imported_models_of_every_layout_build_into_a_site(tmp_path, keras_file)
         assert "Imported from" in page                       # where it came from
         assert list((site / "models" / name).glob("*.html"))
     assert any(p.suffix == ".png" for p in site.rglob("*"))
+
+
+def test_a_file_that_is_no_pytorch_checkpoint_is_named_so(tmp_path):
+    random_bytes = tmp_path / "epoch_1.pt"
+    random_bytes.write_bytes(b"\x13" + np.random.default_rng(0).bytes(4095))
+    other_zip = tmp_path / "epoch_2.pt"
+    with zipfile.ZipFile(other_zip, "w") as archive:
+        archive.writestr("notes.txt", "a zip, but not torch.save's")
+    for path, words in ((random_bytes, "is not a PyTorch checkpoint: neither a zip archive"),
+                        (other_zip, "a zip archive without torch.save's data.pkl")):
+        code, out = run(tmp_path, "import", str(path), "--from", "gram-ai")
+        line = error_line(out)
+        assert code == 2 and str(path) in line and words in line, line
+        assert "Python objects" not in line
+    assert "Received first bytes 13 " in error_line(
+        run(tmp_path, "import", str(random_bytes), "--from", "gram-ai")[1])
+    assert not (tmp_path / "models").exists()
+
+
+def test_a_damaged_pickle_is_not_called_python_objects(tmp_path):
+    pytest.importorskip("torch", reason="telling a damaged pickle apart needs torch.load")
+    path = tmp_path / "epoch_1.pt"
+    path.write_bytes(b"\x80\x02" + np.random.default_rng(1).bytes(4094))
+    code, out = run(tmp_path, "import", str(path), "--from", "gram-ai")
+    line = error_line(out)
+    assert code == 2 and "it is damaged, or not a state dict torch.save wrote" in line, line
+    assert "Python objects" not in line
+
+
+def _wrong_shape_file(tmp_path, kind: str):
+    """A file of `kind` whose one tensor has a shape the layout refuses: (path, --from)."""
+    if kind == "h5":
+        w = keras_weights()
+        w["primary_bias"] = w["primary_bias"][:-1]
+        write_capsnet_keras_h5(tmp_path / "bad.h5", w)
+        return tmp_path / "bad.h5", "capsnet-keras"
+    state = gram_ai_state(units=())
+    state["conv1.bias"] = state["conv1.bias"][:-1]
+    if kind == "safetensors":
+        write_safetensors(tmp_path / "bad.safetensors", state)
+        return tmp_path / "bad.safetensors", "gram-ai"
+    torch = pytest.importorskip("torch", reason="writing a .pt file needs torch")
+    torch.save({k: torch.from_numpy(v) for k, v in state.items()}, tmp_path / "bad.pt")
+    return tmp_path / "bad.pt", "gram-ai"
+
+
+@pytest.mark.parametrize("kind", ["h5", "safetensors", "pt"])
+def test_every_shape_is_checked_before_any_tensor_is_read(tmp_path, monkeypatch, kind):
+    from reportgen.importers.tensors import StoredCheckpoint
+
+    path, source = _wrong_shape_file(tmp_path, kind)
+
+    def read_nothing(self):
+        raise AssertionError("a tensor was read before the shapes were checked")
+
+    monkeypatch.setattr(StoredCheckpoint, "load", read_nothing)
+    code, out = run(tmp_path, "import", str(path), "--from", source)
+    line = error_line(out)
+    bias = "primarycap_conv2d/primarycap_conv2d/bias:0" if kind == "h5" else "conv1.bias"
+    assert code == 2 and f"tensor '{bias}'" in line and "Received shape" in line, line

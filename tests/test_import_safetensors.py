@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import struct
 import sys
+import zipfile
 
 import numpy as np
 import pytest
@@ -127,7 +128,8 @@ def test_damaged_files_are_one_line(tmp_path, damage, words):
 
 def test_a_pt_file_without_pytorch_says_how_to_read_it(tmp_path, monkeypatch):
     path = tmp_path / "epoch_1.pt"
-    path.write_bytes(b"PK")
+    with zipfile.ZipFile(path, "w") as archive:         # torch.save's layout, as far as a
+        archive.writestr("epoch_1/data.pkl", b"")       # look at the file can tell
     monkeypatch.setitem(sys.modules, "torch", None)       # import torch -> ModuleNotFoundError
     with pytest.raises(ReportgenError) as info:
         read_checkpoint(path)

@@ -9,7 +9,11 @@ import click
 @click.option("--models", default="*", show_default=True,
               help="Models to include (a glob over the site's model names).")
 @click.option("--out", default="supplement.zip", show_default=True,
-              type=click.Path(dir_okay=False), help="The zip file to write.")
+              type=click.Path(dir_okay=False),
+              help="The zip file to write: a new file, or a supplement reportgen wrote "
+                   "(with --force). Any other file is never replaced.")
+@click.option("--force", is_flag=True,
+              help="Replace --out when it is a supplement reportgen wrote earlier.")
 @click.option("--steps", default="last", show_default=True,
               help="Training steps: last (the site's default), all, or built steps E-B,E-B.")
 @click.option("--inputs", default="all", show_default=True,
@@ -18,10 +22,11 @@ import click
               type=click.Path(file_okay=False), help="The site `reportgen build` made.")
 @click.option("--cache-dir", default=None, type=click.Path(file_okay=False),
               envvar="REPORTGEN_CACHE", help="Artifact store the build used [.reportgen/cache].")
-def command(models, out, steps, inputs, site_dir, cache_dir):
+def command(models, out, force, steps, inputs, site_dir, cache_dir):
     """Write the paper supplement of a built site: every figure as PNG (2x) and, for plots,
     PDF and SVG; captions.tex (one figure environment per figure); references.bib; the numbers
-    behind every plot as CSV. The same site gives the same bytes.
+    behind every plot as CSV. The same site gives the same bytes. An existing --out is
+    replaced only when reportgen wrote it and --force is given.
 
     \b
     Example:
@@ -38,6 +43,6 @@ def command(models, out, steps, inputs, site_dir, cache_dir):
                              fix="run `reportgen build` (or `reportgen demo`) first, or "
                                  "point --cache-dir at the store the build used")
     with store.shared_lock():           # `cache clear` waits until the files are read
-        path, supplement = export(site_dir, store, out, models, steps, inputs)
+        path, supplement = export(site_dir, store, out, models, steps, inputs, force=force)
     console.echo(f"wrote {path}: {len(supplement.figures)} figures, {len(supplement.data)} CSV "
                  f"files, {len(supplement.keys)} references")

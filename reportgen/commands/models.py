@@ -1,8 +1,11 @@
 """`reportgen models`: a table (or JSON) of every model under the models folder.
 
-Invalid model folders (unsafe name, unreadable or invalid params.toml) are listed too, marked
-invalid with their reason; they never hide the others. The listing itself succeeded, so the exit
-code stays 0 (`reportgen build` is where an invalid folder counts as a failure).
+Invalid model folders (unsafe name, unreadable or invalid params.toml, a model too large for the
+machine) are listed too, marked invalid with their reason; they never hide the others. A saved
+step whose weights file is damaged (not HDF5, truncated, too few weights: checked without
+reading them) is listed as damaged with its reason, not among the steps. The listing itself
+succeeded, so the exit code stays 0 (`reportgen build` is where an invalid folder counts as a
+failure).
 """
 
 from __future__ import annotations
@@ -22,20 +25,28 @@ def _one_line(exc: Exception) -> str:
 
 def describe_models(models_dir=None) -> list[dict]:
     """One dict per model folder, sorted by name: name, valid, dataset, params (trainable),
-    steps, latest/best val accuracy, error (the one-line reason, or None)."""
+    steps (the loadable ones), damaged_steps ({step, reason} of each damaged weights file),
+    latest/best val accuracy, error (the one-line reason, or None)."""
     from reportgen.capsnet.param_count import count_trainable_params
+    from reportgen.training.checkpoints import weights_file_problem
 
     catalog = Catalog(models_dir)
     valid, invalid = catalog.scan()
     rows = []
     for entry in valid:
         row = {"name": entry.name, "valid": True, "dataset": None, "params": None, "steps": [],
-               "latest_val_accuracy": None, "best_val_accuracy": None, "error": None}
+               "damaged_steps": [], "latest_val_accuracy": None, "best_val_accuracy": None,
+               "error": None}
         try:  # a valid params.toml can still come with a corrupt history.json
             params = entry.params
             row["dataset"] = params.dataset
             row["params"] = count_trainable_params(params)
-            row["steps"] = [str(s) for s in entry.steps]
+            for step in entry.steps:
+                problem = weights_file_problem(entry.weights_path(step), row["params"])
+                if problem is None:
+                    row["steps"].append(str(step))
+                else:
+                    row["damaged_steps"].append({"step": str(step), "reason": problem})
             accs = [r["val_accuracy"] for r in entry.history()
                     if isinstance(r.get("val_accuracy"), (int, float))]
             if accs:
@@ -45,7 +56,8 @@ def describe_models(models_dir=None) -> list[dict]:
         rows.append(row)
     for bad in invalid:
         rows.append({"name": bad.name, "valid": False, "dataset": None, "params": None,
-                     "steps": [], "latest_val_accuracy": None, "best_val_accuracy": None,
+                     "steps": [], "damaged_steps": [], "latest_val_accuracy": None,
+                     "best_val_accuracy": None,
                      "error": bad.reason})
     return sorted(rows, key=lambda r: r["name"])
 
@@ -75,8 +87,15 @@ def run_models(models_dir, as_json: bool) -> None:
         last = r["steps"][-1] if r["steps"] else "-"
         echo(f"{r['name']:<{w}} {r['dataset']:<{d}} {r['params']:>12,} {len(r['steps']):>6} "
              f"{last:>10} {acc:>8}")
+        for damaged in r["damaged_steps"]:
+            echo(f"{'':<{w}} damaged step {damaged['step']}: {damaged['reason']}")
         if r["error"]:
             echo(f"{'':<{w}} error: {r['error']}")
+    damaged = sum(len(r["damaged_steps"]) for r in rows)
+    if damaged:
+        notice(f"{damaged} saved step{'s are' if damaged > 1 else ' is'} damaged (reason above): "
+               "not counted among the steps and cannot be loaded; copy the weights file again "
+               "or delete it.")
     bad = sum(not r["valid"] for r in rows)
     if bad:
         notice(f"{bad} model folder{'s are' if bad > 1 else ' is'} invalid (reason above) and "

@@ -13,10 +13,19 @@ imports no TensorFlow. The zip holds:
 - `captions.tex`: one `figure` environment per figure (`\\includegraphics` of the figure's path
   without extension, so pdflatex takes the PDF where there is one), captions LaTeX-escaped;
 - `references.bib`: the papers of the methods, model families and data sets shown;
-- `README.txt`: what the files are.
+- `README.txt`: what the files are;
+- `.reportgen-supplement.json`: the marker that tells a supplement reportgen wrote from any
+  other file. `export` never replaces a file without it, and one with it only with `--force`.
 
 The bytes depend on the record and the files only: entries sorted, fixed timestamps and
 permissions, the stored figures' own deterministic bytes (reportgen.figures.encode).
+
+The zip is written to `.NAME.PID.tmp` beside `--out` (the marker first, so the file is
+recognisable from its first bytes), flushed to disk and then published: linked into place when
+nothing is there (a file that appeared meanwhile is never replaced), renamed over a supplement
+only after checking it again. Temporary files a killed export left (`kill -9`) are removed by
+the next export to the same `--out`: only names of that pattern whose process is gone and whose
+first bytes are the marker's entry.
 """
 
 from __future__ import annotations
@@ -37,6 +46,8 @@ from reportgen.pages.sitedata import (BuildFailure, FigureFile, InputInfo, Model
 from reportgen.results import references
 
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)       # the earliest time a zip can hold: no build time inside
+SUPPLEMENT_MARKER = ".reportgen-supplement.json"   # first in the zip: "." sorts first
+SUPPLEMENT_MARKER_DATA = json.dumps({"written_by": "reportgen export", "format": 1}).encode()
 PAPER_KINDS = ("png", "pdf", "svg")
 NUMBER_KINDS = ("csv", "json")
 LINE_WIDTH_PX = 480                    # layout pixels that fill \linewidth in captions.tex
@@ -425,7 +436,9 @@ def readme(supplement: Supplement, site: SiteData, models: list[ModelData], step
              "PDF",
              "data/      the numbers behind the plots as CSV, in the figures' folders",
              "captions.tex    one figure environment per figure: \\input{captions}",
-             "references.bib  the papers of the methods, models and data sets shown", ""]
+             "references.bib  the papers of the methods, models and data sets shown",
+             f"{SUPPLEMENT_MARKER}  marks the zip as written by reportgen export (which "
+             "replaces no other file)", ""]
     lines += supplement.notes
     return "\n".join(lines).rstrip() + "\n"
 
@@ -447,31 +460,141 @@ def entries(supplement: Supplement, site: SiteData, models, steps: str,
     return files
 
 
-def write_zip(path: str | Path, files: dict[str, bytes]) -> Path:
-    """Write `files` as a zip at `path` (sorted, fixed times and permissions), atomically."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+def _info(name: str) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name, date_time=ZIP_TIME)
+    # stored: PNGs are compressed already, and the marker's bytes must not depend on zlib
+    info.compress_type = (zipfile.ZIP_STORED if name.endswith(".png") or name == SUPPLEMENT_MARKER
+                          else zipfile.ZIP_DEFLATED)
+    info.create_system = 3                   # Unix, whatever the host
+    info.external_attr = 0o644 << 16
+    return info
+
+
+def _marker_entry() -> bytes:
+    """The first bytes of every zip `write_zip` writes: the marker's local entry."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(_info(SUPPLEMENT_MARKER), SUPPLEMENT_MARKER_DATA)
+        end = buffer.tell()
+    return buffer.getvalue()[:end]
+
+
+def written_by_export(path: Path) -> bool:
+    """True when `path` is a zip `reportgen export` wrote (it holds the marker)."""
     try:
-        with zipfile.ZipFile(tmp, "w") as archive:
+        with zipfile.ZipFile(path) as archive:
+            info = archive.getinfo(SUPPLEMENT_MARKER)
+            if info.file_size > 4096:
+                return False
+            return json.loads(archive.read(info)).get("written_by") == "reportgen export"
+    except Exception:  # noqa: BLE001 - not a zip, damaged, no marker: not provably ours
+        return False
+
+
+def check_out(path: str | Path, force: bool) -> None:
+    """Refuse (one line) an --out that names anything but a supplement reportgen wrote, and
+    that one without --force: export never replaces what it did not write."""
+    path = Path(path)
+    if path.is_symlink():
+        raise ReportgenError(f"--out {path} is a symbolic link, which reportgen export never "
+                             f"writes through or replaces",
+                             fix="choose another --out (a new file name)")
+    if not path.exists():
+        return
+    if not path.is_file() or not written_by_export(path):
+        raise ReportgenError(f"--out {path} exists and is not a supplement reportgen wrote "
+                             f"(no {SUPPLEMENT_MARKER} inside); export never replaces it",
+                             fix="choose another --out (a new file name)")
+    if not force:
+        raise ReportgenError(f"--out {path} is a supplement reportgen wrote earlier",
+                             fix="pass --force to replace it, or choose another --out")
+
+
+def _temp_name(path: Path, pid: int) -> Path:
+    return path.with_name(f".{path.name}.{pid}.tmp")
+
+
+def remove_leftovers(path: str | Path) -> list[Path]:
+    """Delete the temporary files that killed exports to `path` left: named `.NAME.PID.tmp`,
+    their process gone, their first bytes the marker's entry (or a part of it: killed before
+    the first write reached the disk). Returns them."""
+    from reportgen.cache.workdirs import pid_alive
+
+    path = Path(path)
+    pattern = re.compile(rf"^\.{re.escape(path.name)}\.(\d+)\.tmp$")
+    entry = _marker_entry()
+    removed = []
+    try:
+        children = list(path.parent.iterdir())
+    except OSError:
+        return removed
+    for child in children:
+        found = pattern.match(child.name)
+        if not found or (int(found.group(1)) != os.getpid() and pid_alive(int(found.group(1)))):
+            continue
+        try:
+            if child.is_symlink() or not child.is_file():
+                continue
+            with open(child, "rb") as f:
+                head = f.read(len(entry))
+            if head != entry[:len(head)]:
+                continue                    # not a zip reportgen began: not ours to delete
+            child.unlink()
+            removed.append(child)
+        except OSError:
+            continue
+    return removed
+
+
+def _publish(tmp: Path, path: Path, force: bool) -> None:
+    """Put the written `tmp` at `path`: linked when nothing is there (never replacing a file
+    that appeared meanwhile), else renamed over it after checking it again."""
+    if not path.exists() and not path.is_symlink():
+        try:
+            os.link(tmp, path)
+            tmp.unlink()
+            return
+        except FileExistsError:
+            pass                            # appeared meanwhile: checked below
+        except OSError:
+            pass                            # no hard links here: check, then rename
+    check_out(path, force)
+    os.replace(tmp, path)
+
+
+def write_zip(path: str | Path, files: dict[str, bytes], force: bool = False) -> Path:
+    """Write `files` as a zip at `path` (the marker first, then sorted names; fixed times and
+    permissions), atomically; never over a file it did not write (see `check_out`)."""
+    path = Path(path)
+    remove_leftovers(path)
+    check_out(path, force)
+    tmp = _temp_name(path, os.getpid())
+    try:
+        with open(tmp, "xb") as out, zipfile.ZipFile(out, "w") as archive:
+            archive.writestr(_info(SUPPLEMENT_MARKER), SUPPLEMENT_MARKER_DATA)
+            out.flush()                     # recognisable from its first bytes from now on
             for name in sorted(files):
-                info = zipfile.ZipInfo(name, date_time=ZIP_TIME)
-                info.compress_type = (zipfile.ZIP_STORED if name.endswith(".png")
-                                      else zipfile.ZIP_DEFLATED)
-                info.create_system = 3                   # Unix, whatever the host
-                info.external_attr = 0o644 << 16
-                archive.writestr(info, files[name], compresslevel=6)
-        os.replace(tmp, path)
+                if name != SUPPLEMENT_MARKER:
+                    archive.writestr(_info(name), files[name], compresslevel=6)
+            archive.close()
+            out.flush()
+            os.fsync(out.fileno())
+        _publish(tmp, path, force)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise ReportgenError(f"Cannot write {path}: {exc.strerror or exc}",
                              fix="choose a writable --out path") from None
+    finally:
+        tmp.unlink(missing_ok=True)         # written and published, failed, or interrupted
     return path
 
 
 def export(site_dir: str | Path, store, out: str | Path, models: str = "*",
-           steps: str = "last", inputs: str = "all") -> tuple[Path, Supplement]:
-    """Write the supplement of the site in `site_dir` (built with `store`) to `out`."""
+           steps: str = "last", inputs: str = "all",
+           force: bool = False) -> tuple[Path, Supplement]:
+    """Write the supplement of the site in `site_dir` (built with `store`) to `out`; an
+    existing `out` only when it is a supplement reportgen wrote and `force` is given."""
+    check_out(out, force)                   # before any work
     site = load_site_record(site_dir, store)
     chosen = select_models(site, models, site_dir)
     supplement = collect(site, chosen, steps, inputs)
-    return write_zip(out, entries(supplement, site, chosen, steps, inputs)), supplement
+    return write_zip(out, entries(supplement, site, chosen, steps, inputs), force), supplement

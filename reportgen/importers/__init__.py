@@ -111,43 +111,52 @@ def import_checkpoint(models_dir: str | Path, source_file: str | Path, source: s
                       routing_iterations: int | None = None) -> ImportResult:
     """Import `source_file`, saved by the project `source` (a LAYOUTS key), as a step of
     models_dir/NAME. Checks everything before writing anything; never overwrites a step."""
-    from reportgen.importers.tensors import read_checkpoint
+    from reportgen.capsnet.footprint import check_footprint
+    from reportgen.importers.tensors import open_checkpoint
     from reportgen.importers.writer import (file_sha256, params_toml, record_source, write_step)
 
     module = layout(source)
     path = Path(source_file)
-    checkpoint = read_checkpoint(path)
-    converted = module.convert(checkpoint, routing_iterations or module.ROUTING_ITERATIONS)
-    raw = dict(converted.raw_params)
-    raw["dataset"] = _dataset(raw, dataset)
-    raw["imported_from"] = provenance(module)
-    raw["description"] = (
-        f"Imported from {raw['imported_from']}, converted exactly into reportgen's CapsNet. "
-        f"Where it differs from reportgen's defaults: {module.DIFFERENCES}; "
-        f"{raw['class_caps']['routing_iterations']} routing iterations (not stored in the file).")
-    header = (f"Imported by `reportgen import --from {module.NAME}` from {module.PROJECT}: the "
-              f"source's architecture\n(layout of {module.VERSIONS}). source.json records "
-              "which file each step came from.")
-    text = params_toml(raw, converted.notes, header)
-    params = parse_model_params(tomllib.loads(text), source=f"the imported {path.name}")
-
-    if name is None:
-        known = raw["dataset"] in DEFAULT_DATASETS.values()
-        stem = raw["dataset"].upper() if known else Path(raw["dataset"]).stem.upper()
-        name = suggest_model_name(f"{stem}_{module.MODEL_SUFFIX}")
-    check_model_name(name)
-    folder = ModelFolder.at(Path(models_dir) / name)
-    existing = _existing(folder, params, path)
-    if existing is not None:
-        params = existing           # the user's edits to params.toml (e.g. routing) stay
-    chosen = Step.parse(step) if isinstance(step, str) else step
-    if chosen is None:
-        steps = folder.steps if folder.path.exists() else []
-        chosen = Step(steps[-1].epoch + 1, 0) if steps else Step(1, 0)
-    if folder.weights_path(chosen).exists():
-        raise ReportgenError(f"Model {name} already has step {chosen}.",
-                             received=str(folder.weights_path(chosen)),
-                             fix="Pass another --step E-B, or delete that weights file first.")
+    iterations = routing_iterations or module.ROUTING_ITERATIONS
+    with open_checkpoint(path) as stored:
+        # Every shape and dtype the layout needs is checked on data-free placeholders of the
+        # declared tensors, and the model they make against this machine, before any tensor
+        # is read: a small file declaring a huge tensor costs nothing.
+        planned = module.convert(stored.placeholders(), iterations)
+        raw = dict(planned.raw_params)
+        raw["dataset"] = _dataset(raw, dataset)
+        raw["imported_from"] = provenance(module)
+        raw["description"] = (
+            f"Imported from {raw['imported_from']}, converted exactly into reportgen's CapsNet. "
+            f"Where it differs from reportgen's defaults: {module.DIFFERENCES}; "
+            f"{raw['class_caps']['routing_iterations']} routing iterations (not stored in the "
+            f"file).")
+        header = (f"Imported by `reportgen import --from {module.NAME}` from {module.PROJECT}: "
+                  f"the source's architecture\n(layout of {module.VERSIONS}). source.json "
+                  "records which file each step came from.")
+        text = params_toml(raw, planned.notes, header)
+        params = parse_model_params(tomllib.loads(text), source=f"the imported {path.name}")
+        check_footprint(params, f"the imported {path.name}")
+        if name is None:
+            known = raw["dataset"] in DEFAULT_DATASETS.values()
+            stem = raw["dataset"].upper() if known else Path(raw["dataset"]).stem.upper()
+            name = suggest_model_name(f"{stem}_{module.MODEL_SUFFIX}")
+        check_model_name(name)
+        folder = ModelFolder.at(Path(models_dir) / name)
+        existing = _existing(folder, params, path)
+        if existing is not None:
+            params = existing           # the user's edits to params.toml (e.g. routing) stay
+        chosen = Step.parse(step) if isinstance(step, str) else step
+        if chosen is None:
+            steps = folder.steps if folder.path.exists() else []
+            chosen = Step(steps[-1].epoch + 1, 0) if steps else Step(1, 0)
+        if folder.weights_path(chosen).exists():
+            raise ReportgenError(f"Model {name} already has step {chosen}.",
+                                 received=str(folder.weights_path(chosen)),
+                                 fix="Pass another --step E-B, or delete that weights file "
+                                     "first.")
+        checkpoint = stored.load()
+    converted = module.convert(checkpoint, iterations)
     if converted.weights.parameter_count != checkpoint.parameter_count:
         raise ReportgenError(f"Converting {path.name} lost parameters (a reportgen bug).",
                              expected=f"{checkpoint.parameter_count:,}",

@@ -12,6 +12,7 @@ reportgen.training.run_state.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -79,6 +80,50 @@ def save_weights(net, path: Path) -> None:
         net.model.save_weights(str(tmp))
 
 
+# Every HDF5 file Keras writes starts with this (HDF5's format signature, at offset 0).
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+_TRUNCATED = re.compile(r"eof = (\d+).*stored_eof = (\d+)")
+
+
+def weights_file_problem(path: Path, trainable: int | None = None) -> str | None:
+    """Why `path` cannot be a step's weights file, in a few words, or None. Cheap: no weight
+    is read. Checked: HDF5's signature; that h5py opens it (which compares the file's size with
+    the end of file its superblock records, so a truncated copy is caught); and, given the
+    model's `trainable` parameter count, that its datasets hold at least that many values
+    (Keras writes every weight of the model)."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(HDF5_SIGNATURE))
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or exc})"
+    if not head:
+        return "an empty file"
+    if head != HDF5_SIGNATURE:
+        return "not an HDF5 file (no HDF5 signature at its start)"
+    import h5py
+
+    try:
+        with h5py.File(path, "r") as f:
+            stored = [0]
+
+            def count(_, item):
+                if isinstance(item, h5py.Dataset):
+                    stored[0] += item.size
+            f.visititems(count)
+    except OSError as exc:
+        text = str(exc)
+        cut = _TRUNCATED.search(text)
+        if cut:
+            return f"truncated ({int(cut.group(1)):,} of {int(cut.group(2)):,} bytes)"
+        detail = text[text.find("(") + 1:text.rfind(")")] if "(" in text else text
+        return f"an unreadable HDF5 file ({' '.join(detail.split()) or type(exc).__name__})"
+    if trainable is not None and stored[0] < trainable:
+        return (f"holds {stored[0]:,} weight values, fewer than the model's {trainable:,} "
+                "trainable parameters")
+    return None
+
+
 def load_weights(net, path: Path) -> None:
     """Load `path` into `net.model`; a missing, truncated or foreign file names itself."""
     path = Path(path)
@@ -86,15 +131,11 @@ def load_weights(net, path: Path) -> None:
         raise ReportgenError(f"Weights file not found: {path}",
                              fix="List the saved steps with `reportgen models`, or train with "
                                  "`reportgen train NAME`.")
-    try:
-        import h5py
-
-        with h5py.File(path, "r"):
-            pass
-    except OSError as exc:
+    problem = weights_file_problem(path)
+    if problem is not None:
         raise ReportgenError(f"Weights file {path} is unreadable (truncated or not HDF5).",
-                             received=str(exc).splitlines()[0],
-                             fix=f"Delete {path} and retrain, or choose another step.") from exc
+                             received=problem,
+                             fix=f"Delete {path} and retrain, or choose another step.")
     try:
         net.model.load_weights(str(path))
     except (ValueError, KeyError, OSError) as exc:
