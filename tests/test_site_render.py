@@ -228,12 +228,15 @@ def test_user_templates_override_by_file_name(tmp_path):
     assert "function" in (site / "assets" / "reportgen" / "reportgen.js").read_text()
 
 
+LABELS = {"not_applicable_label": "Not applicable to this model",
+          "not_computed_label": "Not computed for this step and input."}
+
+
 def _card(env, view) -> str:
     """One panel card as the pages render it (pages/_macros.j2 panel_card)."""
     page = env.from_string('{% import "pages/_macros.j2" as m with context %}'
                            "{{ m.panel_card(panel) }}")
-    return page.render(panel=view, assets="../../assets/reportgen",
-                       not_applicable_label="Not applicable to this model")
+    return page.render(panel=view, assets="../../assets/reportgen", **LABELS)
 
 
 def test_every_technique_renders_with_its_template_or_the_default():
@@ -258,8 +261,7 @@ def test_every_technique_renders_with_its_template_or_the_default():
         if (panels / f"{name}.j2").is_file():
             own.append(name)
         else:   # no template of its own: exactly the default card
-            assert html == env.get_template("panels/_default.j2").render(
-                panel=view, not_applicable_label="Not applicable to this model"), name
+            assert html == env.get_template("panels/_default.j2").render(panel=view, **LABELS), name
             assert f'<img data-rg="img" src="x/{name}.png"' in html
     # the few that need more than the default (a note, the live decoder's app)
     assert set(own) <= {"activation_maximization", "conv_kernels", "live_decoder"}

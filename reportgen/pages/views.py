@@ -19,7 +19,8 @@ from reportgen.pages.captions import heading, split_caption
 from reportgen.pages.environment import ASSETS_URL
 from reportgen.pages.page_table import (ANALYSES_STEM, ANALYSES_TITLE, BESIDE_EVERY_LAYER,
                                         FILMSTRIP_STEM, FILMSTRIP_TITLE, KINDS, LAYER_PAGES,
-                                        LAYER_TITLES, NOT_APPLICABLE, LayerPage)
+                                        LAYER_TITLES, NOT_APPLICABLE, NOT_COMPUTED,
+                                        LayerPage)
 from reportgen.pages.sitedata import FigureFile, ModelData, Panel, SiteData, StepData
 from reportgen.pages.urls import panel_id, png_size, unique_slugs, url
 from reportgen.results.findings import UNTRAINED, findings
@@ -329,7 +330,7 @@ def common(site: SiteData, root: str, kind: str) -> dict:
     """What every page template gets."""
     return {"site": site, "root": root, "page_kind": KINDS[kind].kind,
             "assets": root + ASSETS_URL, "layer_titles": LAYER_TITLES, "layer_pages": LAYER_PAGES,
-            "not_applicable_label": NOT_APPLICABLE}
+            "not_applicable_label": NOT_APPLICABLE, "not_computed_label": NOT_COMPUTED}
 
 
 def selection_state(info: ModelInfo) -> dict:
