@@ -22,7 +22,8 @@ from reportgen.errors import ReportgenError
 from reportgen.pages.input_scripts import read_index
 from reportgen.pages.render import (build_site, default_templates_dir, model_slug,
                                     render_site, training_curves_svg)
-from site_fixture import EVIL_CLASS, EVIL_LABEL, EVIL_MODEL, build_fixture_site, make_site
+from site_fixture import (EVIL_CLASS, EVIL_LABEL, EVIL_MODEL, TRAINING, build_fixture_site,
+                          make_site)
 
 THEMES = ("material", "mkdocs")
 URL_ATTRS = {"href", "src", "srcset", "poster", "action", "formaction", "data", "background",
@@ -128,6 +129,60 @@ def test_model_page_has_architecture_curves_confusion_gallery(built):
     assert len(re.findall(r'data-rg-step="[^"]+" hidden', html)) == 2  # only the latest shown
     assert html.count("data-rg-thumb=") == 3
     assert "rg-wrong" in html                                        # misclassified marked
+
+
+def _facts(html: str, section: str) -> dict[str, str]:
+    """{label: value} of a facts list (dl) of class `section`, tags stripped."""
+    block = re.search(rf'<dl class="rg-facts {section}">(.*?)</dl>', html, re.S).group(1)
+    return {re.sub(r"<[^>]+>", "", dt).strip(): re.sub(r"<[^>]+>", "", dd).strip()
+            for dt, dd in re.findall(r"<dt>(.*?)</dt><dd>(.*?)</dd>", block, re.S)}
+
+
+def test_model_page_says_how_the_model_was_trained(built):
+    """The overview's training run: what the run recorded, "not recorded" for the rest (the
+    second model was trained by an older reportgen)."""
+    _, _, site = built
+    html = (site / "models" / "MNIST_Demo" / "index.html").read_text("utf-8")
+    facts = _facts(html, "rg-training-run")
+    assert facts == {"Training data": TRAINING["dataset"], "Training images": "400 (--limit 400)",
+                     "Epochs": "2 of 3", "Batch size": "20", "Learning rate": "0.001",
+                     "Wall time": "1 h 02 min", "Saved every": "10 batches", "Seed": "0"}
+    assert "not recorded" not in html
+    evil = (site / "models" / model_slug(EVIL_MODEL) / "index.html").read_text("utf-8")
+    assert set(_facts(evil, "rg-training-run").values()) == {"not recorded"}
+    assert "trained by an older reportgen" in evil
+
+
+def test_duration_in_words():
+    from reportgen.pages.views import duration
+
+    assert [duration(s) for s in (0.4, 45, 200, 3725.4, 36000)] == [
+        "0 s", "45 s", "3 min 20 s", "1 h 02 min", "10 h 00 min"]
+
+
+def test_compare_page_overlays_the_training_curves(built):
+    """Validation accuracy and loss of every model in one chart each, over the images seen:
+    one polyline per model, its points where the history has the value."""
+    site_data, _, site = built
+    html = (site / "compare.html").read_text("utf-8")
+    charts = re.findall(r'<svg class="rg-chart rg-overlay-chart".*?</svg>', html, re.S)
+    assert len(charts) == 2
+    for chart, key in zip(charts, ("val_accuracy", "loss")):
+        root = ET.fromstring(chart)
+        lines = [e for e in root.iter() if e.tag.endswith("polyline")]
+        assert [line.get("data-rg-series") for line in lines] == [m.name for m in site_data.models]
+        for line, model in zip(lines, site_data.models):
+            points = [tuple(map(float, p.split(","))) for p in line.get("points").split()]
+            wanted = [r for r in model.history if r[key] is not None]
+            assert len(points) == len(wanted)
+            # x grows with the images seen, in proportion (the axis starts at 0)
+            seen = [r["images_seen"] for r in wanted]
+            xs = [x for x, _ in points]
+            origin = 56.0
+            ratios = {round((x - origin) / n, 6) for x, n in zip(xs, seen) if n}
+            assert len(ratios) == 1, ratios
+        legend = [t.text for t in root.iter() if t.get("class") == "rg-legend"]
+        assert legend == [m.name for m in site_data.models]
 
 
 # ------------------------------------------------------------------ links and remote requests

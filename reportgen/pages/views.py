@@ -350,6 +350,48 @@ def model_view(info: ModelInfo, root: str) -> dict:
             "findings": model_findings(info, root), "findings_step": findings_step(info)}
 
 
+NOT_RECORDED = "not recorded"          # a training fact an older run did not record
+
+
+def duration(seconds: float) -> str:
+    """A wall time in words: "45 s", "3 min 20 s", "2 h 05 min"."""
+    total = int(round(seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes:02d} min"
+    return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
+
+
+def training_view(training: dict) -> list[dict]:
+    """The overview's "Training run" facts [{label, value, recorded}] from ModelData.training
+    (reportgen/training/run_info.py), each "not recorded" when the run did not record it."""
+    t = training or {}
+
+    def fact(label, value, text=None):
+        recorded = value is not None
+        return {"label": label, "value": (text if text is not None else str(value))
+                if recorded else NOT_RECORDED, "recorded": recorded}
+
+    images = t.get("training_images")
+    limit = f" (--limit {t['limit']:,})" if t.get("limit") else ""
+    epochs, trained = t.get("epochs"), t.get("epochs_trained")
+    rate = t.get("learning_rate")
+    wall = t.get("wall_seconds")
+    return [
+        fact("Training data", t.get("dataset") or t.get("data")),
+        fact("Training images", images, f"{images:,}{limit}" if images is not None else None),
+        fact("Epochs", epochs, f"{trained} of {epochs}" if epochs is not None and trained
+             is not None and trained != epochs else None),
+        fact("Batch size", t.get("batch_size")),
+        fact("Learning rate", rate, f"{rate:g}" if isinstance(rate, (int, float)) else None),
+        fact("Wall time", wall, duration(wall) if isinstance(wall, (int, float)) else None),
+        fact("Saved every", t.get("save_every"),
+             f"{t['save_every']} batches" if t.get("save_every") is not None else None),
+        fact("Seed", t.get("seed")),
+    ]
+
+
 def input_view(ctx: SiteContext, info: ModelInfo, root: str, key: str | None) -> dict | None:
     inp = next((i for i in info.model.inputs if i.key == key), None)
     if inp is None:
