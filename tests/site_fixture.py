@@ -242,7 +242,9 @@ def make_site(docs_dir: Path) -> SiteData:
                     docs_dir, f"{folder}/dataset", 11, _hue(model_i, step_i, 0, 11), step_i,
                     f"Affine robustness of {spec['name']} at step {step_name}: accuracy under "
                     "rotation.", {"accuracy_clean": 0.9 + 0.01 * step_i,
-                                  "rotation": [0, 15, 30], "accuracy": [0.9, 0.8, 0.5]}))
+                                  "rotation": [0, 15, 30], "accuracy": [0.9, 0.8, 0.5],
+                                  "clean_accuracy": 0.9 + 0.01 * step_i,
+                                  "rotation_mean_accuracy": 0.75}))
                 if step_name == SEMANTICS_STEP and spec["decoder"]:
                     step.dataset_panels.append(_dataset_panel(
                         docs_dir, f"{folder}/dataset", 12, _hue(model_i, step_i, 0, 12), 5,

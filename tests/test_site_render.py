@@ -665,6 +665,47 @@ def test_compare_page_shows_models_overlaid(built):
     assert 'id="compare-models"' in html and "data-rg-model-card" in html
 
 
+def test_compare_page_puts_baselines_beside_the_charts(built):
+    """Under each chart across models, every score beside its chance level and the untrained
+    step's value, in words when this build did not analyse step 0-0."""
+    _, _, site = built
+    html = (site / "compare.html").read_text("utf-8")
+    table = re.search(r'data-rg-baselines="affine_robustness">(.*?)</table>', html, re.S).group(1)
+    rows = [[re.sub(r"<[^>]+>", " ", c).split() for c in re.findall(r"<td.*?</td>", r, re.S)]
+            for r in re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1], re.S)]
+    # MNIST_Demo at 2-20 (clean 92%), the second model at 3-5 (clean 92%; 3 classes)
+    assert [r[2] for r in rows] == [["92.0%"], ["75.0%"], ["92.0%"], ["75.0%"]]
+    assert [r[3] for r in rows] == [["10.0%", "chance", "(1/K)"]] * 2 + \
+        [["33.3%", "chance", "(1/K)"]] * 2
+    assert all(r[4] == ["not", "analysed"] for r in rows)
+    assert "this build did not analyse step 0-0" in html
+
+
+def test_baseline_rows_read_the_untrained_step():
+    from reportgen.pages.sitedata import ModelData, Panel, StepData
+    from reportgen.pages.views import baseline_rows
+
+    def panel(numbers):
+        return Panel(technique="capsule_semantics", variant="", title="t", layer="model",
+                     caption="", figures=[], numbers=numbers)
+
+    chance = {"compactness_chance_pooled": [0.002, 0.004]}
+    steps = [StepData(step="0-0", dataset_panels=[panel({"compactness_rotation": 0.69,
+                                                          **chance})]),
+             StepData(step="1-10", dataset_panels=[panel({"compactness_rotation": 0.38,
+                                                           **chance})])]
+    em = ModelData(name="EM", dataset="d", description="", params=1, class_names=["a", "b"],
+                   architecture=[], history=[], steps=steps, inputs=[])
+    lone = ModelData(name="Lone", dataset="d", description="", params=1, class_names=["a"],
+                     architecture=[], history=[], steps=steps[1:], inputs=[])
+    rows = baseline_rows([em, lone], steps[1].dataset_panels[0])
+    assert [(r["model"], r["step"], r["label"], r["value"], r["baseline"], r["untrained"])
+            for r in rows] == [
+        ("EM", "1-10", "compactness under rotation", "0.38", "0.004", "0.69"),
+        ("Lone", "1-10", "compactness under rotation", "0.38", "0.004", "not analysed")]
+    assert rows[0]["baseline_label"] == "random change (95th percentile)"
+
+
 def _live_record(path: Path, step: str) -> dict:
     text = path.read_text("utf-8")
     return json.loads(text.split(f'["{step}"] = ', 1)[1].rsplit(";\n})", 1)[0])

@@ -51,7 +51,7 @@ from reportgen.pages.urls import file_part, model_slug, panel_id, step_key
 from reportgen.pages.views import (ANALYSES_NOTE, ModelInfo, SiteContext, card_min, common,
                                    confusion_view, find_dataset_panel, find_panel, input_view,
                                    model_info, model_view, pages_for_model, picture,
-                                   technique_list, training_view)
+                                   technique_list, training_view, baseline_rows)
 
 # Imported from here by `reportgen build`, the tests and older code.
 __all__ = ["render_site", "build_site", "model_slug", "training_curves_svg",
@@ -255,6 +255,8 @@ def _render_compare(env, ctx: SiteContext, infos: list[ModelInfo], files: dict[s
                    ctx, p, analyses.compare_sources(models, p), "model", "numbers/compare", files),
                    root, anchor=f"compare-{panel_id(p)}", wide=True)
                for p in ctx.site.compare_panels]
+    baselines = {view.anchor: baseline_rows(models, p)
+                 for view, p in zip(compare, ctx.site.compare_panels)}
     runs = [(info.model.name, info.model.history) for info in infos]
     curves = [c for c in (overlay_curves_svg(runs, "accuracy"), overlay_curves_svg(runs, "loss"))
               if c]
@@ -263,7 +265,7 @@ def _render_compare(env, ctx: SiteContext, infos: list[ModelInfo], files: dict[s
         choices=ordered,
         choice=choice, card_min=card_min([c["panel"] for c in cards]),
         inputs=[{"key": k, "label": v} for k, v in inputs.items()], input_key=input_key,
-        steps=all_steps, compare_panels=compare)
+        steps=all_steps, compare_panels=compare, baselines=baselines)
 
 
 def _render_analyses(env, ctx: SiteContext, info: ModelInfo, files: dict[str, str]) -> str:

@@ -392,6 +392,45 @@ def training_view(training: dict) -> list[dict]:
     ]
 
 
+NOT_ANALYSED = "not analysed"          # the untrained step's analyses were not built
+
+
+def score_text(key: str, value: float | None) -> str:
+    """An accuracy as a percentage, any other score to 3 significant digits."""
+    if value is None:
+        return "—"
+    return f"{100 * value:.1f}%" if key.endswith("accuracy") or "accuracy_" in key \
+        else f"{value:.3g}"
+
+
+def baseline_rows(models: list[ModelData], panel: Panel) -> list[dict]:
+    """The Compare page's table beside an analysis drawn across models: each model's headline
+    scores (reportgen/results/baselines.py) at its last step with the analysis (the step the
+    chart shows), each beside its baseline and the untrained step's value ("not analysed" when
+    this build did not analyse step 0-0)."""
+    from reportgen.results.baselines import scores
+
+    rows = []
+    for model in models:
+        step = next((s for s in reversed(model.steps) if any(
+            p.technique == panel.technique for p in s.dataset_panels)), None)
+        if step is None:
+            continue
+        numbers = next(p.numbers for p in step.dataset_panels if p.technique == panel.technique)
+        zero = next((s for s in model.steps if s.step == UNTRAINED and s.dataset_panels), None)
+        before = next((p.numbers for p in zero.dataset_panels
+                       if p.technique == panel.technique), None) if zero else None
+        for score in scores(panel.technique, numbers, before, len(model.class_names)):
+            untrained = (score_text(score["key"], score["untrained"]) if zero is not None
+                         else NOT_ANALYSED)
+            rows.append({"model": model.name, "step": step.step, "label": score["label"],
+                         "value": score_text(score["key"], score["value"]),
+                         "baseline": score_text(score["key"], score["baseline"])
+                         if score["baseline_label"] else "",
+                         "baseline_label": score["baseline_label"], "untrained": untrained})
+    return rows
+
+
 def input_view(ctx: SiteContext, info: ModelInfo, root: str, key: str | None) -> dict | None:
     inp = next((i for i in info.model.inputs if i.key == key), None)
     if inp is None:
