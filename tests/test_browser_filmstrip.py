@@ -78,3 +78,27 @@ def test_filmstrip_strip_and_shared_scale(site):
             assert not caption.inner_text().startswith("shared scale caption")
             assert not errors, errors
             context.close()
+
+
+def test_frames_without_the_chosen_technique_name_it(site):
+    """A step without the chosen technique's result says so under that technique's title,
+    not the title of the technique chosen before (the second model's class capsules failed
+    at 0-0)."""
+    from reportgen.pages.render import model_slug
+    from site_fixture import EVIL_MODEL
+
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto((site / "models" / model_slug(EVIL_MODEL) / "filmstrip.html").resolve().as_uri())
+        page.select_option("[data-rg-panel-picker]", "conv_feature_maps")
+        page.select_option("[data-rg-panel-picker]", "class_capsules")
+        titles = page.locator("[data-rg-step-card] [data-rg='title']").all_inner_texts()
+        assert titles == ["Class capsules"] * 3, titles
+        first = page.locator('[data-rg-step-card="0-0"]')
+        assert first.locator("[data-rg='missing']").inner_text() == \
+            "Not computed for this step and input."
+        # a technique drawn at every step: every frame has its picture and its title
+        page.select_option("[data-rg-panel-picker]", "conv_feature_maps")
+        assert page.locator("[data-rg-step-card] [data-rg='title']").all_inner_texts() == \
+            ["Conv feature maps"] * 3
+        assert not first.locator("[data-rg='missing']").is_visible()

@@ -397,3 +397,51 @@ def test_palette_indices_match_a_binary_search():
     expected = rgb[..., 0].astype(np.uint32) | rgb[..., 1].astype(np.uint32) << 8 | \
         rgb[..., 2].astype(np.uint32) << 16
     np.testing.assert_array_equal(_packed(Image.fromarray(rgb, "RGB")), expected)
+
+
+# --- legibility of the labels of image grids ------------------------------------------------------
+
+
+def _ink_bands(strip: np.ndarray) -> list[int]:
+    """Heights of the runs of rows of a (rows, cols) grey strip that hold ink (labels are dark
+    or muted grey on white)."""
+    inked = (strip < 200).any(axis=1)
+    bands, run = [], 0
+    for row in inked:
+        if row:
+            run += 1
+        elif run:
+            bands.append(run)
+            run = 0
+    return bands + ([run] if run else [])
+
+
+def _grid_label_heights(png: bytes) -> tuple[list[int], int]:
+    """(ink heights of the row labels left of the first tile column, ink height of the column
+    label above the first tile) of a sheet whose tiles are black, measured on its pixels."""
+    grey = np.asarray(Image.open(io.BytesIO(png)).convert("L"))
+    black = np.argwhere(grey == 0)
+    top, left = black[:, 0].min(), black[black[:, 0] == black[:, 0].min(), 1].min()
+    rows = _ink_bands(grey[top:, :left - 2])
+    right = left + int(np.argmax(grey[top, left:] != 0))    # the first tile's right edge
+    above = grey[:top, left:right][::-1]                   # upwards from the first tile
+    first_ink = int(np.argmax((above < 200).any(axis=1)))
+    column = _ink_bands(above[first_ink:])[0]
+    return rows, column
+
+
+def test_grid_labels_are_at_least_10_px_tall_at_1x():
+    """The perturbation grids' row and column labels: digits at least 10 px tall in the PNG
+    the page shows at 1x (the ink of "dim 3" and "-0.25", measured on the pixels)."""
+    from reportgen.figures.capsule_semantics import _sheet
+
+    ctx = RenderContext(model="M", step="1-0", class_names=tuple(map(str, range(10))))
+    result = {"images": np.zeros((4, 5, 28, 28, 1), np.float32),
+              "deltas": np.linspace(-0.25, 0.25, 5), "target": np.int64(3)}
+    figure = panels.render_decoder_perturbation(result, None, ctx)[0]
+    rows, column = _grid_label_heights(figure.data)
+    assert len(rows) == 4 and min(rows) >= 10 and column >= 10, (rows, column)
+    sheet = _sheet(np.zeros((3, 5, 28, 28, 1)), [f"dim {d} (sd 0.12)" for d in range(3)],
+                   ["-2 sd", "-1 sd", "0", "+1 sd", "+2 sd"], "title")
+    rows, column = _grid_label_heights(png_bytes(sheet))
+    assert len(rows) == 3 and min(rows) >= 10 and column >= 10, (rows, column)

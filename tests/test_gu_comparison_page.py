@@ -1,5 +1,7 @@
 """The "Capsules vs CNNs" page: Gu 2022's Ch.5 Table 1 and Table 5 for the built models, at the
-matched step, his published figures beside ours, the numbers as CSV."""
+matched step, his published figures beside ours, every score beside its chance level and the
+untrained step's value, the numbers as CSV; in a browser, both tables fit 1280 and 390 px with
+every column visible."""
 
 from __future__ import annotations
 
@@ -30,11 +32,15 @@ def _model(name, kind, history, analysed, params=1000):
 
 
 CAPS = _model("MNIST40_AffCapsNet", "Aff-CapsNet",
-              [("0-0", 0.1), ("1-50", 0.95), ("2-50", 0.9931), ("3-50", 0.995)],
-              {"0-0": {"affnist_benchmark": {"affnist_accuracy": 0.1, "clean_accuracy": 0.1}},
+              [("0-0", 0.0875), ("1-50", 0.95), ("2-50", 0.9931), ("3-50", 0.995)],
+              {"0-0": {"affnist_benchmark": {"affnist_accuracy": 0.1125, "clean_accuracy": 0.1},
+                       "adversarial_robustness": {"accuracy_capsules_pgd_0.1": 0.0625},
+                       "capsule_semantics": {"compactness_rotation": 0.6875}},
                "2-50": {"affnist_benchmark": {"affnist_accuracy": 0.8125, "clean_accuracy": 0.99},
                         "adversarial_robustness": {"accuracy_capsules_fgsm_0.1": 0.375,
-                                                   "accuracy_capsules_pgd_0.1": 0.25}},
+                                                   "accuracy_capsules_pgd_0.1": 0.25},
+                        "capsule_semantics": {"compactness_rotation": 0.375,
+                                              "compactness_chance_pooled": [0.5, 0.8125]}},
                "3-50": {"affnist_benchmark": {"affnist_accuracy": 0.9, "clean_accuracy": 0.99}}},
               params=7_578_688)
 CNN = _model("MNIST40_ConvNet_Avg", "ConvNet-Avg", [("0-0", 0.1), ("1-50", 0.97)],
@@ -63,31 +69,45 @@ def test_table1_reads_each_model_at_its_matched_step(site):
     caps, cnn, cr = _rows(html, 0)
     # the first analysed step at or above 99.22%: 2-50 (0.9931), not the later 3-50
     assert caps[2] == ["2-50"]
-    assert caps[3] == ["99.31%"] and caps[5] == ["81.25%"]            # clean, affNIST-like
-    assert caps[7] == ["37.50%"] and caps[8] == ["25.00%"]            # FGSM, PGD at 0.1
     mnist, affnist = TABLE1_REFERENCE["Aff-CapsNet"][1:]
-    assert caps[4] == [f"{mnist:.2f}%"] and caps[6] == [f"{affnist:.2f}%"]
+    # each score: ours, Gu's figure, the untrained step's (the history's 0-0 accuracy for the
+    # clean one, the 0-0 analyses for the others; "—" where 0-0 lacks that analysis)
+    assert caps[3] == ["99.31%", "Gu:", f"{mnist:.2f}%", "untrained:", "8.75%"]
+    assert caps[4] == ["81.25%", "Gu:", f"{affnist:.2f}%", "untrained:", "11.25%"]
+    assert caps[5] == ["37.50%", "untrained:", "—"]                  # FGSM at 0.1
+    assert caps[6] == ["25.00%", "untrained:", "6.25%"]              # PGD at 0.1
     assert caps[1] == ["7,578,688", "Gu:", "7.5M"]
-    assert caps[9] == ["10.00%"]                                       # chance: 1 of 10 classes
-    # never reached the target: its most accurate analysed step, said so
-    assert cnn[2] == ["1-50", "below", "target"] and cnn[5] == ["60.00%"]
-    assert cr[5] == ["—"]                                              # no 40x40 benchmark
+    assert caps[7] == ["10.00%"]                                       # chance: 1 of 10 classes
+    # never reached the target: its most accurate analysed step, said so; 0-0 was not analysed
+    # for it, which the cells say in words (its history still has the untrained accuracy)
+    assert cnn[2] == ["1-50", "below", "target"]
+    assert cnn[3][-2:] == ["untrained:", "10.00%"]
+    assert cnn[4] == ["60.00%", "Gu:", "94.11%", "untrained:", "not", "analysed"]
+    assert cr[4] == ["—", "untrained:", "not", "analysed"]             # no 40x40 benchmark
+    assert "this build did not analyse step 0-0" in html
 
 
 def test_table5_and_the_csv_behind_both(site):
     html = (site / "capsules-vs-cnns.html").read_text("utf-8")
-    (cr,) = _rows(html, 1)
-    assert cr[2] == ["0.0123"] and cr[3] == [f"{TABLE5_REFERENCE['ConvNet-CR']:.4f}"]
+    caps, cr = _rows(html, 1)
+    # ours beside the untrained score and what a random change gives (95th percentile, mean)
+    assert caps[2] == ["0.3750", "untrained:", "0.6875"]
+    assert caps[3] == ["0.8125", "mean", "0.5000"]
+    assert cr[2] == ["0.0123", "untrained:", "not", "analysed"]
+    assert cr[4] == [f"{TABLE5_REFERENCE['ConvNet-CR']:.4f}"]
     table1 = list(csv.DictReader(io.StringIO(
         (site / "numbers" / "capsules-vs-cnns-table1.csv").read_text("utf-8"))))
     assert [r["model"] for r in table1] == ["MNIST40_AffCapsNet", "MNIST40_ConvNet_Avg",
                                             "MNIST_ConvNet_CR"]
     assert float(table1[0]["affnist_accuracy"]) == 0.8125 and table1[0]["step"] == "2-50"
-    assert table1[1]["reached"] == "False"
+    assert float(table1[0]["untrained_pgd_0.1_accuracy"]) == 0.0625
+    assert float(table1[0]["chance"]) == 0.1 and table1[0]["untrained_analysed"] == "True"
+    assert table1[1]["reached"] == "False" and table1[1]["untrained_analysed"] == "False"
     table5 = list(csv.DictReader(io.StringIO(
         (site / "numbers" / "capsules-vs-cnns-table5.csv").read_text("utf-8"))))
-    assert [(r["model"], float(r["compactness"])) for r in table5] == [("MNIST_ConvNet_CR",
-                                                                         0.0123)]
+    assert [(r["model"], float(r["compactness"])) for r in table5] == [
+        ("MNIST40_AffCapsNet", 0.375), ("MNIST_ConvNet_CR", 0.0123)]
+    assert (float(table5[0]["chance"]), float(table5[0]["untrained"])) == (0.8125, 0.6875)
 
 
 def test_the_page_is_in_the_navigation_only_when_it_compares(site, tmp_path):
@@ -97,3 +117,41 @@ def test_the_page_is_in_the_navigation_only_when_it_compares(site, tmp_path):
                   {"1-10": {"capsule_semantics": {"compactness_rotation": 0.3}}})
     render_site(SiteData(title="t", models=[demo], techniques=[]), tmp_path / "docs")
     assert not (tmp_path / "docs" / "capsules-vs-cnns.md").exists()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_both_tables_show_every_column_at_1280_and_390_px(site):
+    """No column hidden behind a horizontal scroll: at 1280 px each table is no wider than its
+    container and every header lies inside it; at 390 px the rows stack into cards, every
+    cell inside the screen."""
+    from browser_support import CHROMIUM, chromium
+
+    if CHROMIUM is None:
+        pytest.skip("Debian's chromium is not installed")
+    pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+    with chromium() as browser:
+        for width in (1280, 390):
+            context = browser.new_context(viewport={"width": width, "height": 900})
+            page = context.new_page()
+            page.goto((site / "capsules-vs-cnns.html").resolve().as_uri())
+            tables = page.locator("table.rg-gu-table")
+            assert tables.count() == 2
+            for i in range(2):
+                fit = tables.nth(i).evaluate(
+                    """table => {
+                        const box = table.parentElement.getBoundingClientRect();
+                        const cells = [...table.querySelectorAll(
+                            getComputedStyle(table.tHead).display === "none" ? "td" : "th")];
+                        return {table: table.scrollWidth, container: box.width,
+                                left: box.left, right: box.right,
+                                cells: cells.map(c => [c.getBoundingClientRect().left,
+                                                       c.getBoundingClientRect().right,
+                                                       c.getBoundingClientRect().width])};
+                    }""")
+                assert fit["table"] <= fit["container"] + 1, (width, i, fit)
+                for left, right, cell_width in fit["cells"]:
+                    assert cell_width > 0 and fit["left"] - 1 <= left and right <= \
+                        fit["right"] + 1, (width, i, left, right, fit)
+            assert page.evaluate("document.scrollingElement.scrollWidth") <= width
+            context.close()

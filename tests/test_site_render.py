@@ -22,7 +22,8 @@ from reportgen.errors import ReportgenError
 from reportgen.pages.input_scripts import read_index
 from reportgen.pages.render import (build_site, default_templates_dir, model_slug,
                                     render_site, training_curves_svg)
-from site_fixture import EVIL_CLASS, EVIL_LABEL, EVIL_MODEL, build_fixture_site, make_site
+from site_fixture import (EVIL_CLASS, EVIL_LABEL, EVIL_MODEL, TRAINING, build_fixture_site,
+                          make_site)
 
 THEMES = ("material", "mkdocs")
 URL_ATTRS = {"href", "src", "srcset", "poster", "action", "formaction", "data", "background",
@@ -130,6 +131,60 @@ def test_model_page_has_architecture_curves_confusion_gallery(built):
     assert "rg-wrong" in html                                        # misclassified marked
 
 
+def _facts(html: str, section: str) -> dict[str, str]:
+    """{label: value} of a facts list (dl) of class `section`, tags stripped."""
+    block = re.search(rf'<dl class="rg-facts {section}">(.*?)</dl>', html, re.S).group(1)
+    return {re.sub(r"<[^>]+>", "", dt).strip(): re.sub(r"<[^>]+>", "", dd).strip()
+            for dt, dd in re.findall(r"<dt>(.*?)</dt><dd>(.*?)</dd>", block, re.S)}
+
+
+def test_model_page_says_how_the_model_was_trained(built):
+    """The overview's training run: what the run recorded, "not recorded" for the rest (the
+    second model was trained by an older reportgen)."""
+    _, _, site = built
+    html = (site / "models" / "MNIST_Demo" / "index.html").read_text("utf-8")
+    facts = _facts(html, "rg-training-run")
+    assert facts == {"Training data": TRAINING["dataset"], "Training images": "400 (--limit 400)",
+                     "Epochs": "2 of 3", "Batch size": "20", "Learning rate": "0.001",
+                     "Wall time": "1 h 02 min", "Saved every": "10 batches", "Seed": "0"}
+    assert "not recorded" not in html
+    evil = (site / "models" / model_slug(EVIL_MODEL) / "index.html").read_text("utf-8")
+    assert set(_facts(evil, "rg-training-run").values()) == {"not recorded"}
+    assert "trained by an older reportgen" in evil
+
+
+def test_duration_in_words():
+    from reportgen.pages.views import duration
+
+    assert [duration(s) for s in (0.4, 45, 200, 3725.4, 36000)] == [
+        "0 s", "45 s", "3 min 20 s", "1 h 02 min", "10 h 00 min"]
+
+
+def test_compare_page_overlays_the_training_curves(built):
+    """Validation accuracy and loss of every model in one chart each, over the images seen:
+    one polyline per model, its points where the history has the value."""
+    site_data, _, site = built
+    html = (site / "compare.html").read_text("utf-8")
+    charts = re.findall(r'<svg class="rg-chart rg-overlay-chart".*?</svg>', html, re.S)
+    assert len(charts) == 2
+    for chart, key in zip(charts, ("val_accuracy", "loss")):
+        root = ET.fromstring(chart)
+        lines = [e for e in root.iter() if e.tag.endswith("polyline")]
+        assert [line.get("data-rg-series") for line in lines] == [m.name for m in site_data.models]
+        for line, model in zip(lines, site_data.models):
+            points = [tuple(map(float, p.split(","))) for p in line.get("points").split()]
+            wanted = [r for r in model.history if r[key] is not None]
+            assert len(points) == len(wanted)
+            # x grows with the images seen, in proportion (the axis starts at 0)
+            seen = [r["images_seen"] for r in wanted]
+            xs = [x for x, _ in points]
+            origin = 56.0
+            ratios = {round((x - origin) / n, 6) for x, n in zip(xs, seen) if n}
+            assert len(ratios) == 1, ratios
+        legend = [t.text for t in root.iter() if t.get("class") == "rg-legend"]
+        assert legend == [m.name for m in site_data.models]
+
+
 # ------------------------------------------------------------------ links and remote requests
 
 
@@ -228,12 +283,15 @@ def test_user_templates_override_by_file_name(tmp_path):
     assert "function" in (site / "assets" / "reportgen" / "reportgen.js").read_text()
 
 
+LABELS = {"not_applicable_label": "Not applicable to this model",
+          "not_computed_label": "Not computed for this step and input."}
+
+
 def _card(env, view) -> str:
     """One panel card as the pages render it (pages/_macros.j2 panel_card)."""
     page = env.from_string('{% import "pages/_macros.j2" as m with context %}'
                            "{{ m.panel_card(panel) }}")
-    return page.render(panel=view, assets="../../assets/reportgen",
-                       not_applicable_label="Not applicable to this model")
+    return page.render(panel=view, assets="../../assets/reportgen", **LABELS)
 
 
 def test_every_technique_renders_with_its_template_or_the_default():
@@ -258,8 +316,7 @@ def test_every_technique_renders_with_its_template_or_the_default():
         if (panels / f"{name}.j2").is_file():
             own.append(name)
         else:   # no template of its own: exactly the default card
-            assert html == env.get_template("panels/_default.j2").render(
-                panel=view, not_applicable_label="Not applicable to this model"), name
+            assert html == env.get_template("panels/_default.j2").render(panel=view, **LABELS), name
             assert f'<img data-rg="img" src="x/{name}.png"' in html
     # the few that need more than the default (a note, the live decoder's app)
     assert set(own) <= {"activation_maximization", "conv_kernels", "live_decoder"}
@@ -606,6 +663,47 @@ def test_compare_page_shows_models_overlaid(built):
     numbers = json.loads((site / links[3]).read_text("utf-8"))
     assert [s["model"] for s in numbers["series"]] == ["MNIST_Demo (2-20)", f"{EVIL_MODEL} (3-5)"]
     assert 'id="compare-models"' in html and "data-rg-model-card" in html
+
+
+def test_compare_page_puts_baselines_beside_the_charts(built):
+    """Under each chart across models, every score beside its chance level and the untrained
+    step's value, in words when this build did not analyse step 0-0."""
+    _, _, site = built
+    html = (site / "compare.html").read_text("utf-8")
+    table = re.search(r'data-rg-baselines="affine_robustness">(.*?)</table>', html, re.S).group(1)
+    rows = [[re.sub(r"<[^>]+>", " ", c).split() for c in re.findall(r"<td.*?</td>", r, re.S)]
+            for r in re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1], re.S)]
+    # MNIST_Demo at 2-20 (clean 92%), the second model at 3-5 (clean 92%; 3 classes)
+    assert [r[2] for r in rows] == [["92.0%"], ["75.0%"], ["92.0%"], ["75.0%"]]
+    assert [r[3] for r in rows] == [["10.0%", "chance", "(1/K)"]] * 2 + \
+        [["33.3%", "chance", "(1/K)"]] * 2
+    assert all(r[4] == ["not", "analysed"] for r in rows)
+    assert "this build did not analyse step 0-0" in html
+
+
+def test_baseline_rows_read_the_untrained_step():
+    from reportgen.pages.sitedata import ModelData, Panel, StepData
+    from reportgen.pages.views import baseline_rows
+
+    def panel(numbers):
+        return Panel(technique="capsule_semantics", variant="", title="t", layer="model",
+                     caption="", figures=[], numbers=numbers)
+
+    chance = {"compactness_chance_pooled": [0.002, 0.004]}
+    steps = [StepData(step="0-0", dataset_panels=[panel({"compactness_rotation": 0.69,
+                                                          **chance})]),
+             StepData(step="1-10", dataset_panels=[panel({"compactness_rotation": 0.38,
+                                                           **chance})])]
+    em = ModelData(name="EM", dataset="d", description="", params=1, class_names=["a", "b"],
+                   architecture=[], history=[], steps=steps, inputs=[])
+    lone = ModelData(name="Lone", dataset="d", description="", params=1, class_names=["a"],
+                     architecture=[], history=[], steps=steps[1:], inputs=[])
+    rows = baseline_rows([em, lone], steps[1].dataset_panels[0])
+    assert [(r["model"], r["step"], r["label"], r["value"], r["baseline"], r["untrained"])
+            for r in rows] == [
+        ("EM", "1-10", "compactness under rotation", "0.38", "0.004", "0.69"),
+        ("Lone", "1-10", "compactness under rotation", "0.38", "0.004", "not analysed")]
+    assert rows[0]["baseline_label"] == "random change (95th percentile)"
 
 
 def _live_record(path: Path, step: str) -> dict:

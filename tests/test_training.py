@@ -75,8 +75,20 @@ def test_training_lowers_loss_and_names_steps(models_dir):
     expected = ["0-0"] + [f"{e}-{b}" for e in (1, 2, 3) for b in (2, 4, 5)]
     assert [r["step"] for r in history] == expected
     assert [str(s) for s in list_steps(models_dir / "Tiny")] == expected
-    on_disk = json.loads((models_dir / "Tiny" / "history.json").read_text())["records"]
-    assert on_disk == history
+    doc = json.loads((models_dir / "Tiny" / "history.json").read_text())
+    assert doc["records"] == history
+    # the run's facts, as the model's overview shows them (reportgen/training/run_info.py)
+    from reportgen.training.run_info import training_run
+
+    assert doc["training"] == {"data": str(models_dir.parent / "toy.npz"),
+                               "dataset": doc["dataset"], "training_images": 48, "limit": None,
+                               "epochs": 3, "batch_size": 10, "learning_rate": 0.01,
+                               "save_every": 2, "seed": 0}
+    walls = [r["wall_seconds"] for r in history]
+    assert walls == sorted(walls) and walls[-1] > 0
+    facts = training_run(ModelFolder.at(models_dir / "Tiny"))
+    assert facts["epochs_trained"] == 3 and facts["wall_seconds"] == walls[-1]
+    assert facts["training_images"] == 48 and facts["learning_rate"] == 0.01
     assert history[-1]["loss"] < history[1]["loss"]
     assert history[-1]["val_accuracy"] >= history[0]["val_accuracy"]
     for key in ("margin_loss", "reconstruction_loss", "val_accuracy", "train_accuracy"):
@@ -367,3 +379,31 @@ def test_sigint_leaves_only_complete_files_and_resume_works(models_dir):
     last = steps[-1]
     history = _train(models_dir, epochs=last.epoch + 1, resume=True)
     assert history[-1]["step"] == f"{last.epoch + 1}-5"
+
+
+def test_training_run_of_an_older_run_reads_what_it_left(tmp_path):
+    """A run of an older reportgen: no "training" section in history.json; the settings of
+    train_state.npz, the history's data set and batch size; the rest is None (the overview
+    says "not recorded"). A damaged state only loses what it held."""
+    from reportgen.training.run_info import FIELDS, training_run
+
+    folder = tmp_path / "Old"
+    folder.mkdir()
+    (folder / "params.toml").write_text(TINY_TOML.format(data="toy.npz"))
+    records = [{"step": "0-0", "epoch": 0, "batch": 0, "seconds": 0.1},
+               {"step": "2-5", "epoch": 2, "batch": 5, "seconds": 9.5}]
+    (folder / "history.json").write_text(json.dumps(
+        {"model": "Old", "dataset": "toy data", "batch_size": 10, "records": records}))
+    settings = {"data": "toy.npz", "seed": 3, "batch_size": 10, "limit": 40,
+                "learning_rate": 0.002, "save_every": 5}
+    np.savez(folder / "train_state.npz", step=np.array("2-5"), format=np.array(2),
+             settings=np.array(json.dumps(settings)), history=np.array("{}"))
+    entry = ModelFolder.at(folder)
+    facts = training_run(entry)
+    assert set(facts) == set(FIELDS)
+    assert facts == {"data": "toy.npz", "dataset": "toy data", "training_images": None,
+                     "limit": 40, "epochs": None, "epochs_trained": 2, "batch_size": 10,
+                     "learning_rate": 0.002, "save_every": 5, "seed": 3, "wall_seconds": None}
+    (folder / "train_state.npz").write_bytes(b"PK\x03\x04 damaged")
+    facts = training_run(entry)
+    assert facts["learning_rate"] is None and facts["batch_size"] == 10

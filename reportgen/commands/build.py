@@ -44,6 +44,7 @@ from reportgen.errors import ReportgenError, StoreError
 from reportgen.pages import site_output
 from reportgen.pages.assemble import MissingResult
 from reportgen.results.capsules_vs_cnns import model_kind
+from reportgen.training.run_info import training_run
 
 _ATTEMPTS = 2     # a stored result gone between computing and drawing: compute the step again
 
@@ -308,7 +309,8 @@ class _Build:
             history=history, steps=steps_data, inputs=gallery,
             latest_val_accuracy=accs[-1] if accs else None,
             best_val_accuracy=max(accs) if accs else None, errors=errors,
-            not_applicable=assembly.not_applicable(chosen), kind=model_kind(params))
+            not_applicable=assembly.not_applicable(chosen), kind=model_kind(params),
+            training=training_run(entry))
         assembly.filmstrip_frames(self.assembler, entry.name, handle.description, dataset,
                                   chosen.variants, inputs, steps_data)
         data.trend_panels = assembly.trend_panels(self.assembler, entry.name,

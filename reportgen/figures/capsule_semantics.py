@@ -66,7 +66,7 @@ def _variance(arrays, params, ctx) -> list[Figure]:
 
 def _sheet(images: np.ndarray, row_labels, col_labels, title: str, target: int = 48):
     """(rows, cols, H, W, C) images in [0, 1] -> uint8 RGB sheet with labels (Pillow text)."""
-    from reportgen.figures.colormaps import draw_texts, quantise, text_size
+    from reportgen.figures.colormaps import GRID_LABEL_SIZE, draw_texts, quantise, text_size
 
     rows, cols, h, w, c = images.shape
     factor = max(1, int(np.ceil(target / max(h, w))))
@@ -75,8 +75,9 @@ def _sheet(images: np.ndarray, row_labels, col_labels, title: str, target: int =
     pixels = pixels[..., :1].repeat(3, -1) if c == 1 else pixels[..., :3]
     tiles = (pixels * 255 + 0.5).astype(np.uint8).repeat(factor, 2).repeat(factor, 3)
     th, tw, gutter, margin = h * factor, w * factor, 2, 8
-    line = text_size("Ag")[1]
-    label_w = max(text_size(t)[0] for t in row_labels) + 8
+    size = GRID_LABEL_SIZE
+    line = text_size("Ag", size)[1]
+    label_w = max(text_size(t, size)[0] for t in row_labels) + 8
     top = margin + 2 * line + 8
     width = margin + label_w + cols * (tw + gutter) - gutter + margin
     height = top + rows * (th + gutter) - gutter + margin
@@ -87,9 +88,9 @@ def _sheet(images: np.ndarray, row_labels, col_labels, title: str, target: int =
             sheet[y:y + th, x:x + tw] = tiles[r, k]
     texts = [(margin, margin, title, "left")]
     texts += [(margin + label_w + k * (tw + gutter) + tw / 2, top - line - 4, t, "center",
-               (110, 110, 110)) for k, t in enumerate(col_labels)]
-    texts += [(margin + label_w - 6, top + r * (th + gutter) + (th - line) // 2, t, "right")
-              for r, t in enumerate(row_labels)]
+               (110, 110, 110), size) for k, t in enumerate(col_labels)]
+    texts += [(margin + label_w - 6, top + r * (th + gutter) + (th - line) // 2, t, "right",
+               None, size) for r, t in enumerate(row_labels)]
     return draw_texts(sheet, texts)
 
 

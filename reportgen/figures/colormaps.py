@@ -17,6 +17,9 @@ DIVERGING = "RdBu_r"
 NAN_COLOR = (255, 255, 255)
 TEXT_COLOR = (34, 34, 34)
 FONT_SIZE = 11
+# The row and column labels of image grids (perturbation sheets): digits 11 px tall at 1x, so a
+# grid reads without zooming (at FONT_SIZE they are 8 px).
+GRID_LABEL_SIZE = 14
 # Values are drawn at 65 levels (0, 1/64, ..., 1; odd, so 0 of a diverging scale is a level):
 # finer than the eye separates in a colormap, and a figure then holds few enough colours to be
 # stored as an exact palette PNG at about half the bytes of 256 levels. The numbers themselves

@@ -18,7 +18,7 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from reportgen.figures.colormaps import (
-    COLOUR_LEVELS, DIVERGING, FONT_SIZE, TEXT_COLOR, apply_colormap, apply_diverging,
+    COLOUR_LEVELS, DIVERGING, FONT_SIZE, GRID_LABEL_SIZE, TEXT_COLOR, apply_colormap, apply_diverging,
     colorbar_array, draw_texts, fmt, quantise, text_size,
 )
 from reportgen.figures.encode import png_bytes
@@ -656,15 +656,16 @@ def _perturbation_sheet(tiles, deltas, dims, texts_colour=MUTED) -> _Block:
     gutter = 2
     grid = _grid(tiles, gutter)
     th, tw = tiles.shape[2:4]
-    lh = _line_height()
-    label_w = text_size(f"dim {dims - 1}")[0] + 8
+    size = GRID_LABEL_SIZE
+    lh = _line_height(size)
+    label_w = text_size(f"dim {dims - 1}", size)[0] + 8
     header = lh + 4
     array = np.full((header + grid.shape[0], label_w + grid.shape[1], 3), WHITE, dtype=np.uint8)
     array[header:, label_w:] = grid
-    texts = [(label_w + s * (tw + gutter) + tw / 2, 0, _delta_label(d), "center", texts_colour)
-             for s, d in enumerate(deltas)]
-    texts += [(label_w - 6, header + d * (th + gutter) + (th - lh) // 2, f"dim {d}", "right")
-              for d in range(dims)]
+    texts = [(label_w + s * (tw + gutter) + tw / 2, 0, _delta_label(d), "center", texts_colour,
+              size) for s, d in enumerate(deltas)]
+    texts += [(label_w - 6, header + d * (th + gutter) + (th - lh) // 2, f"dim {d}", "right",
+               None, size) for d in range(dims)]
     return _Block(array, texts)
 
 

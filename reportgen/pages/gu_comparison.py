@@ -1,6 +1,8 @@
 """What the "Capsules vs CNNs" page shows: Gu 2022's Ch.5 Table 1 and Table 5 for the built
 models (reportgen/results/capsules_vs_cnns.py computes the rows), formatted beside his
-published figures, and the same rows as CSV for a paper."""
+published figures, and the same rows as CSV for a paper. Every score cell carries its baselines:
+chance (a column of its own) and the untrained step's value, or words saying that this build did
+not analyse the untrained step."""
 
 from __future__ import annotations
 
@@ -27,39 +29,67 @@ def _compact(value) -> str:
     return "—" if value is None else f"{value:.4f}"
 
 
+NOT_ANALYSED = "not analysed"      # the untrained step (0-0) was not analysed in this build
+
+
+def _untrained_text(row: dict, key: str, fmt, always: bool = False) -> str:
+    """The untrained step's value of a score, in words when that step was not analysed
+    (`always`: the value does not need the analyses, e.g. the history's accuracy)."""
+    value = row.get(key)
+    if value is not None:
+        return fmt(value)
+    return "—" if always or row["untrained_analysed"] else NOT_ANALYSED
+
+
+def _score(value: str, untrained: str, reference: str | None = None) -> dict:
+    """A score cell: ours, Gu's published figure (when his table has one), the untrained
+    step's."""
+    return {"value": value, "reference": reference, "untrained": untrained}
+
+
 def comparison(models) -> dict | None:
     """The page's tables for `models` (reportgen.pages.sitedata.ModelData), or None when Gu's
     comparison has nothing to show (no model on the affine benchmark, no CNN baseline)."""
     records = [record_from_site(m) for m in models]
     if not compares(records):
         return None
-    chance = {m.name: 1 / len(m.class_names) for m in models if m.class_names}
     accuracy = []
     for row in table1(records):
         accuracy.append({
             **row, "parameters_text": f"{row['parameters']:,}",
             "step_text": row["step"] or "—",
-            "clean_text": _pct(row["clean_accuracy"]),
-            "affnist_text": _pct(row["affnist_accuracy"]),
-            "attacks": [_pct(row[f"{a}_{e:g}_accuracy"]) for a, e in ATTACKS],
-            "chance_text": _pct(chance.get(row["model"])),
-            "reference_mnist_text": _ref_pct(row["reference_mnist"]),
-            "reference_affnist_text": _ref_pct(row["reference_affnist"])})
+            "clean": _score(_pct(row["clean_accuracy"]),
+                            _untrained_text(row, "untrained_clean_accuracy", _pct, always=True),
+                            _ref_pct(row["reference_mnist"])),
+            "affnist": _score(_pct(row["affnist_accuracy"]),
+                              _untrained_text(row, "untrained_affnist_accuracy", _pct),
+                              _ref_pct(row["reference_affnist"])),
+            "attacks": [_score(_pct(row[f"{a}_{e:g}_accuracy"]),
+                               _untrained_text(row, f"untrained_{a}_{e:g}_accuracy", _pct))
+                        for a, e in ATTACKS],
+            "chance_text": _pct(row["chance"])})
     compactness = [{**row, "step_text": row["step"] or "—",
-                    "ours_text": _compact(row["compactness"]),
+                    "ours": _score(_compact(row["compactness"]),
+                                   _untrained_text(row, "untrained", _compact)),
+                    "chance_text": _compact(row["chance"]),
+                    "chance_mean_text": _compact(row["chance_mean"]),
                     "reference_text": _compact(row["reference"])} for row in table5(records)]
     return {"target": MATCHED_ACCURACY, "target_text": _pct(MATCHED_ACCURACY),
             "attacks": [f"{a.upper()} ε = {e:g}" for a, e in ATTACKS],
             "accuracy": accuracy, "compactness": compactness, "factor": TABLE5_FACTOR,
+            "untrained_missing": any(not r["untrained_analysed"] for r in accuracy),
             "csv": {"table1": _csv(accuracy, _TABLE1_COLUMNS),
                     "table5": _csv(compactness, _TABLE5_COLUMNS)}}
 
 
 _TABLE1_COLUMNS = ("model", "kind", "parameters", "step", "reached", "target", "clean_accuracy",
                    "clean_accuracy_eval", "affnist_accuracy",
-                   *(f"{a}_{e:g}_accuracy" for a, e in ATTACKS), "reference_parameters",
-                   "reference_mnist", "reference_affnist")
-_TABLE5_COLUMNS = ("model", "kind", "step", "reached", "factor", "compactness", "reference")
+                   *(f"{a}_{e:g}_accuracy" for a, e in ATTACKS), "chance",
+                   "untrained_analysed", "untrained_clean_accuracy", "untrained_affnist_accuracy",
+                   *(f"untrained_{a}_{e:g}_accuracy" for a, e in ATTACKS),
+                   "reference_parameters", "reference_mnist", "reference_affnist")
+_TABLE5_COLUMNS = ("model", "kind", "step", "reached", "factor", "compactness", "chance_mean",
+                   "chance", "untrained_analysed", "untrained", "reference")
 
 
 def _csv(rows: list[dict], columns) -> str:

@@ -46,12 +46,12 @@ from reportgen.pages.mkdocs_project import (SITE_SCRIPT, build_site, choose_them
 from reportgen.pages.page_table import ANALYSES_STEM, FILMSTRIP_STEM, KINDS, LayerPage
 from reportgen.pages.site_index import index_js, index_json, model_index
 from reportgen.pages.sitedata import FigureFile, Panel, SiteData
-from reportgen.pages.svg_charts import training_curves_svg
+from reportgen.pages.svg_charts import overlay_curves_svg, training_curves_svg
 from reportgen.pages.urls import file_part, model_slug, panel_id, step_key
 from reportgen.pages.views import (ANALYSES_NOTE, ModelInfo, SiteContext, card_min, common,
                                    confusion_view, find_dataset_panel, find_panel, input_view,
                                    model_info, model_view, pages_for_model, picture,
-                                   technique_list)
+                                   technique_list, training_view, baseline_rows)
 
 # Imported from here by `reportgen build`, the tests and older code.
 __all__ = ["render_site", "build_site", "model_slug", "training_curves_svg",
@@ -81,7 +81,7 @@ def render_site(site: SiteData, docs_dir: Path, templates_dir: Path | None = Non
 
     files: dict[str, str] = {"index.md": _render_home(env, ctx, infos)}
     nav: list = [{"Home": "index.md"}]
-    if any(info.pictures for info in infos) or site.compare_panels:
+    if any(info.pictures for info in infos) or site.compare_panels or len(site.models) > 1:
         files["compare.md"] = _render_compare(env, ctx, infos, files)
         nav.append({"Compare models": "compare.md"})
     gu = comparison(site.models)
@@ -161,7 +161,7 @@ def _render_home(env, ctx: SiteContext, infos: list[ModelInfo]) -> str:
     return _template(env, "home").render(
         **common(ctx.site, root, "home"), rows=rows,
         compare_href="compare.html" if any(i.pictures for i in infos)
-        or ctx.site.compare_panels else None)
+        or ctx.site.compare_panels or len(infos) > 1 else None)
 
 
 def _render_model(env, ctx: SiteContext, info: ModelInfo) -> str:
@@ -182,6 +182,7 @@ def _render_model(env, ctx: SiteContext, info: ModelInfo) -> str:
     return _template(env, "model").render(
         **common(ctx.site, root, "model"), model=model_view(info, root),
         architecture=model.architecture, step_views=steps, gallery=gallery, curves=curves,
+        training=training_view(model.training),
         history=model.history, techniques=technique_list(ctx, info, root))
 
 
@@ -254,11 +255,17 @@ def _render_compare(env, ctx: SiteContext, infos: list[ModelInfo], files: dict[s
                    ctx, p, analyses.compare_sources(models, p), "model", "numbers/compare", files),
                    root, anchor=f"compare-{panel_id(p)}", wide=True)
                for p in ctx.site.compare_panels]
+    baselines = {view.anchor: baseline_rows(models, p)
+                 for view, p in zip(compare, ctx.site.compare_panels)}
+    runs = [(info.model.name, info.model.history) for info in infos]
+    curves = [c for c in (overlay_curves_svg(runs, "accuracy"), overlay_curves_svg(runs, "loss"))
+              if c]
     return _template(env, "compare").render(
-        **common(ctx.site, root, "compare"), cards=cards if choice else [], choices=ordered,
+        **common(ctx.site, root, "compare"), curves=curves, cards=cards if choice else [],
+        choices=ordered,
         choice=choice, card_min=card_min([c["panel"] for c in cards]),
         inputs=[{"key": k, "label": v} for k, v in inputs.items()], input_key=input_key,
-        steps=all_steps, compare_panels=compare)
+        steps=all_steps, compare_panels=compare, baselines=baselines)
 
 
 def _render_analyses(env, ctx: SiteContext, info: ModelInfo, files: dict[str, str]) -> str:

@@ -87,7 +87,9 @@ def model_index(ctx: SiteContext, info: ModelInfo, live: dict[str, str] | None =
         "class_names": list(model.class_names),
         "step_names": [s.step for s in model.steps],
         "inputs": inputs,
-        "panels": [{k: p[k] for k in PANEL_KEYS} for p in info.panels],
+        # each with what its card says at a step without its result ("" = the default note)
+        "panels": [{**{k: p[k] for k in PANEL_KEYS}, "missing": info.missing_note(p)}
+                   for p in info.panels],
         "dataset_panels": [{k: p[k] for k in ("id", "technique", "variant", "title")}
                            for p in info.dataset_panels],
         "not_applicable": {n["technique"]: n["reason"] for n in info.not_applicable},

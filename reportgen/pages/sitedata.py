@@ -103,6 +103,9 @@ class ModelData:
     trend_panels: list[Panel] = field(default_factory=list)
     # the training curves as paper figures (PNG, SVG, PDF, CSV), linked from the overview
     downloads: list[FigureFile] = field(default_factory=list)
+    # how the model was trained (reportgen/training/run_info.py FIELDS: data set, training
+    # images, epochs, batch size, learning rate, wall time, ...; None = not recorded)
+    training: dict = field(default_factory=dict)
     # the model's kind in Gu 2022's tables ("CapsNet", "ConvNet-Avg", ...; see
     # reportgen/results/capsules_vs_cnns.py), "" when unknown
     kind: str = ""

@@ -129,3 +129,89 @@ def training_curves_svg(history: list[dict], kind: str, selected_step: str | Non
         legend_x += 34 + 7 * len(label)
     out.append("</svg>")
     return Markup("\n".join(out))
+
+
+# The Compare page's overlay: one colour per model (matplotlib's tab10, as the paper figures).
+MODEL_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+                 "#7f7f7f", "#bcbd22", "#17becf")
+OVERLAY_SERIES = {"accuracy": ("val_accuracy", "Validation accuracy"),
+                  "loss": ("loss", "Total training loss")}
+
+
+def _points(history: list[dict], key: str) -> list[tuple[float, float, str]]:
+    """(images seen, value, step) of the records that have both, finite."""
+    out = []
+    for r in history:
+        x, y = r.get("images_seen"), r.get(key)
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+               for v in (x, y)):
+            out.append((float(x), float(y), str(r.get("step", ""))))
+    return out
+
+
+def overlay_curves_svg(runs: list[tuple[str, list[dict]]], kind: str, width: int = 560,
+                       height: int = 280) -> Markup:
+    """One measure ("accuracy": validation accuracy, "loss": total training loss) of several
+    models' training histories in one inline SVG, over the images seen (models of different
+    data-set sizes and batch sizes line up by what they saw); a dot per saved step (hover:
+    model, step, value), a legend row per model. Empty when no model has the measure."""
+    key, title = OVERLAY_SERIES[kind]
+    series = [(name, MODEL_COLOURS[i % len(MODEL_COLOURS)], _points(history, key))
+              for i, (name, history) in enumerate(runs)]
+    series = [s for s in series if s[2]]
+    if not series:
+        return Markup("")
+    rows = len(series)
+    left, right, top, bottom = 56, 24, 30, 44 + 16 * rows
+    height += 16 * (rows - 1)
+    plot_w, plot_h = width - left - right, height - top - bottom
+    xs = [x for _, _, points in series for x, _, _ in points]
+    ys = [y for _, _, points in series for _, y, _ in points]
+    x_ticks = nice_ticks(0.0, max(xs), 5)
+    if kind == "accuracy":
+        y_ticks = nice_ticks(max(0.0, math.floor(min(ys + [1.0]) * 10) / 10), 1.0, 5)
+    else:
+        y_ticks = nice_ticks(0.0, max(ys), 5)
+    x_lo, x_hi, y_lo, y_hi = x_ticks[0], x_ticks[-1], y_ticks[0], y_ticks[-1]
+
+    def px(x: float) -> float:
+        return round(left + (x - x_lo) / ((x_hi - x_lo) or 1.0) * plot_w, 2)
+
+    def py(y: float) -> float:
+        return round(top + (1 - (y - y_lo) / ((y_hi - y_lo) or 1.0)) * plot_h, 2)
+
+    out = [f'<svg class="rg-chart rg-overlay-chart" data-rg-overlay="{kind}" '
+           f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+           f'xmlns="http://www.w3.org/2000/svg">',
+           f"<title>{escape(title)} of every model over the images seen in training</title>",
+           f'<text class="rg-chart-title" x="{left}" y="16">{escape(title)}</text>']
+    for tick in y_ticks:
+        label = f"{tick:.0%}" if kind == "accuracy" else _fmt(tick)
+        out.append(f'<line class="rg-gridline" x1="{left}" x2="{left + plot_w}" '
+                   f'y1="{py(tick)}" y2="{py(tick)}"/>')
+        out.append(f'<text class="rg-tick" x="{left - 6}" y="{py(tick) + 4}" '
+                   f'text-anchor="end">{escape(label)}</text>')
+    for tick in x_ticks:
+        out.append(f'<line class="rg-axis" x1="{px(tick)}" x2="{px(tick)}" '
+                   f'y1="{top + plot_h}" y2="{top + plot_h + 4}"/>')
+        out.append(f'<text class="rg-tick" x="{px(tick)}" y="{top + plot_h + 16}" '
+                   f'text-anchor="middle">{escape(_fmt(tick))}</text>')
+    out.append(f'<line class="rg-axis" x1="{left}" x2="{left + plot_w}" y1="{top + plot_h}" '
+               f'y2="{top + plot_h}"/>')
+    out.append(f'<line class="rg-axis" x1="{left}" x2="{left}" y1="{top}" '
+               f'y2="{top + plot_h}"/>')
+    out.append(f'<text class="rg-axis-label" x="{left + plot_w / 2}" y="{top + plot_h + 32}" '
+               f'text-anchor="middle">training images seen</text>')
+    for row, (name, colour, points) in enumerate(series):
+        coords = " ".join(f"{px(x)},{py(y)}" for x, y, _ in points)
+        out.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" '
+                   f'points="{coords}" data-rg-series="{escape(name)}"/>')
+        for x, y, step in points:
+            shown = f"{y:.2%}" if kind == "accuracy" else _fmt(y)
+            out.append(f'<circle cx="{px(x)}" cy="{py(y)}" r="2.5" fill="{colour}"><title>'
+                       f'{escape(name)}, step {escape(step)}: {escape(shown)}</title></circle>')
+        y = height - 10 - 16 * (rows - 1 - row)
+        out.append(f'<rect x="{left}" y="{y - 8}" width="14" height="4" fill="{colour}"/>')
+        out.append(f'<text class="rg-legend" x="{left + 18}" y="{y - 3}">{escape(name)}</text>')
+    out.append("</svg>")
+    return Markup("\n".join(out))

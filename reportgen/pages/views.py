@@ -19,7 +19,8 @@ from reportgen.pages.captions import heading, split_caption
 from reportgen.pages.environment import ASSETS_URL
 from reportgen.pages.page_table import (ANALYSES_STEM, ANALYSES_TITLE, BESIDE_EVERY_LAYER,
                                         FILMSTRIP_STEM, FILMSTRIP_TITLE, KINDS, LAYER_PAGES,
-                                        LAYER_TITLES, NOT_APPLICABLE, LayerPage)
+                                        LAYER_TITLES, NOT_APPLICABLE, NOT_COMPUTED,
+                                        LayerPage)
 from reportgen.pages.sitedata import FigureFile, ModelData, Panel, SiteData, StepData
 from reportgen.pages.urls import panel_id, png_size, unique_slugs, url
 from reportgen.results.findings import UNTRAINED, findings
@@ -329,7 +330,7 @@ def common(site: SiteData, root: str, kind: str) -> dict:
     """What every page template gets."""
     return {"site": site, "root": root, "page_kind": KINDS[kind].kind,
             "assets": root + ASSETS_URL, "layer_titles": LAYER_TITLES, "layer_pages": LAYER_PAGES,
-            "not_applicable_label": NOT_APPLICABLE}
+            "not_applicable_label": NOT_APPLICABLE, "not_computed_label": NOT_COMPUTED}
 
 
 def selection_state(info: ModelInfo) -> dict:
@@ -347,6 +348,87 @@ def model_view(info: ModelInfo, root: str) -> dict:
             "links": model_links(info, root),
             "latest_step": steps[-1] if steps else None,
             "findings": model_findings(info, root), "findings_step": findings_step(info)}
+
+
+NOT_RECORDED = "not recorded"          # a training fact an older run did not record
+
+
+def duration(seconds: float) -> str:
+    """A wall time in words: "45 s", "3 min 20 s", "2 h 05 min"."""
+    total = int(round(seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes:02d} min"
+    return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
+
+
+def training_view(training: dict) -> list[dict]:
+    """The overview's "Training run" facts [{label, value, recorded}] from ModelData.training
+    (reportgen/training/run_info.py), each "not recorded" when the run did not record it."""
+    t = training or {}
+
+    def fact(label, value, text=None):
+        recorded = value is not None
+        return {"label": label, "value": (text if text is not None else str(value))
+                if recorded else NOT_RECORDED, "recorded": recorded}
+
+    images = t.get("training_images")
+    limit = f" (--limit {t['limit']:,})" if t.get("limit") else ""
+    epochs, trained = t.get("epochs"), t.get("epochs_trained")
+    rate = t.get("learning_rate")
+    wall = t.get("wall_seconds")
+    return [
+        fact("Training data", t.get("dataset") or t.get("data")),
+        fact("Training images", images, f"{images:,}{limit}" if images is not None else None),
+        fact("Epochs", epochs, f"{trained} of {epochs}" if epochs is not None and trained
+             is not None and trained != epochs else None),
+        fact("Batch size", t.get("batch_size")),
+        fact("Learning rate", rate, f"{rate:g}" if isinstance(rate, (int, float)) else None),
+        fact("Wall time", wall, duration(wall) if isinstance(wall, (int, float)) else None),
+        fact("Saved every", t.get("save_every"),
+             f"{t['save_every']} batches" if t.get("save_every") is not None else None),
+        fact("Seed", t.get("seed")),
+    ]
+
+
+NOT_ANALYSED = "not analysed"          # the untrained step's analyses were not built
+
+
+def score_text(key: str, value: float | None) -> str:
+    """An accuracy as a percentage, any other score to 3 significant digits."""
+    if value is None:
+        return "—"
+    return f"{100 * value:.1f}%" if key.endswith("accuracy") or "accuracy_" in key \
+        else f"{value:.3g}"
+
+
+def baseline_rows(models: list[ModelData], panel: Panel) -> list[dict]:
+    """The Compare page's table beside an analysis drawn across models: each model's headline
+    scores (reportgen/results/baselines.py) at its last step with the analysis (the step the
+    chart shows), each beside its baseline and the untrained step's value ("not analysed" when
+    this build did not analyse step 0-0)."""
+    from reportgen.results.baselines import scores
+
+    rows = []
+    for model in models:
+        step = next((s for s in reversed(model.steps) if any(
+            p.technique == panel.technique for p in s.dataset_panels)), None)
+        if step is None:
+            continue
+        numbers = next(p.numbers for p in step.dataset_panels if p.technique == panel.technique)
+        zero = next((s for s in model.steps if s.step == UNTRAINED and s.dataset_panels), None)
+        before = next((p.numbers for p in zero.dataset_panels
+                       if p.technique == panel.technique), None) if zero else None
+        for score in scores(panel.technique, numbers, before, len(model.class_names)):
+            untrained = (score_text(score["key"], score["untrained"]) if zero is not None
+                         else NOT_ANALYSED)
+            rows.append({"model": model.name, "step": step.step, "label": score["label"],
+                         "value": score_text(score["key"], score["value"]),
+                         "baseline": score_text(score["key"], score["baseline"])
+                         if score["baseline_label"] else "",
+                         "baseline_label": score["baseline_label"], "untrained": untrained})
+    return rows
 
 
 def input_view(ctx: SiteContext, info: ModelInfo, root: str, key: str | None) -> dict | None:

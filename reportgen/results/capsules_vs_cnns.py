@@ -7,7 +7,9 @@ target: Gu stops every model at ≈ 99.22% before comparing), the affNIST-like a
 step (technique affnist_benchmark) and the adversarial accuracy (technique
 adversarial_robustness, through the model's output). Table 5 (his Ch.5 Table 5): compactness
 of the class vectors under rotation (technique capsule_semantics) for ConvNet-R, -CR, -CR-SF
-and the CapsNet.
+and the CapsNet. Every score comes with its baselines: chance (1/K for an accuracy; what an
+isotropic random change gives for compactness) and the same measure at the untrained step
+(0-0), or None with `untrained_analysed` False when this build did not analyse that step.
 
 Nothing here imports TensorFlow, the pages or the techniques: a model comes as a ModelRecord
 (name, parameters, history, summaries per step); `record_from_site` makes one from the site
@@ -17,6 +19,9 @@ data of a built model.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from reportgen.results.capsule_semantics import CHANCE_POOLED
+from reportgen.results.findings import UNTRAINED
 
 # Gu 2022, Ch.5 Table 1: parameters (as printed), MNIST and affNIST test accuracy (%).
 TABLE1_REFERENCE = {
@@ -66,6 +71,7 @@ class ModelRecord:
     history: list[dict]                        # training history records (val_accuracy per step)
     # step -> technique name -> its summary (the numbers of its dataset panel)
     summaries: dict[str, dict[str, dict]] = field(default_factory=dict)
+    classes: int = 0                           # number of classes (chance = 1 / classes)
 
 
 def record_from_site(model, params=None) -> ModelRecord:
@@ -81,7 +87,8 @@ def record_from_site(model, params=None) -> ModelRecord:
             summaries[step.step] = numbers
     kind = model_kind(params) if params is not None else getattr(model, "kind", "")
     return ModelRecord(name=model.name, kind=kind, parameters=int(model.params),
-                       history=list(model.history), summaries=summaries)
+                       history=list(model.history), summaries=summaries,
+                       classes=len(getattr(model, "class_names", ())))
 
 
 def matched_step(history: list[dict], target: float = MATCHED_ACCURACY,
@@ -99,16 +106,32 @@ def matched_step(history: list[dict], target: float = MATCHED_ACCURACY,
     return best["step"], float(best["val_accuracy"]), False
 
 
-def _get(summary: dict | None, key: str):
-    value = (summary or {}).get(key)
+def _number(value) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
         else None
+
+
+def _get(summary: dict | None, key: str):
+    return _number((summary or {}).get(key))
+
+
+def _untrained(record: ModelRecord) -> dict[str, dict] | None:
+    """The summaries at the untrained step, None when that step was not analysed."""
+    return record.summaries.get(UNTRAINED)
+
+
+def _untrained_accuracy(record: ModelRecord) -> float | None:
+    """Validation accuracy before any training (the history's 0-0 record)."""
+    return next((_get(r, "val_accuracy") for r in record.history
+                 if r.get("step") == UNTRAINED), None)
 
 
 def table1(records: list[ModelRecord], target: float = MATCHED_ACCURACY) -> list[dict]:
     """One row per model (Gu's Ch.5 Table 1 layout): model, kind, parameters, matched step,
     whether the target was reached, clean accuracy (validation, at the step; and over the
-    evaluation set), affNIST-like accuracy, adversarial accuracies, and the reference."""
+    evaluation set), affNIST-like accuracy, adversarial accuracies, and the reference; each
+    accuracy beside chance (1/K) and its value at the untrained step (`untrained_<key>`: the
+    history's validation accuracy for the clean one, the 0-0 analyses for the others)."""
     rows = []
     for record in records:
         step, accuracy, reached = matched_step(record.history, target,
@@ -116,6 +139,7 @@ def table1(records: list[ModelRecord], target: float = MATCHED_ACCURACY) -> list
         at_step = record.summaries.get(step, {}) if step else {}
         affnist = at_step.get("affnist_benchmark")
         adversarial = at_step.get("adversarial_robustness")
+        before = _untrained(record)
         reference = TABLE1_REFERENCE.get(record.kind) or \
             (GRACAPS_REFERENCE if record.kind == "GraCapsNet" else None)
         row = {"model": record.name, "kind": record.kind, "parameters": record.parameters,
@@ -125,27 +149,43 @@ def table1(records: list[ModelRecord], target: float = MATCHED_ACCURACY) -> list
                "affnist_accuracy": _get(affnist, "affnist_accuracy"),
                "reference_parameters": reference[0] if reference else None,
                "reference_mnist": reference[1] if reference else None,
-               "reference_affnist": reference[2] if reference else None}
+               "reference_affnist": reference[2] if reference else None,
+               "chance": 1 / record.classes if record.classes else None,
+               "untrained_analysed": before is not None,
+               "untrained_clean_accuracy": _untrained_accuracy(record),
+               "untrained_affnist_accuracy": _get((before or {}).get("affnist_benchmark"),
+                                                  "affnist_accuracy")}
         for attack, epsilon in ATTACKS:
-            row[f"{attack}_{epsilon:g}_accuracy"] = _get(
-                adversarial, f"accuracy_capsules_{attack}_{epsilon:g}")
+            key = f"accuracy_capsules_{attack}_{epsilon:g}"
+            row[f"{attack}_{epsilon:g}_accuracy"] = _get(adversarial, key)
+            row[f"untrained_{attack}_{epsilon:g}_accuracy"] = _get(
+                (before or {}).get("adversarial_robustness"), key)
         rows.append(row)
     return rows
 
 
 def table5(records: list[ModelRecord], target: float = MATCHED_ACCURACY) -> list[dict]:
     """Compactness under rotation (Gu's Ch.5 Table 5) of the models with class vectors, ours
-    (capsule_semantics at the matched step) beside his."""
+    (capsule_semantics at the matched step) beside his, with what an isotropic random change
+    gives (`chance_mean`, and `chance`: its 95th percentile, the bar a score must clear) and
+    the untrained step's score."""
     rows = []
     for record in records:
         step, _, reached = matched_step(record.history, target, set(record.summaries) or None)
         semantics = record.summaries.get(step, {}).get("capsule_semantics") if step else None
         if semantics is None and record.kind not in TABLE5_REFERENCE:
             continue
+        before = _untrained(record)
+        chance = (semantics or {}).get(CHANCE_POOLED)          # [mean, 95th percentile]
+        chance = chance if isinstance(chance, list) and len(chance) == 2 else [None, None]
         rows.append({"model": record.name, "kind": record.kind, "step": step,
                      "reached": reached, "factor": TABLE5_FACTOR,
                      "compactness": _get(semantics, f"compactness_{TABLE5_FACTOR}"),
-                     "reference": TABLE5_REFERENCE.get(record.kind)})
+                     "reference": TABLE5_REFERENCE.get(record.kind),
+                     "chance_mean": _number(chance[0]), "chance": _number(chance[1]),
+                     "untrained_analysed": before is not None,
+                     "untrained": _get((before or {}).get("capsule_semantics"),
+                                       f"compactness_{TABLE5_FACTOR}")})
     return rows
 
 

@@ -24,6 +24,7 @@ from reportgen import console
 from reportgen.errors import ReportgenError
 from reportgen.model_folder import HISTORY_FILE, STATE_FILE, ModelFolder, Step
 from reportgen.training.checkpoints import load_weights
+from reportgen.training.run_info import RUN_SECTION, run_facts
 from reportgen.training.run_state import (Committed, archive_run, archive_uncommitted,
                                           commit_step, recover, remove_temporary_files,
                                           sigint_deferred, training_lock)
@@ -276,6 +277,11 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
     schedule = getattr(net, "set_training_progress", None)
     rate = getattr(net, "learning_rate_factor", None)
     clock = time.perf_counter()
+    # wall time over every session of the run; unknown when resuming a run that did not
+    # record it
+    before = 0.0 if run.resumed_from is None else \
+        (history[-1].get("wall_seconds") if history else None)
+    facts = run_facts(settings, run.source, n, run.epochs)
     sums = np.zeros(4)
     seen = 0
 
@@ -290,8 +296,9 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
                   "train_accuracy": sums[3] / seen if seen else None,
                   "val_accuracy": accuracy(net, run.x_val, run.y_val),
                   "seconds": round(time.perf_counter() - clock, 3)}
+        record["wall_seconds"] = None if before is None else round(before + record["seconds"], 3)
         doc = {"model": entry.name, "dataset": run.source, "batch_size": batch_size,
-               "records": history + [record]}
+               RUN_SECTION: facts, "records": history + [record]}
         with sigint_deferred():  # Ctrl-C mid-save: the step is saved and counted, then we stop
             commit_step(entry, step, lambda path: net.model.save_weights(str(path)),
                         run.optimizer.variables, doc, settings)

@@ -308,6 +308,8 @@
         figure.className = "rg-more-figure";
         var link = document.createElement("a");
         link.href = root + group.picture.src;
+        link.setAttribute("data-rg-enlarge", "");
+        link.title = "Enlarge";
         var img = document.createElement("img");
         img.loading = "lazy";
         img.alt = title + ": " + humane(group.label);
@@ -326,8 +328,10 @@
   /* Fill one panel card (figure[data-rg-panel]) from an index record, or mark it missing:
    * "Not applicable to this model: <reason>" when `notApplicable` gives one, else the card's own
    * note. A record without a picture (e.g. the live decoder's weights) fills text and
-   * downloads. */
-  function updatePanel(card, record, notApplicable) {
+   * downloads. `meta` (the index's panel entry, on pages whose picker changes the technique
+   * of a card): its title and missing note replace the previous technique's when the card
+   * has no result. */
+  function updatePanel(card, record, notApplicable, meta) {
     var img = hook(card, "img");
     var link = hook(card, "link");
     var downloads = hook(card, "downloads");
@@ -336,6 +340,14 @@
     var shown = available ? pictureOf(record) : null;
     card.classList.toggle("rg-unavailable", !available);
     var missing = hook(card, "missing");
+    if (meta) {
+      if (missing) {
+        missing.setAttribute("data-rg-missing", meta.missing || table.labels.not_computed);
+      }
+      if (!available) {
+        setText(hook(card, "title"), meta.title);
+      }
+    }
     if (missing) {
       missing.hidden = available;
       if (missing.hasAttribute("data-rg-missing")) {
@@ -439,16 +451,18 @@
     }
   }
 
-  function panelTitle(panelId, models) {
+  /* The index's entry of a panel id in the first of `models` that has it (its title,
+   * technique, missing note), or a stand-in named by the id. */
+  function panelMeta(panelId, models) {
     for (var i = 0; i < models.length; i++) {
       var panels = models[i].panels;
       for (var j = 0; j < panels.length; j++) {
         if (panels[j].id === panelId) {
-          return panels[j].title;
+          return panels[j];
         }
       }
     }
-    return panelId;
+    return {id: panelId, title: panelId, technique: panelId, missing: ""};
   }
 
   /* ---------------------------------------------------------------- controls */
@@ -603,7 +617,8 @@
     var current = resolveStep(model, selection.step);
     syncControls(current, inputKey, panelId);
     var input = findInput(model, inputKey);
-    setSelectionText({panel: panelTitle(panelId, [model]), input: input ? input.label : "none"});
+    var meta = panelMeta(panelId, [model]);
+    setSelectionText({panel: meta.title, input: input ? input.label : "none"});
     /* One colour scale for every step (the frames drawn on the shared scale) unless the box
      * is unticked; one caption for the strip: the chosen step's. */
     var box = page.querySelector("[data-rg-shared-scale]");
@@ -625,7 +640,7 @@
       records.push(record);
       card.setAttribute("data-rg-panel", panelId);
       card.setAttribute("data-rg-scale", record && record.range ? "shared" : "own");
-      updatePanel(card, record);
+      updatePanel(card, record, null, meta);
       item.classList.toggle("rg-current", stepName === current);
       if (record && (stepName === current || !caption)) {
         caption = record.caption;
@@ -645,18 +660,6 @@
       setMore(stripMore, more); /* the details once, below the strip, like the caption */
     }
     setCardWidth(records);
-  }
-
-  function technique(models, panelId) {
-    for (var i = 0; i < models.length; i++) {
-      var panels = models[i].panels;
-      for (var j = 0; j < panels.length; j++) {
-        if (panels[j].id === panelId) {
-          return panels[j].technique;
-        }
-      }
-    }
-    return panelId;
   }
 
   function renderCompare() {
@@ -684,8 +687,8 @@
         label = input.label;
       }
     });
-    setSelectionText({panel: panelTitle(panelId, models), input: label || "none"});
-    var name = technique(models, panelId);
+    var meta = panelMeta(panelId, models);
+    setSelectionText({panel: meta.title, input: label || "none"});
     var records = [];
     page.querySelectorAll("[data-rg-model-card]").forEach(function (item) {
       var model = allData[item.getAttribute("data-rg-model-card")];
@@ -698,7 +701,9 @@
       var record = hasInput ? lookup(model, stepName, inputKey, panelId) : null;
       records.push(record);
       card.setAttribute("data-rg-panel", panelId);
-      updatePanel(card, record, (model.not_applicable || {})[name]);
+      var own = model.panels.some(function (p) { return p.id === panelId; });
+      updatePanel(card, record, (model.not_applicable || {})[meta.technique],
+        own ? panelMeta(panelId, [model]) : meta);
       setText(hook(card, "note"), stepName ? "step " + stepName : "no built step");
     });
     setCardWidth(records);
@@ -810,4 +815,131 @@
   if (query.step || query.input || query.panel) {
     writeStored(selection); /* a shared link's choice becomes the remembered one */
   }
+})();
+
+/*
+ * Click to enlarge: a figure's link (a[data-rg-enlarge]: panel images, their further figures,
+ * the input) opens its image large in an overlay on the page instead of the bare file. Mosaics
+ * are drawn one pixel per value, so the image is scaled by a whole factor with nearest-neighbour
+ * sampling (image-rendering: pixelated) as far as the window allows; an image larger than the
+ * window is shrunk to fit. Esc, a click anywhere or the close button closes it and gives the
+ * focus back to the link; Tab stays inside the overlay. A plain <img>, so it works from file://;
+ * a modified click (new tab, download) keeps the browser's own behaviour.
+ */
+(function () {
+  "use strict";
+
+  var overlay = null;
+  var opener = null;
+
+  function fit(img) {
+    var width = img.naturalWidth;
+    var height = img.naturalHeight;
+    if (!width || !height) {
+      return;
+    }
+    var room = Math.min(window.innerWidth * 0.94 / width, window.innerHeight * 0.86 / height);
+    var scale = room >= 1 ? Math.floor(room) : room; /* whole factors keep pixels square */
+    img.style.width = Math.max(1, Math.round(width * scale)) + "px";
+    img.style.height = Math.max(1, Math.round(height * scale)) + "px";
+    img.classList.toggle("rg-lightbox-shrunk", scale < 1);
+    overlay.setAttribute("data-rg-scale", String(Math.round(scale * 100) / 100));
+  }
+
+  function focusables() {
+    return overlay ? Array.prototype.slice.call(overlay.querySelectorAll("button, a[href]")) : [];
+  }
+
+  function close() {
+    if (!overlay) {
+      return;
+    }
+    overlay.remove();
+    overlay = null;
+    document.documentElement.classList.remove("rg-lightbox-open");
+    document.removeEventListener("keydown", onKey, true);
+    window.removeEventListener("resize", onResize);
+    if (opener && opener.focus) {
+      opener.focus();
+    }
+    opener = null;
+  }
+
+  function onKey(event) {
+    if (event.key === "Escape") {
+      event.preventDefault();
+      close();
+    } else if (event.key === "Tab") {
+      var items = focusables();
+      var at = items.indexOf(document.activeElement);
+      var next = (at + (event.shiftKey ? items.length - 1 : 1)) % items.length;
+      event.preventDefault();
+      items[next < 0 ? 0 : next].focus();
+    }
+  }
+
+  function onResize() {
+    var img = overlay && overlay.querySelector("img");
+    if (img) {
+      fit(img);
+    }
+  }
+
+  function open(link) {
+    close();
+    opener = link;
+    var source = link.querySelector("img");
+    var alt = (source && source.alt) || "figure";
+    overlay = document.createElement("div");
+    overlay.className = "rg-lightbox";
+    overlay.setAttribute("role", "dialog");
+    overlay.setAttribute("aria-modal", "true");
+    overlay.setAttribute("aria-label", "Enlarged: " + alt);
+    overlay.setAttribute("data-rg-lightbox", "");
+    var button = document.createElement("button");
+    button.type = "button";
+    button.className = "rg-lightbox-close";
+    button.setAttribute("aria-label", "Close the enlarged image");
+    button.textContent = "\u00d7";
+    var img = document.createElement("img");
+    img.alt = alt;
+    img.addEventListener("load", function () { fit(img); });
+    img.src = link.getAttribute("href");
+    var bar = document.createElement("p");
+    bar.className = "rg-lightbox-bar";
+    var file = document.createElement("a");
+    file.href = link.getAttribute("href");
+    file.textContent = "the image file";
+    bar.appendChild(document.createTextNode("Esc or click to close \u00b7 "));
+    bar.appendChild(file);
+    overlay.appendChild(button);
+    overlay.appendChild(img);
+    overlay.appendChild(bar);
+    overlay.addEventListener("click", function (event) {
+      if (event.target !== file) {
+        event.preventDefault();
+        close();
+      }
+    });
+    document.body.appendChild(overlay);
+    document.documentElement.classList.add("rg-lightbox-open");
+    document.addEventListener("keydown", onKey, true);
+    window.addEventListener("resize", onResize);
+    if (img.complete) {
+      fit(img);
+    }
+    button.focus();
+  }
+
+  document.addEventListener("click", function (event) {
+    if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey ||
+        event.shiftKey || event.altKey || !event.target.closest) {
+      return;
+    }
+    var link = event.target.closest("a[data-rg-enlarge]");
+    if (link && link.getAttribute("href") && !(overlay && overlay.contains(link))) {
+      event.preventDefault();
+      open(link);
+    }
+  });
 })();
