@@ -1,8 +1,13 @@
-"""Fault tests for the site folder (README: `build`): real `reportgen build` processes refused,
-failing, racing in one project folder, waiting for each other, stopped and killed.
+"""Fault tests for the site folder (README: `build`, "What reportgen guarantees"): real
+`reportgen build` processes refused, failing, racing in one project folder, waiting for each
+other, stopped and killed; sites holding files reportgen did not write (at any depth, or an
+older reportgen's without a file list) refused untouched; a deleted or edited file built again;
+the same pages from another cache left alone; a kill between the two renames of the swap
+undone by the next build, even a refused one.
 
 Synchronisation is deterministic: a build is stopped (SIGSTOP) or killed (SIGKILL) once its
-private working folder holds the figures of its first step, i.e. in the middle of its work.
+private working folder holds the figures of its first step, i.e. in the middle of its work, or
+(KILLED_BETWEEN_RENAMES) kills itself just before the rename that moves the new site in.
 """
 
 from __future__ import annotations
