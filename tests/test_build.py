@@ -3,6 +3,7 @@ reported and skipped (and shown on Home), models without steps named with the co
 trains them; the site folder rules, its lock, the staged swap and the per-build working folders
 (in-process; tests/test_faults_site.py races real processes)."""
 
+import hashlib
 import re
 import shutil
 from pathlib import Path
@@ -220,17 +221,25 @@ def test_site_folder_rules(tmp_path, monkeypatch):
         check_site_folder("made", **rules)
 
 
-def test_a_site_made_before_the_marker_is_recognised(tmp_path):
-    from reportgen.pages.site_output import is_reportgen_site
+def test_a_site_made_before_the_marker_is_refused(tmp_path):
+    """It lists no files, so reportgen cannot tell its own from a user's (README: "Your folders
+    are safe"); the message says an older reportgen made it and what to do."""
+    from reportgen.pages.site_output import check_replaceable
 
     old = tmp_path / "site"
     (old / "assets" / "reportgen").mkdir(parents=True)
     (old / "assets" / "reportgen" / "reportgen.js").write_text("")
     (old / "index.html").write_text("")
     (old / "search").mkdir()
-    assert is_reportgen_site(old)
-    (old / "thesis.pdf").write_text("")             # a user's file: no longer ours
-    assert not is_reportgen_site(old)
+    (old / "models" / "M").mkdir(parents=True)
+    (old / "models" / "M" / "thesis.tex").write_text("mine")
+    before = _tree(old)
+    with pytest.raises(ReportgenError, match=re.escape(
+            "an older reportgen made it without listing the files it wrote, so they cannot be "
+            "told from files you added (models/M/thesis.tex, search/, assets/reportgen/"
+            "reportgen.js and 1 more)")):
+        check_replaceable(old)
+    assert _tree(old) == before
 
 
 def test_failed_site_build_leaves_the_previous_site_untouched(tmp_path):
@@ -240,8 +249,9 @@ def test_failed_site_build_leaves_the_previous_site_untouched(tmp_path):
     with staged_site(site, {"digest": "a"}) as staging:
         (staging / "index.html").write_text("first")
     before = _tree(site)
-    assert before == {".reportgen-site.json": b'{\n "digest": "a",\n "files": [\n  "index.html"\n ],\n'
-                                              b' "generator": "reportgen"\n}\n',
+    first = hashlib.sha256(b"first").hexdigest().encode()
+    assert before == {".reportgen-site.json": b'{\n "digest": "a",\n "files": {\n  "index.html": "'
+                                              + first + b'"\n },\n "generator": "reportgen"\n}\n',
                       "index.html": b"first"}
     with pytest.raises(RuntimeError):
         with staged_site(site) as staging:

@@ -1,8 +1,13 @@
-"""Fault tests for the site folder (README: `build`): real `reportgen build` processes refused,
-failing, racing in one project folder, waiting for each other, stopped and killed.
+"""Fault tests for the site folder (README: `build`, "What reportgen guarantees"): real
+`reportgen build` processes refused, failing, racing in one project folder, waiting for each
+other, stopped and killed; sites holding files reportgen did not write (at any depth, or an
+older reportgen's without a file list) refused untouched; a deleted or edited file built again;
+the same pages from another cache left alone; a kill between the two renames of the swap
+undone by the next build, even a refused one.
 
 Synchronisation is deterministic: a build is stopped (SIGSTOP) or killed (SIGKILL) once its
-private working folder holds the figures of its first step, i.e. in the middle of its work.
+private working folder holds the figures of its first step, i.e. in the middle of its work, or
+(KILLED_BETWEEN_RENAMES) kills itself just before the rename that moves the new site in.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import pytest
 from markupsafe import escape
 
 from reportgen.pages.input_scripts import read_index
+from reportgen.pages.site_files import MARKER
 from test_training import TINY_TOML, _tiny_data
 
 pytestmark = [pytest.mark.faults, pytest.mark.slow]
@@ -58,7 +64,8 @@ def project(tmp_path_factory):
 class Build:
     """`python -m reportgen build ...` in `cwd`, its output in files (readable while it runs)."""
 
-    def __init__(self, cwd: Path, name: str, *args: str, models: Path, logs: Path | None = None):
+    def __init__(self, cwd: Path, name: str, *args: str, models: Path, logs: Path | None = None,
+                 launcher: tuple[str, ...] = ("-m", "reportgen")):
         self.cwd, self.name = cwd, name
         logs = logs or cwd
         env = {k: v for k, v in os.environ.items()
@@ -67,7 +74,7 @@ class Build:
         self.out_path, self.err_path = logs / f"{name}.out", logs / f"{name}.err"
         with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "reportgen", "--models-dir", str(models), "build", *args],
+                [sys.executable, *launcher, "--models-dir", str(models), "build", *args],
                 cwd=cwd, stdout=out, stderr=err, env=env)
         self.pid = self.proc.pid
 
@@ -167,8 +174,21 @@ def quick_runs(project, tmp_path_factory):
     (notes / "drafts").mkdir(parents=True)
     (notes / "todo.txt").write_text("buy milk\n")
     (notes / "drafts" / "paper.md").write_text("# Capsules\n")
-    for name in ("bad-image", "no-model", "partial"):
+    for name in ("bad-image", "no-model", "partial", "old-marker", "unmarked", "added"):
         shutil.copytree(project / "good-site", root / name / "site")
+    old = root / "old-marker" / "site"          # an earlier reportgen's marker: no file list
+    marker = json.loads((old / MARKER).read_text())
+    del marker["files"]
+    (old / MARKER).write_text(json.dumps(marker))
+    (old / "CNAME").write_text("capsules.example.org\n")
+    (old / "models" / "notes.md").write_text("# what the figures show\n")
+    (root / "unmarked" / "site" / MARKER).unlink()       # made before the marker
+    (root / "unmarked" / "site" / "models" / "thesis.tex").write_text("\\chapter{Capsules}\n")
+    (root / "added" / "site" / "models" / "Tiny" / "notes.md").write_text("# Tiny\n")
+    for name in ("parent-refused", "parent-built", "parent-file"):
+        (root / name).mkdir()
+    (root / "parent-file" / "notes.txt").write_text("mine\n")
+    warm = ("--cache-dir", str(project / "cache"))
     runs = {
         "notes": (root, ("--site-dir", "notes", *QUICK), models, notes),
         "models": (root, ("--site-dir", str(models), *QUICK), models, models),
@@ -176,6 +196,16 @@ def quick_runs(project, tmp_path_factory):
         "no-model": (root / "no-model", ("--models", "Tyni*", *QUICK), models, None),
         "partial": (root / "partial", ("--steps", "all", "--images", "test:0-1",
                                        "--analyses", "none"), broken_one, None),
+        "old-marker": (root / "old-marker", QUICK, models, None),
+        "unmarked": (root / "unmarked", QUICK, models, None),
+        "added": (root / "added", QUICK, models, None),
+        "parent-refused": (root / "parent-refused", ("--site-dir", "out/deeper/site", "--models",
+                                                     "Tyni*", *QUICK), models,
+                           root / "parent-refused" / "out"),
+        "parent-built": (root / "parent-built", ("--site-dir", "out/deeper/site", *warm, *QUICK),
+                         models, root / "parent-built" / "out"),
+        "parent-file": (root / "parent-file", ("--site-dir", "notes.txt/site", *QUICK), models,
+                        root / "parent-file"),
     }
     def state(folder: Path):
         """The folder's files and what lies beside it (reportgen's own working folder aside)."""
@@ -234,6 +264,134 @@ def test_a_partial_failure_builds_the_rest_and_shows_it_on_home(quick_runs):
     assert "1-2.weights.h5" in reason and str(escape(reason)) in home     # the whole line
     assert before != after
     no_leftovers(cwd)
+
+
+@pytest.mark.parametrize("name, why, named", [
+    ("old-marker", "an older reportgen made it without listing the files it wrote, so they "
+                   "cannot be told from files you added", "(CNAME, models/notes.md, "),
+    ("unmarked", "without listing the files it wrote", "(models/thesis.tex, "),
+    ("added", "it holds files reportgen did not write", "(models/Tiny/notes.md)"),
+])
+def test_a_site_holding_files_reportgen_did_not_write_is_refused_untouched(quick_runs, name,
+                                                                           why, named):
+    build, before, after, cwd = quick_runs[name]
+    assert build.proc.returncode == 2, build.err
+    assert len(build.err.splitlines()) == 1, build.err       # one line, no traceback
+    line = build.error_lines()[0]
+    assert line.startswith("Error: Refusing to write the site into 'site': ") and why in line
+    assert named in line
+    if name != "added":      # every file is unknown: a few named, then how many more
+        assert re.search(r" and [\d,]+ more\)", line), line
+    assert "Fix: " in line and "choose another --site-dir (a new folder" in line
+    assert before == after                      # every file byte for byte, nothing beside it
+    assert "computed" not in build.out          # refused before any model work
+
+
+def test_missing_parent_folders_of_the_site_are_made_and_only_for_a_site(quick_runs):
+    built, _, _, cwd = quick_runs["parent-built"]
+    assert built.proc.returncode == 0, built.err
+    check_complete(cwd / "out" / "deeper" / "site")
+    assert sorted(p.name for p in (cwd / "out" / "deeper").iterdir()) == ["site"]
+    refused, before, after, cwd = quick_runs["parent-refused"]
+    assert refused.proc.returncode == 2 and "No model matches 'Tyni*'" in refused.err
+    assert before == after and not (cwd / "out").exists()    # a refused build made no folder
+
+
+def test_a_site_folder_inside_a_file_is_one_line(quick_runs):
+    build, before, after, cwd = quick_runs["parent-file"]
+    assert build.proc.returncode == 2
+    assert build.err.splitlines() == [
+        f"Error: Cannot write the lock file {cwd / 'notes.txt' / '.site.reportgen-lock'} beside "
+        f"the site folder notes.txt/site/. Expected a folder you may write to at "
+        f"{cwd / 'notes.txt'}. Received {cwd / 'notes.txt'} is not a folder. Fix: choose a "
+        f"--site-dir in a folder you may write to."]
+    assert before == after
+
+
+# ------------------------------------------------------------------ repair and up to date
+
+
+def stamps(folder: Path) -> dict[str, tuple[int, int]]:
+    """Each file's inode and modification time: what a build that writes nothing keeps."""
+    return {p.relative_to(folder).as_posix(): (p.stat().st_ino, p.stat().st_mtime_ns)
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_deleted_figure_and_an_edited_page_are_built_again_then_left_alone(project,
+                                                                               tmp_path):
+    good, site = project / "good-site", tmp_path / "site"
+    shutil.copytree(good, site)
+    figure = sorted((site / "artifacts" / "Tiny").rglob("*.png"))[0]
+    figure.unlink()
+    (site / "index.html").write_text("<html>edited by hand</html>")
+    args = ("--site-dir", "site", "--cache-dir", str(project / "cache"), *QUICK)
+    repair = Build(tmp_path, "repair", *args, models=project / "models")
+    assert repair.wait() == 0, repair.err
+    assert (f"site/: 2 files reportgen wrote were deleted or changed since it was built "
+            f"({figure.relative_to(site).as_posix()}, index.html); building it again."
+            in repair.err), repair.err
+    assert digest(site) == digest(good)      # every file as first written, the marker too
+    no_leftovers(tmp_path)
+    before = stamps(site)
+    again = Build(tmp_path, "again", *args, models=project / "models")
+    assert again.wait() == 0, again.err
+    assert "site/ is up to date (no page or figure changed)." in again.err
+    assert stamps(site) == before            # nothing rendered, linked or replaced
+
+
+def test_the_same_pages_from_another_cache_leave_the_site_as_it_is(project, tmp_path):
+    good, site = project / "good-site", tmp_path / "site"
+    shutil.copytree(good, site)
+    before = stamps(site)
+    other = Build(tmp_path, "other", "--site-dir", "site", "--cache-dir", "other-cache", *QUICK,
+                  models=project / "models")
+    assert other.wait() == 0, other.err
+    assert re.search(r"computed [1-9]", other.out) and "reused 0" in other.out   # its own cache
+    assert "site/ is up to date (no page or figure changed)." in other.err
+    assert stamps(site) == before and digest(site) == digest(good)
+
+
+# the swap's second rename (the new site in) never happens: the process dies just before it
+KILLED_BETWEEN_RENAMES = """
+import os, signal
+rename = os.rename
+def rename_or_die(source, target, *args, **kwargs):
+    if ".reportgen-new-" in os.fspath(source):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return rename(source, target, *args, **kwargs)
+os.rename = rename_or_die
+from reportgen.cli import main
+main()
+"""
+
+
+def test_a_kill_between_the_renames_is_undone_by_the_next_build_even_a_refused_one(project,
+                                                                                      tmp_path):
+    models, site = project / "models", tmp_path / "site"
+    shutil.copytree(project / "good-site", site)
+    before = digest(site)
+    other_images = ("--site-dir", "site", "--cache-dir", str(project / "cache"), "--steps",
+                    "last", "--images", "test:2", "--analyses", "none")
+    killed = Build(tmp_path, "killed", *other_images, models=models,
+                   launcher=("-c", KILLED_BETWEEN_RENAMES))
+    assert killed.wait() == -signal.SIGKILL, killed.err
+    assert not site.exists()
+    beside = sorted(p.name.split("-")[1] for p in tmp_path.iterdir()
+                    if p.name.startswith(".site.reportgen-"))
+    assert beside == ["lock", "new", "old"]          # the old site renamed away, the new staged
+    typo = Build(tmp_path, "typo", "--site-dir", "site", "--models", "Tyni*", *QUICK,
+                 models=models)
+    assert typo.wait() == 2
+    errors = typo.error_lines()
+    assert len(errors) == 1 and errors[0].startswith("Error: No model matches 'Tyni*'"), typo.err
+    assert f"Restored {site}" in typo.err
+    assert digest(site) == before                    # the old site, byte for byte
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".site.")] == []
+    again = Build(tmp_path, "again", *other_images, models=models)
+    assert again.wait() == 0, again.err
+    check_complete(site)
+    assert inputs_of(site) == {"test-2.png"}
+    no_leftovers(tmp_path)
 
 
 # ------------------------------------------------------------------ races

@@ -1,7 +1,8 @@
 """`reportgen build`: the pipeline, read top to bottom.
 
+    the site folder: what a killed build left beside it recovered (reportgen.pages.site_output)
     options -> BuildSettings, checked once (reportgen.commands.build_settings)
-    the site folder: refused, locked, leftovers recovered (reportgen.pages.site_output)
+    the site folder: refused unless every file in it is one reportgen wrote, locked
     for each model:
       plan from the parameter file alone: its description, the variants of every technique,
         the techniques that do not apply (reportgen.engine.step.plan), cache keys from the
@@ -94,6 +95,9 @@ def build(catalog: Catalog, options: BuildOptions | BuildSettings,
     any model is loaded; a StoreError raised later stops the build at once. The site folder is
     replaced only when at least one step was built.
     """
+    if options.render_site:
+        # first: a site a killed build moved away comes back even if this build is refused
+        site_output.recover_unless_busy(options.site_dir)
     settings = options if isinstance(options, BuildSettings) else settle(options)
     if scheduler:
         from reportgen.cluster.scheduler import parse_scheduler

@@ -29,9 +29,9 @@ import click
                    "(stratified); default: fitted to about 2.5 minutes of analyses per model.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True)
 @click.option("--site-dir", default="site", show_default=True, type=click.Path(file_okay=False),
-              help="Output folder, replaced whole once the build succeeded; it must be absent, "
-                   "empty or a site reportgen made (never the models folder or the project "
-                   "folder).")
+              help="Output folder, replaced once the build succeeded; it must be absent, "
+                   "empty or a site reportgen made holding only the files it wrote (never the "
+                   "models folder or the project folder). Missing parent folders are created.")
 @click.option("--no-wait", is_flag=True,
               help="If another build is writing the same site folder, stop (exit 2) instead "
                    "of waiting for it.")

@@ -37,7 +37,8 @@ def _check_site_dir(catalog: Catalog, site_dir: str) -> None:
     """The build's own site-folder rules (reportgen.pages.site_output), checked up front."""
     from reportgen.cache.store import ArtifactStore
     from reportgen.commands.work_folder import WORK_ROOT
-    from reportgen.pages.site_output import check_site_folder
+    from reportgen.pages.site_output import check_site_folder, recover_unless_busy
 
+    recover_unless_busy(site_dir)       # a site a killed build moved away, even if refused
     check_site_folder(site_dir, models_dir=catalog.root, cache_dir=ArtifactStore().root,
                       work_dir=WORK_ROOT)

@@ -72,16 +72,19 @@ def _placed(assembler, numbers: dict, draw, out_dir: Path) -> list[FigureFile]:
 # The record `reportgen export` reads
 
 
-def site_record_key(digest: str) -> str:
-    """The store key of the site data of the site whose marker holds `digest`."""
-    return hash_json({"site_record": digest, "version": SITE_RECORD_VERSION})
+def site_record_key(digest: str, store) -> str:
+    """The store key of the site data of the site whose marker holds `digest`. The digest names
+    content only, while the record names the store's files by path: the store's place is part
+    of the key, so a store moved elsewhere gets a new record rather than one of stale paths."""
+    return hash_json({"site_record": digest, "version": SITE_RECORD_VERSION,
+                      "store": str(Path(store.root).resolve())})
 
 
 def remember_site(store, digest: str, site) -> None:
     """Keep `site` (SiteData) in the store under the site's digest (once per digest)."""
     from reportgen.commands.site_changes import _plain
 
-    key = site_record_key(digest)
+    key = site_record_key(digest, store)
     if store.get_figures(key) is not None:
         return
     data = json.dumps(site, sort_keys=True, default=_plain, ensure_ascii=False)

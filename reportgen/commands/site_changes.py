@@ -3,12 +3,15 @@ build computes nothing, and skips MkDocs when no page changed").
 
 The pages are a function of the site data, the input images, the figure files, the templates
 (bundled and the user's), the page-rendering code and the versions of MkDocs and its theme.
-`site_digest` hashes all of that without rendering anything: the site data as JSON, each input
-image's pixels, each figure entry of the artifact store by the identity of its folder (an entry
-is written once and never changed in place; drawn again it is a new folder), and the bytes of
-the templates and of reportgen.pages' modules. The digest is kept in the site's marker
-(reportgen.pages.site_output); when it matches, a build renders nothing, links no file and
-leaves the site as it is.
+`site_digest` hashes all of that without rendering anything, by content only (never a path of
+the cache or the working folder, an inode or a time, so identical pages built from two caches
+get the same digest): the site data as JSON (each figure's store file named by its entry's key
+and file name), each input image's pixels, each figure entry of the artifact store by its key
+(sha256 over what the figures are drawn from and the drawing code's version: an entry is never
+changed in place) and its listing, and the bytes of the templates and of reportgen.pages'
+modules. The digest is kept in the site's marker (reportgen.pages.site_files) beside every
+file's sha256; when it matches and every file is as written, a build renders nothing, links no
+file and leaves the site as it is. A file deleted or edited since is a site to build again.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ import json
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 
-from reportgen.pages import site_output
+from reportgen import console
+from reportgen.pages import site_files
+from reportgen.pages.sitedata import FigureFile
 
 FORMAT = 1
 _RENDERING = ("mkdocs", "mkdocs-material", "jinja2", "markdown", "pymdown-extensions")
@@ -33,7 +38,7 @@ def site_digest(site, assembler, templates_dir: str | Path | None) -> str:
         digest.update(data)
 
     add("format", str(FORMAT).encode())
-    add("site", json.dumps(site, sort_keys=True, default=_plain).encode())
+    add("site", json.dumps(site, sort_keys=True, default=_content).encode())
     for path, image in assembler.input_images():
         add(f"input:{path}:{image.shape}:{image.dtype}", image.tobytes())
     add("figures", json.dumps(sorted(assembler.entries.items())).encode())
@@ -50,10 +55,29 @@ def _plain(value):
     return str(value)
 
 
+def _content(value):
+    """`_plain`, but a figure's store file as its entry's key and name: where the cache is
+    does not change the pages."""
+    if isinstance(value, FigureFile) and value.source:
+        return {**_plain(value), "source": "/".join(Path(value.source).parts[-2:])}
+    return _plain(value)
+
+
 def is_up_to_date(site_dir: str | Path, digest: str) -> bool:
-    """Whether `site_dir` is a complete site built from what `digest` covers."""
-    marker = site_output.read_marker(site_dir) or {}
-    return marker.get("digest") == digest and (Path(site_dir) / "index.html").is_file()
+    """Whether `site_dir` is a site built from what `digest` covers with every file as it was
+    written; says which files were deleted or changed since, when that is why not."""
+    site = Path(site_dir)
+    marker = site_files.read_marker(site) or {}
+    listed = site_files.listed_files(marker)
+    if marker.get("digest") != digest or not listed or "index.html" not in listed:
+        return False
+    changed = site_files.changed_files(site, listed)
+    if changed and all(d is not None for d in listed.values()):
+        one = len(changed) == 1
+        console.notice(f"{site_dir}/: {len(changed):,} file{'' if one else 's'} reportgen wrote "
+                       f"{'was' if one else 'were'} deleted or changed since it was built "
+                       f"({site_files.shown(changed)}); building it again.")
+    return not changed
 
 
 def marker_entries(digest: str) -> dict:

@@ -82,7 +82,7 @@ def load_site_record(site_dir: str | Path, store) -> SiteData:
     """The site data the build of `site_dir` kept in `store`; ReportgenError (one line, with
     the command to run) when the folder is no built site or the store no longer has it."""
     from reportgen.commands.paper_figures import site_record_key
-    from reportgen.pages.site_output import MARKER, read_marker
+    from reportgen.pages.site_files import MARKER, read_marker
 
     marker = read_marker(site_dir)
     if marker is None or not marker.get("digest"):
@@ -90,7 +90,7 @@ def load_site_record(site_dir: str | Path, store) -> SiteData:
                              expected=f"a site folder with its {MARKER}",
                              fix=f"run `reportgen build --site-dir {site_dir}` (or "
                                  f"`reportgen demo`) first")
-    figures = store.get_figures(site_record_key(marker["digest"]))
+    figures = store.get_figures(site_record_key(marker["digest"], store))
     if not figures:
         raise ReportgenError(f"The artifact store {store.root} has no record of the build of "
                              f"{site_dir}/ (made before `export` existed, or the store was "

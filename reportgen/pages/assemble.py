@@ -45,15 +45,16 @@ class MissingResult(ReportgenError):
 class Assembler:
     """Places the figures of one build into `docs`, counting what had to be drawn.
 
-    `entries` records which figure entries of the store the site shows (their folder's
-    identity), so a build can tell whether its site is up to date without linking anything.
+    `entries` records which figure entries of the store the site shows (each entry's key and
+    listing: its content, wherever the store is), so a build can tell whether its site is up
+    to date without linking anything.
     """
 
     def __init__(self, store, docs: Path):
         self.store = store
         self.docs = docs
         self.drawn = 0
-        self.entries: dict[str, tuple[int, int]] = {}   # store folder -> (inode, mtime_ns)
+        self.entries: dict[str, str] = {}               # entry key -> digest of its listing
         self._links: dict[Path, Path] = {}              # docs target -> store file
         self._inputs: dict[Path, np.ndarray] = {}       # docs target -> input image
         self._lock = threading.Lock()
@@ -146,13 +147,15 @@ class Assembler:
         return value if isinstance(value, dict) else {"value": value}
 
     def _remember(self, figures: list[dict]) -> None:
-        """Note the identity of the figures' store entry (a redrawn entry is a new folder)."""
+        """Note the figures' store entry by its key (a hash of what it is drawn from) and its
+        listing; OSError when the entry is gone meanwhile (its files are linked later)."""
         if not figures:
             return
         folder = Path(figures[0]["path"]).parent
-        stat = os.stat(folder / "meta.json")
+        os.stat(folder / "meta.json")
+        listing = hash_json([{k: v for k, v in fig.items() if k != "path"} for fig in figures])
         with self._lock:
-            self.entries[str(folder)] = (stat.st_ino, stat.st_mtime_ns)
+            self.entries[folder.name] = listing
 
     # -- placing files -------------------------------------------------------------------------
     def _place(self, tech, params, figures: list[dict], out_dir: Path):

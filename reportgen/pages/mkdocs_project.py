@@ -152,12 +152,13 @@ def _drop_unused_theme_files(staging: Path, config) -> None:
 
 def build_site(project_dir: Path, site_dir: Path, *, strict: bool = False,
                marker: dict | None = None) -> Path:
-    """Run MkDocs' build in-process: `project_dir/mkdocs.yml` -> `site_dir`, replaced whole.
+    """Run MkDocs' build in-process: `project_dir/mkdocs.yml` -> `site_dir`, replaced.
 
     MkDocs writes into a private staging folder beside `site_dir`, which is swapped in only
     once complete (reportgen.pages.site_output): a failed build leaves the previous site as it
-    was. `site_dir` must be absent, empty or a site reportgen made; the new site holds the
-    marker saying so, with `marker`'s entries. Afterwards writes `search/search_index.js` (the
+    was. `site_dir` must be absent, empty or a site reportgen made holding only its own files;
+    the new site holds the marker saying so (every file with its sha256), with `marker`'s
+    entries. Afterwards writes `search/search_index.js` (the
     index as a script) so Material's search also works from file://. Returns `site_dir`.
     """
     from mkdocs.commands.build import build

@@ -1,24 +1,29 @@
 """The site folder: which folders reportgen may replace, one build per folder at a time, and
-replacing it whole.
+replacing it.
 
-- reportgen writes a site only into a folder that is absent, empty or marked as its own (the
-  MARKER file it writes into every site it makes; it also holds the digest that lets a build
-  skip MkDocs when nothing changed). Never into the models folder, the cache, the project
-  folder (the current directory or anything containing it) or a folder holding a params.toml.
+- reportgen writes a site only into a folder that is absent, empty or a site it made holding
+  only the files it wrote: the marker (reportgen.pages.site_files) lists them, with their
+  digests, and every file or folder found at any depth must be on that list. A folder with
+  anything else, or whose marker lists nothing (an older reportgen's), is refused: reportgen
+  cannot tell its files from a user's. Never the models folder, the cache, the project folder
+  (the current directory or anything containing it) or a folder holding a params.toml.
 - A site is built in a private staging folder beside the site folder (same filesystem) and
   swapped in by two renames only once it is complete: rename the old site away, rename the new
-  one in, delete the old one. Until the first rename the old site is untouched; a crash between
-  the renames leaves the old site (renamed) and the new one (staged), and the next build of
-  that folder puts the old one back before it starts (`recover_leftovers`).
+  one in, then remove the old one file by file from its list (never a recursive delete; what
+  is not on the list, a file a user added during the build, is put back into the new site).
+  Until the first rename the old site is untouched; a crash between the renames leaves the old
+  site (renamed) and the new one (staged), and the next build of that folder puts the old one
+  back before anything else, even when it is then refused (`recover_leftovers`).
 - One build per site folder at a time: an exclusive `fcntl.flock` on a lock file beside the
   folder (`.NAME.reportgen-lock`); the kernel releases it when its holder dies, even by kill -9.
+  A site folder's missing parent folders are created first (as `mkdocs build --site-dir` does),
+  and removed again when the build writes no site.
 """
 
 from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import os
 import secrets
 import shutil
@@ -30,58 +35,18 @@ from typing import Iterator
 from reportgen import console
 from reportgen.errors import ReportgenError
 from reportgen.model_folder import PARAMS_FILE
+from reportgen.pages.site_files import (inventory, listed_files, read_marker, remove_listed, shown,
+                                        unknown_entries, write_marker)
 
-MARKER = ".reportgen-site.json"
-GENERATOR = "reportgen"
 _LEFTOVER = ".reportgen-"          # .NAME.reportgen-new-XXXX / .NAME.reportgen-old-XXXX
 LOCK_SUFFIX = ".reportgen-lock"
-# What an earlier reportgen (before the marker) wrote at a site's top level: such a folder is
-# recognised as reportgen's own so that upgrading does not lock users out of their site/.
-_UNMARKED_SITE_ENTRIES = {"index.html", "404.html", "sitemap.xml", "sitemap.xml.gz", "search",
-                          "assets", "artifacts", "models", "compare.html", ".nojekyll"}
 
 
-# --------------------------------------------------------------------------------------------
-# The marker
-
-
-def read_marker(site_dir: str | Path) -> dict | None:
-    """The marker's contents when `site_dir` is a site reportgen made, else None."""
-    try:
-        data = json.loads((Path(site_dir) / MARKER).read_text("utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) and data.get("generator") == GENERATOR else None
-
-
-def site_files(site_dir: Path) -> list[str]:
-    """Every file under `site_dir` but the marker, as sorted POSIX paths relative to it."""
-    site = Path(site_dir)
-    return sorted(p.relative_to(site).as_posix() for p in site.rglob("*")
-                  if (p.is_file() or p.is_symlink()) and p.name != MARKER)
-
-
-def write_marker(site_dir: Path, extra: dict | None = None) -> None:
-    """No time or absolute path in it: it is published with the site, and two builds of the
-    same pages stay byte-identical. It lists the site's files, so that a file a user adds to
-    the site later (a CNAME, notes) is recognised as theirs and never replaced."""
-    data = {"generator": GENERATOR, **(extra or {}), "files": site_files(site_dir)}
-    (Path(site_dir) / MARKER).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n",
-                                         encoding="utf-8")
-
-
-def _made_before_marker(site: Path) -> bool:
-    try:
-        names = {p.name for p in site.iterdir()}
-    except OSError:
-        return False
-    return (names <= _UNMARKED_SITE_ENTRIES and "index.html" in names
-            and (site / "assets" / "reportgen" / "reportgen.js").is_file())
-
-
-def is_reportgen_site(site_dir: str | Path) -> bool:
-    site = Path(site_dir)
-    return read_marker(site) is not None or _made_before_marker(site)
+def _made_by_reportgen(site: Path) -> bool:
+    """Whether a folder without a file list looks like a site reportgen made (its home page and
+    script): then a refusal says an older reportgen made it, not that it is no site at all."""
+    return (site / "index.html").is_file() and (site / "assets" / "reportgen" /
+                                                "reportgen.js").is_file()
 
 
 # --------------------------------------------------------------------------------------------
@@ -97,8 +62,8 @@ def _within(path: Path, folder: Path) -> bool:
 
 
 def check_replaceable(site_dir: str | Path, label: str | None = None) -> Path:
-    """The resolved site folder if reportgen may replace it: absent, empty, or made by
-    reportgen, and holding no model (params.toml at its top level or one level down)."""
+    """The resolved site folder if reportgen may replace it: absent, empty, or a site reportgen
+    made holding only the files its marker lists (at any depth), and no model."""
     label = label or str(site_dir)
     site = Path(site_dir).expanduser().resolve()
     if not site.exists():
@@ -106,34 +71,35 @@ def check_replaceable(site_dir: str | Path, label: str | None = None) -> Path:
     if not site.is_dir():
         _refuse(label, "it is a file, not a folder")
     try:
-        entries = sorted(site.iterdir())
+        files, folders = inventory(site)
     except OSError as exc:
-        _refuse(label, f"it cannot be read ({exc.strerror})")
-    for entry in entries:
-        holder = entry if entry.name == PARAMS_FILE else entry / PARAMS_FILE
-        if (entry.name == PARAMS_FILE or entry.is_dir()) and holder.is_file():
-            _refuse(label, f"it holds a model ({holder.relative_to(site)})")
-    if entries and not is_reportgen_site(site):
-        shown = ", ".join(p.name for p in entries[:3]) + (", ..." if len(entries) > 3 else "")
-        _refuse(label, f"it holds files reportgen did not make ({shown})",
-                fix=f"choose another --site-dir (e.g. site), or empty '{label}' yourself")
-    added = _files_added_since_build(site)
-    if added:
-        shown = ", ".join(added[:3]) + (", ..." if len(added) > 3 else "")
-        _refuse(label, f"files were added to it after reportgen built it ({shown}) and a "
-                       f"build replaces the whole folder",
-                fix=f"move them out of '{label}' (keep extra site files elsewhere), or choose "
-                    f"another --site-dir")
-    return site
-
-
-def _files_added_since_build(site: Path) -> list[str]:
-    """Files in a marked site that its marker does not list (none for an unmarked one)."""
+        _refuse(label, f"{exc.filename} cannot be read ({exc.strerror})")
+    model = next((f for f in files if Path(f).name == PARAMS_FILE), None)
+    if model is not None:
+        _refuse(label, f"it holds a model ({model})")
     marker = read_marker(site)
-    listed = marker.get("files") if marker else None
-    if not isinstance(listed, list):
-        return []
-    return sorted(set(site_files(site)) - set(listed))
+    if marker is None and not files and not folders:
+        return site
+    listed = listed_files(marker)
+    elsewhere = ("choose another --site-dir (a new folder, e.g. "
+                 f"{'site' if site.name != 'site' else 'site-new'})")
+    if listed is None and marker is None and not _made_by_reportgen(site):
+        _refuse(label, f"it holds files reportgen did not make "
+                       f"({shown(unknown_entries(files, folders, {}))})",
+                fix=f"{elsewhere}, or empty '{label}' yourself")
+    if listed is None:
+        _refuse(label, f"an older reportgen made it without listing the files it wrote, so "
+                       f"they cannot be told from files you added "
+                       f"({shown(unknown_entries(files, folders, {}))})",
+                fix=f"{elsewhere}, or move '{label}' away (delete it once you have kept your "
+                    f"files) and build again")
+    unknown = unknown_entries(files, folders, listed)
+    if unknown:
+        _refuse(label, f"it holds files reportgen did not write ({shown(unknown)}) and a "
+                       f"build replaces the folder",
+                fix=f"move them out of '{label}' (keep extra site files elsewhere), or "
+                    f"{elsewhere}")
+    return site
 
 
 def check_site_folder(site_dir: str | Path, *, models_dir: str | Path | None = None,
@@ -186,11 +152,30 @@ def _same_file(fd: int, path: Path) -> bool:
     return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
 
 
+def _make_folders(folder: Path, label: str) -> list[Path]:
+    """Create `folder` and its missing parents; returns those created, outermost first."""
+    missing = []
+    while not folder.exists() and not folder.is_symlink():
+        missing.append(folder)
+        folder = folder.parent
+    missing.reverse()
+    for path in missing:
+        try:
+            path.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise ReportgenError(f"Cannot create the folder {path} for the site '{label}'",
+                                 received=exc.strerror,
+                                 fix="check --site-dir for a typo, or choose one in a folder "
+                                     "you may write to") from None
+    return missing
+
+
 class SiteLock:
     """An exclusive lock on one site folder, held for a whole build.
 
     The lock file is removed on release; a waiter that then holds the lock of a removed file
-    notices (its inode is no longer the path's) and locks the new file instead.
+    notices (its inode is no longer the path's) and locks the new file instead. The parent
+    folders it had to create are removed again on release when nothing was written into them.
     """
 
     def __init__(self, site: Path, *, wait: bool = True, label: str | None = None):
@@ -199,17 +184,32 @@ class SiteLock:
         self.wait = wait
         self.label = (label or str(site)).rstrip("/") + "/"
         self._fd: int | None = None
+        self._created: list[Path] = []
 
     def __enter__(self) -> "SiteLock":
+        self._created = _make_folders(self.path.parent, self.label.rstrip("/"))
+        try:
+            fd = self._lock()
+        except BaseException:
+            self._remove_created()
+            raise
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()} {socket.gethostname()}\n".encode())
+        self._fd = fd
+        return self
+
+    def _lock(self) -> int:
         told = False
         while True:
             try:
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             except OSError as exc:
-                raise ReportgenError(f"Cannot create the lock file {self.path}.",
-                                     received=exc.strerror,
-                                     fix="check that the site folder's parent is writable, "
-                                         "or choose another --site-dir") from None
+                parent = self.path.parent
+                raise ReportgenError(
+                    f"Cannot write the lock file {self.path} beside the site folder "
+                    f"{self.label}", expected=f"a folder you may write to at {parent}",
+                    received=exc.strerror if parent.is_dir() else f"{parent} is not a folder",
+                    fix="choose a --site-dir in a folder you may write to") from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -225,22 +225,27 @@ class SiteLock:
                     told = True
                 fcntl.flock(fd, fcntl.LOCK_EX)
             if _same_file(fd, self.path):
-                break
+                return fd
             os.close(fd)          # the previous holder removed that file: lock the new one
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()} {socket.gethostname()}\n".encode())
-        self._fd = fd
-        return self
 
     def __exit__(self, *exc) -> None:
         if self._fd is not None:
             self.path.unlink(missing_ok=True)   # still holding it: nobody else uses this file
             os.close(self._fd)
             self._fd = None
+        self._remove_created()
+
+    def _remove_created(self) -> None:
+        for folder in reversed(self._created):  # empty unless a site was written there
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        self._created = []
 
 
 # --------------------------------------------------------------------------------------------
-# Replacing the site whole
+# Replacing the site
 
 
 def _leftovers(site: Path) -> list[Path]:
@@ -257,29 +262,47 @@ def recover_leftovers(site_dir: str | Path) -> None:
     (then no living build owns any of these folders).
 
     A kill between the two renames of a swap leaves no site folder and the old site renamed
-    away: put the old site back. Staging folders and old sites are then removed.
+    away: put the old site back. Staging folders are then removed (a staging folder is this
+    process's or a dead build's private folder, named by reportgen, hidden, never a user's);
+    old sites are removed file by file from their lists (`_remove_old_site`).
     """
     site = Path(site_dir).expanduser().resolve()
     leftovers = _leftovers(site)
-    if not site.exists() and not site.is_symlink():
-        olds = [p for p in leftovers if p.name.startswith(f".{site.name}{_LEFTOVER}old-")]
-        if olds:
-            os.rename(olds[-1], site)
-            console.notice(f"Restored {site} (a build was stopped while replacing it).")
-            leftovers.remove(olds[-1])
+    olds = [p for p in leftovers if p.name.startswith(f".{site.name}{_LEFTOVER}old-")]
+    if olds and not site.exists() and not site.is_symlink():
+        os.rename(olds[-1], site)
+        console.notice(f"Restored {site} (a build was stopped while replacing it).")
+        leftovers.remove(olds[-1])
+        olds.pop()
     for path in leftovers:
-        if path.is_dir() and not path.is_symlink():
+        if path in olds and site.is_dir():
+            _remove_old_site(path, site)
+        elif path.is_dir() and not path.is_symlink() and path not in olds:
             shutil.rmtree(path, ignore_errors=True)
-        else:
+        elif not path.is_dir():
             path.unlink(missing_ok=True)
+
+
+def recover_unless_busy(site_dir: str | Path) -> None:
+    """`recover_leftovers` now, unless another build holds the site folder (then it owns them).
+    A build calls it first, so that a site a killed build had moved away comes back even when
+    this build is then refused (a typo in an option, no model matching --models)."""
+    site = Path(site_dir).expanduser().resolve()
+    if not _leftovers(site):
+        return
+    try:
+        with SiteLock(site, wait=False):
+            recover_leftovers(site)
+    except ReportgenError:
+        pass          # busy: the other build recovers them; unwritable: the build will say so
 
 
 @contextmanager
 def staged_site(site_dir: str | Path, marker: dict | None = None,
                 label: str | None = None) -> Iterator[Path]:
     """Yields an empty staging folder beside `site_dir`; when the block ends without an error,
-    writes the marker into it and swaps it in place of `site_dir`. On an error the staging
-    folder is removed and `site_dir` is left as it was."""
+    writes the marker (every file with its digest) into it and swaps it in place of `site_dir`.
+    On an error the staging folder is removed and `site_dir` is left as it was."""
     label = label or str(site_dir)
     site = check_replaceable(site_dir, label)
     site.parent.mkdir(parents=True, exist_ok=True)
@@ -316,4 +339,40 @@ def _swap(staging: Path, site: Path, token: str, label: str) -> None:
         raise ReportgenError(f"Cannot replace the site folder '{label}'.", received=why,
                              fix="choose a --site-dir that is an ordinary folder") from None
     if moved:
-        shutil.rmtree(old, ignore_errors=True)
+        _remove_old_site(old, site)
+
+
+def _remove_old_site(old: Path, site: Path) -> None:
+    """Remove an old site renamed away, file by file from its marker's list. What is not on the
+    list (a file a user added while this build ran, after its last check) goes back to the same
+    place in the new site, where the next build names it; what cannot (the new site has a file
+    of that name) stays in a visible folder beside the site."""
+    try:
+        remove_listed(old)
+        if old.exists():
+            _move_into(old, site)
+            old.rmdir()
+        return
+    except OSError as exc:
+        why = exc.strerror
+    kept = site.parent / f"{site.name}.kept-{old.name.rsplit('-', 1)[-1]}"
+    try:
+        os.rename(old, kept)
+    except OSError:
+        kept = old
+    console.notice(f"Files of the old {site.name}/ that reportgen did not write, or could not "
+                   f"remove, are kept in {kept} ({why}).")
+
+
+def _move_into(source: Path, target: Path) -> None:
+    """Move what `source` holds to the same places in `target`, never over an existing path."""
+    for entry in sorted(source.iterdir()):
+        destination = target / entry.name
+        if not os.path.lexists(destination):
+            os.rename(entry, destination)
+            console.notice(f"{destination} was added while the site was being replaced; it is "
+                           f"kept there (move it out of the site before the next build).")
+        elif entry.is_dir() and not entry.is_symlink() and destination.is_dir() \
+                and not destination.is_symlink():
+            _move_into(entry, destination)
+            entry.rmdir()
