@@ -76,8 +76,7 @@ def run_build(models_dir: Path, work: Path, args, scheduler: str | None) -> dict
 
 
 def same_site(a: Path, b: Path) -> bool:
-    """Byte for byte, but the site marker's store digest (a build-local fact; its file list
-    must agree)."""
+    """Every file byte for byte; the site marker by the files it lists, each with its sha256."""
     from cluster_fixture import tree
 
     ta, tb = tree(a), tree(b)

@@ -16,9 +16,8 @@ MARKER = ".reportgen-site.json"
 
 
 def assert_same_site(built: dict[str, bytes], expected: dict[str, bytes]) -> None:
-    """Every file byte for byte, but the site marker's digest: it names the store entries the
-    site was linked from (a build-local fact, see reportgen.commands.site_changes), so only the
-    files it lists must agree."""
+    """Every file byte for byte; the site marker by the files it lists, each with its sha256
+    (which covers every other file's bytes)."""
     assert sorted(built) == sorted(expected)
     differ = [name for name in expected if name != MARKER and built[name] != expected[name]]
     assert differ == [], _first_difference(built, expected, differ)
