@@ -29,12 +29,13 @@ def notices_once() -> None:
 
 def notice(message: str) -> None:
     """A one-line notice for the user (e.g. which data source was used)."""
-    with _lock:
+    with _lock:      # one write under the lock: notices of drawing threads never interleave
         if _shown is not None:
             if message in _shown:
                 return
             _shown.add(message)
-    print(message, file=sys.stderr, flush=True)
+        sys.stderr.write(message + "\n")
+        sys.stderr.flush()
 
 
 def echo(message: str = "") -> None:

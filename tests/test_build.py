@@ -454,13 +454,36 @@ def test_a_stored_result_that_vanishes_before_drawing_is_computed_again(models, 
     assert calls[1] == 1 and summary.computed == calls[0] + 1   # only that result, once more
 
 
-def test_a_result_that_stays_unreadable_fails_its_step_in_one_line(models, tmp_path):
+def test_every_damaged_result_of_a_step_is_computed_again_in_the_same_build(models, tmp_path,
+                                                                           capsys):
     options = _options(tmp_path, techniques=("predictions",))
-    assert build(Catalog(models), options).ok
-    # damage every stored prediction: the entry's listing stays, its arrays are gone
+    first = build(Catalog(models), options)
+    assert first.ok
+    # damage every stored result: the entries' listings stay, their arrays are gone
     damaged = list((tmp_path / "cache" / "arrays").glob("*/*/arrays.npz"))
     for path in damaged:
         path.unlink()
+    capsys.readouterr()
+    summary = build(Catalog(models), options)
+    assert summary.ok, summary.failed
+    assert summary.computed == first.computed and summary.reused == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("Damaged")]
+    assert sorted(line.split("(arrays entry ")[1][:12] for line in said) == sorted(
+        path.parent.name[:12] for path in damaged)       # the predictions and the evaluation
+    assert all(line.endswith("arrays.npz is missing; removed, computing it again.")
+               for line in said)
+    assert build(Catalog(models), options).computed == 0
+
+
+def test_a_result_that_stays_unreadable_fails_its_step_in_one_line(models, tmp_path,
+                                                                   monkeypatch):
+    from reportgen.cache.store import ArtifactStore
+
+    options = _options(tmp_path, techniques=("predictions",))
+    assert build(Catalog(models), options).ok
+    real = ArtifactStore.get_arrays
+    monkeypatch.setattr(ArtifactStore, "get_arrays",
+                        lambda self, key: None if self.has_arrays(key) else real(self, key))
     summary = build(Catalog(models), options)
     assert not summary.ok and summary.failed
     line = summary.failed[0]
