@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import traceback
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,9 +75,15 @@ def run_build(*, models_dir=None, scheduler=None, **kwargs) -> BuildSummary:
     _print_summary(summary, options)
     if summary.steps_built == 0:
         where = f"; {options.site_dir}/ was left as it was" if options.render_site else ""
-        first = (summary.failed or summary.skipped or ["no step was chosen"])[0]
-        raise ReportgenError(f"Nothing was built{where}.", received=first,
-                             fix="fix the problems listed above and build again")
+        listed = [f"{n} {word}" for n, word in ((len(summary.failed), "failed"),
+                                                  (len(summary.skipped), "skipped")) if n]
+        if listed:      # each with its reason in the summary just printed: not repeated here
+            raise ReportgenError(f"Nothing was built ({' and '.join(listed)}, listed above)"
+                                 f"{where}.", fix="fix the problems listed above and build "
+                                                  "again")
+        raise ReportgenError(f"Nothing was built{where}.", received="no step was chosen",
+                             fix="choose saved steps with --steps (`reportgen models` lists "
+                                 "them)")
     if not summary.ok:
         raise SystemExit(1)
     return summary
@@ -227,10 +232,10 @@ class _Build:
             raise                 # not this model's fault: every other one would fail too
         except ReportgenError as exc:
             self.summary.fail(entry.name, exc.message)
+            console.failure_traceback(exc)
         except Exception as exc:  # a broken model must not stop the others
             self.summary.fail(entry.name, _one_line(exc))
-            if os.environ.get("REPORTGEN_DEBUG"):
-                traceback.print_exc()
+            console.failure_traceback(exc)
         return None
 
     # -- one model -----------------------------------------------------------------------------
@@ -295,6 +300,7 @@ class _Build:
                 except ReportgenError as exc:
                     self.summary.fail(f"{entry.name} step {step}", exc.message)
                     errors.append(f"step {step}: {exc.message}")
+                    console.failure_traceback(exc)
                 bar.update(1)
                 bar.set_postfix(computed=self.summary.computed - computed_before,
                                 reused=self.summary.reused - reused_before, refresh=False)
