@@ -12,7 +12,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's C++ bann
 
 
 class _Group(click.Group):
-    """Turns errors into one line on stderr instead of a traceback (`--debug` shows it).
+    """Turns errors into one line on stderr instead of a traceback (`--debug` shows it), usage
+    errors (a mistyped option) too.
 
     Exit codes: 2 for a user error (ReportgenError), 1 for a partial failure (raised by the
     command itself) or an unexpected error, 130 for Ctrl-C.
@@ -28,12 +29,20 @@ class _Group(click.Group):
             import_tensorflow_quietly()
         return name, command, rest
 
+    def make_context(self, info_name, args, parent=None, **extra):
+        try:     # the group's own options
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as exc:
+            _usage_error(exc)
+
     def invoke(self, ctx):
         from reportgen.errors import EXIT_PARTIAL_FAILURE, EXIT_USER_ERROR, ReportgenError
 
         debug = _debug_requested(ctx)
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:      # a command's options and arguments
+            _usage_error(exc)
         except ReportgenError as exc:
             if debug:
                 raise
@@ -50,6 +59,20 @@ class _Group(click.Group):
             message = " ".join(f"{type(exc).__name__}: {exc}".split())
             click.echo(f"Error: {message} (rerun with --debug for the traceback)", err=True)
             sys.exit(EXIT_PARTIAL_FAILURE)
+
+
+def _usage_error(exc: click.UsageError):
+    """A mistyped option or argument as one line, `Error: ... Fix: ...`, exit 2 (click prints
+    the usage, a hint and the error on three lines). `reportgen` or `reportgen cache` alone
+    still print their help."""
+    from reportgen.errors import EXIT_USER_ERROR, ReportgenError
+
+    if isinstance(exc, getattr(click.exceptions, "NoArgsIsHelpError", ())):
+        raise exc
+    path = exc.ctx.command_path if exc.ctx is not None else "reportgen"
+    error = ReportgenError(exc.format_message(), fix=f"see `{path} --help`")
+    click.echo(f"Error: {error.message}", err=True)
+    sys.exit(EXIT_USER_ERROR)
 
 
 def _debug_requested(ctx) -> bool:
@@ -76,6 +99,7 @@ def main(ctx, models_dir, debug):
     from reportgen import console
 
     console.notices_once()
+    console.show_tracebacks(debug)
     ctx.ensure_object(dict)
     ctx.obj["models_dir"] = models_dir
     ctx.obj["debug"] = debug

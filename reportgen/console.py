@@ -7,9 +7,11 @@ bar prints one final line instead of carriage-return redraws and escape codes.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
+import traceback
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -17,6 +19,21 @@ from tqdm import tqdm
 
 _shown: set[str] | None = None      # notices printed in this command (None: not deduplicated)
 _lock = threading.Lock()
+_debug = False                      # --debug: tracebacks of the failures a run goes past
+
+
+def show_tracebacks(on: bool) -> None:
+    """`--debug` (the CLI calls this per command)."""
+    global _debug
+    _debug = bool(on)
+
+
+def failure_traceback(exc: BaseException) -> None:
+    """With --debug (or REPORTGEN_DEBUG set), the full traceback of a failure the run reports
+    in one line and goes past (a model or a step that failed while the others were built)."""
+    if _debug or os.environ.get("REPORTGEN_DEBUG"):
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+        sys.stderr.flush()
 
 
 def notices_once() -> None:
@@ -29,12 +46,13 @@ def notices_once() -> None:
 
 def notice(message: str) -> None:
     """A one-line notice for the user (e.g. which data source was used)."""
-    with _lock:
+    with _lock:      # one write under the lock: notices of drawing threads never interleave
         if _shown is not None:
             if message in _shown:
                 return
             _shown.add(message)
-    print(message, file=sys.stderr, flush=True)
+        sys.stderr.write(message + "\n")
+        sys.stderr.flush()
 
 
 def echo(message: str = "") -> None:

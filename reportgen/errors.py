@@ -30,14 +30,20 @@ class ReportgenError(Exception):
 
     @property
     def message(self) -> str:
-        parts = [_one_line(self.what).rstrip(".") + "."]
+        parts = [_sentence(self.what)]
         if self.expected is not None:
-            parts.append(f"Expected {_one_line(self.expected)}".rstrip(".") + ".")
+            parts.append(_sentence(f"Expected {self.expected}"))
         if self.received is not None:
-            parts.append(f"Received {_one_line(self.received)}".rstrip(".") + ".")
+            parts.append(_sentence(f"Received {self.received}"))
         if self.fix is not None:
-            parts.append(f"Fix: {_one_line(self.fix)}".rstrip(".") + ".")
+            parts.append(_sentence(f"Fix: {self.fix}"))
         return " ".join(parts)
+
+
+def _sentence(text: str) -> str:
+    """One line ending with one full stop (or the question it quotes: "Did you mean X?")."""
+    text = _one_line(text)
+    return text if text.endswith("?") else text.rstrip(".") + "."
 
 
 class StoreError(ReportgenError):

@@ -415,9 +415,11 @@ def test_nothing_built_keeps_the_site_and_is_an_error(models, tmp_path, monkeypa
     shutil.copytree(models, broken)
     last = Catalog(broken).get("Tiny").steps[-1]
     (broken / "Tiny" / last.filename).write_bytes(b"broken")
-    with pytest.raises(ReportgenError, match="Nothing was built; site/ was left as it was"):
+    # the summary printed above the error lists each reason; the error does not repeat it
+    with pytest.raises(ReportgenError, match=r"^Nothing was built \(1 failed, listed above\); "
+                                             r"site/ was left as it was\. Fix: "):
         run_build(models_dir=broken, **options)
-    with pytest.raises(ReportgenError, match="no trained steps"):
+    with pytest.raises(ReportgenError, match=r"^Nothing was built \(1 skipped, listed above\)"):
         run_build(models_dir=broken, **{**options, "models": "Untrained"})
     assert _tree(tmp_path / "site") == before
     assert sorted(p.name for p in tmp_path.iterdir()) == [".reportgen", "cache", "models", "site"]
@@ -464,13 +466,36 @@ def test_a_stored_result_that_vanishes_before_drawing_is_computed_again(models, 
     assert calls[1] == 1 and summary.computed == calls[0] + 1   # only that result, once more
 
 
-def test_a_result_that_stays_unreadable_fails_its_step_in_one_line(models, tmp_path):
+def test_every_damaged_result_of_a_step_is_computed_again_in_the_same_build(models, tmp_path,
+                                                                           capsys):
     options = _options(tmp_path, techniques=("predictions",))
-    assert build(Catalog(models), options).ok
-    # damage every stored prediction: the entry's listing stays, its arrays are gone
+    first = build(Catalog(models), options)
+    assert first.ok
+    # damage every stored result: the entries' listings stay, their arrays are gone
     damaged = list((tmp_path / "cache" / "arrays").glob("*/*/arrays.npz"))
     for path in damaged:
         path.unlink()
+    capsys.readouterr()
+    summary = build(Catalog(models), options)
+    assert summary.ok, summary.failed
+    assert summary.computed == first.computed and summary.reused == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("Damaged")]
+    assert sorted(line.split("(arrays entry ")[1][:12] for line in said) == sorted(
+        path.parent.name[:12] for path in damaged)       # the predictions and the evaluation
+    assert all(line.endswith("arrays.npz is missing; removed, computing it again.")
+               for line in said)
+    assert build(Catalog(models), options).computed == 0
+
+
+def test_a_result_that_stays_unreadable_fails_its_step_in_one_line(models, tmp_path,
+                                                                   monkeypatch):
+    from reportgen.cache.store import ArtifactStore
+
+    options = _options(tmp_path, techniques=("predictions",))
+    assert build(Catalog(models), options).ok
+    real = ArtifactStore.get_arrays
+    monkeypatch.setattr(ArtifactStore, "get_arrays",
+                        lambda self, key: None if self.has_arrays(key) else real(self, key))
     summary = build(Catalog(models), options)
     assert not summary.ok and summary.failed
     line = summary.failed[0]

@@ -1,5 +1,7 @@
 """Artifact store and cache keys: content addressing, atomicity, concurrency."""
 
+import hashlib
+import json
 import multiprocessing
 import os
 import time
@@ -395,3 +397,185 @@ def test_recent_arrays_keep_within_their_budget():
     assert recent.get("3") is None and recent.get("2") is not None
     recent.remember("big", {"x": np.zeros(1000)})           # larger than the budget: not kept
     assert recent.get("big") is None and recent.get("5") is not None
+
+
+# -- damage: every file served is the file stored ----------------------------------------------
+def _png(seed: int = 0, size: int = 12) -> bytes:
+    """A real PNG (Pillow's encoder), with several chunks."""
+    import io
+
+    from PIL import Image
+
+    pixels = np.random.default_rng(seed).integers(0, 255, (size, size, 3), dtype=np.uint8)
+    out = io.BytesIO()
+    Image.fromarray(pixels).save(out, format="PNG", pnginfo=None)
+    return out.getvalue()
+
+
+def _decodes(data: bytes) -> bool:
+    import io
+
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            image.load()
+        return True
+    except Exception:
+        return False
+
+
+def _flip(path: Path, at: int) -> None:
+    """Damage a file in place: one byte changed, same size."""
+    data = bytearray(path.read_bytes())
+    data[at] ^= 0x5A
+    path.write_bytes(bytes(data))
+
+
+def _damage_lines(err: str, key: str) -> list[str]:
+    return [line for line in err.splitlines() if key[:12] in line]
+
+
+def test_every_single_byte_change_of_a_png_is_found_by_its_structure():
+    """The check for entries stored without digests: any one byte changed anywhere in a PNG
+    (signature, lengths, types, data, CRCs) or a PNG cut anywhere is found, where Pillow alone
+    decodes some of these damaged files without complaint."""
+    from reportgen.cache.integrity import png_problem
+
+    png = _png()
+    assert png_problem(png) is None and _decodes(png)
+    missed, pillow_missed = [], 0
+    for at in range(len(png)):
+        damaged = bytearray(png)
+        damaged[at] ^= 0x5A
+        if png_problem(bytes(damaged)) is None:
+            missed.append(at)
+        pillow_missed += _decodes(bytes(damaged))
+    assert missed == []
+    assert pillow_missed > 0          # why decoding is no check
+    assert all(png_problem(png[:n]) is not None for n in range(len(png)))
+    assert png_problem(png + b"\0") is not None
+
+
+def test_a_damaged_figure_reads_as_missing_is_removed_and_reported_once(tmp_path, capsys):
+    store = ArtifactStore(tmp_path)
+    png, svg = _png(1), b"<svg xmlns='http://www.w3.org/2000/svg'></svg>\n"
+    figures = [Figure(name="rpv.png", data=png, width=12, height=12, caption="c"),
+               Figure(name="rpv.svg", data=svg, kind="svg")]
+    for key, damage in (("a1" * 32, lambda p: _flip(p, len(png) // 2)),
+                        ("a2" * 32, lambda p: p.write_bytes(png[:len(png) // 3]))):
+        store.put_figures(key, figures, about="rpv (Tiny, step 1-5, test-0)")
+        meta = json.loads((store._dir("figures", key) / "meta.json").read_text())
+        assert meta["sha256"] == {"rpv.png": hashlib.sha256(png).hexdigest(),
+                                  "rpv.svg": hashlib.sha256(svg).hexdigest()}
+        assert store.get_figures(key) is not None
+        damage(store._dir("figures", key) / "rpv.png")
+        capsys.readouterr()
+        assert store.get_figures(key) is None and store.get_figures(key) is None
+        assert not store._dir("figures", key).exists()
+        lines = _damage_lines(capsys.readouterr().err, key)
+        assert lines == [f"Damaged in the artifact store {tmp_path}: rpv (Tiny, step 1-5, "
+                         f"test-0) (figures entry {key[:12]}): rpv.png does not match the "
+                         f"sha256 recorded when it was stored; removed, drawing it again."]
+        listing = store.put_figures(key, figures)
+        assert [Path(f["path"]).read_bytes() for f in listing] == [png, svg]
+        assert store.get_figures(key) is not None
+    # a file replaced by another of the same size is no better than a damaged one
+    key = "a3" * 32
+    store.put_figures(key, figures)
+    (store._dir("figures", key) / "rpv.png").write_bytes(_png(2))
+    assert len(_png(2)) == len(png) and store.get_figures(key) is None
+
+
+def _strip_digests(entry: Path) -> None:
+    """Make an entry as the store wrote it before digests were recorded."""
+    meta = json.loads((entry / "meta.json").read_text())
+    del meta["sha256"]
+    (entry / "meta.json").write_text(json.dumps(meta))
+
+
+def test_entries_stored_without_digests_are_served_when_their_structure_holds(tmp_path,
+                                                                               capsys):
+    store = ArtifactStore(tmp_path)
+    good = [Figure(name="x.png", data=_png(3), width=12, height=12),
+            Figure(name="x.svg", data=b"<svg>\n</svg>\n", kind="svg"),
+            Figure(name="x.pdf", data=b"%PDF-1.4\n...\n%%EOF\n", kind="pdf"),
+            Figure(name="x.json", data=b'{"a": [1, 2]}', kind="json"),
+            Figure(name="x.csv", data=b"a,b\n1,2\n", kind="csv")]
+    damages = {"x.png": lambda p: _flip(p, 40), "x.svg": lambda p: p.write_bytes(b"<svg>\n"),
+               "x.pdf": lambda p: p.write_bytes(p.read_bytes()[:12]),
+               "x.json": lambda p: p.write_bytes(b'{"a": [1,'),
+               "x.csv": lambda p: p.write_bytes(b"a,\xff\n")}
+    for i, (name, damage) in enumerate(damages.items()):
+        key = f"{i:02x}" * 32
+        store.put_figures(key, good)
+        _strip_digests(store._dir("figures", key))
+        assert [f["name"] for f in store.get_figures(key)] == [f.name for f in good]
+        damage(store._dir("figures", key) / name)
+        capsys.readouterr()
+        assert store.get_figures(key) is None, name
+        assert len(_damage_lines(capsys.readouterr().err, key)) == 1
+    assert not any((tmp_path / "figures").glob("*/*/meta.json"))
+
+
+def test_damaged_arrays_are_removed_and_reported_once_naming_the_result(tmp_path, capsys):
+    store = ArtifactStore(tmp_path)
+    meta = {"model": "Tiny", "step": "1-5", "technique": "rpv", "input": "test-0"}
+    for key, damage in (("b1" * 32, lambda p: _flip(p, p.stat().st_size // 2)),
+                        ("b2" * 32, lambda p: p.write_bytes(p.read_bytes()[:-30]))):
+        store.put_arrays(key, {"x": np.arange(1000, dtype=np.float32)}, meta)
+        damage(store._dir("arrays", key) / "arrays.npz")
+        capsys.readouterr()
+        fresh = ArtifactStore(tmp_path)           # not this store's memory: the file
+        assert fresh.get_arrays(key) is None and fresh.get_arrays(key) is None
+        assert not fresh.has_arrays(key)
+        lines = _damage_lines(capsys.readouterr().err, key)
+        assert len(lines) == 1 and lines[0].startswith(
+            f"Damaged in the artifact store {tmp_path}: rpv (Tiny, step 1-5, test-0) "
+            f"(arrays entry {key[:12]}): arrays.npz cannot be read (")
+        assert lines[0].endswith("; removed, computing it again.")
+        assert key in fresh.damage.damaged
+
+
+def test_any_one_byte_changed_in_a_stored_npz_raises_or_leaves_every_array_as_written():
+    """The arrays' check: each member's CRC-32 and the count of members. Changing any one byte
+    of an archive, or cutting it anywhere, never gives other numbers or fewer arrays, where
+    numpy alone can drop a member whose directory entry was hit."""
+    import io
+    import zipfile
+
+    from reportgen.cache.npz import read_npz
+
+    arrays = {"maps": np.random.default_rng(0).random((4, 5), dtype=np.float32),
+              "labels": np.arange(7), "__meta__": np.frombuffer(b'{"technique": "rpv"}',
+                                                                 np.uint8)}
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    data = buffer.getvalue()
+    failures = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile)
+
+    def unchanged(got):
+        return set(got) == set(arrays) and all(
+            got[k].dtype == v.dtype and np.array_equal(got[k], v) for k, v in arrays.items())
+
+    assert unchanged(read_npz(io.BytesIO(data)))
+    wrong, numpy_alone_wrong = [], 0
+    for at in range(len(data)):
+        damaged = bytearray(data)
+        damaged[at] ^= 0x5A
+        try:
+            with np.load(io.BytesIO(bytes(damaged))) as plain:
+                numpy_alone_wrong += len(plain.files) < len(arrays)
+        except (*failures, NotImplementedError):
+            pass
+        try:
+            got = read_npz(io.BytesIO(bytes(damaged)))
+        except failures:
+            continue
+        if not unchanged(got):
+            wrong.append(at)
+    assert wrong == []
+    assert numpy_alone_wrong > 0              # why the members are counted
+    for end in range(len(data)):
+        with pytest.raises(failures):
+            read_npz(io.BytesIO(data[:end]))

@@ -152,3 +152,86 @@ def test_an_error_quoting_a_sentence_ends_it_with_one_full_stop():
                            received="Broken: bad params.toml.", fix="fix it.")
     assert error.message == ("Nothing was built. Expected a valid model. Received Broken: bad "
                              "params.toml. Fix: fix it.")
+
+
+# -- usage errors: one line, with the fix ------------------------------------------------------
+
+@pytest.mark.parametrize("args, message, command", [
+    (["train", "MNIST_Demo", "--epochs", "0"],
+     "Invalid value for '--epochs': 0 is not in the range x>=1", "main train"),
+    (["build", "--eval-images", "many"],
+     "Invalid value for '--eval-images': 'many' is not a valid integer range", "main build"),
+    (["build", "--bogus"], "No such option '--bogus'", "main build"),
+    (["--bogus", "models"], "No such option '--bogus'", "main"),
+    (["train"], "Missing argument 'NAME'", "main train"),
+    (["nosuch"], "No such command 'nosuch'", "main"),
+    (["cache", "clear", "--wait"], "No such option '--wait'. Did you mean '--no-wait'?",
+     "main cache clear"),
+], ids=lambda a: " ".join(a) if isinstance(a, list) else None)
+def test_a_usage_error_is_one_line_naming_the_fix_and_exits_2(args, message, command):
+    result = CliRunner().invoke(main, ["--models-dir", "models", *args])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    stop = "" if message.endswith("?") else "."
+    assert result.stderr.splitlines() == [f"Error: {message}{stop} Fix: see `{command} --help`."]
+
+
+def test_a_command_alone_still_prints_its_help():
+    for args in ([], ["cache"]):
+        result = CliRunner().invoke(main, args)
+        assert "Usage:" in result.output and "Commands:" in result.output
+        assert "Error" not in result.output
+
+
+# -- the rename hint of an invalid folder never names an existing model ------------------------
+
+def test_the_rename_hint_drops_accents_and_never_names_an_existing_model(tmp_path):
+    import re
+
+    from reportgen.settings.model_params import SAFE_NAME
+
+    root = tmp_path / "models"
+    good = 'dataset = "mnist"\ninput_shape = [28, 28, 1]\n'
+    for name in ("MNIST", "MNIST_é", "Modèle", "modele", "Modele_2", "Ünïcode name", "_x_"):
+        (root / name).mkdir(parents=True)
+        (root / name / "params.toml").write_text(good)
+    rows = {r["name"]: r for r in json.loads(CliRunner().invoke(
+        main, ["--models-dir", str(root), "models", "--json"]).stdout)}
+    hints = {name: re.search(r"to a plain name such as (\S+)\.", row["error"]).group(1)
+             for name, row in rows.items() if not row["valid"]}
+    assert hints == {"MNIST_é": "MNIST_e", "Modèle": "Modele_3", "Ünïcode name": "Unicode_name",
+                     "_x_": "x"}
+    existing = {p.name.casefold() for p in root.iterdir()}
+    assert all(SAFE_NAME.fullmatch(h) and h.casefold() not in existing for h in hints.values())
+
+
+# -- files a run writes follow the user's umask ------------------------------------------------
+
+@pytest.mark.parametrize("umask", [0o022, 0o027, 0o002])
+def test_history_and_state_files_get_the_permissions_of_any_new_file(tmp_path, umask):
+    import os
+    import stat
+
+    import numpy as np
+
+    from reportgen.model_folder import ModelFolder, Step
+    from reportgen.training.checkpoints import atomic_write_text
+    from reportgen.training.run_state import commit_step
+
+    folder = ModelFolder.at(tmp_path / "Tiny")
+    folder.path.mkdir()
+    previous = os.umask(umask)
+    try:
+        (tmp_path / "plain.txt").write_text("any file")
+        commit_step(folder, Step(1, 2), lambda path: path.write_bytes(b"weights"),
+                    [np.zeros(3, np.float32)], {"records": []}, {"seed": 0})
+        atomic_write_text(folder.path / "params.toml", "dataset = 'mnist'\n")
+    finally:
+        os.umask(previous)
+    plain = stat.S_IMODE((tmp_path / "plain.txt").stat().st_mode)
+    assert plain == 0o666 & ~umask
+    written = [folder.history_path, folder.state_path, folder.weights_path(Step(1, 2)),
+               folder.path / "params.toml"]
+    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in written} == {
+        p.name: plain for p in written}
+    assert sorted(p.name for p in folder.path.iterdir()) == sorted(p.name for p in written)

@@ -100,3 +100,87 @@ def test_final_line_counts_and_total_in_one_format(capsys):
         bar.update(2500)
     line = capsys.readouterr().err.strip()
     assert line.startswith("affine robustness (50 images × 50 transforms): 2,500/2,500 passes in ")
+
+
+# -- what a failed build says: each reason once; --debug adds the real traceback -----------------
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    from reportgen.catalog import Catalog
+    from reportgen.training.trainer import TrainOptions, train
+
+    tmp = tmp_path_factory.mktemp("said")
+    models = tmp / "models"
+    (models / "Tiny").mkdir(parents=True)
+    (models / "Tiny" / "params.toml").write_text(TINY_TOML.format(data=_tiny_data(tmp / "toy.npz")))
+    train(Catalog(models).get("Tiny"), TrainOptions(epochs=1))
+    return models
+
+
+def _build_args(models, tmp_path, *extra, pattern="Tiny"):
+    return ["--models-dir", str(models), *extra, "build", "--models", pattern, "--steps", "last",
+            "--images", "test:0-1", "--analyses", "none", "--cache-dir", str(tmp_path / "cache"),
+            "--site-dir", str(tmp_path / "site")]
+
+
+@pytest.mark.slow
+def test_nothing_built_says_each_reason_once(trained, tmp_path, monkeypatch):
+    import shutil
+
+    from click.testing import CliRunner
+
+    from reportgen.catalog import Catalog
+    from reportgen.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    models = tmp_path / "models"
+    shutil.copytree(trained, models)
+    (models / "Untrained").mkdir()
+    shutil.copy(models / "Tiny" / "params.toml", models / "Untrained" / "params.toml")
+    broken = models / "Tiny" / Catalog(models).get("Tiny").steps[-1].filename
+    broken.write_bytes(b"not a weights file")
+    result = CliRunner().invoke(main, _build_args(models, tmp_path, pattern="*"))
+    assert result.exit_code == 2, result.output
+    said = result.stdout + result.stderr
+    failed = [line for line in said.splitlines() if line.startswith("FAILED: Tiny step")]
+    assert len(failed) == 1 and str(broken) in failed[0], said
+    reason = failed[0].split(": ", 2)[2]
+    assert said.count(reason[:60]) == 1, said                  # the failure's reason, once
+    assert said.count("reportgen train Untrained") == 1, said  # the skipped model's reason
+    assert result.stderr.splitlines()[-1] == (
+        f"Error: Nothing was built (1 failed and 1 skipped, listed above); {tmp_path / 'site'}/ "
+        f"was left as it was. Fix: fix the problems listed above and build again.")
+    assert not (tmp_path / "site").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("debug", ["--debug", "REPORTGEN_DEBUG", None])
+def test_debug_shows_the_real_traceback_of_each_failed_model(trained, tmp_path, monkeypatch,
+                                                             debug):
+    from click.testing import CliRunner
+
+    from reportgen import console
+    from reportgen.cli import main
+    from reportgen.commands import site_assembly
+
+    def gallery_that_breaks(*args, **kwargs):
+        raise RuntimeError("the gallery broke")
+
+    monkeypatch.setattr(site_assembly, "input_gallery", gallery_that_breaks)
+    monkeypatch.delenv("REPORTGEN_DEBUG", raising=False)
+    if debug == "REPORTGEN_DEBUG":
+        monkeypatch.setenv("REPORTGEN_DEBUG", "1")
+    try:
+        result = CliRunner().invoke(main, _build_args(
+            trained, tmp_path, *([debug] if debug == "--debug" else [])))
+    finally:
+        console.show_tracebacks(False)
+    assert "FAILED: Tiny: RuntimeError: the gallery broke" in result.stdout
+    err = result.stderr
+    if debug is None:
+        assert "Traceback" not in err
+        return
+    assert err.count("Traceback (most recent call last):") == 1, err
+    trace = err[err.index("Traceback"):]
+    assert 'in gallery_that_breaks\n    raise RuntimeError("the gallery broke")' in trace
+    assert "in model\n" in trace and trace.rstrip().endswith("RuntimeError: the gallery broke")

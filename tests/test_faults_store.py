@@ -189,3 +189,157 @@ def test_cache_clear_refuses_a_folder_that_is_not_a_store(tmp_path):
     assert (folder / "figures" / "plot.png").read_bytes() == b"mine"
     assert (folder / "report.md").read_text() == "mine"
     assert sorted(p.name for p in folder.iterdir()) == ["figures", "report.md"]
+
+
+# -- damaged entries: found before they reach a site, drawn or computed again in the same build --
+
+@pytest.fixture(scope="module")
+def tiny_models(tmp_path_factory):
+    from reportgen.catalog import Catalog
+    from reportgen.training.trainer import TrainOptions, train
+    from test_training import TINY_TOML, _tiny_data
+
+    tmp = tmp_path_factory.mktemp("damage")
+    root = tmp / "models"
+    (root / "Tiny").mkdir(parents=True)
+    (root / "Tiny" / "params.toml").write_text(TINY_TOML.format(data=_tiny_data(tmp / "toy.npz")))
+    train(Catalog(root).get("Tiny"), TrainOptions(epochs=1))
+    return root
+
+
+def _build(cwd: Path, models: Path, cache: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REPORTGEN_")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    return subprocess.run(_cli("--models-dir", str(models), "build", "--steps", "last",
+                               "--images", "test:0-1", "--analyses", "none", "--cache-dir",
+                               cache, "--site-dir", "site"),
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+def _site_figures(site: Path) -> dict[str, bytes]:
+    return {p.relative_to(site).as_posix(): p.read_bytes()
+            for p in sorted((site / "artifacts").rglob("*"))
+            if p.suffix in (".png", ".svg", ".pdf", ".json", ".csv")}
+
+
+def _damage(path: Path, how: int) -> None:
+    """Flip a byte in the middle, or cut the file in half: in place, as a disk does."""
+    data = bytearray(path.read_bytes())
+    if how % 2:
+        data = data[:len(data) // 2]
+    else:
+        data[len(data) // 2] ^= 0x5A
+    with open(path, "r+b") as f:
+        f.write(bytes(data))
+        f.truncate()
+
+
+def _damage_npz(path: Path, how: int) -> None:
+    """Cut a .npz in half, or change the last byte of its first array's data (a byte in a zip
+    header the reader never uses, such as a local extra field, would harm nothing)."""
+    import struct
+    import zipfile
+
+    if how % 2:
+        _damage(path, how)
+        return
+    with zipfile.ZipFile(path) as archive:
+        first = archive.infolist()[0]
+    data = bytearray(path.read_bytes())
+    name, extra = struct.unpack_from("<HH", data, first.header_offset + 26)
+    data[first.header_offset + 30 + name + extra + first.compress_size - 1] ^= 0x5A
+    with open(path, "r+b") as f:
+        f.write(bytes(data))
+
+
+def _damage_local(root: Path, legacy: bool) -> set[str]:
+    """Damage every stored PNG and the arrays every build reads (predictions, evaluation);
+    `legacy`: first make the figure entries as reportgen wrote them before digests."""
+    import json
+
+    damaged = set()
+    for i, png in enumerate(sorted(root.glob("figures/*/*/*.png"))):
+        if legacy:
+            meta = json.loads((png.parent / "meta.json").read_text())
+            meta.pop("sha256", None)
+            (png.parent / "meta.json").write_text(json.dumps(meta))
+        _damage(png, i)
+        damaged.add(png.parent.name)
+    for i, meta in enumerate(sorted(root.glob("arrays/*/*/meta.json"))):
+        if json.loads(meta.read_text()).get("technique") in ("predictions", "evaluation"):
+            _damage_npz(meta.parent / "arrays.npz", i)
+            damaged.add(meta.parent.name)
+    return damaged
+
+
+def _damage_remote(root: Path, mirror: Path) -> set[str]:
+    """Damage every PNG in the local mirror; of those entries, every other one in the store as
+    well (a byte of the PNG inside the .zip, or the .zip cut): the others are fetched again,
+    these drawn again. And the arrays every build reads."""
+    import json
+
+    damaged = set()
+    for i, png in enumerate(sorted(mirror.glob("figures/*/*/*.png"))):
+        key = png.parent.name
+        _damage(png, i)
+        damaged.add(key)
+        if i % 2:
+            remote = root / "figures" / key[:2] / f"{key}.zip"
+            data = remote.read_bytes()
+            if i % 4 == 1:                         # a byte of the PNG's image data
+                at = data.index(b"IDAT") + 8
+                remote.write_bytes(data[:at] + bytes([data[at] ^ 0x5A]) + data[at + 1:])
+            else:
+                remote.write_bytes(data[:len(data) // 2])
+    for i, npz in enumerate(sorted(root.glob("arrays/*/*.npz"))):
+        with np.load(npz) as archive:
+            meta = json.loads(archive["__meta__"].tobytes())
+        if meta.get("technique") in ("predictions", "evaluation"):
+            _damage_npz(npz, i)
+            damaged.add(npz.stem)
+    return damaged
+
+
+@pytest.mark.parametrize("kind", ["folder", "folder without digests", "fsspec"])
+def test_damaged_figures_and_arrays_are_repaired_in_the_same_build(tmp_path, tiny_models, kind):
+    """Every stored PNG and the arrays a build reads, damaged in place (a flipped byte, a file
+    cut short): the next build finds each, says so in one line, draws or computes it again, and
+    its site's figures decode and are the clean build's, byte for byte."""
+    from PIL import Image
+
+    url = f"file://{tmp_path}/remote" if kind == "fsspec" else str(tmp_path / "cache")
+    clean = _build(tmp_path, tiny_models, url)
+    assert clean.returncode == 0, clean.stderr
+    assert "Damaged" not in clean.stderr
+    expected = _site_figures(tmp_path / "site")
+    assert sum(name.endswith(".png") for name in expected) >= 10
+
+    if kind == "fsspec":
+        mirrors = list((tmp_path / ".reportgen" / "mirrors").iterdir())
+        assert len(mirrors) == 1
+        damaged = _damage_remote(tmp_path / "remote", mirrors[0])
+    else:
+        damaged = _damage_local(tmp_path / "cache", legacy=kind != "folder")
+    assert len(damaged) >= 12
+
+    repaired = _build(tmp_path, tiny_models, url)
+    assert repaired.returncode == 0, repaired.stderr
+    lines = [line for line in repaired.stderr.splitlines() if line.startswith("Damaged in")]
+    said = {key: [line for line in lines if f"entry {key[:12]})" in line
+                  or f"entry {key[:12]}:" in line] for key in damaged}
+    assert {key: len(found) for key, found in said.items()} == {key: 1 for key in damaged}, \
+        repaired.stderr
+    assert len(lines) == len(damaged)
+    assert all(line.endswith(("drawing it again.", "computing it again.",
+                              f"fetched again from {url}.")) for line in lines)
+
+    site = _site_figures(tmp_path / "site")
+    assert site == expected
+    for name in site:
+        if name.endswith(".png"):
+            with Image.open(tmp_path / "site" / name) as image:
+                image.load()
+
+    again = _build(tmp_path, tiny_models, url)      # what was repaired stays sound
+    assert again.returncode == 0 and "Damaged" not in again.stderr, again.stderr
+    assert "computed 0 · " in again.stdout and "figures drawn 0 · " in again.stdout

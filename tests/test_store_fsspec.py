@@ -189,3 +189,93 @@ def test_a_store_on_s3_is_shared_by_every_client(s3_url, tmp_path):
     assert info["arrays"]["entries"] == 1 and info["figures"]["entries"] == 1
     reader.clear()
     assert open_store(s3_url).get_arrays(KEY) is None
+
+
+# -- damage: what the store serves is what was stored -------------------------------------------
+
+def _png(seed: int) -> bytes:
+    import io
+
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.fromarray(np.random.default_rng(seed).integers(0, 255, (10, 10), np.uint8)).save(
+        out, format="PNG")
+    return out.getvalue()
+
+
+def _flip(data: bytes, at: int) -> bytes:
+    damaged = bytearray(data)
+    damaged[at] ^= 0x5A
+    return bytes(damaged)
+
+
+def _lines(err: str, key: str) -> list[str]:
+    return [line for line in err.splitlines() if key[:12] in line]
+
+
+def test_a_damaged_mirror_copy_is_fetched_again_and_reported_once(tmp_path, mirrors, capsys):
+    url = _url("file", tmp_path)
+    png = _png(0)
+    store = open_store(url)
+    listing = store.put_figures(OTHER, [Figure(name="rpv.png", data=png, width=10, height=10)],
+                                about="rpv (Tiny, step 1-5, test-0)")
+    local = Path(listing[0]["path"])
+    local.write_bytes(_flip(png, len(png) // 2))       # the local mirror's copy, damaged
+    capsys.readouterr()
+    again = open_store(url)
+    fetched = again.get_figures(OTHER)
+    assert Path(fetched[0]["path"]).read_bytes() == png
+    assert again.get_figures(OTHER) == fetched
+    assert _lines(capsys.readouterr().err, OTHER) == [
+        f"Damaged in the artifact store {url}: rpv (Tiny, step 1-5, test-0) (figures entry "
+        f"{OTHER[:12]}): rpv.png does not match the sha256 recorded when it was stored (in the "
+        f"local copy {again.root}); removed, fetched again from {url}."]
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "mirror and store"])
+def test_a_damaged_figures_object_reads_as_missing_and_is_reported_once(
+        tmp_path, mirrors, capsys, damage):
+    url = _url("file", tmp_path)
+    png = _png(1)
+    store = open_store(url)
+    listing = store.put_figures(OTHER, [Figure(name="rpv.png", data=png, width=10, height=10)],
+                                about="rpv (Tiny, step 1-5, test-0)")
+    remote = Path(store._path("figures", OTHER))
+    stored = remote.read_bytes()
+    at = stored.index(png) + len(png) // 2                 # inside the PNG, inside the zip
+    remote.write_bytes(_flip(stored, at) if damage != "truncate" else stored[:at])
+    if damage == "mirror and store":
+        Path(listing[0]["path"]).write_bytes(png[:-5])
+    else:
+        store.mirror.clear()                                # a client that never saw it
+    capsys.readouterr()
+    reader = open_store(url)
+    assert reader.get_figures(OTHER) is None and reader.get_figures(OTHER) is None
+    assert not remote.exists()
+    lines = _lines(capsys.readouterr().err, OTHER)
+    named = (f"figures entry {OTHER[:12]}" if damage == "truncate"      # its listing is lost
+             else f"rpv (Tiny, step 1-5, test-0) (figures entry {OTHER[:12]})")
+    assert len(lines) == 1 and lines[0].startswith(
+        f"Damaged in the artifact store {url}: {named}: ")
+    assert lines[0].endswith("; removed, drawing it again.")
+    reader.put_figures(OTHER, [Figure(name="rpv.png", data=png, width=10, height=10)])
+    assert Path(open_store(url).get_figures(OTHER)[0]["path"]).read_bytes() == png
+
+
+def test_a_damaged_arrays_object_is_reported_once_naming_the_result(tmp_path, mirrors, capsys):
+    url = _url("file", tmp_path)
+    store = open_store(url)
+    store.put_arrays(KEY, {"x": np.arange(500, dtype=np.float32)},
+                     {"model": "Tiny", "step": "1-5", "technique": "predictions",
+                      "input": "test-0"})
+    path = Path(store._path("arrays", KEY))
+    path.write_bytes(_flip(path.read_bytes(), 700))     # inside the array's data
+    capsys.readouterr()
+    reader = open_store(url)
+    assert reader.get_arrays(KEY) is None and reader.get_arrays(KEY) is None
+    lines = _lines(capsys.readouterr().err, KEY)
+    assert len(lines) == 1 and lines[0].startswith(
+        f"Damaged in the artifact store {url}: predictions (Tiny, step 1-5, test-0) (arrays "
+        f"entry {KEY[:12]}): its .npz cannot be read (")
+    assert "CRC" in lines[0] and KEY in reader.damage.damaged and not path.exists()

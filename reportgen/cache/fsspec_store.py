@@ -16,6 +16,11 @@ local disk (reportgen.cache.workdirs).
 The site is assembled from files on local disk (figures are linked into the MkDocs project), so
 figures are also kept in a local mirror store, itself an ArtifactStore: a figure drawn or
 downloaded once is read from there. Entries are content-addressed, so the mirror is never stale.
+
+Damage is found as on local disk (reportgen.cache.integrity): a figure file that does not match
+its recorded sha256 (in the mirror, or in the .zip fetched: zipfile also checks each member's
+CRC-32), arrays whose .npz fails its CRC-32s. The damaged object is removed and reported once;
+a mirror copy is fetched again from the store, anything else computed or drawn again.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from reportgen import console
-from reportgen.cache import workdirs
+from reportgen.cache import integrity, workdirs
 from reportgen.cache.keys import hash_bytes
 from reportgen.cache.npz import read_npz
 from reportgen.cache.recent import RecentArrays
@@ -68,6 +73,8 @@ class FsspecStore:
         self._recent = RecentArrays()       # arrays this process stored or read last
         self._ready = False
         self._lock = threading.Lock()
+        self.damage = integrity.DamageReport(self.location)    # damaged entries, said once
+        self._mirror_damage: dict[str, tuple[str, str | None]] = {}   # key -> (reason, about)
 
     def __repr__(self) -> str:
         return f"FsspecStore({self.location!r})"
@@ -83,7 +90,12 @@ class FsspecStore:
         with self._lock:
             if self._mirror is None:
                 self._mirror = ArtifactStore(self.root)
+                self._mirror.damage = self._note_mirror_damage   # worded by get_figures
             return self._mirror
+
+    def _note_mirror_damage(self, kind: str, key: str, reason: str, about: str | None,
+                            action: str) -> None:
+        self._mirror_damage[key] = (f"{reason} (in the local copy {self.root})", about)
 
     @contextmanager
     def _guard(self, doing: str):
@@ -212,10 +224,15 @@ class FsspecStore:
             self._known.discard(key)
             return None
         try:
-            out = self._recent.remember(key, read_npz(io.BytesIO(data), skip=(META,)))
-        except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile):
+            arrays = read_npz(io.BytesIO(data))    # the metadata too: its CRC-32 is checked
+            arrays.pop(META, None)
+            out = self._recent.remember(key, arrays)
+        except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
             self._discard(path)
             self._known.discard(key)
+            self.damage("arrays", key, "its .npz cannot be read ("
+                        + " ".join(f"{type(exc).__name__}: {exc}".split()) + ")",
+                        integrity.about_arrays(_meta_of(data)), "computing it again")
             return None
         self._known.add(key)
         return out
@@ -242,27 +259,42 @@ class FsspecStore:
         listing = self.mirror.get_figures(key)
         if listing is not None:
             return listing
+        mirror_damage = self._mirror_damage.pop(key, None)
         path = self._path("figures", key)
         with self._guard("read"):
             data = self._get(path)
-        if data is None:
-            return None
-        try:
-            with zipfile.ZipFile(io.BytesIO(data)) as archive:
-                files = {name: archive.read(name) for name in archive.namelist()}
-            json.loads(files["meta.json"])
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile):
-            self._discard(path)
-            return None
+        listing, problem, about = None, None, None
+        if data is not None:
+            try:
+                with zipfile.ZipFile(io.BytesIO(data)) as archive:   # each member's CRC-32
+                    meta = json.loads(archive.read("meta.json"))
+                    about = meta.get("about") if isinstance(meta, dict) else None
+                    files = {name: archive.read(name) for name in archive.namelist()}
+                problem = integrity.figures_problem(meta, files.__getitem__)
+            except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+                problem = "its .zip cannot be read (" + " ".join(
+                    f"{type(exc).__name__}: {exc}".split()) + ")"
+            if problem is None:
+                def fill(tmp: Path) -> None:
+                    for name, content in files.items():
+                        (tmp / Path(name).name).write_bytes(content)
+                self.mirror._commit("figures", key, fill)
+                listing = self.mirror.get_figures(key)
+            else:
+                self._discard(path)
+        about = about if isinstance(about, str) else None
+        if problem is not None:
+            self.damage("figures", key, problem, about or (mirror_damage or (None, None))[1],
+                        "drawing it again")
+        elif mirror_damage is not None:
+            reason, mirror_about = mirror_damage
+            self.damage("figures", key, reason, about or mirror_about,
+                        f"fetched again from {self.location}" if listing is not None
+                        else "drawing it again")
+        return listing
 
-        def fill(tmp: Path) -> None:
-            for name, content in files.items():
-                (tmp / Path(name).name).write_bytes(content)
-        self.mirror._commit("figures", key, fill)
-        return self.mirror.get_figures(key)
-
-    def put_figures(self, key: str, figures) -> list[dict]:
-        listing = self.mirror.put_figures(key, figures)
+    def put_figures(self, key: str, figures, about: str | None = None) -> list[dict]:
+        listing = self.mirror.put_figures(key, figures, about)
         folder = Path(listing[0]["path"]).parent if listing else self.mirror._dir("figures", key)
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
@@ -329,6 +361,15 @@ class FsspecStore:
         self._recent = RecentArrays()
         self._ready = False
         return freed
+
+
+def _meta_of(data: bytes) -> dict:
+    """The metadata inside an arrays object, as far as it can still be read."""
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as archive:
+            return json.loads(archive[META].tobytes())
+    except Exception:       # the object is damaged: naming it is best effort
+        return {}
 
 
 def _open_filesystem(url: str):

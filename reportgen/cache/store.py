@@ -8,8 +8,11 @@ it (the second rename finds the entry there and drops its own copy). The working
 killed build leaves is removed by the next use of the store (see workdirs.py).
 
 Builds hold `shared_lock()`; `clear()` takes the lock alone, so it never deletes entries under
-a running build. Readers return a complete entry or None, never a half one. The arrays a store
-object wrote or read last are also kept in memory (recent.py) while their file is unchanged.
+a running build. Readers return a complete entry or None, never a half one, and never a damaged
+one: each figure file is checked against the sha256 its meta.json recorded, arrays against the
+CRC-32s of their .npz (integrity.py). A damaged entry is removed, reported once in one line,
+and reads as missing, so the caller computes or draws it again. The arrays a store object wrote
+or read last are also kept in memory (recent.py) while their file is unchanged.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from reportgen import console
-from reportgen.cache import locking, workdirs
+from reportgen.cache import integrity, locking, workdirs
 from reportgen.cache.npz import read_npz
 from reportgen.cache.recent import RecentArrays
 from reportgen.errors import StoreError
@@ -54,6 +57,7 @@ class ArtifactStore:
         self._ready_lock = threading.Lock()
         self._recent = RecentArrays()      # what this build stored or read last
         self._parents: set[Path] = set()   # entry folders' parents known to exist
+        self.damage = integrity.DamageReport(str(self.root))   # damaged entries, said once
 
     # -- paths ------------------------------------------------------------------------------
     def _dir(self, kind: str, key: str) -> Path:
@@ -179,7 +183,7 @@ class ArtifactStore:
 
     def get_arrays(self, key: str) -> dict[str, np.ndarray] | None:
         """Every array of the entry (read-only), or None when it is missing (never part of
-        one)."""
+        one) or found damaged (then removed and reported)."""
         path = self._dir("arrays", key)
         if not (path / "meta.json").is_file():
             self._recent.forget(key)
@@ -188,6 +192,7 @@ class ArtifactStore:
         recent = None if stamp is None else self._recent.get(key, stamp)
         if recent is not None:
             return recent
+        seen = _inode(path)
         try:
             with open(path / "arrays.npz", "rb") as f:
                 return self._recent.remember(key, read_npz(f), stamp)
@@ -195,44 +200,77 @@ class ArtifactStore:
             # Entries are renamed into place whole, so a listing without its arrays is damage
             # (or a clear under way): drop it so that the next plan computes it again.
             if (path / "meta.json").is_file():
-                self._discard(path)
+                self._damaged("arrays", key, "arrays.npz is missing", seen)
             return None
         except PermissionError:      # not ours to read
             return None
-        except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile):
-            self._discard(path)      # damaged by hand: recompute
+        except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
+            # a bad CRC-32, a cut archive, a garbled header (integrity.py)
+            self._damaged("arrays", key, "arrays.npz cannot be read ("
+                          + " ".join(f"{type(exc).__name__}: {exc}".split()) + ")", seen)
             return None
+
+    def _damaged(self, kind: str, key: str, reason: str, seen: int | None) -> None:
+        """Remove a damaged entry and say so once, naming it by its metadata. `seen` is the
+        folder's inode when it was read: another build that put a good entry in its place
+        meanwhile keeps it."""
+        path = self._dir(kind, key)
+        if _inode(path) != seen:
+            return
+        try:
+            meta = json.loads((path / "meta.json").read_bytes())
+        except (OSError, ValueError):
+            meta = {}
+        self._discard(path)
+        if not isinstance(meta, dict):
+            meta = {}
+        if kind == "arrays":
+            about, action = integrity.about_arrays(meta), "computing it again"
+        else:
+            about, action = meta.get("about"), "drawing it again"
+        self.damage(kind, key, reason, about if isinstance(about, str) else None, action)
 
     # -- figures ----------------------------------------------------------------------------
     def get_figures(self, key: str) -> list[dict] | None:
-        """[{name, kind, caption, width, height, path}] with every file present, or None when
-        not rendered yet (or no longer complete)."""
+        """[{name, kind, caption, width, height, path}] with every file as it was stored, or
+        None when not rendered yet (or found damaged: then removed and reported)."""
         path = self._dir("figures", key)
+        seen = _inode(path)
         try:
-            figures = json.loads((path / "meta.json").read_text())["figures"]
-            for fig in figures:
-                fig["path"] = str(path / fig["name"])
-            complete = all(Path(fig["path"]).is_file() for fig in figures)
-        except OSError:     # cleared meanwhile, or not ours to read
+            meta = json.loads((path / "meta.json").read_text())
+        except OSError:     # not there, cleared meanwhile, or not ours to read
             return None
-        except (ValueError, KeyError, TypeError):
-            complete = False
-        if not complete:
-            self._discard(path)
+        except ValueError:
+            meta = None
+        try:
+            problem = integrity.figures_problem(meta, lambda name: (path / name).read_bytes())
+        except PermissionError:     # not ours to read
             return None
+        if problem is not None:
+            self._damaged("figures", key, problem, seen)
+            return None
+        figures = meta["figures"]
+        for fig in figures:
+            fig["path"] = str(path / fig["name"])
         return figures
 
-    def put_figures(self, key: str, figures) -> list[dict]:
-        """Store the figures and return their listing (as get_figures)."""
+    def put_figures(self, key: str, figures, about: str | None = None) -> list[dict]:
+        """Store the figures (with the sha256 of each file, and `about`: what they show, for
+        the line that reports the entry if it is ever found damaged); returns their listing
+        (as get_figures)."""
         figures = list(figures)
 
         def fill(tmp: Path) -> None:
-            listing = []
+            listing, digests = [], {}
             for fig in figures:
-                (tmp / fig.name).write_bytes(fig.data)
+                data = fig.data
+                (tmp / fig.name).write_bytes(data)
+                digests[fig.name] = integrity.digest_bytes(data)
                 listing.append({"name": fig.name, "kind": fig.kind, "caption": fig.caption,
                                 "width": fig.width, "height": fig.height})
-            (tmp / "meta.json").write_text(json.dumps({"figures": listing}, indent=1))
+            meta = {"figures": listing, integrity.DIGESTS: digests,
+                    **({"about": about} if about else {})}
+            (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
         for _ in range(_PUT_ATTEMPTS):
             final, ours = self._commit_entry("figures", key, fill)
             if ours and (final / "meta.json").is_file():   # ours, whole: not read back
@@ -349,6 +387,13 @@ class ArtifactStore:
             return list(folder.iterdir()) if folder.is_dir() else []
         except OSError:
             return []
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return path.stat().st_ino
+    except OSError:
+        return None
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:

@@ -10,7 +10,8 @@
       for each chosen step: compute what the artifact store lacks (reportgen.engine.step);
         the Keras model is built, and TensorFlow imported, only if something is missing
       site data: figures drawn from stored arrays, numbers from the store
-        (reportgen.commands.site_assembly, reportgen.pages.assemble)
+        (reportgen.commands.site_assembly, reportgen.pages.assemble); a stored result found
+        damaged on the way is computed or drawn again (reportgen.cache.integrity)
     the site: unless it already shows exactly this (reportgen.commands.site_changes), figures
       linked into a private MkDocs project, pages rendered, MkDocs run into a staging folder
       that replaces the site folder (reportgen.pages.render, reportgen.pages.site_output)
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import traceback
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,8 +46,6 @@ from reportgen.pages import site_output
 from reportgen.pages.assemble import MissingResult
 from reportgen.results.capsules_vs_cnns import model_kind
 from reportgen.training.run_info import training_run
-
-_ATTEMPTS = 2     # a stored result gone between computing and drawing: compute the step again
 
 
 @dataclass
@@ -79,9 +77,15 @@ def run_build(*, models_dir=None, scheduler=None, **kwargs) -> BuildSummary:
     _print_summary(summary, options)
     if summary.steps_built == 0:
         where = f"; {options.site_dir}/ was left as it was" if options.render_site else ""
-        first = (summary.failed or summary.skipped or ["no step was chosen"])[0]
-        raise ReportgenError(f"Nothing was built{where}.", received=first,
-                             fix="fix the problems listed above and build again")
+        listed = [f"{n} {word}" for n, word in ((len(summary.failed), "failed"),
+                                                  (len(summary.skipped), "skipped")) if n]
+        if listed:      # each with its reason in the summary just printed: not repeated here
+            raise ReportgenError(f"Nothing was built ({' and '.join(listed)}, listed above)"
+                                 f"{where}.", fix="fix the problems listed above and build "
+                                                  "again")
+        raise ReportgenError(f"Nothing was built{where}.", received="no step was chosen",
+                             fix="choose saved steps with --steps (`reportgen models` lists "
+                                 "them)")
     if not summary.ok:
         raise SystemExit(1)
     return summary
@@ -233,10 +237,10 @@ class _Build:
             raise                 # not this model's fault: every other one would fail too
         except ReportgenError as exc:
             self.summary.fail(entry.name, exc.message)
+            console.failure_traceback(exc)
         except Exception as exc:  # a broken model must not stop the others
             self.summary.fail(entry.name, _one_line(exc))
-            if os.environ.get("REPORTGEN_DEBUG"):
-                traceback.print_exc()
+            console.failure_traceback(exc)
         return None
 
     # -- one model -----------------------------------------------------------------------------
@@ -301,6 +305,7 @@ class _Build:
                 except ReportgenError as exc:
                     self.summary.fail(f"{entry.name} step {step}", exc.message)
                     errors.append(f"step {step}: {exc.message}")
+                    console.failure_traceback(exc)
                 bar.update(1)
                 bar.set_postfix(computed=self.summary.computed - computed_before,
                                 reused=self.summary.reused - reused_before, refresh=False)
@@ -315,8 +320,12 @@ class _Build:
             best_val_accuracy=max(accs) if accs else None, errors=errors,
             not_applicable=assembly.not_applicable(chosen), kind=model_kind(params),
             training=training_run(entry))
-        assembly.filmstrip_frames(self.assembler, entry.name, handle.description, dataset,
-                                  chosen.variants, inputs, steps_data)
+        built = {s: self.assembler.step_keys[(entry.name, str(s))] for s in steps
+                 if (entry.name, str(s)) in self.assembler.step_keys}
+        self.repairing(entry, handle, chosen.variants, inputs, evaluation, built,
+                       lambda: assembly.filmstrip_frames(self.assembler, entry.name,
+                                                         handle.description, dataset,
+                                                         chosen.variants, inputs, steps_data))
         data.trend_panels = assembly.trend_panels(self.assembler, entry.name,
                                                   handle.description, dataset, chosen.variants,
                                                   steps_data)
@@ -337,29 +346,54 @@ class _Build:
 
     # -- one step ------------------------------------------------------------------------------
     def step(self, entry, handle, variants, step, analysed: bool, inputs, dataset, evaluation):
-        """Compute what the store lacks for one step, then its site data. A stored result that
-        vanishes in between (a damaged entry discarded) is computed again, once."""
+        """Compute what the store lacks for one step, then its site data."""
         weights = entry.weights_path(step)
         keys = engine_step.step_keys(handle.digest, weights, variants, inputs, evaluation.digest,
                                      analysed, digest=self.digests.digest)
         # computed on the cluster: found stored here, counted as computed (or its failure)
         remote = 0 if self.cluster is None else self.cluster.computed(entry.name, step)
-        for attempt in range(_ATTEMPTS):
-            counts = engine_step.compute_step(
-                handle, weights, variants, inputs, evaluation.as_tuple(), keys, self.store,
-                self.settings.batch_size, {"model": entry.name, "step": str(step)})
-            self.summary.computed += counts.computed
-            if attempt == 0:
-                self.summary.computed += remote
-                self.summary.reused += counts.reused - remote
+        counts = self.compute(entry, handle, variants, step, inputs, evaluation, keys)
+        self.summary.computed += remote
+        self.summary.reused += counts.reused - remote
+        return self.repairing(entry, handle, variants, inputs, evaluation, {step: keys},
+                              lambda: assembly.step_data(self.assembler, entry.name, step,
+                                                         handle.description, variants, inputs,
+                                                         dataset, keys))
+
+    def compute(self, entry, handle, variants, step, inputs, evaluation, keys):
+        """What the store lacks of one step, computed and counted."""
+        counts = engine_step.compute_step(
+            handle, entry.weights_path(step), variants, inputs, evaluation.as_tuple(), keys,
+            self.store, self.settings.batch_size, {"model": entry.name, "step": str(step)})
+        self.summary.computed += counts.computed
+        return counts
+
+    def repairing(self, entry, handle, variants, inputs, evaluation, steps: dict, work):
+        """`work()` (drawing from stored arrays); when a stored result of one of `steps`
+        ({step: its StepKeys}) turns out damaged or gone, every stored result of that step is
+        read (the damaged ones are removed, each reported once by the store), what is missing
+        is computed again, and `work()` runs again: so any number of damaged results are
+        repaired in this build, at the cost of one extra pass per damaged step. A result that
+        is still unreadable once computed again fails the step (MissingResult)."""
+        repaired: set[str] = set()
+        while True:
             try:
-                return assembly.step_data(self.assembler, entry.name, step, handle.description,
-                                          variants, inputs, dataset, keys)
+                return work()
             except MissingResult as exc:
-                if attempt + 1 == _ATTEMPTS:
+                step = next((s for s, keys in steps.items() if exc.key in _all_keys(keys)),
+                            None)
+                if step is None or exc.key in repaired:
                     raise
-                console.notice(f"{entry.name} step {step}: {exc.what}; computing it again.")
-        raise AssertionError("unreachable")
+                if exc.key not in self.store.damage.damaged:   # gone rather than damaged
+                    console.notice(f"{entry.name} step {step}: {exc.what}; computing it "
+                                   f"again.")
+                keys = steps[step]
+                for key in _all_keys(keys) - repaired:
+                    if self.store.has_arrays(key):
+                        self.store.get_arrays(key)      # read: removed if damaged
+                repaired |= _all_keys(keys)
+                counts = self.compute(entry, handle, variants, step, inputs, evaluation, keys)
+                self.summary.reused -= counts.computed     # counted as reused by the plan
 
     # -- the site ------------------------------------------------------------------------------
     def site(self, models) -> None:
@@ -394,6 +428,12 @@ class _Build:
                     Path(settings.templates_dir) if settings.templates_dir else None)
         build_site(self.project, site_dir, marker=site_changes.marker_entries(digest))
         self.summary.site = "built"
+
+
+def _all_keys(keys: engine_step.StepKeys) -> set[str]:
+    """Every stored result of one step."""
+    return {*keys.inputs.values(), *keys.checkpoint.values(), *keys.dataset.values(),
+            keys.evaluation}
 
 
 @dataclass

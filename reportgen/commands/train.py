@@ -47,7 +47,10 @@ def run_train(models_dir, name: str, options: dict, scheduler: str | None = None
             except Exception as exc:
                 if len(entries) == 1:
                     raise
+                from reportgen.console import failure_traceback
                 from reportgen.errors import ReportgenError
+
+                failure_traceback(exc)
 
                 message = exc.message if isinstance(exc, ReportgenError) else \
                     " ".join(f"{type(exc).__name__}: {exc}".split())

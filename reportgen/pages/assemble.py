@@ -88,7 +88,7 @@ class Assembler:
                 drawn = list(tech.render(arrays, params, ctx))
                 if tech.summarize is not None:
                     drawn += export_figures(tech.name, tech.summarize(arrays, params))
-                figures = self.store.put_figures(fig_key, drawn)
+                figures = self.store.put_figures(fig_key, drawn, about=what)
                 with self._lock:
                     self.drawn += 1
             try:
@@ -116,7 +116,8 @@ class Assembler:
                 drawn = list(draw(series))
                 if not drawn:
                     return None
-                figures = self.store.put_figures(key, drawn)
+                figures = self.store.put_figures(key, drawn,
+                                                 about=f"{tech.name} {title_suffix}".strip())
                 with self._lock:
                     self.drawn += 1
             if not figures:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 import tomllib
+import unicodedata
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from reportgen.errors import ReportgenError
 from reportgen.settings.em_params import EM_FAMILY, ConvCapsParams, EMParams
@@ -349,10 +350,21 @@ def printable_name(name: str) -> str:
     return name if name.isprintable() else repr(name)[1:-1]
 
 
-def suggest_model_name(name: str) -> str:
-    """A safe name close to `name` (runs of other characters become '_'), for a fix hint."""
-    plain = re.sub(r"[^A-Za-z0-9_\-]+", "_", name).lstrip("_-")[:64].rstrip("_-")
-    return plain or "my_model"
+def suggest_model_name(name: str, taken: Iterable[str] = ()) -> str:
+    """A safe name close to `name`, for a fix hint: accents dropped (é -> e), runs of other
+    characters turned into '_', and a suffix (_2, _3, ...) while the name is one of `taken`
+    (compared ignoring case, as on case-insensitive disks), so that a hint never names another
+    model."""
+    letters = "".join(c for c in unicodedata.normalize("NFKD", name)
+                      if not unicodedata.combining(c))
+    plain = re.sub(r"[^A-Za-z0-9_\-]+", "_", letters).lstrip("_-")[:64].rstrip("_-")
+    plain = plain or "my_model"
+    taken = {t.casefold() for t in taken}
+    candidate, n = plain, 1
+    while candidate.casefold() in taken:
+        n += 1
+        candidate = f"{plain[:64 - len(str(n)) - 1]}_{n}"
+    return candidate
 
 
 def check_model_name(name: str, folder: str | Path | None = None) -> str:
@@ -366,7 +378,7 @@ def check_model_name(name: str, folder: str | Path | None = None) -> str:
         return name
     if folder is not None and isinstance(name, str):
         fix = (f"Rename the folder {printable_name(str(folder))} to a plain name such as "
-               f"{suggest_model_name(name)}")
+               f"{suggest_model_name(name, _sibling_names(Path(folder)))}")
     else:
         fix = "Use a plain directory name under models/."
     raise ReportgenError(
@@ -374,6 +386,14 @@ def check_model_name(name: str, folder: str | Path | None = None) -> str:
         expected="letters, digits, '_' or '-', starting with a letter or digit, at most 64 "
                  "characters (e.g. MNIST_WSharing)",
         received=repr(name), fix=fix)
+
+
+def _sibling_names(folder: Path) -> list[str]:
+    """The names beside `folder` (the other models): what a rename hint must not propose."""
+    try:
+        return [p.name for p in folder.parent.iterdir() if p.name != folder.name]
+    except OSError:
+        return []
 
 
 def _known_datasets() -> tuple[str, ...]:

@@ -11,9 +11,10 @@ reportgen.training.run_state.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
-import tempfile
+import secrets
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -23,15 +24,31 @@ from reportgen.model_folder import TEMP_PREFIX, WEIGHTS_SUFFIX
 from reportgen.model_folder import Step, list_steps  # noqa: F401  (re-exported)
 
 
+# tempfile.mkstemp's alphabet (model_folder recognises its 8 characters in a temporary name)
+_TEMP_CHARACTERS = "abcdefghijklmnopqrstuvwxyz0123456789_"
+
+
+def _create_temporary(folder: Path, suffix: str) -> Path:
+    """Create a new empty file TEMP_PREFIX + 8 random characters + `suffix` in `folder`, with
+    the permissions the user's umask gives any new file (tempfile.mkstemp's are owner-only:
+    the file renamed onto history.json would keep them)."""
+    for _ in range(100):
+        name = TEMP_PREFIX + "".join(secrets.choice(_TEMP_CHARACTERS) for _ in range(8))
+        path = folder / f"{name}{suffix}"
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(errno.EEXIST, "No free temporary file name", str(folder))
+
+
 @contextmanager
 def atomic_path(final: Path, suffix: str = "") -> Iterator[Path]:
     """Yield a temporary path beside `final`; rename it onto `final` only if the block succeeds."""
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=suffix or "".join(final.suffixes),
-                               dir=final.parent)
-    os.close(fd)
-    tmp = Path(tmp)
+    tmp = _create_temporary(final.parent, suffix or "".join(final.suffixes))
     try:
         yield tmp
         fsync_file(tmp)
