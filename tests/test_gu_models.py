@@ -4,6 +4,8 @@ baselines, with exact parameter counts (Keras and the TF-free arithmetic)."""
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pytest
 from family_nets import CNN_HEADS, TINY_GRACAPS, build, tiny_cnn
@@ -138,6 +140,23 @@ def test_gracaps_matches_the_numpy_oracle(images):
     # Image by image, the same numbers as in a batch.
     one = gracaps_attention.compute(run_probe(net, images[1:2], needs={"attention", "predicted"}))
     np.testing.assert_allclose(one["maps"][0], result["maps"][1], rtol=1e-5, atol=1e-7)
+    # Drawn as on the model's page: the explanation (one panel per class) and the heads of
+    # the predicted class, each a PNG of the size it declares.
+    from PIL import Image
+
+    from reportgen.figures.figure import RenderContext
+
+    ctx = RenderContext(model="m", step="1-1", class_names=("a", "b", "c"), image=images[0],
+                        description=net.description)
+    figures = gracaps_attention.TECHNIQUE.render({k: v[0] for k, v in result.items()},
+                                                 gracaps_attention.Params(), ctx)
+    assert [f.name for f in figures] == ["explanation.png", "heads.png"]
+    for figure in figures:
+        with Image.open(io.BytesIO(figure.data)) as png:
+            assert png.size == (figure.width, figure.height)
+    assert "4x4 primary-capsule grid" in figures[0].caption and "4 heads" in figures[0].caption
+    name = "abc"[predicted[0]]
+    assert f"predicted class {name}" in figures[1].caption
 
 
 def test_gracaps_description_and_round_trips(images, tmp_path):
