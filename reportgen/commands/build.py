@@ -300,6 +300,11 @@ class _Build:
                 bar.set_postfix(computed=self.summary.computed - computed_before,
                                 reused=self.summary.reused - reused_before, refresh=False)
         trainable, architecture = assembly.model_facts(handle, self.store)
+        try:
+            sources = assembly.imported_sources(entry)
+        except ReportgenError as exc:     # the pages say so; the analyses stand
+            sources = []
+            errors.append(exc.message)
         history = entry.history()
         accs = [r["val_accuracy"] for r in history if r.get("val_accuracy") is not None]
         data = ModelData(
@@ -308,7 +313,8 @@ class _Build:
             history=history, steps=steps_data, inputs=gallery,
             latest_val_accuracy=accs[-1] if accs else None,
             best_val_accuracy=max(accs) if accs else None, errors=errors,
-            not_applicable=assembly.not_applicable(chosen), kind=model_kind(params))
+            not_applicable=assembly.not_applicable(chosen), kind=model_kind(params),
+            sources=sources)
         assembly.filmstrip_frames(self.assembler, entry.name, handle.description, dataset,
                                   chosen.variants, inputs, steps_data)
         data.trend_panels = assembly.trend_panels(self.assembler, entry.name,
