@@ -8,6 +8,7 @@ import copy
 import math
 import re
 
+import numpy as np
 import pytest
 
 from reportgen.pages.sitedata import FigureFile, Panel
@@ -265,3 +266,59 @@ def test_untrained_steps_have_a_banner_on_every_page_and_on_home(tmp_path):
     [demo_row] = [r for r in rows if "MNIST_Demo" in r]
     assert not banners(demo_row)
     assert EVIL_MODEL not in home
+
+
+@pytest.mark.slow
+def test_a_real_build_flags_a_constant_model_and_not_a_trained_one(tmp_path):
+    """Decided from each step's predictions over the evaluation set: a hand-made constant
+    network (class capsules all zero: every length 0, so every image gets class 0) and a tiny
+    network trained to 100% on learnable toy data, whose untrained step 0-0 is flagged too."""
+    from conftest import TINY_PARAMS
+    from family_nets import write_model
+    from test_training import _tiny_data
+
+    from reportgen.capsnet.architecture import build_capsnet
+    from reportgen.catalog import Catalog
+    from reportgen.commands.build import BuildOptions, build
+    from reportgen.model_folder import Step
+    from reportgen.training.checkpoints import save_weights
+    from reportgen.training.trainer import TrainOptions, train
+
+    data = _tiny_data(tmp_path / "toy.npz", n=60)
+    models = tmp_path / "models"
+    for name in ("Constant", "Trained"):
+        write_model(models, name, TINY_PARAMS, data)
+    constant = Catalog(models).get("Constant")
+    net = build_capsnet(constant.params)
+    net.class_caps.kernel.assign(np.zeros(net.class_caps.kernel.shape, np.float32))
+    save_weights(net, constant.weights_path(Step(1, 0)))
+    history = train(Catalog(models).get("Trained"), TrainOptions(save_every=5))
+    assert [r["step"] for r in history] == ["0-0", "1-5"] and history[-1]["val_accuracy"] == 1.0
+    site = tmp_path / "site"
+    summary = build(Catalog(models), BuildOptions(
+        steps="last", images="test:0", techniques=("predictions", "routing_diagnostics"),
+        analyses="last", eval_images=12, cache_dir=str(tmp_path / "cache"), site_dir=str(site)))
+    assert summary.ok, summary.failed
+
+    def banners(html: str) -> list[str]:
+        return re.findall(r'<div class="rg-untrained" role="note"[^>]*>.*?</div>', html)
+
+    def findings_of(html: str) -> str:
+        return html[html.index('id="findings"'):html.index('id="training-curves"')]
+
+    const = (site / "models" / "Constant" / "index.html").read_text("utf-8")
+    [banner] = banners(const)
+    assert 'data-rg-step="1-0">' in banner                              # shown, not hidden
+    assert "This step predicts one class: its analyses describe an untrained network" in banner
+    assert "(step 1-0: class 0 for 100.0% of the 12 evaluation images; threshold 95%)" in banner
+    assert "This step predicts one class" in findings_of(const)
+    assert "Routing" not in findings_of(const)
+    trained = (site / "models" / "Trained" / "index.html").read_text("utf-8")
+    [untrained] = banners(trained)               # 0-0 only, hidden: the pages open at 1-5
+    assert 'data-rg-step="0-0" hidden' in untrained
+    assert "an untrained network" in untrained
+    assert "Routing" in findings_of(trained) and "an untrained network" not in \
+        findings_of(trained)
+    home = (site / "index.html").read_text("utf-8")
+    rows = home[home.index("<tbody>"):home.index("</tbody>")].split("<tr>")
+    assert [bool(banners(r)) for r in rows if "rg-model-link" in r] == [True, False]
