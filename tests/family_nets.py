@@ -23,6 +23,37 @@ def tiny_cnn(head: str) -> dict:
             "decoder": {"enabled": head in ("r", "cr", "cr_sf"), "units": [16]}}
 
 
+def toml_text(raw: dict) -> str:
+    """A params.toml for a dict of these (tables as TOML inline tables, arrays of tables as
+    arrays of them)."""
+    import json
+
+    def value(v) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (int, float)):
+            return repr(v)
+        if isinstance(v, str):
+            return json.dumps(v)
+        if isinstance(v, (list, tuple)):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{k} = {value(x)}" for k, x in v.items()) + "}"
+        raise TypeError(f"no TOML form for {type(v).__name__}")
+
+    return "".join(f"{key} = {value(v)}\n" for key, v in raw.items())
+
+
+def write_model(models_dir, name: str, raw: dict, data) -> None:
+    """models_dir/NAME/params.toml of `raw` trained on the data file `data`, one batch of 10
+    images per step."""
+    folder = models_dir / name
+    folder.mkdir(parents=True, exist_ok=True)
+    training = {"epochs": 1, "batch_size": 10, "save_every": 1, "learning_rate": 0.01}
+    (folder / "params.toml").write_text(toml_text({**raw, "dataset": str(data),
+                                                   "training": training}))
+
+
 def build(raw: dict, seed: int = 0):
     import keras
 

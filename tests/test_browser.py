@@ -244,6 +244,46 @@ def test_quantitative_analyses_follow_the_slider(context, base_url):
     rec.check((base_url,))
 
 
+def test_the_untrained_banner_follows_the_slider(browser, tmp_path):
+    """A step that predicts one class (here MNIST_Demo's 0-0) has a banner on every page of the
+    model, shown while that step is chosen."""
+    from reportgen.pages.render import build_site, render_site
+    from site_fixture import make_site
+
+    project = tmp_path / "project"
+    site = make_site(project / "docs")
+    untrained = site.models[0].steps[0]
+    untrained.confusion_matrix = [[10 if j == 4 else 0 for j in range(10)] for _ in range(10)]
+    render_site(site, project / "docs")
+    built = build_site(project, tmp_path / "site", strict=True)
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(5000)
+    rec = Recorder(context)
+    with serve(built) as base:
+        page = context.new_page()
+        banner = page.locator(".rg-untrained")
+        page.goto(base + "models/MNIST_Demo/conv.html")
+        _drawn(page)
+        assert banner.count() == 1 and not banner.is_visible()        # 2-20 is shown
+        page.locator("[data-rg-step-slider]").focus()
+        page.keyboard.press("Home")
+        assert banner.is_visible()
+        assert banner.inner_text().startswith("This step predicts one class: its analyses "
+                                              "describe an untrained network (step 0-0: class 4")
+        for other in ("index.html", "analyses.html", "decoder.html"):    # the choice follows
+            page.goto(base + "models/MNIST_Demo/" + other)
+            _drawn(page)
+            assert banner.is_visible(), other
+        page.locator("[data-rg-step-slider]").focus()
+        page.keyboard.press("End")
+        assert not banner.is_visible()
+        page.keyboard.press("Home")
+        page.goto(base + "models/MNIST_Demo/filmstrip.html")
+        assert banner.is_visible()                   # every step at once: always listed
+    rec.check((base,))
+    context.close()
+
+
 def _search(page, term: str) -> None:
     """Type into Material's search box until results show (the index loads asynchronously;
     a query typed before it is ready is not re-run)."""

@@ -9,7 +9,7 @@ from reference import capsules as oracle
 
 from reportgen.capsnet.layers import ClassCaps, Length, Mask, PrimaryCaps
 from reportgen.capsnet.losses import margin_loss, reconstruction_loss
-from reportgen.capsnet.ops import squash
+from reportgen.capsnet.ops import capsule_length, log_length, safe_norm, squash
 from reportgen.capsnet.routing import dynamic_routing
 
 
@@ -33,6 +33,84 @@ def test_squash(rng):
     # Direction is kept.
     cosine = np.sum(v[1:] * s[1:], -1) / (lengths[1:] * np.linalg.norm(s[1:], axis=-1))
     np.testing.assert_allclose(cosine, 1.0, atol=1e-5)
+
+
+SCALES = (1e-30, 1e-15, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 1e-1, 1.0, 10.0, 1e8, 1e30)
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_capsule_lengths_are_exact_at_every_scale(scale, rng):
+    """Lengths equal NumPy's (in float64) to float32 rounding, tiny vectors included: no
+    epsilon floor (sqrt(|x|^2 + 1e-7) would read 3.2e-4 for every vector below 1e-4)."""
+    x = (rng.normal(size=(6, 16)) * scale).astype(np.float32)
+    x[1, 1:] = 0.0                                   # one non-zero coordinate
+    expected = np.linalg.norm(x.astype(np.float64), axis=-1)
+    np.testing.assert_allclose(_np(safe_norm(x)), expected, rtol=1e-6)
+    np.testing.assert_allclose(_np(capsule_length(x)), expected, rtol=1e-6)
+    np.testing.assert_allclose(_np(Length()(x)), expected, rtol=1e-6)
+    np.testing.assert_allclose(_np(safe_norm(x, axis=0)), np.linalg.norm(
+        x.astype(np.float64), axis=0), rtol=1e-6)
+    assert _np(safe_norm(x, keepdims=True)).shape == (6, 1)
+
+
+@pytest.mark.parametrize("scale", [s for s in SCALES if s >= 1e-15])
+def test_squash_keeps_a_tiny_vectors_length_and_direction(scale, rng):
+    """|squash(s)| = |s|^2 / (1 + |s|^2) and squash(s) is parallel to s, from |s| = 1e-15 (a
+    squashed length of 1e-30, still a normal float32) to 1e30 (|s|^2 would overflow)."""
+    s = (rng.normal(size=(5, 8)) * scale).astype(np.float32)
+    s64 = s.astype(np.float64)
+    n = np.linalg.norm(s64, axis=-1)
+    v = _np(squash(s)).astype(np.float64)
+    np.testing.assert_allclose(np.linalg.norm(v, axis=-1), n ** 2 / (1 + n ** 2), rtol=1e-5)
+    np.testing.assert_allclose(v, oracle.squash(s64), rtol=1e-5, atol=0)
+    cosine = np.sum(v * s64, -1) / (np.linalg.norm(v, axis=-1) * n)
+    np.testing.assert_allclose(cosine, 1.0, atol=1e-6)
+
+
+def test_lengths_and_squash_have_a_finite_gradient_at_zero_and_the_exact_one_elsewhere(rng):
+    import tensorflow as tf
+
+    x = rng.normal(size=(4, 8)).astype(np.float32) * np.array([[1], [1e-6], [0], [1e3]],
+                                                             np.float32)
+    x = tf.constant(x)
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        lengths = safe_norm(x)
+        squashed = tf.reduce_sum(squash(x) * tf.constant(rng.normal(size=(4, 8)), tf.float32))
+        logs = log_length(safe_norm(x))
+    g_length = tape.gradient(lengths, x).numpy()
+    assert np.isfinite(g_length).all() and np.isfinite(tape.gradient(squashed, x).numpy()).all()
+    assert np.isfinite(tape.gradient(logs, x).numpy()).all()
+    assert np.isfinite(_np(logs)).all() and _np(logs)[2] == pytest.approx(np.log(1.1754944e-38))
+    np.testing.assert_array_equal(g_length[2], 0.0)             # exactly zero vector
+    x64 = x.numpy().astype(np.float64)[[0, 1, 3]]
+    unit = x64 / np.linalg.norm(x64, axis=-1, keepdims=True)     # d|x|/dx = x / |x|
+    np.testing.assert_allclose(g_length[[0, 1, 3]], unit, rtol=1e-5, atol=1e-6)
+    # the squash's Jacobian against central differences (float64 NumPy oracle) away from 0
+    v = rng.normal(size=8) * 0.7
+    eps, J = 1e-6, np.zeros((8, 8))
+    for k in range(8):
+        d = np.zeros(8)
+        d[k] = eps
+        J[:, k] = (oracle.squash(v + d) - oracle.squash(v - d)) / (2 * eps)
+    xv = tf.constant(v[None].astype(np.float32))
+    with tf.GradientTape() as tape:
+        tape.watch(xv)
+        out = squash(xv)[0]
+    np.testing.assert_allclose(tape.jacobian(out, xv).numpy()[:, 0], J, atol=1e-5)
+    # a model's lengths output: a finite gradient for an all-zero capsule
+    zero = tf.zeros((1, 3, 4))
+    with tf.GradientTape() as tape:
+        tape.watch(zero)
+        total = tf.reduce_sum(Length()(zero))
+    assert np.isfinite(tape.gradient(total, zero).numpy()).all()
+
+
+def test_length_epsilon_computes_an_imported_sources_lengths(rng):
+    """Length(epsilon) = sqrt(|v|^2 + epsilon), as CapsNet-Keras's Length layer."""
+    v = (rng.normal(size=(3, 5, 4)) * 1e-5).astype(np.float32)
+    expected = np.sqrt(np.sum(v.astype(np.float64) ** 2, -1) + 1e-7)
+    np.testing.assert_allclose(_np(Length(1e-7)(v)), expected, rtol=1e-6)
 
 
 @pytest.mark.parametrize("iterations", [1, 3])
@@ -107,6 +185,7 @@ def test_weight_sharing_equals_tiled_matrices(rng):
     ClassCaps(10, 16, routing_iterations=2, weight_sharing=True, capsule_types=32,
               kernel_init_stddev=0.01, name="cc"),
     Length(name="len"),
+    Length(1e-7, name="len_eps"),
     Mask(name="mask"),
 ])
 def test_get_config_round_trip(layer):

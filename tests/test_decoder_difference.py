@@ -60,3 +60,8 @@ def test_small_lengths_keep_three_significant_digits():
                                        RenderContext(model="m", step="0-0", class_names=("a", "b", "c")))
     text = svg.data.decode()
     assert ">0.000420</text>" in text and ">0.000870</text>" in text and ">0.000</text>" not in text
+    # exact lengths of an untrained network (no epsilon floor) read as such in the caption too
+    png, _ = panels.render_predictions({"lengths": np.array([2.5e-6, 7.1e-7, 1.3e-6])}, None,
+                                       RenderContext(model="m", step="0-0",
+                                                     class_names=("a", "b", "c")))
+    assert "Predicted class a (length 2.50e-06) highlighted." in png.caption

@@ -139,6 +139,21 @@ def test_gracaps_explanation_in_explanation_fidelity(data):
     want = attention.mean(1)[np.arange(len(index)), :, targets].reshape(-1, 4, 4)
     shown = _example_rows(out["labels"], EXAMPLES)
     np.testing.assert_allclose(out["example_rpv_grid"], want[shown], rtol=1e-5, atol=1e-7)
+    # The figures name GraCapsNet's attention as the model's own map, never RPV (it has none).
+    ctx = RenderContext(model="m", step="1-1", class_names=CLASSES, image=images[0],
+                        description=net.description)
+    small = dataclasses.replace(params, **SMALL[technique.name])
+    figures = technique.render(out, small, ctx)
+    captions = {f.name.rsplit(".", 1)[0]: f.caption for f in figures}
+    assert set(captions) >= {"curves", "agreement", "examples"}
+    assert "Maps: GraCapsNet attention E (the graph-pooling attention" in captions["curves"]
+    assert captions["agreement"].startswith("Do GraCapsNet's attention and Grad-CAM++ point")
+    assert captions["examples"].startswith("GraCapsNet's attention and Grad-CAM++ side by side")
+    assert not any("RPV" in c for c in captions.values()), captions
+    [trend] = [f for f in technique.render_trend([("0-0", summary), ("1-1", summary)], small,
+                                                 ctx) if f.kind == "png"]
+    assert "Spearman correlation of GraCapsNet's attention and Grad-CAM++" in trend.caption
+    assert "RPV" not in trend.caption
 
 
 def test_affnist_benchmark_on_a_40x40_model():

@@ -8,6 +8,7 @@ import copy
 import math
 import re
 
+import numpy as np
 import pytest
 
 from reportgen.pages.sitedata import FigureFile, Panel
@@ -138,3 +139,186 @@ def test_overview_and_home_show_findings_linked_to_their_figures(tmp_path):
     assert "MNIST_Demo" in block and "Routing stays within" in block
     assert len(re.findall(r"<li>", block[:block.index("</ul>")])) <= 3
     assert 'href="models/MNIST_Demo/analyses.html#routing_diagnostics-argmax"' in block
+
+
+# --- a step whose predictions say its network is untrained -----------------------------------
+
+def test_a_step_predicting_one_class_is_called_untrained():
+    constant = [[0, 10, 0], [0, 10, 0], [0, 10, 0]]            # every image -> class "b"
+    verdict = F.untrained_verdict(constant, ["a", "b", "c"])
+    assert verdict.kind == "one_class"
+    assert verdict.headline == ("this step predicts one class: its analyses describe an "
+                                "untrained network")
+    assert verdict.details == "class b for 100.0% of the 30 evaluation images; threshold 95%"
+    # 19 of 20 images to one class (95%) is one class; 18 of 20 (90%) is not, but its
+    # accuracy, 60%, is within 3 standard errors of chance (50% + 3 x 11.2% = 83.5%)
+    nineteen = [[10, 0], [9, 1]]
+    assert F.untrained_verdict(nineteen, ["x", "y"]).kind == "one_class"
+    eighteen = [[10, 0], [8, 2]]
+    assert F.untrained_verdict(eighteen, ["x", "y"]).kind == "chance"
+    # a class that makes up 96% of the labels may be predicted that often: right, not untrained
+    skewed = [[96, 0], [0, 4]]
+    assert F.untrained_verdict(skewed, ["x", "y"]) is None
+    assert F.untrained_verdict(None, ["x"]) is None and F.untrained_verdict([], []) is None
+    assert F.untrained_verdict([[0, 0], [0, 0]], ["x", "y"]) is None
+
+
+def test_a_step_at_chance_is_called_untrained_up_to_three_standard_errors_above():
+    # 10 classes, 200 images: chance 10% + 3 * sqrt(0.09 / 200) = 16.36%
+    def matrix(correct: int) -> list[list[int]]:
+        """200 images, 20 per class, `correct` on the diagonal, the others spread over the
+        classes (no class predicted for more than a fifth of them)."""
+        rows = [[0] * 10 for _ in range(10)]
+        for i in range(10):
+            right = correct // 10 + (1 if i < correct % 10 else 0)
+            rows[i][i] = right
+            for k in range(20 - right):
+                rows[i][(i + 1 + k % 9) % 10] += 1
+        return rows
+
+    names = [str(d) for d in range(10)]
+    at = F.untrained_verdict(matrix(32), names)                 # 16.0%
+    assert at.kind == "chance"
+    assert at.headline == ("this step predicts at chance level: its analyses describe an "
+                           "untrained network")
+    assert at.details == ("accuracy 16.0% on 200 evaluation images, chance 10.0% = 1/10; "
+                          "threshold: 3 standard errors above chance, 16.4%")
+    assert F.untrained_verdict(matrix(33), names) is None        # 16.5%: above the margin
+    assert F.untrained_verdict(matrix(0), names).kind == "chance"   # below chance too
+    assert F.untrained_verdict(matrix(190), names) is None
+
+
+def test_findings_of_an_untrained_step_say_so_instead_of_reading_its_numbers():
+    summaries = {"routing_diagnostics": ROUTING, "explanation_fidelity": FIDELITY}
+    read = F.findings(summaries, 10, accuracy=0.1, images=200)
+    assert {"routing", "dead_units", "explanations"} <= {f.topic for f in read}
+    verdict = F.untrained_verdict([[20 if j == 3 else 0 for j in range(10)]
+                                   for _ in range(10)], [str(d) for d in range(10)])
+    found = F.findings(summaries, 10, accuracy=0.1, images=200, predicts_nothing=verdict)
+    assert [f.topic for f in found] == ["accuracy", "untrained"]
+    assert found[1].text.startswith("This step predicts one class: its analyses describe an "
+                                     "untrained network (class 3 for 100.0% of the 200 "
+                                     "evaluation images; threshold 95%).")
+    assert "not read as properties" in found[1].text and found[1].threshold == "95% of images"
+
+
+def _predicting(step, kind: str, classes: int, column: int = 0) -> None:
+    """Make a fixture step's evaluation predict one class (`column`) or at chance."""
+    n = 10
+    matrix = [[n if j == column else 0 for j in range(classes)] for _ in range(classes)] \
+        if kind == "one_class" else [[n] * classes for _ in range(classes)]
+    step.confusion_matrix = matrix
+    step.per_class_accuracy = [row[i] / sum(row) for i, row in enumerate(matrix)]
+    step.accuracy = sum(matrix[i][i] for i in range(classes)) / sum(map(sum, matrix))
+
+
+def test_untrained_steps_have_a_banner_on_every_page_and_on_home(tmp_path):
+    from reportgen.pages.render import render_site
+    from site_fixture import EVIL_CLASS, EVIL_MODEL
+
+    docs = tmp_path / "docs"
+    site = make_site(docs)
+    demo, evil = site.models
+    _predicting(demo.steps[0], "one_class", 10, column=7)           # 0-0: not shown by default
+    _predicting(evil.steps[1], "one_class", 3, column=1)            # 1-15: class EVIL_CLASS
+    _predicting(evil.steps[-1], "chance", 3)                        # 3-5: its default step
+    _analysed(site, model_i=1)       # routing numbers that would otherwise make findings
+    render_site(site, docs, theme="mkdocs")
+    one_class = ("<b>This step predicts one class: its analyses describe an untrained "
+                 "network</b>")
+    chance = ("<b>This step predicts at chance level: its analyses describe an untrained "
+              "network</b>")
+
+    def banners(html: str) -> list[str]:
+        return re.findall(r'<div class="rg-untrained" role="note"[^>]*>.*?</div>', html)
+
+    demo_dir = docs / "models" / "MNIST_Demo"
+    for page in ("index.md", "conv.md", "class-caps.md", "analyses.md"):
+        [banner] = banners((demo_dir / page).read_text())
+        # without JavaScript the default step (2-20) shows: the 0-0 banner is hidden
+        assert banner.startswith('<div class="rg-untrained" role="note" data-rg-step="0-0" '
+                                 'hidden data-search-exclude>' + one_class), page
+        assert "(step 0-0: class 7 for 100.0% of the 100 evaluation images; threshold " \
+               "95%)." in banner
+    [strip] = banners((demo_dir / "filmstrip.md").read_text())      # every step at once
+    assert 'data-rg-step' not in strip and "hidden" not in strip
+    evil_dir = next(p for p in (docs / "models").iterdir() if p.name != "MNIST_Demo")
+    for page in ("index.md", "conv.md", "analyses.md"):
+        first, last = banners((evil_dir / page).read_text())
+        assert 'data-rg-step="1-15" hidden' in first and one_class in first
+        assert "&lt;script&gt;alert(&#39;class&#39;)&lt;/script&gt;" in first
+        assert EVIL_CLASS not in first
+        assert 'data-rg-step="3-5">' in last and chance in last       # shown: not hidden
+        assert ("(step 3-5: accuracy 33.3% on 90 evaluation images, chance 33.3% = 1/3; "
+                "threshold: 3 standard errors above chance, 48.2%).") in last
+    overview = (evil_dir / "index.md").read_text()
+    section = overview[overview.index('id="findings"'):overview.index('id="training-curves"')]
+    assert "This step predicts at chance level" in section and "Routing" not in section
+    home = (docs / "index.md").read_text()
+    table = home[home.index("<table"):home.index("</table>")]
+    rows = table.split("<tr>")
+    [evil_row] = [r for r in rows if "rg-model-link" in r and "MNIST_Demo" not in r]
+    assert banners(evil_row) == [
+        '<div class="rg-untrained" role="note"><b>Step 3-5</b> (the step its pages open at): '
+        'this step predicts at chance level: its analyses describe an untrained network '
+        '(accuracy 33.3% on 90 evaluation images, chance 33.3% = 1/3; threshold: 3 standard '
+        'errors above chance, 48.2%).</div>']
+    [demo_row] = [r for r in rows if "MNIST_Demo" in r]
+    assert not banners(demo_row)
+    assert EVIL_MODEL not in home
+
+
+@pytest.mark.slow
+def test_a_real_build_flags_a_constant_model_and_not_a_trained_one(tmp_path):
+    """Decided from each step's predictions over the evaluation set: a hand-made constant
+    network (class capsules all zero: every length 0, so every image gets class 0) and a tiny
+    network trained to 100% on learnable toy data, whose untrained step 0-0 is flagged too."""
+    from conftest import TINY_PARAMS
+    from family_nets import write_model
+    from test_training import _tiny_data
+
+    from reportgen.capsnet.architecture import build_capsnet
+    from reportgen.catalog import Catalog
+    from reportgen.commands.build import BuildOptions, build
+    from reportgen.model_folder import Step
+    from reportgen.training.checkpoints import save_weights
+    from reportgen.training.trainer import TrainOptions, train
+
+    data = _tiny_data(tmp_path / "toy.npz", n=60)
+    models = tmp_path / "models"
+    for name in ("Constant", "Trained"):
+        write_model(models, name, TINY_PARAMS, data)
+    constant = Catalog(models).get("Constant")
+    net = build_capsnet(constant.params)
+    net.class_caps.kernel.assign(np.zeros(net.class_caps.kernel.shape, np.float32))
+    save_weights(net, constant.weights_path(Step(1, 0)))
+    history = train(Catalog(models).get("Trained"), TrainOptions(save_every=5))
+    assert [r["step"] for r in history] == ["0-0", "1-5"] and history[-1]["val_accuracy"] == 1.0
+    site = tmp_path / "site"
+    summary = build(Catalog(models), BuildOptions(
+        steps="last", images="test:0", techniques=("predictions", "routing_diagnostics"),
+        analyses="last", eval_images=12, cache_dir=str(tmp_path / "cache"), site_dir=str(site)))
+    assert summary.ok, summary.failed
+
+    def banners(html: str) -> list[str]:
+        return re.findall(r'<div class="rg-untrained" role="note"[^>]*>.*?</div>', html)
+
+    def findings_of(html: str) -> str:
+        return html[html.index('id="findings"'):html.index('id="training-curves"')]
+
+    const = (site / "models" / "Constant" / "index.html").read_text("utf-8")
+    [banner] = banners(const)
+    assert 'data-rg-step="1-0">' in banner                              # shown, not hidden
+    assert "This step predicts one class: its analyses describe an untrained network" in banner
+    assert "(step 1-0: class 0 for 100.0% of the 12 evaluation images; threshold 95%)" in banner
+    assert "This step predicts one class" in findings_of(const)
+    assert "Routing" not in findings_of(const)
+    trained = (site / "models" / "Trained" / "index.html").read_text("utf-8")
+    [untrained] = banners(trained)               # 0-0 only, hidden: the pages open at 1-5
+    assert 'data-rg-step="0-0" hidden' in untrained
+    assert "an untrained network" in untrained
+    assert "Routing" in findings_of(trained) and "an untrained network" not in \
+        findings_of(trained)
+    home = (site / "index.html").read_text("utf-8")
+    rows = home[home.index("<tbody>"):home.index("</tbody>")].split("<tr>")
+    assert [bool(banners(r)) for r in rows if "rg-model-link" in r] == [True, False]

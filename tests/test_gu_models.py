@@ -4,6 +4,8 @@ baselines, with exact parameter counts (Keras and the TF-free arithmetic)."""
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pytest
 from family_nets import CNN_HEADS, TINY_GRACAPS, build, tiny_cnn
@@ -138,6 +140,23 @@ def test_gracaps_matches_the_numpy_oracle(images):
     # Image by image, the same numbers as in a batch.
     one = gracaps_attention.compute(run_probe(net, images[1:2], needs={"attention", "predicted"}))
     np.testing.assert_allclose(one["maps"][0], result["maps"][1], rtol=1e-5, atol=1e-7)
+    # Drawn as on the model's page: the explanation (one panel per class) and the heads of
+    # the predicted class, each a PNG of the size it declares.
+    from PIL import Image
+
+    from reportgen.figures.figure import RenderContext
+
+    ctx = RenderContext(model="m", step="1-1", class_names=("a", "b", "c"), image=images[0],
+                        description=net.description)
+    figures = gracaps_attention.TECHNIQUE.render({k: v[0] for k, v in result.items()},
+                                                 gracaps_attention.Params(), ctx)
+    assert [f.name for f in figures] == ["explanation.png", "heads.png"]
+    for figure in figures:
+        with Image.open(io.BytesIO(figure.data)) as png:
+            assert png.size == (figure.width, figure.height)
+    assert "4x4 primary-capsule grid" in figures[0].caption and "4 heads" in figures[0].caption
+    name = "abc"[predicted[0]]
+    assert f"predicted class {name}" in figures[1].caption
 
 
 def test_gracaps_description_and_round_trips(images, tmp_path):
@@ -180,11 +199,10 @@ def test_cnn_heads(head, images):
         np.testing.assert_allclose(logits, out["features"].sum(-1), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(probabilities, 1 / (1 + np.exp(-logits)), rtol=1e-5)
     else:
-        # lengths carry the capsules' 1e-7 guard under the square root (reportgen.capsnet.ops)
-        np.testing.assert_allclose(probabilities ** 2,
-                                   np.sum(out["features"] ** 2, axis=-1) + 1e-7, rtol=1e-3)
-        np.testing.assert_allclose(np.linalg.norm(out["features"], axis=-1),
-                                   logits ** 2 / (1 + logits ** 2), rtol=1e-3, atol=1e-6)
+        # exact lengths, even of these untrained near-zero (~1e-6) vectors: no epsilon floor
+        lengths = np.linalg.norm(out["features"].astype(np.float64), axis=-1)
+        np.testing.assert_allclose(probabilities, lengths, rtol=1e-5)
+        np.testing.assert_allclose(lengths, logits ** 2 / (1 + logits ** 2), rtol=1e-4)
     features = {"r": (1, 12), "cr": (3, 4), "cr_sf": (3, 4)}.get(head)
     assert d.class_features == features
     if features:

@@ -115,6 +115,31 @@ def test_a_color_model_with_other_sizes(tmp_path):
     np.testing.assert_allclose(out["reconstruction"].numpy(), recon_ref, atol=TOLERANCE)
 
 
+def test_tiny_class_capsules_read_as_capsnet_keras_computes_them(tmp_path):
+    """CapsNet-Keras's Length layer is sqrt(|v|^2 + 1e-7): the import records that epsilon
+    (class_caps.length_epsilon) and reads the source's lengths of tiny class capsules too,
+    the 3.2e-4 floor included; the model reportgen trains has none (exact lengths)."""
+    w = keras_weights(seed=4)
+    w["W"] = w["W"] * (10.0 ** -(1.0 + 0.3 * np.arange(10)))[:, None, None, None].astype(
+        np.float32)
+    path = tmp_path / "trained_model.h5"
+    write_capsnet_keras_h5(path, w)
+    result = import_checkpoint(tmp_path / "models", path, "capsnet-keras")
+    assert result.params.class_caps.length_epsilon == pytest.approx(1e-7)
+    x = np.random.default_rng(7).random((4, 28, 28, 1), dtype=np.float32)
+    caps_ref, lengths_ref, _, _ = capsnet_keras_forward(w, x)
+    exact = np.linalg.norm(caps_ref, axis=-1)
+    assert exact.min() < 1e-6 and (lengths_ref - exact).max() > 3e-4   # a fair test
+    out = _load(tmp_path / "models", result.name).model(x)
+    # within 1e-7: the source's squash also has K.epsilon() under its square root, reportgen's
+    # not (reportgen.importers.capsnet_keras)
+    np.testing.assert_allclose(out["lengths"].numpy(), lengths_ref, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(out["class_capsules"].numpy(), caps_ref, rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(out["lengths"].numpy().argmax(1), lengths_ref.argmax(1))
+    assert 'length_epsilon = 1e-07' in (tmp_path / "models" / result.name / "params.toml"
+                                        ).read_text()
+
+
 def test_full_size_conversion_keeps_every_parameter():
     """The CapsNet-Keras MNIST model (no file, no Keras model): 8,215,568 parameters, as
     reportgen's MNIST baseline, and every one of them converted."""

@@ -81,6 +81,51 @@ def test_checkpoints_of_one_run_become_steps(tmp_path, keras_file):
     assert row["params"] == 285_360 and row["steps"] == ["1-600", "5-600", "6-0"]
 
 
+def test_the_model_page_names_each_steps_source_file_and_its_sha256(tmp_path, keras_file):
+    import hashlib
+
+    from reportgen.catalog import Catalog
+    from reportgen.commands.site_assembly import imported_sources
+    from reportgen.errors import ReportgenError
+    from reportgen.pages.render import render_site
+    from site_fixture import make_site
+
+    other = tmp_path / "weights-02 <b>.h5"              # a file name is user text
+    write_capsnet_keras_h5(other, keras_weights(seed=1))
+    for path, step in ((keras_file, "1-100"), (other, "2-200")):
+        code, out = run(tmp_path, "import", str(path), "--from", "capsnet-keras", "--name",
+                        "Run", "--step", step)
+        assert code == 0, out
+    digests = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in (keras_file, other)}
+    entry = Catalog(tmp_path / "models").get("Run")
+    sources = imported_sources(entry)
+    assert [(s["step"], s["file"], s["sha256"], s["layout"]) for s in sources] == [
+        ("1-100", "trained_model.h5", digests[keras_file], "capsnet-keras"),
+        ("2-200", other.name, digests[other], "capsnet-keras")]
+    assert imported_sources(Catalog(tmp_path / "models").get("Run")) == sources
+    entry.weights_path(Step(2, 200)).unlink()          # a step no longer saved is not listed
+    assert [s["step"] for s in imported_sources(entry)] == ["1-100"]
+
+    docs = tmp_path / "docs"
+    site = make_site(docs)
+    site.models[0].description = entry.params.description
+    site.models[0].sources = sources
+    render_site(site, docs, theme="mkdocs")
+    page = (docs / "models" / "MNIST_Demo" / "index.md").read_text()
+    assert "converted exactly into reportgen&#39;s CapsNet" in page
+    assert (f'<p class="rg-provenance">Converted from <code>trained_model.h5</code> (SHA-256 '
+            f'<code class="rg-digest">{digests[keras_file]}</code>) as step 1-100; '
+            f'<code>weights-02 &lt;b&gt;.h5</code> (SHA-256 <code class="rg-digest">'
+            f'{digests[other]}</code>) as step 2-200.</p>') in page
+    assert "rg-provenance" not in (docs / "models").joinpath(
+        next(p.name for p in (docs / "models").iterdir() if p.name != "MNIST_Demo"),
+        "index.md").read_text()                        # a model reportgen trained: none
+
+    (entry.path / "source.json").write_text("{not json")
+    with pytest.raises(ReportgenError, match="source.json is unreadable"):
+        imported_sources(entry)
+
+
 def test_an_existing_step_is_never_overwritten(tmp_path, keras_file):
     assert run(tmp_path, "import", str(keras_file), "--from", "capsnet-keras", "--name", "M")[0] == 0
     weights = tmp_path / "models" / "M" / Step(1, 0).filename
@@ -181,6 +226,10 @@ def test_imported_models_of_every_layout_build_into_a_site(tmp_path, keras_file)
     for name in ("MNIST_CapsNetKeras", "MNIST_GramAI", "MNIST_Udacity"):
         page = (site / "models" / name / "index.html").read_text("utf-8")
         assert "Imported from" in page                       # where it came from
+        [record] = json.loads((tmp_path / "models" / name / "source.json").read_text())[
+            "steps"].values()
+        assert f'(SHA-256 <code class="rg-digest">{record["sha256"]}</code>)' in page
+        assert f"Converted from <code>{record['file']}</code>" in page
         assert list((site / "models" / name).glob("*.html"))
     assert any(p.suffix == ".png" for p in site.rglob("*"))
 

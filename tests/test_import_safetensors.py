@@ -86,6 +86,30 @@ def test_gram_ai_from_safetensors_matches_its_numpy_forward(tmp_path):
                                atol=1e-5)
 
 
+def test_tiny_class_capsules_keep_the_lengths_gram_ai_computes(tmp_path):
+    """Class capsules of lengths 1e-8 .. 1e-3 (route weights scaled down per class, as in an
+    untrained or collapsed network): gram-ai's squash and lengths have no epsilon, and the
+    imported model reads the same lengths and predicts the same classes (an epsilon floor of
+    3.2e-4 would make them all equal to float32 precision)."""
+    sd = gram_ai_state(seed=1)
+    factors = 10.0 ** -(1.5 + 0.25 * np.arange(10))               # |s_j| ~ 3e-2 .. 1e-4
+    sd["digit_capsules.route_weights"] *= factors[:, None, None, None].astype(np.float32)
+    path = tmp_path / "epoch_1.safetensors"
+    write_safetensors(path, sd)
+    result = import_checkpoint(tmp_path / "models", path, "gram-ai")
+    x = np.random.default_rng(10).random((6, 28, 28, 1), dtype=np.float32)
+    _, lengths, _, _ = gram_ai_forward(sd, x.transpose(0, 3, 1, 2))
+    assert lengths.max() < 4.5e-3 and lengths.min() < 1e-6 and lengths.min() > 1e-10
+
+    from reportgen.catalog import Catalog
+
+    out = Catalog(tmp_path / "models").load(result.name).model(x)
+    got = out["lengths"].numpy()
+    np.testing.assert_allclose(got, lengths, atol=1e-4)
+    np.testing.assert_allclose(got, lengths, rtol=1e-3)       # exact at every scale
+    np.testing.assert_array_equal(got.argmax(1), lengths.argmax(1))
+
+
 def test_reader_dtypes_metadata_and_prefix(tmp_path):
     rng = np.random.default_rng(0)
     a = rng.normal(size=(3, 4)).astype(np.float32)

@@ -129,9 +129,8 @@ def test_coupling_matches_routing_oracle(probe, routed):
     np.testing.assert_allclose(probe["coupling"], c, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(probe["class_capsules"], v, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(probe["coupling"].sum(axis=-1), 1.0, atol=1e-5)
-    # The model's lengths carry the log/sqrt guard of capsule_length: sqrt(|v|^2 + 1e-7).
-    np.testing.assert_allclose(probe["lengths"], np.sqrt(np.sum(v ** 2, axis=-1) + 1e-7),
-                               rtol=1e-4, atol=1e-6)
+    # The model's lengths are the exact lengths of its class capsules (no epsilon floor).
+    np.testing.assert_allclose(probe["lengths"], np.linalg.norm(v, axis=-1), rtol=1e-4, atol=1e-7)
 
 
 @pytest.mark.parametrize("method", ["modified", "original"])

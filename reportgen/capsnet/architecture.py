@@ -103,7 +103,7 @@ def build_capsnet(params: ModelParams) -> CapsNet:
                            routing_softmax=c.routing_softmax,
                            detach_routing_votes=c.detach_routing_votes, name=class_desc.name)
     capsules, coupling = class_caps(primary)
-    lengths = Length(name="lengths")(capsules)
+    lengths = Length(c.length_epsilon, name="lengths")(capsules)
     outputs.update(primary_capsules=primary, coupling=coupling, class_capsules=capsules,
                    lengths=lengths)
 

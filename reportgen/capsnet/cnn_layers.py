@@ -5,7 +5,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from reportgen.capsnet.ops import squash
+from reportgen.capsnet.ops import safe_norm, squash
 
 PACKAGE = "reportgen"
 
@@ -26,7 +26,7 @@ class VectorNorm(keras.layers.Layer):
     """|s| along the last axis: (batch, classes, dims) -> (batch, classes)."""
 
     def call(self, inputs):
-        return ops.sqrt(ops.sum(ops.square(inputs), axis=-1) + 1e-9)
+        return safe_norm(inputs)
 
     def compute_output_shape(self, input_shape):
         return input_shape[:-1]

@@ -32,6 +32,10 @@ ACTIVATION_KINDS = ("length", "logistic")
 ROUTING_KINDS = ("coupling", "em_assignments", "attention")
 HEAD_KINDS = ("capsules", "logits")
 PADDINGS = ("valid", "same")
+# Part of every model's cache key (reportgen.engine.model.model_digest): bump it when the layers
+# compute other numbers for the same params and weights, so that stored results are computed
+# again. 2: exact capsule lengths (reportgen.capsnet.ops.safe_norm, no epsilon floor).
+NUMERICS_VERSION = 2
 
 # What a technique may require (Technique.applies_to); a description has a subset of these.
 FEATURES = {

@@ -121,13 +121,22 @@ class ClassCaps(keras.layers.Layer):
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
 class Length(keras.layers.Layer):
-    """Capsule lengths: (batch, classes, dims) -> (batch, classes)."""
+    """Capsule lengths: (batch, classes, dims) -> (batch, classes); exact, or with `epsilon` > 0
+    sqrt(|v|^2 + epsilon) as an imported model's source computes them
+    (reportgen.capsnet.ops.capsule_length)."""
+
+    def __init__(self, epsilon: float = 0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.epsilon = float(epsilon)
 
     def call(self, capsules):
-        return capsule_length(capsules)
+        return capsule_length(capsules, epsilon=self.epsilon)
 
     def compute_output_shape(self, input_shape):
         return input_shape[:-1]
+
+    def get_config(self):
+        return {**super().get_config(), "epsilon": self.epsilon}
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)

@@ -310,6 +310,11 @@ class _Build:
                 bar.set_postfix(computed=self.summary.computed - computed_before,
                                 reused=self.summary.reused - reused_before, refresh=False)
         trainable, architecture = assembly.model_facts(handle, self.store)
+        try:
+            sources = assembly.imported_sources(entry)
+        except ReportgenError as exc:     # the pages say so; the analyses stand
+            sources = []
+            errors.append(exc.message)
         history = entry.history()
         accs = [r["val_accuracy"] for r in history if r.get("val_accuracy") is not None]
         data = ModelData(
@@ -319,7 +324,7 @@ class _Build:
             latest_val_accuracy=accs[-1] if accs else None,
             best_val_accuracy=max(accs) if accs else None, errors=errors,
             not_applicable=assembly.not_applicable(chosen), kind=model_kind(params),
-            training=training_run(entry))
+            training=training_run(entry), sources=sources)
         built = {s: self.assembler.step_keys[(entry.name, str(s))] for s in steps
                  if (entry.name, str(s)) in self.assembler.step_keys}
         self.repairing(entry, handle, chosen.variants, inputs, evaluation, built,

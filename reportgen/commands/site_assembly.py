@@ -211,6 +211,21 @@ def not_applicable(chosen_plan) -> list[dict]:
             for t, missing in chosen_plan.not_applicable]
 
 
+def imported_sources(entry) -> list[dict]:
+    """Where an imported model's saved steps came from, as `reportgen import` recorded it in
+    source.json: [{step, file, sha256, layout, project}] in step order; [] for a model reportgen
+    trained. A damaged source.json is a ReportgenError naming it."""
+    if not entry.params.imported_from:
+        return []
+    from reportgen.importers.writer import read_sources
+
+    saved = {str(step) for step in entry.steps}
+    records = read_sources(entry).get("steps", {})
+    return [{"step": step, **{key: str(record.get(key, ""))
+                              for key in ("file", "sha256", "layout", "project")}}
+            for step, record in records.items() if step in saved and isinstance(record, dict)]
+
+
 def model_facts(handle, store) -> tuple[int, list[ArchitectureRow]]:
     """(trainable parameters, architecture rows) of a model: from the store (by the model's
     digest and the library versions), else from its Keras model, then stored."""

@@ -11,12 +11,13 @@ from __future__ import annotations
 from typing import Callable
 
 from reportgen.cache.keys import hash_json
-from reportgen.capsnet.description import LACKS, describe
+from reportgen.capsnet.description import LACKS, NUMERICS_VERSION, describe
 
 
 def model_digest(params) -> str:
-    """What identifies a model's architecture and settings in cache keys."""
-    return hash_json(params.to_dict())
+    """What identifies a model's architecture and settings in cache keys, with the version of
+    the layers' numerics."""
+    return hash_json({"params": params.to_dict(), "numerics": NUMERICS_VERSION})
 
 
 class ModelHandle:

@@ -20,6 +20,11 @@ COLORS = {"rpv_modified": "#d95f02", "rpv_original": "#e6ab02", "gradcam_pp": "#
 STYLES = {"rpv_modified": "-", "rpv_original": "--", "gradcam_pp": "-", "random": ":",
           "gracaps_attention": "-"}
 AGREEMENT_COLOR = "#7570b3"
+# The model's own explanation (BUILTIN of reportgen.results.explanation_fidelity), in words.
+SUBJECTS = {"rpv_modified": "RPV", "gracaps_attention": "GraCapsNet's attention"}
+MAPS = {"rpv_modified": "RPV modified (l_i c_ij l_j) and original (l_i (c_ij l_j)^2)",
+        "gracaps_attention": "GraCapsNet attention E (the graph-pooling attention of the class "
+                             "over the grid nodes, averaged over the heads)"}
 FONT = 8
 DPI = 110
 
@@ -43,8 +48,9 @@ def _target_text(params) -> str:
             else "the predicted class")
 
 
-def procedure(params, images: int, patches: int, grid: str, layer: str) -> str:
-    """Every procedure choice, for the captions."""
+def procedure(params, images: int, patches: int, grid: str, layer: str,
+              builtin: str = "rpv_modified") -> str:
+    """Every procedure choice, for the captions; `builtin` the model's own explanation."""
     patch = int(_get(params, "patch", 5))
     return (f"{images} images of the evaluation set (stratified by class, seed "
             f"{_get(params, 'seed', 0)}); inputs cut into {patch}x{patch}-pixel patches "
@@ -55,9 +61,8 @@ def procedure(params, images: int, patches: int, grid: str, layer: str) -> str:
             f"descending relevance, ties in random order; 'random order' is a seeded random "
             f"permutation per image. Deletion replaces the patches with seeded uniform noise in "
             f"[0, 1] (one noise image per input, shared by all methods); insertion starts from "
-            f"{_start_text(params)} and restores the patches. Maps: RPV modified (l_i c_ij l_j) "
-            f"and original (l_i (c_ij l_j)^2) on the {grid} primary grid; Grad-CAM++ of layer "
-            f"{layer}.")
+            f"{_start_text(params)} and restores the patches. Maps: {MAPS[builtin]} on the "
+            f"{grid} primary grid; Grad-CAM++ of layer {layer}.")
 
 
 def _names(ctx) -> tuple[str, ...]:
@@ -74,7 +79,8 @@ def render(arrays, params, ctx) -> list[Figure]:
     gh, gw = (int(g) for g in np.asarray(arrays["grid_shape"]).reshape(-1))
     grid = f"{gh}x{gw}"
     layer = str(_get(params, "gradcam_layer", "conv1"))
-    text = procedure(params, n, steps - 1, grid, layer)
+    builtin = builtin_method(arrays)
+    text = procedure(params, n, steps - 1, grid, layer, builtin)
     model = f"{ctx.model} step {ctx.step}: " if getattr(ctx, "model", "") else ""
 
     # Curves: deletion and insertion, mean ± standard error over images.
@@ -116,19 +122,20 @@ def render(arrays, params, ctx) -> list[Figure]:
     figures = figure_pair(fig, "curves", caption, svg_size=False)
 
     # Agreement: distribution of the per-image Spearman correlations.
-    builtin = LABELS[builtin_method(arrays)]
     figures += _agreement_figure(arrays, grid, layer, model, text, builtin)
     figures += _examples_figure(arrays, ctx, grid, layer, model, builtin)
     return figures
 
 
-def _agreement_figure(arrays, grid, layer, model, text, builtin="RPV (modified)"):
+def _agreement_figure(arrays, grid, layer, model, text, builtin="rpv_modified"):
     fig = new_figure(5.0, 3.2, dpi=DPI)
     ax = fig.subplots()
     bins = np.linspace(-1.0, 1.0, 21)
     stats = []
-    for key, label, style in (("agreement", builtin, "bar"),
-                              ("agreement_original", "RPV (original)", "step")):
+    rows = [("agreement", LABELS[builtin], "bar")]
+    if builtin == "rpv_modified":
+        rows.append(("agreement_original", "RPV (original)", "step"))
+    for key, label, style in rows:
         values = np.asarray(arrays[key], np.float64)
         valid = values[~np.isnan(values)]
         if len(valid) == 0:
@@ -148,7 +155,7 @@ def _agreement_figure(arrays, grid, layer, model, text, builtin="RPV (modified)"
     ax.set_xlim(-1, 1)
     ax.set_xlabel("Spearman rank correlation per image", fontsize=FONT)
     ax.set_ylabel("images", fontsize=FONT)
-    ax.set_title(f"{model}{builtin} vs Grad-CAM++ ({layer}) on the {grid} grid",
+    ax.set_title(f"{model}{LABELS[builtin]} vs Grad-CAM++ ({layer}) on the {grid} grid",
                  fontsize=FONT + 1)
     style_axes(ax)
     if ax.get_legend_handles_labels()[0]:
@@ -158,25 +165,28 @@ def _agreement_figure(arrays, grid, layer, model, text, builtin="RPV (modified)"
               f"the {layer} Grad-CAM++ map is placed on the input at its cells' receptive-field "
               f"centres and average-pooled over each primary cell's centre tile (the input "
               f"pixels nearest the cell's receptive-field centre)")
-    caption = (f"Do RPV and Grad-CAM++ point at the same places? Spearman correlation of the two "
-               f"maps, one value per image. Details: "
-               f"Agreement of RPV and Grad-CAM++, {model}distribution of Spearman's rank "
+    subject = SUBJECTS[builtin]
+    thesis = (" The thesis found the two comparable when the primary grid is large "
+              "(MNIST_LPcaps, 18x18)." if builtin == "rpv_modified" else "")
+    caption = (f"Do {subject} and Grad-CAM++ point at the same places? Spearman correlation of "
+               f"the two maps, one value per image. Details: "
+               f"Agreement of {subject} and Grad-CAM++, {model}distribution of Spearman's rank "
                f"correlation (average ranks for ties) between the two maps of the same class at "
                f"the {grid} primary-grid resolution, one value per image; {pooled}. Images where "
-               f"either map is constant are left out. {'; '.join(stats)}. The thesis found the "
-               f"two comparable when the primary grid is large (MNIST_LPcaps, 18x18). {text}")
+               f"either map is constant are left out. {'; '.join(stats)}.{thesis} {text}")
     return figure_pair(fig, "agreement", caption, svg_size=False)
 
 
-def _examples_figure(arrays, ctx, grid, layer, model, builtin="RPV (modified)"):
+def _examples_figure(arrays, ctx, grid, layer, model, builtin="rpv_modified"):
     images = np.asarray(arrays.get("example_images", np.zeros((0,))), np.float64)
     if images.ndim != 4 or len(images) == 0:
         return []
     names = _names(ctx)
     rows = len(images)
-    columns = (("input", None), (builtin, "example_rpv"),
+    label = LABELS[builtin]
+    columns = (("input", None), (label, "example_rpv"),
                (f"Grad-CAM++ {layer}", "example_gradcam"),
-               (f"{builtin} on {grid} grid", "example_rpv_grid"),
+               (f"{label} on {grid} grid", "example_rpv_grid"),
                (f"Grad-CAM++ pooled to {grid}", "example_gradcam_grid"))
     fig = new_figure(1.6 * len(columns), 1.7 * rows, dpi=DPI)
     axes = np.asarray(fig.subplots(rows, len(columns))).reshape(rows, len(columns))
@@ -210,8 +220,8 @@ def _examples_figure(arrays, ctx, grid, layer, model, builtin="RPV (modified)"):
                 ax.set_title(title, fontsize=FONT)
     fig.suptitle(f"{model}example maps of the target class", fontsize=FONT + 1)
     fig.tight_layout()
-    caption = (f"RPV and Grad-CAM++ side by side on a few images. Details: "
-               f"Example maps, {model}the input, RPV (modified) and Grad-CAM++ ({layer}) placed "
+    caption = (f"{SUBJECTS[builtin]} and Grad-CAM++ side by side on a few images. Details: "
+               f"Example maps, {model}the input, {label} and Grad-CAM++ ({layer}) placed "
                f"on the input at their cells' receptive-field centres (viridis overlay, 60% "
                f"opacity; every map scaled min-max on its own), and the two maps on the {grid} "
                f"primary grid whose Spearman correlation (rho) is measured; one row per image "
@@ -237,8 +247,12 @@ def render_trend(history, params, ctx) -> list[Figure]:
                     marker="o", markersize=3, color=COLORS[method], label=LABELS[method])
         ax.set_title(title, fontsize=FONT + 1)
     axes[0].legend(fontsize=FONT - 1, frameon=False)
-    for key, label, color in (("agreement_mean", "RPV modified", AGREEMENT_COLOR),
-                              ("agreement_original_mean", "RPV original", "#333333")):
+    last = history[-1][1]
+    builtin = last.get("builtin_method") if last.get("builtin_method") in MAPS else "rpv_modified"
+    lines = [("agreement_mean", LABELS[builtin], AGREEMENT_COLOR)]
+    if builtin == "rpv_modified":
+        lines.append(("agreement_original_mean", "RPV (original)", "#333333"))
+    for key, label, color in lines:
         axes[2].plot(x, [summary_value(s, key) for _, s in history], marker="o", markersize=3,
                      color=color, label=f"{label} vs Grad-CAM++")
     axes[2].set_title("mean Spearman agreement", fontsize=FONT + 1)
@@ -253,12 +267,12 @@ def render_trend(history, params, ctx) -> list[Figure]:
     fig.suptitle(f"{model + ': ' if model else ''}explanation fidelity over training",
                  fontsize=FONT + 2)
     fig.tight_layout()
-    last = history[-1][1]
     text = procedure(params, int(last.get("images", 0)), int(last.get("patches", 0)),
-                     str(last.get("grid", "?")), str(last.get("gradcam_layer", "?")))
+                     str(last.get("grid", "?")), str(last.get("gradcam_layer", "?")), builtin)
     caption = (f"Explanation fidelity over training steps{' of ' + model if model else ''}: "
                f"deletion AOPC and insertion AUC per saliency method, and the mean per-image "
-               f"Spearman correlation of RPV and Grad-CAM++ on the primary grid. {text}")
+               f"Spearman correlation of {SUBJECTS[builtin]} and Grad-CAM++ on the primary "
+               f"grid. {text}")
     return figure_pair(fig, "trend", caption, svg_size=False)
 
 
@@ -290,7 +304,9 @@ def render_compare(entries, params, ctx) -> list[Figure]:
     axes[2].axhline(0, color="#999999", linewidth=0.6)
     axes[2].set_ylim(-1, 1)
     axes[2].set_ylabel("mean ± std over images", fontsize=FONT)
-    axes[2].set_title("RPV vs Grad-CAM++ (Spearman)", fontsize=FONT + 1)
+    own = sorted({str(s.get("builtin_method") or "rpv_modified") for _, s in entries})
+    subject = "RPV" if own == ["rpv_modified"] else "own explanation"
+    axes[2].set_title(f"{subject} vs Grad-CAM++ (Spearman)", fontsize=FONT + 1)
     for ax in axes:
         ax.set_xticks(x)
         ax.set_xticklabels(models, rotation=30 if len(models) > 3 else 0, ha="right"
@@ -300,10 +316,14 @@ def render_compare(entries, params, ctx) -> list[Figure]:
     fig.tight_layout()
     grids = ", ".join(f"{m}: {s.get('grid', '?')} grid, Grad-CAM++ {s.get('gradcam_layer', '?')}"
                       f", {s.get('images', '?')} images" for m, s in entries)
+    whose = ("RPV (modified)" if own == ["rpv_modified"] else
+             "each model's own explanation (" + ", ".join(
+                 f"{m}: {LABELS.get(str(s.get('builtin_method') or 'rpv_modified'), '?')}"
+                 for m, s in entries) + ")")
     caption = (f"Explanation fidelity across models ({grids}): deletion AOPC and insertion AUC "
                f"per saliency method, and the mean (± standard deviation) per-image Spearman "
-               f"correlation of RPV (modified) and Grad-CAM++ on each model's primary grid — the "
-               f"thesis found the two maps comparable when the primary grid is large "
+               f"correlation of {whose} and Grad-CAM++ on each model's primary grid — the "
+               f"thesis found RPV and Grad-CAM++ comparable when the primary grid is large "
                f"(MNIST_LPcaps, 18x18). "
                + procedure(params, int(entries[0][1].get("images", 0)),
                            int(entries[0][1].get("patches", 0)), "model's",

@@ -15,9 +15,8 @@ def render(result, params, ctx: RenderContext) -> list[Figure]:
     predicted = int(np.asarray(result["predicted"]).reshape(-1)[0])
     classes, gh, gw = maps.shape
     labels = [_class_name(ctx, k) for k in range(classes)]
-    canvas, where, norm, cmap, alpha = _overlay_figure(
-        "GraCapsNet explanation E = mean over heads of Att^l", "attention", maps, labels, ctx,
-        _last_rf(ctx), params)
+    canvas, where, norm, cmap, alpha = _overlay_figure("attention", maps, labels, ctx,
+                                                       _last_rf(ctx), params)
     caption = (f"Where GraCapsNet takes the evidence for each class from: its own attention over "
                f"the capsule grid. Details: "
                f"GraCapsNet's built-in explanation (Gu, Wu & Tresp 2021): for each class, the "
@@ -28,8 +27,7 @@ def render(result, params, ctx: RenderContext) -> list[Figure]:
     figures = [_png_figure("explanation.png", canvas, caption)]
     name = labels[predicted] if 0 <= predicted < classes else str(predicted)
     canvas, where, norm, cmap, alpha = _overlay_figure(
-        f"Attention of every head, predicted class {name}", "attention", heads,
-        [f"head {h}" for h in range(len(heads))], ctx, _last_rf(ctx), params)
+        "attention", heads, [f"head {h}" for h in range(len(heads))], ctx, _last_rf(ctx), params)
     caption = (f"Each attention head's map for the predicted class {name}. Details: "
                f"GraCapsNet attention Att^l of the predicted class {name} for each of the "
                f"{len(heads)} heads (one head per primary-capsule type), {where}, {cmap} overlay "

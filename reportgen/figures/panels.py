@@ -393,7 +393,7 @@ def render_predictions(result, params, ctx: RenderContext) -> list[Figure]:
     title = "Class-capsule lengths"
     caption = (f"Predictions: length of each of the {len(lengths)} class capsules (not a softmax; "
                f"each in 0 … 1, axis 0 … 1). Predicted class {names[predicted]} "
-               f"(length {lengths[predicted]:.3f}) highlighted.")
+               f"(length {length_label(lengths[predicted])}) highlighted.")
     if _logistic(ctx):                # matrix capsules (Hinton et al. 2018)
         title = "Class-capsule activations"
         caption = (f"Predictions: the logistic activation of each of the {len(lengths)} class "

@@ -10,10 +10,12 @@ branch tf2.2 at commit 9d7e641 (TF 2.2's tf.keras). Both save the same groups:
 
 Their network, as `capsulenet.py` / `capsulelayers.py` compute it: conv1 9x9 ReLU; PrimaryCap =
 Conv2D(dims * types, 9, stride 2) with NO activation, reshaped channels-last to (-1, dims) (the
-capsule order reportgen uses) and squashed with K.epsilon() = 1e-7 (as reportgen's squash);
+capsule order reportgen uses) and squashed with K.epsilon() = 1e-7 under the square root
+(reportgen's squash is exact; the two squashed lengths differ by less than 1e-7);
 u_hat[j|i] = W[j, i] u_i; routing with c = softmax over the classes (tf.nn.softmax(b, dim=1) of
 b (batch, classes, inputs)), `--routings` iterations (default 3, not stored in the file);
-decoder 512 ReLU, 1024 ReLU, sigmoid, fed the class capsules masked to the longest.
+decoder 512 ReLU, 1024 ReLU, sigmoid, fed the class capsules masked to the longest. Its Length
+layer is sqrt(|v|^2 + 1e-7): `class_caps.length_epsilon = 1e-7` computes the same lengths.
 Conversion: W is transposed to reportgen's (inputs, classes, dims, input dims); everything else
 is copied. Before its commit 540f15d (Dec 2017; the tf1.4-keras branch) CapsNet-Keras routed on
 `tf.stop_gradient` votes: same weights and outputs, other gradients; set
@@ -41,6 +43,7 @@ DIFFERENCES = ("no ReLU before the primary capsules' squash; DigitCaps W stored 
                "(classes, inputs, 16, 8) and transposed")
 PRIMARY_STRIDE = 2
 RECONSTRUCTION_WEIGHT = 0.392   # --lam_recon default: x the MEAN squared error, as reportgen's
+LENGTH_EPSILON = 1e-7            # K.epsilon() under the square root of its Length layer
 
 
 def _weight(checkpoint: Checkpoint, layer: str, role: str, example, rank: int):
@@ -119,7 +122,8 @@ def convert(checkpoint: Checkpoint, routing_iterations: int = ROUTING_ITERATIONS
                     "activation": "none"},
         "class_caps": {"dims": class_dims, "routing_iterations": routing_iterations,
                        "weight_sharing": False, "kernel_init_stddev": 0.1,
-                       "routing_softmax": "classes", "detach_routing_votes": False},
+                       "routing_softmax": "classes", "detach_routing_votes": False,
+                       "length_epsilon": LENGTH_EPSILON},
         "decoder": {"enabled": True, "units": [d.shape[1] for d, _ in decoder[:-1]]},
         "loss": {"reconstruction_weight": RECONSTRUCTION_WEIGHT},
     }
@@ -130,6 +134,8 @@ def convert(checkpoint: Checkpoint, routing_iterations: int = ROUTING_ITERATIONS
                                          "default, or --routing-iterations",
         "class_caps.kernel_init_stddev": "CapsNet-Keras initialises W glorot_uniform; this only "
                                          "matters for training from scratch",
+        "class_caps.length_epsilon": "its Length layer computes sqrt(|v|^2 + K.epsilon()): "
+                                     "lengths below 1e-3 read as the source shows them",
         "class_caps.detach_routing_votes": "true for checkpoints of CapsNet-Keras before commit "
                                            "540f15d (tf1.4-keras branch): routing on "
                                            "stop_gradient votes",

@@ -16,8 +16,8 @@ Their network, as their code computes it (input (batch, channels, H, W) in [0, 1
 Conversion into reportgen's CapsNet is exact: the convolutions are transposed, the 8 modules'
 kernels interleaved into one conv (channel type * dims + d), the capsules re-ordered cell-major,
 the route weights transposed, the decoder's output pixels re-ordered to (H, W, C). The one real
-difference, the softmax axis, is `class_caps.routing_softmax = "inputs"`. Their squash has no
-epsilon (reportgen's adds 1e-7 to |s|^2), far below the 1e-4 the import tests check.
+difference, the softmax axis, is `class_caps.routing_softmax = "inputs"`. Their squash and
+lengths have no epsilon, as reportgen's (reportgen.capsnet.ops.safe_norm).
 Their forward also returns softmax(lengths) as class scores; reportgen shows the lengths (the
 same ranking).
 """

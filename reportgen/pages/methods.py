@@ -108,6 +108,10 @@ def thresholds() -> list[dict]:
     return [
         {"what": "accuracy above chance (1/K)",
          "value": f"{findings.CHANCE_SIGMAS} standard errors of a chance-level classifier"},
+        {"what": "a step's analyses describe an untrained network (banner)",
+         "value": f"one class predicted for at least {100 * findings.ONE_CLASS_SHARE:g}% of the "
+                  f"evaluation images, or accuracy within {findings.CHANCE_SIGMAS} standard "
+                  f"errors above chance"},
         {"what": "routing counts as uniform",
          "value": f"mean coupling entropy within {findings.ROUTING_NATS:g} nats of log K"},
         {"what": "dead units worth flagging",

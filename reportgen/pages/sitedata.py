@@ -109,6 +109,9 @@ class ModelData:
     # the model's kind in Gu 2022's tables ("CapsNet", "ConvNet-Avg", ...; see
     # reportgen/results/capsules_vs_cnns.py), "" when unknown
     kind: str = ""
+    # an imported model's steps: the file each was converted from and its SHA-256, as
+    # `reportgen import` recorded them ([{step, file, sha256, layout, project}])
+    sources: list[dict] = field(default_factory=list)
 
 
 @dataclass

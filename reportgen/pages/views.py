@@ -23,7 +23,7 @@ from reportgen.pages.page_table import (ANALYSES_STEM, ANALYSES_TITLE, BESIDE_EV
                                         LayerPage)
 from reportgen.pages.sitedata import FigureFile, ModelData, Panel, SiteData, StepData
 from reportgen.pages.urls import panel_id, png_size, unique_slugs, url
-from reportgen.results.findings import UNTRAINED, findings
+from reportgen.results.findings import UNTRAINED, findings, untrained_verdict
 
 MIN_DISPLAY = 160                        # images narrower than this are shown upscaled, pixelated
 CARD_WIDTHS = (240, 900)                 # a card's preferred width: its image's, within these
@@ -347,7 +347,8 @@ def model_view(info: ModelInfo, root: str) -> dict:
             "overview": f"{root}{url(info.folder)}/index.html",
             "links": model_links(info, root),
             "latest_step": steps[-1] if steps else None,
-            "findings": model_findings(info, root), "findings_step": findings_step(info)}
+            "findings": model_findings(info, root), "findings_step": findings_step(info),
+            "untrained_banners": untrained_banners(info)}
 
 
 NOT_RECORDED = "not recorded"          # a training fact an older run did not record
@@ -515,7 +516,8 @@ def model_findings(info: ModelInfo, root: str) -> list[dict]:
     found = findings(summaries_at(step), len(model.class_names), accuracy=step.accuracy,
                      images=images, untrained=summaries_at(before) or None,
                      untrained_accuracy=before.accuracy if before else None,
-                     reference=reference)
+                     reference=reference,
+                     predicts_nothing=untrained_verdict(step.confusion_matrix, model.class_names))
     folder = f"{root}{url(info.folder)}"
     anchors = {}
     for meta in info.dataset_panels:
@@ -530,6 +532,22 @@ def model_findings(info: ModelInfo, root: str) -> list[dict]:
             href = ""
         out.append({"topic": f.topic, "text": f.text, "href": href, "untrained": f.untrained,
                     "threshold": f.threshold})
+    return out
+
+
+def untrained_banners(info: ModelInfo) -> list[dict]:
+    """[{step, headline, details, shown}] of the built steps whose predictions over the
+    evaluation set are one class or at chance (reportgen.results.findings.untrained_verdict):
+    every page of the model shows the chosen step's banner, `shown` the default step's (the one
+    a page shows without JavaScript)."""
+    default = info.default_step.step if info.default_step else ""
+    out = []
+    for step in info.model.steps:
+        verdict = untrained_verdict(step.confusion_matrix, info.model.class_names)
+        if verdict is not None:
+            out.append({"step": step.step, "headline": verdict.headline,
+                        "details": verdict.details, "kind": verdict.kind,
+                        "shown": step.step == default})
     return out
 
 

@@ -28,6 +28,7 @@ REFERENCE_POINTS = 0.05            # ours within this of a published accuracy "m
 ATTACK_POINTS = 0.02               # accuracies under two attacks closer than this are a tie
 ATTACK_EPSILON = 0.1               # the L∞ budget the adversarial sentence reads
 CHANCE_SIGMAS = 3                  # accuracy above chance by this many standard errors
+ONE_CLASS_SHARE = 0.95             # a step predicting one class for this share predicts nothing
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,67 @@ def accuracy_finding(accuracy: float | None, classes: int, images: int | None,
             f"threshold: {CHANCE_SIGMAS} standard errors, ±{_pct(margin)}).")
     return Finding("accuracy", text, f"chance ± {_pct(margin)}", "",
                    _untrained(None if untrained is None else _pct(untrained)))
+
+
+# --------------------------------------------------------------------------------------------
+# A step that predicts nothing: its analyses describe an untrained network
+
+
+@dataclass(frozen=True)
+class UntrainedVerdict:
+    """Why a step's predictions say its network is untrained: `kind` "one_class" or "chance",
+    `headline` the banner ("this step predicts one class: …"), `details` the numbers and the
+    threshold."""
+
+    kind: str
+    headline: str
+    details: str
+
+
+def untrained_verdict(confusion_matrix: list[list[int]] | None,
+                      class_names: list[str] | tuple[str, ...]) -> UntrainedVerdict | None:
+    """From a step's confusion matrix over the evaluation set (rows true, columns predicted):
+    one class predicted for at least ONE_CLASS_SHARE of the images (unless that class is as
+    common among the labels: then predicting it is right), or an accuracy no better than
+    chance (1/K) plus `chance_margin` (CHANCE_SIGMAS standard errors of a random guesser: one
+    guessing at random passes that bar about once in 700 evaluations). None otherwise, or
+    without an evaluation."""
+    if not confusion_matrix:
+        return None
+    classes = len(confusion_matrix)
+    images = sum(sum(row) for row in confusion_matrix)
+    if classes < 2 or images < 1:
+        return None
+    predicted = [sum(row[j] for row in confusion_matrix) for j in range(classes)]
+    top = max(range(classes), key=lambda j: predicted[j])
+    share = predicted[top] / images
+    if share >= ONE_CLASS_SHARE and sum(confusion_matrix[top]) / images < ONE_CLASS_SHARE:
+        name = class_names[top] if top < len(class_names) else str(top)
+        return UntrainedVerdict(
+            "one_class", "this step predicts one class: its analyses describe an untrained "
+            "network",
+            f"class {name} for {_pct(share)} of the {images} evaluation images; threshold "
+            f"{_pct(ONE_CLASS_SHARE, 0)}")
+    accuracy = sum(confusion_matrix[i][i] for i in range(classes)) / images
+    chance, margin = 1.0 / classes, chance_margin(classes, images)
+    if accuracy <= chance + margin:
+        return UntrainedVerdict(
+            "chance", "this step predicts at chance level: its analyses describe an untrained "
+            "network",
+            f"accuracy {_pct(accuracy)} on {images} evaluation images, chance {_pct(chance)} = "
+            f"1/{classes}; threshold: {CHANCE_SIGMAS} standard errors above chance, "
+            f"{_pct(chance + margin)}")
+    return None
+
+
+def untrained_finding(verdict: UntrainedVerdict) -> Finding:
+    """The one finding of a step whose predictions say its network is untrained."""
+    text = (f"{verdict.headline[0].upper()}{verdict.headline[1:]} ({verdict.details}). Its "
+            f"routing, explanation, robustness and compactness numbers are not read as "
+            f"properties of the model.")
+    threshold = (_pct(ONE_CLASS_SHARE, 0) + " of images" if verdict.kind == "one_class"
+                 else f"chance + {CHANCE_SIGMAS} standard errors")
+    return Finding("untrained", text, threshold, "")
 
 
 # --------------------------------------------------------------------------------------------
@@ -353,12 +415,17 @@ def compactness_finding(summary: dict | None, untrained: dict | None = None,
 def findings(summaries: dict[str, dict], classes: int, *, accuracy: float | None = None,
              images: int | None = None, untrained: dict[str, dict] | None = None,
              untrained_accuracy: float | None = None,
-             reference: tuple | None = None) -> list[Finding]:
+             reference: tuple | None = None,
+             predicts_nothing: UntrainedVerdict | None = None) -> list[Finding]:
     """Every finding the numbers support, in reading order. `summaries` and `untrained`:
     {technique name: its summary} at the analysed step and at 0-0; `reference`: Gu's Table 1
-    row for the model's kind (see `affnist_finding`)."""
+    row for the model's kind (see `affnist_finding`). `predicts_nothing` (`untrained_verdict` of
+    the analysed step): the accuracy and that verdict only, since the other numbers then
+    describe an untrained network."""
     before = untrained or {}
     out = [accuracy_finding(accuracy, classes, images, untrained_accuracy)]
+    if predicts_nothing is not None:
+        return [f for f in out if f is not None] + [untrained_finding(predicts_nothing)]
     routing = summaries.get("routing_diagnostics")
     out.append(routing_finding(routing, classes, before.get("routing_diagnostics")))
     out.append(dead_units_finding(routing, before.get("routing_diagnostics")))

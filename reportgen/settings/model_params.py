@@ -61,6 +61,10 @@ class ClassCapsParams:
     # weighted sum (CapsNet-Keras before its commit 540f15d, e.g. its tf1.4-keras branch).
     # The outputs are the same; gradients (Grad-CAM++, attacks) see fixed couplings.
     detach_routing_votes: bool = False
+    # Class-capsule lengths as sqrt(|v|^2 + length_epsilon): 0 gives the exact length (every
+    # model reportgen trains); CapsNet-Keras's Length layer adds K.epsilon() = 1e-7, so its
+    # imports set 1e-7 and show the lengths that source computes (a floor of 3.2e-4).
+    length_epsilon: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,7 @@ _ROUTING_SOFTMAX = ("classes", "inputs")
 # Fields added for imported models, left out of to_dict() at these defaults.
 _OPTIONAL_DEFAULTS = {("class_caps", "routing_softmax"): "classes",
                       ("class_caps", "detach_routing_votes"): False,
+                      ("class_caps", "length_epsilon"): 0.0,
                       ("imported_from",): "",
                       ("class_caps", "routing"): "dynamic",
                       ("family",): "capsnet",

@@ -112,11 +112,11 @@ def variants(description) -> list[Params]:
 def capsule_logits(net):
     """x -> log of the class-capsule lengths (the real model, routing included); for a CNN the
     log of its class probabilities (for a softmax: the logits up to a constant)."""
-    from keras import ops
+    from reportgen.capsnet.ops import log_length
 
     def logits(x):
         _, lengths = net.encoder(x, training=False)
-        return ops.log(lengths)
+        return log_length(lengths)
     return logits
 
 
@@ -130,7 +130,7 @@ def vote_logits(net):
     import keras
     from keras import ops
 
-    from reportgen.capsnet.ops import capsule_length, squash
+    from reportgen.capsnet.ops import capsule_length, log_length, squash
 
     # The sub-graph of net.model up to its "primary_capsules" output (shared layers, no copy).
     primary = keras.Model(net.model.inputs[0], net.model.output["primary_capsules"],
@@ -138,7 +138,7 @@ def vote_logits(net):
 
     def logits(x):
         votes = net.class_caps.votes(primary(x, training=False))          # (B, N, K, D)
-        return ops.log(capsule_length(squash(ops.mean(votes, axis=1))))
+        return log_length(capsule_length(squash(ops.mean(votes, axis=1))))
     return logits
 
 

@@ -547,14 +547,20 @@
 
   /* ---------------------------------------------------------------- pages */
 
+  /* Blocks of one step (the model page's step sections, the untrained-step banners of every
+   * model page): only the chosen step's are shown. */
+  function showStepBlocks(stepName) {
+    page.querySelectorAll("[data-rg-step]").forEach(function (block) {
+      block.hidden = block.getAttribute("data-rg-step") !== stepName;
+    });
+  }
+
   function renderModelPage(model) {
     var stepName = resolveStep(model, selection.step);
     var inputKey = resolveInput(model, selection.input);
     syncControls(stepName, inputKey);
     setSelectionText({step: stepName || "none"});
-    page.querySelectorAll("[data-rg-step]").forEach(function (block) {
-      block.hidden = block.getAttribute("data-rg-step") !== stepName;
-    });
+    showStepBlocks(stepName);
     page.querySelectorAll("[data-rg-marker]").forEach(function (line) {
       var xs = JSON.parse(line.getAttribute("data-x") || "{}");
       if (stepName in xs) {
@@ -581,6 +587,7 @@
     syncControls(stepName, inputKey);
     var input = findInput(model, inputKey);
     setSelectionText({step: stepName || "none", input: input ? input.label : "none"});
+    showStepBlocks(stepName);
     updateInputCard(page.querySelector("[data-rg-input-card]"), model, stepName, inputKey);
     page.querySelectorAll("[data-rg-panel]").forEach(function (card) {
       updatePanel(card, lookup(model, stepName, inputKey, card.getAttribute("data-rg-panel")));
@@ -594,6 +601,7 @@
     var stepName = resolveStep(model, selection.step);
     syncControls(stepName, null);
     setSelectionText({step: stepName || "none"});
+    showStepBlocks(stepName);
     var step = model.steps[stepName];
     var records = (step && step.dataset) || {};
     var none = Object.keys(records).length === 0;

@@ -1,0 +1,114 @@
+"""Every registered model family built by `reportgen build` with the DEFAULT technique set (no
+--technique subset), as a user's first build of it runs: a tiny model of each trained one batch,
+its untrained step and that one built, every analysis that applies computed and drawn, the
+pages rendered. A crash that only one family's figures or analyses hit (GraCapsNet's attention
+figure once failed every default build of MNIST_GraCaps) fails here, with the family named.
+
+One build for all of them (one TensorFlow import, one MkDocs run); about 8 minutes on 2 cores."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import TINY_PARAMS
+from em_fixture import TINY_EM
+from family_nets import CNN_HEADS, TINY_GRACAPS, tiny_cnn, write_model
+from test_training import _tiny_data
+
+from reportgen.catalog import Catalog
+from reportgen.commands.build import BuildOptions, build
+from reportgen.engine.model import ModelHandle
+from reportgen.engine.step import plan
+from reportgen.settings.family_params import FAMILIES, ROUTINGS
+from reportgen.settings.model_params import parse_model_params
+from reportgen.techniques import all_techniques
+
+NO_ROUTING = {**TINY_PARAMS["class_caps"], "routing": "none"}
+MODELS = {
+    "CapsNet": TINY_PARAMS,
+    "CapsNet_NoR": {**TINY_PARAMS, "class_caps": NO_ROUTING},
+    "AffCapsNet": {**TINY_PARAMS, "class_caps": {**NO_ROUTING, "weight_sharing": "all"}},
+    "GraCapsNet": TINY_GRACAPS,
+    "EM": TINY_EM,
+    **{f"ConvNet_{head}": tiny_cnn(head) for head in CNN_HEADS},
+}
+DEFAULT = tuple(t for t in all_techniques() if not t.experimental)
+
+
+def test_the_families_cover_the_registry():
+    """A family, CNN head or routing added to the settings without a model here fails."""
+    params = [parse_model_params({**raw, "dataset": "mnist"}) for raw in MODELS.values()]
+    assert {p.family for p in params} == set(FAMILIES)
+    assert {p.cnn.head for p in params if p.family == "cnn"} == set(CNN_HEADS)
+    capsnets = [p.class_caps for p in params if p.family == "capsnet"]
+    assert {c.routing for c in capsnets} == set(ROUTINGS)
+    assert {c.weight_sharing for c in capsnets} >= {False, "all"}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    from reportgen.training.trainer import TrainOptions, train
+
+    tmp = tmp_path_factory.mktemp("families")
+    data = _tiny_data(tmp / "toy.npz", n=40)
+    models = tmp / "models"
+    for name, raw in MODELS.items():
+        write_model(models, name, raw, data)
+        train(Catalog(models).get(name), TrainOptions(limit=10))      # steps 0-0 and 1-1
+    options = BuildOptions(steps="last", images="test:0-1", analyses="last", eval_images=10,
+                           cache_dir=str(tmp / "cache"), project_dir=str(tmp / "mkdocs"),
+                           site_dir=str(tmp / "site"))
+    summary = build(Catalog(models), options)
+    return models, tmp / "site", summary
+
+
+def _index(site, name) -> dict:
+    return json.loads((site / "models" / name / "index.json").read_text("utf-8"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(MODELS))
+def test_each_family_builds_every_default_analysis(built, name):
+    models, site, summary = built
+    assert not [line for line in summary.failed if line.startswith(name)], summary.failed
+    index = _index(site, name)
+    assert index["step_names"] == ["0-0", "1-1"]
+    overview = (site / "models" / name / "index.html").read_text("utf-8")
+    assert "Problems during the build of this model" not in overview
+    # every default technique that applies to the family has its panels; the others say why not
+    chosen = plan(DEFAULT, ModelHandle(Catalog(models).get(name).params))
+    applies = {t.name for t, _ in chosen.variants}
+    assert {p["technique"] for p in index["panels"] + index["dataset_panels"]} == applies
+    assert set(index["not_applicable"]) == {t.name for t, _ in chosen.not_applicable}
+    # the dataset analyses at both steps (both analysed), each input's panels at each step
+    for step in index["step_names"]:
+        computed = index["steps"][step]["dataset"]
+        for technique in {t.name for t, _ in chosen.variants if t.scope == "dataset"}:
+            assert any(pid.startswith(technique) for pid in computed), (technique, step)
+    inputs = {t.name for t, _ in chosen.variants if t.scope == "input"}
+    for key, script in index["input_scripts"].items():
+        text = (site / script).read_text("utf-8")
+        for step in index["step_names"]:
+            for technique in inputs:
+                assert f"artifacts/{name}/{step}/{key}/{technique}" in text, (technique, key)
+
+
+@pytest.mark.slow
+def test_gracapsnet_shows_its_attention_and_scores_it_in_explanation_fidelity(built):
+    models, site, summary = built
+    page = (site / "models" / "GraCapsNet" / "class-caps.html").read_text("utf-8")
+    assert "GraCapsNet attention (built-in explanation)" in page
+    for step in ("0-0", "1-1"):
+        for key in ("test-0", "test-1"):
+            for figure in ("explanation", "heads"):
+                png = (site / "artifacts" / "GraCapsNet" / step / key /
+                       f"gracaps_attention-{figure}.png")
+                assert png.stat().st_size > 0, png
+    analyses = _index(site, "GraCapsNet")["steps"]["1-1"]["dataset"]
+    [fidelity] = [v for k, v in analyses.items() if k.startswith("explanation_fidelity")]
+    exported = next(f["src"] for f in fidelity["figures"] if f["kind"] == "json")
+    numbers = json.loads((site / exported).read_text("utf-8"))
+    assert numbers["builtin_method"] == "gracaps_attention"
+    assert isinstance(numbers["deletion_aopc_gracaps_attention"], float)
+    assert "Maps: GraCapsNet attention E" in fidelity["more"]
