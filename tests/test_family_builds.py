@@ -4,7 +4,8 @@ its untrained step and that one built, every analysis that applies computed and 
 pages rendered. A crash that only one family's figures or analyses hit (GraCapsNet's attention
 figure once failed every default build of MNIST_GraCaps) fails here, with the family named.
 
-One build for all of them (one TensorFlow import, one MkDocs run); one input, about 5 minutes on a busy 2-core machine."""
+One build for all of them (one TensorFlow import, one MkDocs run) of one input each: about 5
+minutes on a busy 2-core machine."""
 
 from __future__ import annotations
 
