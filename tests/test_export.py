@@ -1,7 +1,8 @@
 """`reportgen export` on a real build of a tiny model: the same bytes twice; one LaTeX figure per
-figure with escaped captions; CSV numbers equal to the stored arrays and the history; PDFs that
-parse; PNGs at twice their layout size; one-line errors naming the command to run first. Plus
-the pieces on their own: plot PNGs at 2x, LaTeX escaping, the references."""
+figure with escaped captions and formulas as math, which pdflatex compiles with every figure;
+CSV numbers equal to the stored arrays and the history; PDFs that parse; PNGs at twice their
+layout size; one-line errors naming the command to run first. Plus the pieces on their own:
+plot PNGs at 2x, LaTeX escaping, the references."""
 
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ from click.testing import CliRunner
 
 from reportgen.cli import main
 from reportgen.figures.encode import PIXEL_RATIO, png_size
+from test_captions_tex import check_every_figure, compile_captions, needs_pdflatex
 from test_training import TINY_TOML, _tiny_data
 
-TECHNIQUES = ("predictions", "gradcam_pp", "conv_feature_maps", "class_capsules",
+TECHNIQUES = ("predictions", "gradcam_pp", "conv_feature_maps", "class_capsules", "rpv",
               "affine_robustness")
 
 
@@ -114,23 +116,44 @@ def _balanced(text: str) -> bool:
 def test_captions_tex_has_one_figure_per_figure_with_escaped_captions(supplement):
     tex = supplement.read("captions.tex").decode("utf-8")
     figures = _figures(supplement)
-    graphics = re.findall(r"\\includegraphics\[width=[0-9.]+\\linewidth\]\{([^}]*)\}", tex)
+    graphics = re.findall(r"\\includegraphics\[width=[0-9.]+\\linewidth,height=\\reportgenheight"
+                          r"\{\d+\},keepaspectratio\]\{([^}]*)\}", tex)
     assert tex.count("\\begin{figure}") == tex.count("\\end{figure}") == len(figures)
     assert sorted(graphics) == sorted(figures)            # one environment per figure
     labels = re.findall(r"\\label\{([^}]*)\}", tex)
     assert len(set(labels)) == len(labels) == len(figures)
     assert _balanced(tex)
-    captions = re.findall(r"^  \\caption\{(.*)\}$", tex, flags=re.M)
+    captions = re.findall(r"^  \\caption\[\{[^\n]*\}\]\{(.*)\}$", tex, flags=re.M)
     assert len(captions) == len(figures)
     for caption in captions:
         assert _balanced(caption)
         text = re.sub(r"\\cite\{[^}]*\}", "", caption)
-        assert not re.search(r"(?<!\\)[%&_#]", text), caption        # escaped specials
-        assert not re.search(r"[^\x00-\x7f]", text), caption            # pdflatex-safe
-    assert any("\\%" in c for c in captions) and any("\\_" in c for c in captions)
+        maths = re.findall(r"(?<!\\)\$([^$]*)\$", text)
+        text = re.sub(r"(?<!\\)\$[^$]*\$", "", text)
+        assert not re.search(r"(?<!\\)[%&_#$]", text), caption       # escaped specials
+        assert not re.search(r"[^\x00-\x7f]", caption), caption        # pdflatex-safe
+        for math in maths:                                            # math: commands, letters
+            assert re.fullmatch(r"[\\{}_^|A-Za-z0-9 ]*", math), math
+    assert any("\\%" in c for c in captions) and any("primary\\_conv" in c for c in captions)
     gradcam = next(c for c in captions if "Grad-CAM++ (conv1)" in c)
     assert "Tiny, step 1-5, input test \\#1." in tex and "\\cite{chattopadhay2018gradcampp}" \
         in gradcam
+
+
+@pytest.mark.slow
+@needs_pdflatex
+def test_captions_tex_compiles_with_every_figure_and_its_formulas(supplement, tmp_path):
+    """The README's document around the real supplement's captions.tex: pdflatex places every
+    figure, none too large for the page, and sets the captions' formulas as math."""
+    supplement.extractall(tmp_path)
+    tex = (tmp_path / "captions.tex").read_text()
+    stems = re.findall(r"keepaspectratio\]\{([^}]*)\}", tex)
+    assert sorted(stems) == sorted(_figures(supplement))
+    compiled = compile_captions(tmp_path)
+    check_every_figure(compiled, tmp_path, stems)
+    # the class capsules' caption writes |v|, the RPV captions l_i c_ij l_j
+    assert "$|v|$" in tex and "$l_{i}$ $c_{ij}$ $l_{j}$" in tex and "c\\_ij" not in tex
+    assert "cmmi7" in compiled.fonts                   # subscripts set in math italic
 
 
 def _evaluation_arrays(cache: Path, step: str) -> dict:
@@ -270,14 +293,14 @@ def test_upscaled_pngs_keep_every_pixel_as_a_square():
 
 
 def test_latex_escape():
-    from reportgen.commands.supplement import latex_escape
+    from reportgen.commands.captions_tex import latex_escape
 
-    assert latex_escape("50% of a_b & c #1 {x} $y ~ ^ \\") == (
-        r"50\% of a\_b \& c \#1 \{x\} \$y \textasciitilde{} \textasciicircum{} "
+    assert latex_escape("50% of abc_b & c #1 {x} $y ~ ^ \\") == (
+        r"50\% of abc\_b \& c \#1 \{x\} \$y \textasciitilde{} \textasciicircum{} "
         r"\textbackslash{}")
     assert latex_escape("δ ∈ ±0.25 … 1 → 2") == \
         r"$\delta$ $\in$ $\pm$0.25 \ldots{} 1 $\rightarrow$ 2"
-    assert latex_escape("cos(v, û)² x̄ é") == r"cos(v, \^{u})$^2$ \={x} \'{e}"
+    assert latex_escape("cos(v, û)² x̄ é") == r"cos(v, \^{u})${}^2$ \={x} \'{e}"
 
 
 def test_references_follow_the_methods_models_and_data():

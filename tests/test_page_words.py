@@ -24,8 +24,10 @@ def test_formulas_read_with_unicode_sub_and_superscripts():
     assert readable("m = l_i (c_ij l_j)^2") == "m = lᵢ (cᵢⱼ lⱼ)²"
     assert readable("H_i = -Σ_j c_ij log c_ij, argmax_j") == "Hᵢ = -Σⱼ cᵢⱼ log cᵢⱼ, argmaxⱼ"
     assert readable("votes u_hat[j|i] = W_ij u_i; f(x_0)") == "votes û(j|i) = Wᵢⱼ uᵢ; f(x₀)"
+    assert readable("cos(v_j, û_j|i), length |û_j|i|, |v|") == \
+        "cos(vⱼ, û(j|i)), length |û(j|i)|, |v|"
     # identifiers are not formulas: layer names, factors, keys stay as written
-    for name in ("primary_conv", "shear_x", "test_0", "p_d", "translation_y"):
+    for name in ("primary_conv", "shear_x", "test_0", "p_d", "translation_y", "RdBu_r"):
         assert readable(name) == name
 
 

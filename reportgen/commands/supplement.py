@@ -11,7 +11,8 @@ imports no TensorFlow. The zip holds:
 - `data/MODEL/...`: the numbers behind each plot as CSV (training history, confusion matrix,
   each analysis's summary, trends and comparisons, a technique's own export);
 - `captions.tex`: one `figure` environment per figure (`\\includegraphics` of the figure's path
-  without extension, so pdflatex takes the PDF where there is one), captions LaTeX-escaped;
+  without extension, so pdflatex takes the PDF where there is one), captions LaTeX-escaped with
+  their formulas as math (reportgen.commands.captions_tex);
 - `references.bib`: the papers of the methods, model families and data sets shown;
 - `README.txt`: what the files are;
 - `.reportgen-supplement.json`: the marker that tells a supplement reportgen wrote from any
@@ -39,6 +40,7 @@ import zipfile
 from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePosixPath
 
+from reportgen.commands.captions_tex import captions_tex
 from reportgen.errors import ReportgenError, StoreError
 from reportgen.figures.encode import PIXEL_RATIO, png_size, upscale_png
 from reportgen.pages.sitedata import (BuildFailure, FigureFile, InputInfo, ModelData, Panel,
@@ -50,7 +52,6 @@ SUPPLEMENT_MARKER = ".reportgen-supplement.json"   # first in the zip: "." sorts
 SUPPLEMENT_MARKER_DATA = json.dumps({"written_by": "reportgen export", "format": 1}).encode()
 PAPER_KINDS = ("png", "pdf", "svg")
 NUMBER_KINDS = ("csv", "json")
-LINE_WIDTH_PX = 480                    # layout pixels that fill \linewidth in captions.tex
 
 
 @dataclass
@@ -370,61 +371,7 @@ def _json_csv(data: bytes) -> bytes:
 
 
 # --------------------------------------------------------------------------------------------
-# LaTeX
-
-
-_LATEX = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&",
-          "#": r"\#", "^": r"\textasciicircum{}", "_": r"\_", "%": r"\%",
-          "~": r"\textasciitilde{}", "<": r"\textless{}", ">": r"\textgreater{}",
-          "|": r"\textbar{}",
-          # symbols the captions use, as pdflatex can set them without extra packages
-          "…": r"\ldots{}", "±": r"$\pm$", "×": r"$\times$", "°": r"$^\circ$",
-          "→": r"$\rightarrow$", "←": r"$\leftarrow$", "≥": r"$\geq$", "≤": r"$\leq$",
-          "≈": r"$\approx$", "−": "--", "–": "--", "—": "---", "‖": r"$\|$", "∞": r"$\infty$",
-          "√": r"$\surd$", "·": r"$\cdot$", "’": "'", "‘": "`", "“": "``", "”": "''",
-          "α": r"$\alpha$", "β": r"$\beta$", "γ": r"$\gamma$", "δ": r"$\delta$",
-          "ε": r"$\epsilon$", "θ": r"$\theta$", "λ": r"$\lambda$", "μ": r"$\mu$",
-          "π": r"$\pi$", "σ": r"$\sigma$", "τ": r"$\tau$", "Δ": r"$\Delta$", "Σ": r"$\Sigma$",
-          "∈": r"$\in$", "¹": r"$^1$", "²": r"$^2$", "³": r"$^3$"}
-# combining accents (after their letter) -> LaTeX's text accent commands
-_ACCENTS = {"\u0300": "`", "\u0301": "'", "\u0302": "^", "\u0303": "~", "\u0304": "=",
-            "\u0308": '"', "\u0327": "c"}
-
-
-def latex_escape(text: str) -> str:
-    """`text` as LaTeX text that pdflatex sets without extra packages: special characters
-    escaped, the symbols captions use as math, accented letters as accent commands."""
-    import unicodedata
-
-    out: list[str] = []
-    for ch in unicodedata.normalize("NFD", text):
-        if ch in _ACCENTS and out:
-            out[-1] = f"\\{_ACCENTS[ch]}{{{out[-1]}}}"
-        else:
-            out.append(_LATEX.get(ch, ch))
-    return "".join(out)
-
-
-def _label(stem: str) -> str:
-    return "fig:" + re.sub(r"[^A-Za-z0-9:.-]+", "-", stem.removeprefix("figures/")).strip("-")
-
-
-def captions_tex(figures: list[SupplementFigure]) -> str:
-    """One figure environment per figure, in the supplement's order."""
-    out = ["% Figures of the reportgen supplement: \\input{captions} after \\usepackage{graphicx}",
-           "% (each \\includegraphics names the file without extension: pdflatex takes the PDF",
-           "% where there is one, else the PNG). Cite the methods from references.bib.", ""]
-    for fig in figures:
-        width = min(1.0, max(0.25, fig.width / LINE_WIDTH_PX)) if fig.width else 1.0
-        cite = f" \\cite{{{','.join(fig.cite)}}}" if fig.cite else ""
-        text = latex_escape(fig.caption.strip())
-        out += ["\\begin{figure}[htbp]",
-                "  \\centering",
-                f"  \\includegraphics[width={width:.2f}\\linewidth]{{{fig.stem}}}",
-                f"  \\caption{{\\textbf{{{latex_escape(fig.title)}.}} {text}{cite}}}",
-                f"  \\label{{{_label(fig.stem)}}}",
-                "\\end{figure}", ""]
-    return "\n".join(out)
+# README.txt
 
 
 def readme(supplement: Supplement, site: SiteData, models: list[ModelData], steps: str,
@@ -435,7 +382,8 @@ def readme(supplement: Supplement, site: SiteData, models: list[ModelData], step
              "figures/   each figure as PNG (twice its on-screen size) and, for plots, SVG and "
              "PDF",
              "data/      the numbers behind the plots as CSV, in the figures' folders",
-             "captions.tex    one figure environment per figure: \\input{captions}",
+             "captions.tex    one figure environment per figure: \\input{captions} after "
+             "\\usepackage{graphicx} (pdflatex, no other package)",
              "references.bib  the papers of the methods, models and data sets shown",
              f"{SUPPLEMENT_MARKER}  marks the zip as written by reportgen export (which "
              "replaces no other file)", ""]

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 
+from reportgen.pages.formulas import Formula, split_formulas
+
 CAPTION_WORDS = 40
 
 _SUB = dict(zip("0123456789aehijklmnoprstuvx+-=()", "₀₁₂₃₄₅₆₇₈₉ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ₊₋₌₍₎"))
@@ -29,24 +31,31 @@ WORDS = {"modified": "modified method", "original": "original method",
          "pooled": "pooled", "first": "first images"}
 
 
-def _sub(match: re.Match) -> str:
-    base, index = match.group(1), match.group(2)
-    return base + "".join(_SUB[c] for c in index)
+def _unicode(formula: Formula) -> str:
+    """A formula with Unicode sub- and superscripts where every character has one (a vote's
+    index as û(j|i)); else as written."""
+    index, power = formula.index, formula.power
+    if "|" in index:
+        index = f"({index})"
+    elif all(c in _SUB for c in index):
+        index = "".join(_SUB[c] for c in index)
+    else:
+        return formula.written
+    if all(c in _SUP for c in power):
+        power = "".join(_SUP[c] for c in power)
+    else:
+        return formula.written
+    text = formula.base + index + power
+    return f"|{text}|" if formula.norm else text
 
 
 def readable(text: str) -> str:
-    """Formulas in `text` with Unicode sub- and superscripts where every character has one
-    (l_i c_ij l_j → lᵢ cᵢⱼ lⱼ, f(x_0) → f(x₀), (…)^2 → (…)², u_hat[j|i] → û(j|i)); anything
-    else is left as written."""
+    """Formulas in `text` (reportgen.pages.formulas) with Unicode sub- and superscripts where
+    every character has one (l_i c_ij l_j → lᵢ cᵢⱼ lⱼ, f(x_0) → f(x₀), (…)^2 → (…)²,
+    u_hat[j|i] → û(j|i)); anything else is left as written."""
     if not text:
         return text
-    text = re.sub(r"\bu_hat\[([a-z])\|([a-z])\]", r"û(\1|\2)", text)
-    text = re.sub(r"\bu_hat\b", "û", text)
-    # x_ij, c_ij, R_ij, l_i, x_0, x_k: a short identifier, "_", a subscriptable index
-    text = re.sub(r"\b([^\W\d_]{1,2}|argmax|max|min|sum|prod)_([0-9aehijklmnoprstuv]{1,3})\b",
-                  lambda m: _sub(m) if all(c in _SUB for c in m.group(2)) else m.group(0), text)
-    text = re.sub(r"\^(-?[0-9n]+)\b", lambda m: "".join(_SUP[c] for c in m.group(1)), text)
-    return text
+    return "".join(p if isinstance(p, str) else _unicode(p) for p in split_formulas(text))
 
 
 def heading(title: str, variant: str, several: bool = False) -> str:
