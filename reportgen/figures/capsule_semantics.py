@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from reportgen.figures.encode import new_figure
-from reportgen.figures.plots import figure_pair, styled, summary_value
+from reportgen.figures.plots import figure_pair, legend_below, styled, summary_value
 from reportgen.probe.affine import FACTORS
 from reportgen.figures.figure import Figure
 
@@ -263,9 +263,8 @@ def render_compare(series, params, ctx) -> list[Figure]:
                    label=f"{model} (eff. dims {summary_value(summary, 'effective_dims'):.1f})")
         ax.set_xticks(x, [FACTOR_LABELS[f] for f in factors])
         ax.set_ylabel("compactness KL(p ‖ uniform)")
-        ax.legend(frameon=False)
         ax.set_title("Capsule semantics, models compared")
-        fig.tight_layout()
+        legend_below(fig)
     caption = ("Compactness per affine factor of " + ", ".join(models) + " (the KL of the "
                "image-averaged shares of variance, the aggregation of Gu 2022's Table 5; each "
                "model with its own options and evaluation set at the chosen step); the legend "
