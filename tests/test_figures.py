@@ -528,3 +528,34 @@ def test_compare_legends_sit_outside_every_plotting_area(analysis, monkeypatch):
     # every model (or method) is named once
     texts = [t.get_text() for t in legends[0].get_texts()]
     assert len(texts) == len(set(texts))
+
+
+@pytest.mark.parametrize("technique", ["predictions", "conv_feature_maps", "conv_kernels",
+                                       "primary_heatmaps", "rpv", "class_capsules",
+                                       "decoder_perturbation", "gradcam_pp"])
+def test_mosaic_digits_are_at_least_10_px_tall_at_1x(technique):
+    """The numbers drawn inside the mosaics at 1x: their last line of ink is digits (a colour
+    bar's ticks, or the predictions' axis), at least 10 px tall, measured on the pixels; so is
+    the class capsules' first line (dimension numbers)."""
+    ctx = _context(1)
+    result, params = _results(ctx)[technique]
+    figure = panels.RENDERERS[technique](result, params, ctx)[0]
+    grey = np.asarray(Image.open(io.BytesIO(figure.data)).convert("L"))
+    bands = _ink_bands(grey)
+    assert bands[-1] >= 10, bands
+    if technique == "class_capsules":
+        assert bands[0] >= 10, bands
+
+
+def test_class_pose_activations_are_at_least_10_px_tall_at_1x():
+    """Matrix capsules' poses: the activation line above each tile ("a = 0.900", digits and an
+    x-height letter), measured on the pixels between the class name and the tile."""
+    from reportgen.figures.matrix_capsules import render_class_poses
+
+    result = {"capsules": np.zeros((3, 16)), "lengths": np.array([0.1, 0.9, 0.3])}
+    figure = render_class_poses(result, None, RenderContext("M", "1-0", ("a", "b", "c")))[0]
+    grey = np.asarray(Image.open(io.BytesIO(figure.data)).convert("L"))
+    rgb = np.asarray(Image.open(io.BytesIO(figure.data)).convert("RGB"))
+    frame = np.flatnonzero((rgb == panels.HIGHLIGHT).all(-1).sum(1) >= 40)   # predicted's frame
+    name, activation = _ink_bands(grey[:frame.min(), :])[:2]
+    assert activation >= 10, (name, activation)
