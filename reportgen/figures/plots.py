@@ -1,8 +1,8 @@
 """Helpers shared by the matplotlib charts of the dataset analyses; no TensorFlow.
 
-One rc style for the charts, an axes style, the PNG (site, drawn at twice its layout size) + SVG
-and PDF (paper) files of one figure (deterministic bytes, reportgen.figures.encode) and a summary
-lookup for trend/compare charts.
+One rc style for the charts, an axes style, a legend below the axes (never over the data), the
+PNG (site, drawn at twice its layout size) + SVG and PDF (paper) files of one figure
+(deterministic bytes, reportgen.figures.encode) and a summary lookup for trend/compare charts.
 """
 
 from __future__ import annotations
@@ -32,15 +32,13 @@ def style_axes(ax) -> None:
         ax.spines[side].set_visible(False)
 
 
-def legend_below(fig, axes=None, fontsize: float = FONT - 1):
-    """Lay `fig` out (tight_layout) with one legend under every axes, outside all plotting
-    areas so that it never covers data: the labels of `axes` (default: all), each once, in as
-    many columns as fit the figure's width; the figure grows by the legend's height. Returns
-    the legend (None without labels). Use in place of fig.tight_layout()."""
-    import numpy as np
-
+def legend_below(fig, fontsize: float = FONT - 1):
+    """Lay `fig` out (tight_layout) with one legend under all its axes, outside every plotting
+    area so that it never covers data: the labels of every axes, each once, in as many columns
+    as fit the figure's width; the figure grows by the legend's height. Returns the legend
+    (None without labels). Use in place of fig.tight_layout()."""
     found: dict[str, object] = {}
-    for ax in (fig.axes if axes is None else np.ravel(axes)):
+    for ax in fig.axes:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             found.setdefault(label, handle)
     fig.tight_layout()
