@@ -156,6 +156,64 @@ def test_heatmaps_and_class_poses_are_the_layers_outputs(net, images, outputs):
     np.testing.assert_array_equal(probe["predicted"], outputs["activations"].argmax(1))
 
 
+def _tile_colours(png: bytes) -> set[tuple[int, int, int]]:
+    """The colours of the pose tiles of a class-pose figure: the rows between the top and the
+    bottom of the predicted class's frame (a run of at least one tile width in its colour)."""
+    import io
+
+    from PIL import Image
+
+    from reportgen.figures.matrix_capsules import CELL
+    from reportgen.figures.panels import HIGHLIGHT
+
+    rgb = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+    framed = np.flatnonzero((rgb == HIGHLIGHT).all(-1).sum(1) >= 4 * CELL)
+    band = rgb[framed.min():framed.max() + 1]
+    return {tuple(int(c) for c in p) for p in band.reshape(-1, 3)}
+
+
+def test_class_poses_give_coordinate_addition_its_own_scale(net):
+    """Coordinate addition (Hinton et al. 2018) adds each child's scaled position to pose
+    entries (0, 3) and (1, 3) of its votes: they get their own scale, so the other 14 entries
+    (here 16x smaller) still span theirs; without it, one scale for all 16."""
+    from reportgen.figures.colormaps import DIVERGING, apply_colormap
+    from reportgen.figures.figure import RenderContext
+    from reportgen.figures.matrix_capsules import COORDINATE_COLORMAP, render_class_poses
+
+    description = net.description
+    assert description.class_capsules.coordinate_addition           # the fixture's default
+    poses = np.zeros((3, 16))
+    poses[:, [3, 7]] = [[0.8, 0.5], [0.6, 0.4], [0.7, 0.2]]        # positions in [0, 1]
+    poses[0, 5], poses[1, 10], poses[2, 0] = -0.05, 0.025, 0.04
+    result = {"capsules": poses, "lengths": np.array([0.2, 0.9, 0.1])}
+    ctx = RenderContext("EM", "1-0", ("a", "b", "c"), description=description)
+    figure, = render_class_poses(result, None, ctx)
+    colours = _tile_colours(figure.data)
+
+    def colour(value, vmax, name):
+        return tuple(int(c) for c in apply_colormap(0.5 + value / (2 * vmax), name))
+
+    # -0.05, the largest of the other entries, at the blue end of their scale; 0.025 halfway
+    for value in (-0.05, 0.025, 0.04, 0.0):
+        assert colour(value, 0.05, DIVERGING) in colours, value
+    for value in (0.8, 0.5, 0.2):
+        assert colour(value, 0.8, COORDINATE_COLORMAP) in colours, value
+    assert "±0.05" in figure.caption and "±0.8" in figure.caption
+    assert "coordinate addition" in figure.caption and "(0, 3) and (1, 3)" in figure.caption
+
+    # A model without coordinate addition: one shared scale, ±0.8
+    without = dataclasses.replace(description, capsule_layers=(
+        *description.capsule_layers[:-1],
+        dataclasses.replace(description.class_capsules, coordinate_addition=False)))
+    figure, = render_class_poses(result, None, dataclasses.replace(ctx, description=without))
+    colours = _tile_colours(figure.data)
+    assert colour(-0.05, 0.05, DIVERGING) not in colours
+    for value in (-0.05, 0.8, 0.5):
+        assert colour(value, 0.8, DIVERGING) in colours, value
+    assert not any(colour(v, 0.8, COORDINATE_COLORMAP) in colours for v in (0.8, 0.5))
+    assert "coordinate addition" not in figure.caption
+
+
 def test_routing_diagnostics_entropy_against_uniform(net):
     """With one EM iteration the assignments are uniform: every routed layer's entropy ratio is
     1. With two it is below 1, and the means are those of the probe's entropies."""

@@ -14,6 +14,7 @@ import pytest
 from reportgen.errors import ReportgenError
 from reportgen.probe.evaluation import EvalBatch
 from reportgen.probe.probe import run_probe
+from reportgen.results.explanation_fidelity import METHOD_LABELS
 from reportgen.techniques import explanation_fidelity as ef
 from reportgen.techniques import gradcam_pp, rpv
 from reportgen.techniques.base import RenderContext
@@ -241,8 +242,8 @@ def test_summary_and_figures(result):
     json.dumps(summary)
     for method in ef.METHODS:
         for key in ("deletion_aopc", "deletion_auc", "insertion_auc"):
-            if method == "gracaps_attention":       # not a CapsNet's
-                assert summary[f"{key}_{method}"] is None
+            if method == "gracaps_attention":       # not a CapsNet's: left out
+                assert f"{key}_{method}" not in summary
             else:
                 assert isinstance(summary[f"{key}_{method}"], float)
     assert summary["builtin_method"] == "rpv_modified"
@@ -281,3 +282,63 @@ def test_drawing_never_imports_tensorflow():
     code = ("import sys, reportgen.figures.explanation_fidelity, reportgen.techniques.explanation_fidelity; "
             "assert not any(m.split('.')[0] in ('tensorflow', 'keras') for m in sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _as_gracaps(result):
+    """The tiny CapsNet's result as GraCapsNet's would be: its attention E in RPV's place (the
+    RPV rows NaN, as compute leaves the methods a model does not have)."""
+    methods = ef.METHODS
+    out = {k: np.array(v, copy=True) for k, v in result.items()}
+    for key in ("deletion", "insertion"):
+        out[key][methods.index("gracaps_attention")] = out[key][methods.index("rpv_modified")]
+        out[key][[methods.index("rpv_modified"), methods.index("rpv_original")]] = np.nan
+    out["agreement_original"][:] = np.nan
+    out["builtin_method"] = np.int64(methods.index("gracaps_attention"))
+    return out
+
+
+def _legends_and_captions(monkeypatch, draw):
+    """(legend texts, captions) of the figures `draw()` makes."""
+    from reportgen.figures import explanation_fidelity as drawing
+
+    figures = []
+    for name in ("figure_pair", "png_figure"):
+        original = getattr(drawing, name)
+        monkeypatch.setattr(drawing, name, lambda fig, *a, _o=original, **k:
+                            figures.append(fig) or _o(fig, *a, **k))
+    drawn = draw()
+    legends = [legend for fig in figures
+               for legend in [*fig.legends, *(ax.get_legend() for ax in fig.axes)] if legend]
+    return ({t.get_text() for legend in legends for t in legend.get_texts()},
+            [f.caption for f in drawn])
+
+
+@pytest.mark.parametrize("family", ["capsnet", "gracapsnet"])
+def test_figures_and_numbers_name_only_the_models_own_methods(result, family, monkeypatch):
+    """A CapsNet's figures, captions and summary never name GraCapsNet's attention, and a
+    GraCapsNet's never name RPV: the legends list the methods the model has, nothing else."""
+    params = ef.Params(images=9, patch=3)
+    arrays = result if family == "capsnet" else _as_gracaps(result)
+    own = ("rpv_modified", "rpv_original") if family == "capsnet" else ("gracaps_attention",)
+    other = {"capsnet": ("GraCapsNet", "attention"), "gracapsnet": ("RPV",)}[family]
+    expected = {METHOD_LABELS[m] for m in (*own, "gradcam_pp", "random")}
+    summary = ef.summarize(arrays, params)
+    assert {k for k in summary if k.startswith("deletion_aopc_")} == \
+        {f"deletion_aopc_{m}" for m in (*own, "gradcam_pp", "random")}
+    ctx = RenderContext(model="tiny", step="1-10", class_names=("a", "b", "c"))
+    later = dict(summary, agreement_mean=0.5)
+    for draw in (lambda: ef.TECHNIQUE.render(arrays, params, ctx),
+                 lambda: ef.TECHNIQUE.render_trend([("1-10", summary), ("2-10", later)],
+                                                   params, ctx),
+                 lambda: ef.TECHNIQUE.render_compare([("A", summary), ("B", later)], params,
+                                                     ctx)):
+        legends, captions = _legends_and_captions(monkeypatch, draw)
+        methods = {text.split(" (AOPC")[0].split(" (AUC")[0] for text in legends
+                   if "vs Grad-CAM++" not in text}
+        assert methods <= expected and expected & methods, legends
+        for text in (*legends, *captions):
+            assert not any(word in text for word in other), text
+    # The curves name every method the model has.
+    legends, _ = _legends_and_captions(monkeypatch, lambda: ef.TECHNIQUE.render(arrays, params,
+                                                                                ctx))
+    assert {t.rsplit(" (", 1)[0] for t in legends if "AOPC" in t} == expected

@@ -445,3 +445,117 @@ def test_grid_labels_are_at_least_10_px_tall_at_1x():
                    ["-2 sd", "-1 sd", "0", "+1 sd", "+2 sd"], "title")
     rows, column = _grid_label_heights(png_bytes(sheet))
     assert len(rows) == 3 and min(rows) >= 10 and column >= 10, (rows, column)
+
+
+# --- legends of the Compare page's charts ---------------------------------------------------------
+
+def _compare_summaries(m: int) -> dict[str, dict]:
+    """Hand-made summaries of model `m` per analysis with a comparison chart: values near the
+    top of each axis, where an in-axes legend would cover bars or lines."""
+    from reportgen.probe.affine import FACTORS
+    from reportgen.results.adversarial_robustness import metric_key
+
+    high = 0.9 + 0.02 * m
+    adversarial = {"images": 10, "clean_accuracy": high, "has_decoder": True}
+    for target in ("capsules", "votes"):
+        for attack in ("fgsm", "pgd"):
+            for eps in (0.0, 0.05, 0.1, 0.2, 0.3):
+                for metric in ("accuracy", "undetected"):
+                    adversarial[metric_key(metric, target, attack, eps)] = high - eps
+    return {
+        "explanation_fidelity": {
+            "builtin_method": "rpv_modified", "grid": "6x6", "images": 10, "patches": 36,
+            "gradcam_layer": "conv1", "agreement_mean": 0.9, "agreement_std": 0.05,
+            **{f"{k}_{method}": high for k in ("deletion_aopc", "insertion_auc")
+               for method in ("rpv_modified", "rpv_original", "gradcam_pp", "random")}},
+        "affnist_benchmark": {"clean_accuracy": high, "affnist_accuracy": high - 0.05},
+        "capsule_semantics": {"effective_dims": 7.0,
+                              **{f"compactness_{f}": high for f in FACTORS}},
+        "routing_diagnostics": {"entropy_mean": 1.0, "entropy_max": 2.3,
+                                "dead_filter_fraction": high, "dead_type_fraction": high,
+                                "agreement_true_mean_cos": high,
+                                "agreement_wrong_mean_cos": high,
+                                "agreement_true_coupling_weighted_cos": high},
+        "em_routing_diagnostics": {"layers": 3, "entropy_normalized_per_layer": [1.0, 1.0, 0.99],
+                                   "dead_filter_fraction": 0.0, "dead_type_fraction": 0.0},
+        "affine_robustness": {"clean_accuracy": high,
+                              **{k: v for f in FACTORS for k, v in (
+                                  (f"{f}_values", [-1.0, 0.0, 1.0]),
+                                  (f"{f}_accuracy", [high, high, high]))}},
+        "adversarial_robustness": adversarial,
+    }
+
+
+def _overlaps(a, b) -> bool:
+    return min(a.x1, b.x1) - max(a.x0, b.x0) > 0.5 and min(a.y1, b.y1) - max(a.y0, b.y0) > 0.5
+
+
+@pytest.mark.parametrize("analysis", ["explanation_fidelity", "affnist_benchmark",
+                                      "capsule_semantics", "routing_diagnostics",
+                                      "em_routing_diagnostics", "affine_robustness",
+                                      "adversarial_robustness"])
+def test_compare_legends_sit_outside_every_plotting_area(analysis, monkeypatch):
+    """The Compare page's charts: every legend inside the figure and clear of every axes' box
+    (its data area) and of its tick labels and titles, measured as matplotlib lays them out."""
+    import importlib
+
+    from reportgen.techniques import get_technique
+
+    technique = get_technique("routing_diagnostics" if analysis.startswith("em_") else analysis)
+    module = importlib.import_module(f"reportgen.figures.{analysis}")
+    drawn = []
+    original = module.figure_pair
+
+    def keep(fig, *args, **kwargs):
+        drawn.append(fig)
+        return original(fig, *args, **kwargs)
+
+    monkeypatch.setattr(module, "figure_pair", keep)
+    series = [(f"MNIST_model_number_{m} (10-1000)", _compare_summaries(m)[analysis])
+              for m in range(4)]
+    figures = technique.render_compare(series, None, RenderContext("all models", "last", ()))
+    assert figures and len(drawn) == 1
+    fig = drawn[0]
+    renderer = fig.canvas.get_renderer()
+    legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
+    assert len(legends) == 1
+    box = legends[0].get_window_extent(renderer)
+    page = fig.bbox
+    assert page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0 and box.y1 <= page.y1
+    for ax in fig.axes:
+        assert not _overlaps(box, ax.get_window_extent(renderer)), ax.get_title()
+        assert not _overlaps(box, ax.get_tightbbox(renderer)), ax.get_title()
+    # every model (or method) is named once
+    texts = [t.get_text() for t in legends[0].get_texts()]
+    assert len(texts) == len(set(texts))
+
+
+@pytest.mark.parametrize("technique", ["predictions", "conv_feature_maps", "conv_kernels",
+                                       "primary_heatmaps", "rpv", "class_capsules",
+                                       "decoder_perturbation", "gradcam_pp"])
+def test_mosaic_digits_are_at_least_10_px_tall_at_1x(technique):
+    """The numbers drawn inside the mosaics at 1x: their last line of ink is digits (a colour
+    bar's ticks, or the predictions' axis), at least 10 px tall, measured on the pixels; so is
+    the class capsules' first line (dimension numbers)."""
+    ctx = _context(1)
+    result, params = _results(ctx)[technique]
+    figure = panels.RENDERERS[technique](result, params, ctx)[0]
+    grey = np.asarray(Image.open(io.BytesIO(figure.data)).convert("L"))
+    bands = _ink_bands(grey)
+    assert bands[-1] >= 10, bands
+    if technique == "class_capsules":
+        assert bands[0] >= 10, bands
+
+
+def test_class_pose_activations_are_at_least_10_px_tall_at_1x():
+    """Matrix capsules' poses: the activation line above each tile ("a = 0.900", digits and an
+    x-height letter), measured on the pixels between the class name and the tile."""
+    from reportgen.figures.matrix_capsules import render_class_poses
+
+    result = {"capsules": np.zeros((3, 16)), "lengths": np.array([0.1, 0.9, 0.3])}
+    figure = render_class_poses(result, None, RenderContext("M", "1-0", ("a", "b", "c")))[0]
+    grey = np.asarray(Image.open(io.BytesIO(figure.data)).convert("L"))
+    rgb = np.asarray(Image.open(io.BytesIO(figure.data)).convert("RGB"))
+    frame = np.flatnonzero((rgb == panels.HIGHLIGHT).all(-1).sum(1) >= 40)   # predicted's frame
+    name, activation = _ink_bands(grey[:frame.min(), :])[:2]
+    assert activation >= 10, (name, activation)

@@ -16,7 +16,9 @@ from reportgen.results import findings as F
 from site_fixture import make_site
 
 ROUTING = {"entropy_mean": 2.3004, "entropy_max": math.log(10), "dead_filter_count": 13,
-           "filter_count": 128, "dead_type_count": 0, "type_count": 8, "images": 200}
+           "filter_count": 128, "filter_layers": ["conv1", "primary_conv"],
+           "filter_count_per_layer": [64, 64], "dead_filter_count_per_layer": [5, 8],
+           "dead_type_count": 0, "type_count": 8, "images": 200}
 FIDELITY = {"builtin_method": "rpv_modified", "deletion_aopc_rpv_modified": 0.30,
             "deletion_aopc_gradcam_pp": 0.50, "deletion_aopc_random": 0.28,
             "insertion_auc_rpv_modified": 0.72, "insertion_auc_gradcam_pp": 0.73,
@@ -55,13 +57,47 @@ def test_em_routing_is_judged_at_every_layer():
     assert "layer 1: 0.2" in f.text and "departs" in f.text
 
 
-def test_dead_units_are_flagged_above_the_stated_share():
-    f = F.dead_units_finding(ROUTING, untrained={"dead_filter_count": 2, "dead_type_count": 1})
-    assert "13 of 128 conv filters (10.2%)" in f.text and "0 of 8 capsule types" in f.text
-    assert "above the 5% of dead units we flag (threshold 5%)" in f.text
-    assert f.untrained == "untrained (0-0): 2 dead filters, 1 inactive types"
-    few = F.dead_units_finding({**ROUTING, "dead_filter_count": 3})
-    assert "within the 5%" in few.text
+def test_dead_filters_are_counted_and_flagged_per_layer():
+    untrained = {**ROUTING, "dead_filter_count_per_layer": [2, 0], "dead_type_count": 1}
+    f = F.dead_units_finding(ROUTING, untrained=untrained)
+    # each conv layer on its own: never "13 of 128" (two layers' filters added up)
+    assert f.text.startswith("conv1: 5 of 64 filters dead (7.8%); primary_conv: 8 of 64 "
+                             "filters dead (12.5%); 0 of 8 capsule types inactive (0.0%).")
+    assert "128" not in f.text
+    assert f.text.endswith("conv1 and primary_conv are above the 5% of dead units we flag "
+                           "(threshold 5% per layer).")
+    assert f.untrained == ("untrained (0-0): conv1: 2 of 64 filters dead; primary_conv: 0 of "
+                           "64 filters dead; 1 of 8 capsule types inactive")
+    few = F.dead_units_finding({**ROUTING, "dead_filter_count_per_layer": [3, 0]})
+    assert "every layer is within the 5%" in few.text
+    # 8 of 320 filters in all is 2.5%, but one layer has 12.5% of its filters dead
+    hidden = F.dead_units_finding({**ROUTING, "filter_count_per_layer": [256, 64],
+                                   "dead_filter_count_per_layer": [0, 8]})
+    assert "primary_conv is above" in hidden.text and "conv1: 0 of 256" in hidden.text
+    # a summary without per-layer counts says its total is of all conv layers together
+    summed = {k: v for k, v in ROUTING.items() if "per_layer" not in k and k != "filter_layers"}
+    assert F.dead_units_finding(summed).text.startswith("conv layers: 13 of 128 filters dead")
+
+
+def test_dead_filter_counts_per_layer_from_the_routing_arrays():
+    """routing_diagnostics' summary counts each conv layer's dead filters (max output 0 over
+    the evaluation set) against that layer's filters, in the model's order."""
+    from reportgen.results.routing_diagnostics import dead_filter_summary, dead_units
+
+    conv1, primary = np.ones(64), np.ones(32)
+    conv1[[1, 5, 9, 20, 63]] = 0.0
+    primary[:8] = 0.0
+    arrays = {"filter_max_conv1": conv1, "filter_max_primary_conv": primary,
+              "dead_type_threshold": np.float64(1e-3), "type_max_length": np.ones(8)}
+    summary = dead_filter_summary(dead_units(arrays))
+    assert summary["filter_layers"] == ["conv1", "primary_conv"]
+    assert summary["filter_count_per_layer"] == [64, 32]
+    assert summary["dead_filter_count_per_layer"] == [5, 8]
+    assert summary["dead_filters_conv1"] == [1, 5, 9, 20, 63]
+    assert (summary["dead_filter_count"], summary["filter_count"]) == (13, 96)
+    text = F.dead_units_finding({**summary, "dead_type_count": 0, "type_count": 8}).text
+    assert "conv1: 5 of 64 filters dead (7.8%); primary_conv: 8 of 32 filters dead (25.0%)" \
+        in text
 
 
 def test_explanation_methods_disagreement_and_ties():

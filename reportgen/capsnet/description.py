@@ -161,6 +161,9 @@ class CapsuleLayer:
                  PyTorch implementations a model can be imported from)
     kernel_size, strides: a convolutional capsule layer's kernel and stride over the grid of
                  the capsule layer before it (Hinton et al. 2018's ConvCaps); None otherwise
+    coordinate_addition: class capsules of EM routing whose votes get the scaled centre of
+                 their child's receptive field added to the pose entries COORDINATE_ENTRIES
+                 (Hinton et al. 2018, coordinate addition)
     """
 
     name: str
@@ -175,6 +178,7 @@ class CapsuleLayer:
     routing_softmax: str = "classes"
     kernel_size: tuple[int, int] | None = None
     strides: tuple[int, int] | None = None
+    coordinate_addition: bool = False
 
     @property
     def capsules(self) -> int:
@@ -417,6 +421,9 @@ def _describe_cnn(params) -> ModelDescription:
 
 POSE = 16                     # a 4x4 pose matrix, flattened row-major
 PRIMARY_CHANNELS = POSE + 1   # per primary capsule type: 16 pose values and one activation
+# Coordinate addition adds a child's scaled (row, column) to its vote's entries (0, 3) and
+# (1, 3): their indices in the flattened (row-major) pose
+COORDINATE_ENTRIES = (3, 7)
 
 
 def primary_conv_layer(params) -> tuple[tuple[ConvLayer, ...], ConvLayer]:
@@ -452,7 +459,8 @@ def describe_em(params) -> ModelDescription:
                                    kernel_size=(c.kernel_size,) * 2, strides=(c.strides,) * 2,
                                    **routed))
     classes = CapsuleLayer(name="class_caps", pose="matrix4x4", grid=None,
-                           types=params.num_classes, pose_size=POSE, activation="logistic")
+                           types=params.num_classes, pose_size=POSE, activation="logistic",
+                           coordinate_addition=em.coordinate_addition)
     return ModelDescription(input_shape=tuple(params.input_shape), conv_layers=convs,
                             capsule_layers=(*layers, classes),
                             head=Head(kind="capsules", classes=params.num_classes,

@@ -72,7 +72,7 @@ def build_em_capsnet(params) -> EMNetwork:
         before = layer
     class_caps = MatrixClassCaps(class_desc.types, routing_iterations=em.routing_iterations,
                                  inverse_temperature=em.inverse_temperature,
-                                 coordinate_addition=em.coordinate_addition,
+                                 coordinate_addition=class_desc.coordinate_addition,
                                  coordinates=coordinates(description, before),
                                  kernel_init_stddev=em.kernel_init_stddev,
                                  detach_assignments=em.detach_assignments,

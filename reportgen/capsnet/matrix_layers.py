@@ -15,6 +15,7 @@ import math
 import keras
 from keras import ops
 
+from reportgen.capsnet.description import COORDINATE_ENTRIES
 from reportgen.capsnet.em_routing import ConvWindows, em_routing
 
 PACKAGE = "reportgen"
@@ -231,10 +232,10 @@ class MatrixClassCaps(keras.layers.Layer):
         h, w = self.grid
         rows, cols = self.coordinates if self.coordinates is not None else \
             (tuple((r + 0.5) / h for r in range(h)), tuple((c + 0.5) / w for c in range(w)))
-        offsets = np.zeros((h, w, 1, 1, 4, 4), np.float32)
-        offsets[:, :, 0, 0, 0, 3] = np.asarray(rows, np.float32)[:, None]
-        offsets[:, :, 0, 0, 1, 3] = np.asarray(cols, np.float32)[None, :]
-        return offsets
+        offsets = np.zeros((h, w, 1, 1, POSE), np.float32)
+        offsets[:, :, 0, 0, COORDINATE_ENTRIES[0]] = np.asarray(rows, np.float32)[:, None]
+        offsets[:, :, 0, 0, COORDINATE_ENTRIES[1]] = np.asarray(cols, np.float32)[None, :]
+        return offsets.reshape(h, w, 1, 1, 4, 4)
 
     def votes(self, poses):
         """(B, H*W*Tin, classes, 16), with coordinate addition when enabled."""

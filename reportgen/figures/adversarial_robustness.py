@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from reportgen.figures.encode import new_figure
-from reportgen.figures.plots import figure_pair, png_figure, style_axes, summary_value
+from reportgen.figures.plots import (figure_pair, legend_below, png_figure, style_axes,
+                                     summary_value)
 from reportgen.results.adversarial_robustness import (ATTACK_LABELS, TARGET_LABELS,
                                                          metric_key)
 from reportgen.figures.figure import Figure
@@ -297,9 +298,8 @@ def render_compare(entries, params, ctx) -> list[Figure]:
             style_axes(axes[r, c])
             if c == 0:
                 axes[r, c].set_ylabel(metric, fontsize=FONT)
-    axes[0, -1].legend(fontsize=FONT - 1, frameon=False)
     fig.suptitle("Adversarial robustness across models", fontsize=FONT + 2)
-    fig.tight_layout()
+    legend_below(fig)
     models = ", ".join(f"{m} ({s.get('images', '?')} images, clean accuracy "
                        f"{summary_value(s, 'clean_accuracy'):.1%})" for m, s in entries)
     undetected = (" Bottom row: successful AND undetected adversarial examples among "

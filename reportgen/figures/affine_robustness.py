@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from reportgen.figures.encode import new_figure
-from reportgen.figures.plots import figure_pair, styled, summary_value
+from reportgen.figures.plots import figure_pair, legend_below, styled, summary_value
 from reportgen.probe.affine import FACTORS
 from reportgen.figures.figure import Figure
 
@@ -139,9 +139,8 @@ def render_compare(series, params, ctx) -> list[Figure]:
             ax.set_ylim(-0.02, 1.02)
         for ax in axes[::cols]:
             ax.set_ylabel("accuracy")
-        axes[0].legend(frameon=False)
         fig.suptitle("Accuracy under affine transforms, models compared", fontsize=9)
-        fig.tight_layout()
+        legend_below(fig)
     models = ", ".join(str(m) for m, _ in series)
     caption = (f"Affine robustness of {models}: accuracy per value of each factor (one panel "
                f"per factor, {TRANSFORM_NOTE}); dashed lines in each model's colour: its clean "

@@ -6,7 +6,8 @@ import numpy as np
 
 from reportgen.figures.encode import new_figure
 from reportgen.figures.figure import Figure
-from reportgen.figures.plots import figure_pair, png_figure, style_axes, styled, summary_value
+from reportgen.figures.plots import (figure_pair, legend_below, png_figure, style_axes, styled,
+                                     summary_value)
 
 COLORS = ("#1b9e77", "#d95f02")
 PROTOCOL = ("affNIST-like test digits: padded to 40x40, then rotation within ±20°, shear within "
@@ -77,9 +78,8 @@ def render_compare(entries, params, ctx) -> list[Figure]:
                            ha="right" if len(models) > 3 else "center")
         ax.set_ylim(0, 1.05)
         ax.set_ylabel("accuracy")
-        ax.legend(frameon=False)
         style_axes(ax)
-        fig.tight_layout()
+        legend_below(fig)
     caption = (f"affNIST-like benchmark across models (each at its step on this page): clean "
                f"and affNIST-like accuracy. {PROTOCOL}. Gu 2022 (Table 1, models stopped at "
                f"≈ 99.22% on MNIST): Aff-CapsNet 93.21%, ConvNet-Avg 94.11%, CapsNet 79%, "

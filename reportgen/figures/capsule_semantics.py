@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from reportgen.figures.encode import new_figure
-from reportgen.figures.plots import figure_pair, styled, summary_value
+from reportgen.figures.plots import figure_pair, legend_below, styled, summary_value
 from reportgen.probe.affine import FACTORS
 from reportgen.figures.figure import Figure
 
@@ -66,7 +66,7 @@ def _variance(arrays, params, ctx) -> list[Figure]:
 
 def _sheet(images: np.ndarray, row_labels, col_labels, title: str, target: int = 48):
     """(rows, cols, H, W, C) images in [0, 1] -> uint8 RGB sheet with labels (Pillow text)."""
-    from reportgen.figures.colormaps import GRID_LABEL_SIZE, draw_texts, quantise, text_size
+    from reportgen.figures.colormaps import FONT_SIZE, draw_texts, quantise, text_size
 
     rows, cols, h, w, c = images.shape
     factor = max(1, int(np.ceil(target / max(h, w))))
@@ -75,7 +75,7 @@ def _sheet(images: np.ndarray, row_labels, col_labels, title: str, target: int =
     pixels = pixels[..., :1].repeat(3, -1) if c == 1 else pixels[..., :3]
     tiles = (pixels * 255 + 0.5).astype(np.uint8).repeat(factor, 2).repeat(factor, 3)
     th, tw, gutter, margin = h * factor, w * factor, 2, 8
-    size = GRID_LABEL_SIZE
+    size = FONT_SIZE
     line = text_size("Ag", size)[1]
     label_w = max(text_size(t, size)[0] for t in row_labels) + 8
     top = margin + 2 * line + 8
@@ -263,9 +263,8 @@ def render_compare(series, params, ctx) -> list[Figure]:
                    label=f"{model} (eff. dims {summary_value(summary, 'effective_dims'):.1f})")
         ax.set_xticks(x, [FACTOR_LABELS[f] for f in factors])
         ax.set_ylabel("compactness KL(p ‖ uniform)")
-        ax.legend(frameon=False)
         ax.set_title("Capsule semantics, models compared")
-        fig.tight_layout()
+        legend_below(fig)
     caption = ("Compactness per affine factor of " + ", ".join(models) + " (the KL of the "
                "image-averaged shares of variance, the aggregation of Gu 2022's Table 5; each "
                "model with its own options and evaluation set at the chosen step); the legend "

@@ -16,10 +16,9 @@ from reportgen.figures.encode import png_bytes
 DIVERGING = "RdBu_r"
 NAN_COLOR = (255, 255, 255)
 TEXT_COLOR = (34, 34, 34)
-FONT_SIZE = 11
-# The row and column labels of image grids (perturbation sheets): digits 11 px tall at 1x, so a
-# grid reads without zooming (at FONT_SIZE they are 8 px).
-GRID_LABEL_SIZE = 14
+# Every label drawn inside a mosaic (tile labels, colour bars, grid rows and columns): digits
+# 10 px tall at 1x, so a figure reads without zooming (at 11 they were 8 px).
+FONT_SIZE = 14
 # Values are drawn at 65 levels (0, 1/64, ..., 1; odd, so 0 of a diverging scale is a level):
 # finer than the eye separates in a colormap, and a figure then holds few enough colours to be
 # stored as an exact palette PNG at about half the bytes of 256 levels. The numbers themselves

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from reportgen.figures.encode import new_figure
-from reportgen.figures.plots import figure_pair, styled
+from reportgen.figures.plots import figure_pair, legend_below, styled
 from reportgen.figures.routing_diagnostics import ALIVE_COLOUR, DEAD_COLOUR
 from reportgen.results.routing_diagnostics import FILTER_PREFIX
 
@@ -176,9 +176,8 @@ def render_compare(series, params, ctx):
         ax.axhline(1.0, color="0.4", linestyle=":", linewidth=0.8)
         ax.set_xticks(x, [f"routed layer {i + 1}" for i in x])
         ax.set_ylabel("mean H / H_uniform")
-        ax.legend(frameon=False)
         fig.suptitle("EM routing, models compared", fontsize=9)
-        fig.tight_layout()
+        legend_below(fig)
     caption = ("Routing diagnostics of " + ", ".join(models) + " (each on its own evaluation "
                "set at the chosen step): the mean entropy of every routed layer's EM "
                "assignments relative to uniform assignments (1 = uniform), layer by layer from "

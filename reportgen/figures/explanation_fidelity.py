@@ -9,11 +9,13 @@ from __future__ import annotations
 import numpy as np
 
 from reportgen.figures.encode import new_figure
-from reportgen.figures.plots import figure_pair, png_figure, style_axes, summary_value
+from reportgen.figures.plots import (figure_pair, legend_below, png_figure, style_axes,
+                                     summary_value)
 from reportgen.figures.figure import Figure
 from reportgen.results.explanation_fidelity import (METHOD_LABELS as LABELS, METHODS,
                                                        area_under_curve, builtin_method,
-                                                       deletion_aopc)
+                                                       deletion_aopc, own_methods,
+                                                       summarized_methods)
 
 COLORS = {"rpv_modified": "#d95f02", "rpv_original": "#e6ab02", "gradcam_pp": "#1b9e77",
           "random": "#7f7f7f", "gracaps_attention": "#e7298a"}
@@ -49,8 +51,10 @@ def _target_text(params) -> str:
 
 
 def procedure(params, images: int, patches: int, grid: str, layer: str,
-              builtin: str = "rpv_modified") -> str:
-    """Every procedure choice, for the captions; `builtin` the model's own explanation."""
+              builtin: str | tuple[str, ...] = "rpv_modified") -> str:
+    """Every procedure choice, for the captions; `builtin` the model's own explanation (the
+    models' own explanations, for a comparison)."""
+    maps = "; ".join(MAPS[b] for b in ((builtin,) if isinstance(builtin, str) else builtin))
     patch = int(_get(params, "patch", 5))
     return (f"{images} images of the evaluation set (stratified by class, seed "
             f"{_get(params, 'seed', 0)}); inputs cut into {patch}x{patch}-pixel patches "
@@ -61,7 +65,7 @@ def procedure(params, images: int, patches: int, grid: str, layer: str,
             f"descending relevance, ties in random order; 'random order' is a seeded random "
             f"permutation per image. Deletion replaces the patches with seeded uniform noise in "
             f"[0, 1] (one noise image per input, shared by all methods); insertion starts from "
-            f"{_start_text(params)} and restores the patches. Maps: {MAPS[builtin]} on the "
+            f"{_start_text(params)} and restores the patches. Maps: {maps} on the "
             f"{grid} primary grid; Grad-CAM++ of layer {layer}.")
 
 
@@ -86,10 +90,10 @@ def render(arrays, params, ctx) -> list[Figure]:
     # Curves: deletion and insertion, mean ± standard error over images.
     fig = new_figure(8.0, 3.3, dpi=DPI)
     axes = fig.subplots(1, 2)
+    methods = own_methods(deletion) if n else ()        # a model's other methods are NaN
     for ax, mode, curves in ((axes[0], "deletion", deletion), (axes[1], "insertion", insertion)):
-        for m, method in enumerate(METHODS):
-            if n == 0 or m >= len(curves) or not np.isfinite(curves[m]).all():
-                continue                       # a method this model does not have
+        for method in methods:
+            m = METHODS.index(method)
             mean = curves[m].mean(axis=0)
             sem = curves[m].std(axis=0) / np.sqrt(n)
             if mode == "deletion":
@@ -240,13 +244,13 @@ def render_trend(history, params, ctx) -> list[Figure]:
     x = np.arange(len(steps))
     fig = new_figure(10.0, 3.2, dpi=DPI)
     axes = fig.subplots(1, 3)
+    methods = summarized_methods(s for _, s in history)  # only the model's own methods
     for ax, key, title in ((axes[0], "deletion_aopc", "deletion AOPC (higher = faithful)"),
                            (axes[1], "insertion_auc", "insertion AUC (higher = faithful)")):
-        for method in METHODS:
+        for method in methods:
             ax.plot(x, [summary_value(s, f"{key}_{method}") for _, s in history], STYLES[method],
                     marker="o", markersize=3, color=COLORS[method], label=LABELS[method])
         ax.set_title(title, fontsize=FONT + 1)
-    axes[0].legend(fontsize=FONT - 1, frameon=False)
     last = history[-1][1]
     builtin = last.get("builtin_method") if last.get("builtin_method") in MAPS else "rpv_modified"
     lines = [("agreement_mean", LABELS[builtin], AGREEMENT_COLOR)]
@@ -257,7 +261,6 @@ def render_trend(history, params, ctx) -> list[Figure]:
                      color=color, label=f"{label} vs Grad-CAM++")
     axes[2].set_title("mean Spearman agreement", fontsize=FONT + 1)
     axes[2].set_ylim(-1, 1)
-    axes[2].legend(fontsize=FONT - 1, frameon=False)
     for ax in axes:
         ax.set_xticks(x)
         ax.set_xticklabels(steps, rotation=90 if len(steps) > 8 else 0, fontsize=FONT - 1)
@@ -266,7 +269,7 @@ def render_trend(history, params, ctx) -> list[Figure]:
     model = getattr(ctx, "model", "")
     fig.suptitle(f"{model + ': ' if model else ''}explanation fidelity over training",
                  fontsize=FONT + 2)
-    fig.tight_layout()
+    legend_below(fig)
     text = procedure(params, int(last.get("images", 0)), int(last.get("patches", 0)),
                      str(last.get("grid", "?")), str(last.get("gradcam_layer", "?")), builtin)
     caption = (f"Explanation fidelity over training steps{' of ' + model if model else ''}: "
@@ -283,17 +286,19 @@ def render_compare(entries, params, ctx) -> list[Figure]:
         return []
     models = [str(m) for m, _ in entries]
     x = np.arange(len(models))
-    width = 0.8 / len(METHODS)
+    # what some model has, the built-in explanations first (beside each other)
+    methods = sorted(summarized_methods(s for _, s in entries) or ("random",),
+                     key=lambda m: m in ("gradcam_pp", "random"))
+    width = 0.8 / len(methods)
     fig = new_figure(max(8.0, 2.0 + 1.3 * len(models) * 2), 3.6, dpi=DPI)
     axes = fig.subplots(1, 3)
     for ax, key, title in ((axes[0], "deletion_aopc", "deletion AOPC (higher = faithful)"),
                            (axes[1], "insertion_auc", "insertion AUC (higher = faithful)")):
-        for m, method in enumerate(METHODS):
-            ax.bar(x + (m - (len(METHODS) - 1) / 2) * width,
+        for m, method in enumerate(methods):
+            ax.bar(x + (m - (len(methods) - 1) / 2) * width,
                    [summary_value(s, f"{key}_{method}") for _, s in entries], width,
                    color=COLORS[method], label=LABELS[method])
         ax.set_title(title, fontsize=FONT + 1)
-    axes[0].legend(fontsize=FONT - 1, frameon=False)
     means = np.array([summary_value(s, "agreement_mean") for _, s in entries])
     stds = np.array([summary_value(s, "agreement_std") for _, s in entries])
     axes[2].bar(x, np.nan_to_num(means), 0.6, yerr=np.nan_to_num(stds), color=AGREEMENT_COLOR,
@@ -304,28 +309,31 @@ def render_compare(entries, params, ctx) -> list[Figure]:
     axes[2].axhline(0, color="#999999", linewidth=0.6)
     axes[2].set_ylim(-1, 1)
     axes[2].set_ylabel("mean ± std over images", fontsize=FONT)
-    own = sorted({str(s.get("builtin_method") or "rpv_modified") for _, s in entries})
-    subject = "RPV" if own == ["rpv_modified"] else "own explanation"
-    axes[2].set_title(f"{subject} vs Grad-CAM++ (Spearman)", fontsize=FONT + 1)
+    recorded = {str(s.get("builtin_method") or "rpv_modified") for _, s in entries}
+    own = [m for m in MAPS if m in recorded] or ["rpv_modified"]
+    subject = SUBJECTS[own[0]] if len(own) == 1 else "own explanation"
+    axes[2].set_title(f"{subject} vs Grad-CAM++\n(Spearman)", fontsize=FONT + 1)
     for ax in axes:
         ax.set_xticks(x)
         ax.set_xticklabels(models, rotation=30 if len(models) > 3 else 0, ha="right"
                            if len(models) > 3 else "center", fontsize=FONT - 1)
         style_axes(ax)
     fig.suptitle("Explanation fidelity across models", fontsize=FONT + 2)
-    fig.tight_layout()
+    legend_below(fig)
     grids = ", ".join(f"{m}: {s.get('grid', '?')} grid, Grad-CAM++ {s.get('gradcam_layer', '?')}"
                       f", {s.get('images', '?')} images" for m, s in entries)
-    whose = ("RPV (modified)" if own == ["rpv_modified"] else
+    whose = (LABELS[own[0]] if len(own) == 1 else
              "each model's own explanation (" + ", ".join(
                  f"{m}: {LABELS.get(str(s.get('builtin_method') or 'rpv_modified'), '?')}"
                  for m, s in entries) + ")")
+    thesis = (" — the thesis found RPV and Grad-CAM++ comparable when the primary grid is "
+              "large (MNIST_LPcaps, 18x18)" if "rpv_modified" in own else "")
     caption = (f"Explanation fidelity across models ({grids}): deletion AOPC and insertion AUC "
-               f"per saliency method, and the mean (± standard deviation) per-image Spearman "
-               f"correlation of {whose} and Grad-CAM++ on each model's primary grid — the "
-               f"thesis found RPV and Grad-CAM++ comparable when the primary grid is large "
-               f"(MNIST_LPcaps, 18x18). "
+               f"per saliency method ({', '.join(LABELS[m] for m in methods)}; a model's bars "
+               f"are only of its own methods), and the mean (± standard deviation) per-image "
+               f"Spearman correlation of {whose} and Grad-CAM++ on each model's primary "
+               f"grid{thesis}. "
                + procedure(params, int(entries[0][1].get("images", 0)),
                            int(entries[0][1].get("patches", 0)), "model's",
-                           str(_get(params, "gradcam_layer", "conv1"))))
+                           str(_get(params, "gradcam_layer", "conv1")), tuple(own)))
     return figure_pair(fig, "compare", caption, svg_size=False)

@@ -18,8 +18,8 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from reportgen.figures.colormaps import (
-    COLOUR_LEVELS, DIVERGING, FONT_SIZE, GRID_LABEL_SIZE, TEXT_COLOR, apply_colormap, apply_diverging,
-    colorbar_array, draw_texts, fmt, quantise, text_size,
+    COLOUR_LEVELS, DIVERGING, FONT_SIZE, TEXT_COLOR, apply_colormap, apply_diverging, colorbar_array,
+    draw_texts, fmt, quantise, text_size,
 )
 from reportgen.figures.encode import png_bytes
 from reportgen.figures.placement import place_grid_at_centres, stretch_grid
@@ -28,7 +28,7 @@ from reportgen.figures.figure import Figure, RenderContext
 WHITE = 255
 MARGIN = 8
 GAP = 6
-TITLE_SIZE = 12
+TITLE_SIZE = FONT_SIZE + 1
 HIGHLIGHT = (217, 95, 2)          # predicted class
 BAR = (128, 152, 186)             # other classes
 DEAD = (220, 20, 20)              # dead-filter outline
@@ -345,9 +345,9 @@ def _predictions_svg(lengths, names, predicted, title) -> bytes:
 
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{lay["width"]}" '
            f'height="{lay["height"]}" viewBox="0 0 {lay["width"]} {lay["height"]}" '
-           f'font-family="DejaVu Sans, Arial, sans-serif" font-size="11">',
+           f'font-family="DejaVu Sans, Arial, sans-serif" font-size="{FONT_SIZE}">',
            f'<rect width="{lay["width"]}" height="{lay["height"]}" fill="#ffffff"/>',
-           f'<text x="{MARGIN}" y="{MARGIN // 2 + 11}" font-size="12" '
+           f'<text x="{MARGIN}" y="{MARGIN // 2 + TITLE_SIZE}" font-size="{TITLE_SIZE}" '
            f'fill="{rgb(TEXT_COLOR)}">{escape(title)}</text>']
     for t in (0.0, 0.25, 0.5, 0.75, 1.0):
         x = x0 + t * (plot_w - 1) + 0.5
@@ -355,7 +355,7 @@ def _predictions_svg(lengths, names, predicted, title) -> bytes:
                    f'stroke="{rgb(GRID_LINE)}"/>')
         out.append(f'<line x1="{x:.1f}" y1="{bottom}" x2="{x:.1f}" y2="{bottom + 3}" '
                    f'stroke="{rgb(AXIS)}"/>')
-        out.append(f'<text x="{x:.1f}" y="{bottom + 14}" text-anchor="middle" '
+        out.append(f'<text x="{x:.1f}" y="{bottom + 4 + FONT_SIZE}" text-anchor="middle" '
                    f'fill="{rgb(MUTED)}">{fmt(t)}</text>')
     for k, (value, name) in enumerate(zip(lengths, names)):
         y = top + k * row_h
@@ -365,9 +365,9 @@ def _predictions_svg(lengths, names, predicted, title) -> bytes:
         weight = ' font-weight="bold"' if k == predicted else ""
         out.append(f'<rect x="{x0}" y="{y + 3}" width="{bar:.2f}" height="{lay["bar_h"]}" '
                    f'fill="{colour}"><title>{escape(name)}: {value:.4f}</title></rect>')
-        out.append(f'<text x="{x0 - 6}" y="{y + row_h / 2 + 4:.1f}" text-anchor="end" '
+        out.append(f'<text x="{x0 - 6}" y="{y + row_h / 2 + 0.36 * FONT_SIZE:.1f}" text-anchor="end" '
                    f'fill="{text_colour}"{weight}>{escape(name)}</text>')
-        out.append(f'<text x="{x0 + bar + 4:.2f}" y="{y + row_h / 2 + 4:.1f}" '
+        out.append(f'<text x="{x0 + bar + 4:.2f}" y="{y + row_h / 2 + 0.36 * FONT_SIZE:.1f}" '
                    f'fill="{rgb(HIGHLIGHT if k == predicted else MUTED)}">{length_label(value)}</text>')
     out.append(f'<line x1="{x0 + 0.5}" y1="{top}" x2="{x0 + 0.5}" y2="{bottom}" '
                f'stroke="{rgb(AXIS)}"/>')
@@ -656,7 +656,7 @@ def _perturbation_sheet(tiles, deltas, dims, texts_colour=MUTED) -> _Block:
     gutter = 2
     grid = _grid(tiles, gutter)
     th, tw = tiles.shape[2:4]
-    size = GRID_LABEL_SIZE
+    size = FONT_SIZE
     lh = _line_height(size)
     label_w = text_size(f"dim {dims - 1}", size)[0] + 8
     header = lh + 4

@@ -1,8 +1,8 @@
 """Helpers shared by the matplotlib charts of the dataset analyses; no TensorFlow.
 
-One rc style for the charts, an axes style, the PNG (site, drawn at twice its layout size) + SVG
-and PDF (paper) files of one figure (deterministic bytes, reportgen.figures.encode) and a summary
-lookup for trend/compare charts.
+One rc style for the charts, an axes style, a legend below the axes (never over the data), the
+PNG (site, drawn at twice its layout size) + SVG and PDF (paper) files of one figure
+(deterministic bytes, reportgen.figures.encode) and a summary lookup for trend/compare charts.
 """
 
 from __future__ import annotations
@@ -30,6 +30,33 @@ def style_axes(ax) -> None:
     ax.set_axisbelow(True)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
+
+
+def legend_below(fig, fontsize: float = FONT - 1):
+    """Lay `fig` out (tight_layout) with one legend under all its axes, outside every plotting
+    area so that it never covers data: the labels of every axes, each once, in as many columns
+    as fit the figure's width; the figure grows by the legend's height. Returns the legend
+    (None without labels). Use in place of fig.tight_layout()."""
+    found: dict[str, object] = {}
+    for ax in fig.axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            found.setdefault(label, handle)
+    fig.tight_layout()
+    if not found:
+        return None
+    renderer = fig.canvas.get_renderer()
+    for columns in range(len(found), 0, -1):
+        legend = fig.legend(list(found.values()), list(found), loc="lower center",
+                            bbox_to_anchor=(0.5, 0.0), ncols=columns, frameon=False,
+                            fontsize=fontsize)
+        if columns == 1 or legend.get_window_extent(renderer).width <= 0.98 * fig.bbox.width:
+            break
+        legend.remove()
+    width, height = fig.get_size_inches()
+    extra = legend.get_window_extent(renderer).height / fig.dpi + 0.05
+    fig.set_size_inches(width, height + extra)
+    fig.tight_layout(rect=(0.0, extra / (height + extra), 1.0, 1.0))
+    return legend
 
 
 def figure_pair(fig, stem: str, caption: str, svg_size: bool = True) -> list[Figure]:

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from reportgen.figures.encode import new_figure
-from reportgen.figures.plots import figure_pair, styled, summary_value
+from reportgen.figures.plots import figure_pair, legend_below, styled, summary_value
 from reportgen.figures.figure import Figure
 
 TRUE_COLOUR = "#d95f02"       # panels.HIGHLIGHT: the true class
@@ -303,9 +303,8 @@ def render_compare(series, params, ctx) -> list[Figure]:
             ax.set_xticks(xm, [label for _, label in metrics], rotation=20, ha="right")
             ax.set_ylabel(PANEL_LABELS[panel])
             ax.axhline(0, color="0.5", linewidth=0.6)
-        axes[2].legend(frameon=False)
         fig.suptitle("Routing diagnostics, models compared", fontsize=9)
-        fig.tight_layout()
+        legend_below(fig)
     caption = ("Routing diagnostics of " + ", ".join(models) + " (each on its own evaluation "
                "set at the chosen step): left, how far routing is from uniform, 1 − mean "
                "coupling entropy / log K on a log scale (0 = uniform couplings, drawn at "

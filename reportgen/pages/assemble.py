@@ -27,7 +27,7 @@ from reportgen.pages.sitedata import FigureFile, Panel, Prediction
 from reportgen.techniques.base import Figure, RenderContext
 from reportgen.techniques.compute import params_dict, variant_label
 
-FIGURES_VERSION = 20     # bump when drawing changes: figures are redrawn, arrays are kept
+FIGURES_VERSION = 21     # bump when drawing changes: figures are redrawn, arrays are kept
 _ATTEMPTS = 2            # a figure entry removed between listing and reading: draw it again
 
 

@@ -115,7 +115,8 @@ def thresholds() -> list[dict]:
         {"what": "routing counts as uniform",
          "value": f"mean coupling entropy within {findings.ROUTING_NATS:g} nats of log K"},
         {"what": "dead units worth flagging",
-         "value": f"more than {100 * findings.DEAD_SHARE:g}% of filters or capsule types"},
+         "value": f"more than {100 * findings.DEAD_SHARE:g}% of a conv layer's filters, or of the "
+                  f"primary capsule types"},
         {"what": "two explanation methods tie",
          "value": f"deletion AOPC or insertion AUC closer than {findings.AOPC_MARGIN:g}"},
         {"what": "two saliency maps agree",

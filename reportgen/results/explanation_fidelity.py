@@ -21,6 +21,22 @@ def builtin_method(arrays) -> str:
     return METHODS[int(index)] if index is not None else "rpv_modified"
 
 
+def own_methods(curves) -> tuple[str, ...]:
+    """The METHODS a result has: those whose curves (methods, N, P+1) are finite; a model's
+    other methods are NaN (RPV of GraCapsNet, its attention of a CapsNet)."""
+    curves = np.asarray(curves, np.float64)
+    return tuple(m for i, m in enumerate(METHODS)
+                 if i < len(curves) and curves[i].size and np.isfinite(curves[i]).all())
+
+
+def summarized_methods(summaries) -> tuple[str, ...]:
+    """The METHODS with a number in any of `summaries` (summarize's dicts), in METHODS order:
+    what a trend or comparison of them shows (a method no model has is left out)."""
+    summaries = list(summaries)
+    return tuple(m for m in METHODS
+                 if any(s.get(f"deletion_aopc_{m}") is not None for s in summaries))
+
+
 def deletion_aopc(curves: np.ndarray) -> np.ndarray:
     """(N,) AOPC of deletion curves (N, P+1): mean over k = 0 … P of f(x_0) - f(x_k)."""
     curves = np.asarray(curves, np.float64)

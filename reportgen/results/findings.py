@@ -193,38 +193,56 @@ def routing_finding(summary: dict | None, classes: int,
                               f"{max(before):.2g} nats from uniform"))
 
 
-def dead_units_finding(summary: dict | None, untrained: dict | None = None) -> Finding | None:
-    """Conv filters that never fire and primary capsule types that never activate."""
-    s = summary or {}
-    filters, total = _num(s, "dead_filter_count"), _num(s, "filter_count")
-    types, type_total = _num(s, "dead_type_count"), _num(s, "type_count")
-    if not total and not type_total:
-        return None
-    parts = []
-    if total:
-        parts.append(f"{int(filters or 0)} of {int(total)} conv filters "
-                     f"({_pct((filters or 0) / total)}) output 0 on every evaluation image")
+def _dead_filters(summary: dict) -> list[tuple[str, int, int]]:
+    """(conv layer, dead filters, filters) per layer, in the model's order; from the summed
+    counts (as "conv layers") when the summary has no per-layer ones."""
+    layers = summary.get("filter_layers")
+    counts = summary.get("filter_count_per_layer")
+    dead = summary.get("dead_filter_count_per_layer")
+    if isinstance(layers, list) and isinstance(counts, list) and isinstance(dead, list) \
+            and len(layers) == len(counts) == len(dead):
+        return [(str(name), int(d or 0), int(c)) for name, d, c in zip(layers, dead, counts) if c]
+    total = _num(summary, "filter_count")
+    return [("conv layers", int(_num(summary, "dead_filter_count") or 0), int(total))] \
+        if total else []
+
+
+def _dead_parts(summary: dict, share: bool = True) -> list[tuple[str, str, float]]:
+    """(what, "n of N …", share) per conv layer and for the capsule types."""
+    parts = [(name, f"{name}: {d} of {n} filters dead", d / n)
+             for name, d, n in _dead_filters(summary)]
+    types, type_total = _num(summary, "dead_type_count"), _num(summary, "type_count")
     if type_total:
-        parts.append(f"{int(types or 0)} of {int(type_total)} capsule types "
-                     f"({_pct((types or 0) / type_total)}) stay below length "
-                     f"{_num(s, 'dead_type_threshold') or DEAD_TYPE_LENGTH:g} on every image")
-    shares = [(filters or 0) / total if total else 0.0,
-              (types or 0) / type_total if type_total else 0.0]
-    flag = "above" if max(shares) > DEAD_SHARE else "within"
-    text = (f"{', and '.join(parts)}: {flag} the {_pct(DEAD_SHARE, 0)} of dead units we flag "
-            f"(threshold {_pct(DEAD_SHARE, 0)}).")
-    before = None
-    if untrained:
-        u_filters = _num(untrained, "dead_filter_count")
-        u_types = _num(untrained, "dead_type_count")
-        bits = []
-        if total and u_filters is not None:
-            bits.append(f"{int(u_filters)} dead filters")
-        if type_total and u_types is not None:
-            bits.append(f"{int(u_types)} inactive types")
-        before = ", ".join(bits) or None
+        parts.append(("capsule types", f"{int(types or 0)} of {int(type_total)} capsule types "
+                      f"inactive", (types or 0) / type_total))
+    return [(what, f"{text} ({_pct(value)})" if share else text, value)
+            for what, text, value in parts]
+
+
+def dead_units_finding(summary: dict | None, untrained: dict | None = None) -> Finding | None:
+    """Conv filters that never fire, counted per conv layer (each layer has its own filters),
+    and primary capsule types that never activate; each layer's share against DEAD_SHARE."""
+    s = summary or {}
+    parts = _dead_parts(s)
+    if not parts:
+        return None
+    flagged = [what for what, _, value in parts if value > DEAD_SHARE]
+    threshold = f"threshold {_pct(DEAD_SHARE, 0)} per layer"
+    verdict = (f"{' and '.join(flagged)} {'is' if len(flagged) == 1 else 'are'} above the "
+               f"{_pct(DEAD_SHARE, 0)} of dead units we flag ({threshold})" if flagged else
+               f"every layer is within the {_pct(DEAD_SHARE, 0)} of dead units we flag "
+               f"({threshold})")
+    what = ["a dead filter outputs 0 on every evaluation image"] if _dead_filters(s) else []
+    if _num(s, "type_count"):
+        what.append(f"an inactive type stays below length "
+                    f"{_num(s, 'dead_type_threshold') or DEAD_TYPE_LENGTH:g} on every image")
+    meaning = "; ".join(what)
+    text = (f"{'; '.join(text for _, text, _ in parts)}. {meaning[:1].upper()}{meaning[1:]}: "
+            f"{verdict}.")
+    before = "; ".join(text for _, text, _ in _dead_parts(untrained, share=False)) \
+        if untrained else ""
     return Finding("dead_units", text, f"{_pct(DEAD_SHARE, 0)} of units", "routing_diagnostics",
-                   _untrained(before))
+                   _untrained(before or None))
 
 
 # --------------------------------------------------------------------------------------------

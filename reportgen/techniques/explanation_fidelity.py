@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.results.explanation_fidelity import (BUILTIN, METHODS, area_under_curve,
-                                                    builtin_method, deletion_aopc)
+                                                    builtin_method, deletion_aopc, own_methods)
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_option, check_positive, rounded_number
 
@@ -414,8 +414,8 @@ def _nan_stats(values: np.ndarray) -> dict:
 
 
 def summarize(arrays: dict, params: Params | None = None) -> dict:
-    """Flat JSON-ready headline numbers: per method deletion_aopc_*, deletion_auc_*,
-    insertion_auc_*; agreement_* (Spearman of RPV modified vs Grad-CAM++) and
+    """Flat JSON-ready headline numbers: per method the model has (`own_methods`)
+    deletion_aopc_*, deletion_auc_*, insertion_auc_*; agreement_* (Spearman of RPV modified vs Grad-CAM++) and
     agreement_original_*; the procedure (images, patches, grid, layer, target, start)."""
     params = params or Params()
     deletion = np.asarray(arrays["deletion"], np.float64)
@@ -435,9 +435,8 @@ def summarize(arrays: dict, params: Params | None = None) -> dict:
                                     np.asarray(arrays["labels"]))) if deletion.shape[1] else None,
         "builtin_method": builtin_method(arrays),
     }
-    for m, method in enumerate(METHODS):
-        if deletion.shape[1] == 0:
-            continue
+    for method in own_methods(deletion):              # only the methods this model has
+        m = METHODS.index(method)
         out[f"deletion_aopc_{method}"] = rounded_number(deletion_aopc(deletion[m]).mean())
         out[f"deletion_auc_{method}"] = rounded_number(area_under_curve(deletion[m]).mean())
         out[f"insertion_auc_{method}"] = rounded_number(area_under_curve(insertion[m]).mean())
@@ -449,7 +448,7 @@ def summarize(arrays: dict, params: Params | None = None) -> dict:
 
 TECHNIQUE = Technique(
     name="explanation_fidelity",
-    title="Explanation fidelity (deletion / insertion, RPV vs Grad-CAM++)",
+    title="Explanation fidelity (deletion / insertion, built-in explanation vs Grad-CAM++)",
     layer="model",
     scope="dataset",
     needs=needs,
@@ -465,10 +464,11 @@ TECHNIQUE = Technique(
     render_compare=lazy("reportgen.figures.explanation_fidelity", "render_compare", Params),
     description="Do the saliency maps point at what the network uses? Deletion and insertion "
                 "curves (Petsiuk et al. 2018) perturb each image patch by patch in the order of "
-                "a map's relevance and follow the target class capsule's length, for Routing "
-                "Path Visualization (modified and original), Grad-CAM++ and a random order; AOPC "
-                "(Samek et al. 2017) and areas under the curves summarise them. The Spearman "
-                "rank correlation of the RPV and Grad-CAM++ maps on the primary-capsule grid "
-                "measures how far the two explanations agree (the thesis found them comparable "
-                "when the primary grid is large).",
+                "a map's relevance and follow the target class capsule's length, for the "
+                "model's built-in explanation (Routing Path Visualization, modified and "
+                "original, under dynamic routing; GraCapsNet's attention E), Grad-CAM++ and a "
+                "random order; AOPC (Samek et al. 2017) and areas under the curves summarise "
+                "them. The Spearman rank correlation of the built-in and Grad-CAM++ maps on the "
+                "primary-capsule grid measures how far the two explanations agree (the thesis "
+                "found RPV and Grad-CAM++ comparable when the primary grid is large).",
 )

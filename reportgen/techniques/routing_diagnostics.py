@@ -34,7 +34,7 @@ import numpy as np
 
 from reportgen.console import progress
 from reportgen.errors import ReportgenError
-from reportgen.results.routing_diagnostics import FILTER_PREFIX, dead_units
+from reportgen.results.routing_diagnostics import FILTER_PREFIX, dead_filter_summary, dead_units
 from reportgen.techniques.base import Technique, lazy, model_description
 from reportgen.techniques.compute import check_option, check_positive, finite_number, require_images
 
@@ -341,7 +341,6 @@ def summarize_em(arrays, params: Params | None = None) -> dict:
     uniform = np.asarray(arrays["layer_entropy_uniform"], np.float64)
     normalized = np.asarray(arrays["layer_entropy_normalized_mean"], np.float64)
     weighted = np.asarray(arrays["layer_entropy_weighted_mean"], np.float64)
-    dead_filters = sum(len(v) for v in dead["filters"].values())
     types = [k for k in arrays if k.startswith("type_max_activation_")]
     threshold = float(np.asarray(arrays["dead_type_threshold"]))
     inactive = {k[len("type_max_activation_"):]:
@@ -357,10 +356,7 @@ def summarize_em(arrays, params: Params | None = None) -> dict:
         "entropy_mean": finite_number(means[-1]),
         "entropy_max": finite_number(uniform[-1]),
         "entropy_mean_normalized": finite_number(normalized[-1]),
-        "dead_filter_count": dead_filters,
-        "filter_count": dead["filter_total"],
-        "dead_filter_fraction": dead_filters / dead["filter_total"] if dead["filter_total"]
-        else 0.0,
+        **dead_filter_summary(dead),
         "dead_type_count": sum(len(v) for v in inactive.values()),
         "type_count": type_total,
         "dead_type_fraction": sum(len(v) for v in inactive.values()) / type_total
@@ -369,8 +365,6 @@ def summarize_em(arrays, params: Params | None = None) -> dict:
     }
     for layer, indices in inactive.items():
         summary[f"dead_types_{layer}"] = indices
-    for layer, indices in dead["filters"].items():
-        summary[f"dead_filters_{layer}"] = indices
     return summary
 
 
@@ -381,7 +375,6 @@ def summarize(arrays, params: Params | None = None) -> dict:
     dead = dead_units(arrays)
     entropy_max = float(np.asarray(arrays["entropy_max"]))
     entropy_mean = finite_number(arrays["entropy_mean"])
-    dead_filters = sum(len(v) for v in dead["filters"].values())
     summary = {
         "images": int(np.asarray(arrays["entropy_image_mean"]).size),
         "entropy_mean": entropy_mean,
@@ -393,18 +386,13 @@ def summarize(arrays, params: Params | None = None) -> dict:
         "agreement_wrong_mean_cos": finite_number(arrays["agreement_mean_cos"][1]),
         "agreement_true_coupling_weighted_cos": finite_number(arrays["agreement_coupling_cos"][0]),
         "agreement_wrong_coupling_weighted_cos": finite_number(arrays["agreement_coupling_cos"][1]),
-        "dead_filter_count": dead_filters,
-        "filter_count": dead["filter_total"],
-        "dead_filter_fraction": dead_filters / dead["filter_total"] if dead["filter_total"]
-        else 0.0,
+        **dead_filter_summary(dead),
         "dead_type_count": len(dead["types"]),
         "type_count": dead["type_total"],
         "dead_type_fraction": len(dead["types"]) / dead["type_total"] if dead["type_total"]
         else 0.0,
         "dead_types": dead["types"],
     }
-    for layer, indices in dead["filters"].items():
-        summary[f"dead_filters_{layer}"] = indices
     return summary
 
 
