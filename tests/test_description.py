@@ -246,4 +246,7 @@ def test_not_applicable_names_the_most_fundamental_lack():
     assert not_applicable_reason(frozenset({"attention", "routing_weights", "capsules"})) == \
         "it has no capsule layers"
     assert not_applicable_reason(frozenset({"decoder"})) == "it has no reconstruction decoder"
+    # an EM model's decoder analyses: the decoder is what it lacks, not merely vector capsules
+    assert not_applicable_reason(frozenset({"vector_capsules", "decoder"})) == \
+        "it has no reconstruction decoder"
     assert not_applicable_reason(frozenset()) == "it does not apply here"

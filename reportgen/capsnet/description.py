@@ -59,9 +59,11 @@ FEATURES = {
 
 
 # What a model without the feature lacks, for "not applicable" notes ("This model has no …"),
-# most fundamental first: a CNN lacks capsules, so its routing weights need not be named too.
+# most fundamental first: a CNN lacks capsules, so its routing weights need not be named too;
+# a decoder's analyses name the missing decoder before the kind of capsules they decode.
 LACKS = {
     "capsules": "capsule layers",
+    "decoder": "reconstruction decoder",
     "class_vectors": "vector per class (no class capsules and no class-by-dimension features)",
     "class_capsules": "class capsules",
     "vector_capsules": "vector capsules (whose lengths are activations)",
@@ -72,7 +74,6 @@ LACKS = {
     "dynamic_routing": "dynamic routing",
     "em_routing": "EM routing",
     "attention": "attention weights",
-    "decoder": "reconstruction decoder",
     "conv": "plain convolutional layer before its capsules",
     "class_features": "class-by-dimension feature units (a ConvNet-R, -CR or -CR-SF head)",
     "logits": "logits head (it is not a plain CNN)",
