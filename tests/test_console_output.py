@@ -39,35 +39,72 @@ def test_progress_without_a_terminal_is_one_final_line(capsys):
 
 @pytest.mark.slow
 def test_build_to_a_file_has_no_progress_spam(tmp_path):
+    import shutil
+
     from reportgen.catalog import Catalog
+    from reportgen.commands.build_time import read_calibration
     from reportgen.training.trainer import TrainOptions, train
 
     models = tmp_path / "models"
     (models / "Tiny").mkdir(parents=True)
-    (models / "Tiny" / "params.toml").write_text(
-        TINY_TOML.format(data=_tiny_data(tmp_path / "toy.npz")))
+    toml = TINY_TOML.format(data=_tiny_data(tmp_path / "toy.npz"))
+    (models / "Tiny" / "params.toml").write_text(toml)
     train(Catalog(models).get("Tiny"), TrainOptions(epochs=1))
+    # a second model: Tiny's weights under other settings (so none of its results are Tiny's)
+    shutil.copytree(models / "Tiny", models / "Other")
+    (models / "Other" / "params.toml").write_text(toml.replace("learning_rate = 0.01",
+                                                               "learning_rate = 0.02"))
+    times = tmp_path / ".reportgen" / "build-times.json"
+    times.parent.mkdir()
+    times.write_text('{"format": 1, "costs": {"capsnet": {"st')      # cut short: ignored
     env = {k: v for k, v in os.environ.items()
            if k not in ("REPORTGEN_MODELS", "REPORTGEN_CACHE", "REPORTGEN_DEBUG")}
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
-    done = subprocess.run(
-        [sys.executable, "-m", "reportgen", "--models-dir", str(models), "build", "--steps",
-         "all", "--images", "test:0-1", "--analyses", "none", "--site-dir", "site"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+
+    def build():
+        done = subprocess.run(
+            [sys.executable, "-m", "reportgen", "--models-dir", str(models), "build",
+             "--steps", "all", "--images", "test:0-1", "--analyses", "none", "--site-dir",
+             "site"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    done = build()
     err = done.stderr
     assert "\r" not in err and "\x1b" not in err, err
     bars = [line for line in err.splitlines() if line.startswith("build Tiny")]
     assert len(bars) == 1 and bars[0].startswith("build Tiny: 4/4 step in "), err
+    assert "build left=" in bars[0]          # the rest of the build, on its bar
     repeated = [line for line, n in collections.Counter(err.splitlines()).items()
                 if n > 1 and line.strip()]
     assert not repeated, err
-    # what the build will do, said once before it starts
-    plans = [line for line in err.splitlines() if line.startswith("Tiny: ")]
-    assert len(plans) == 1, err
-    assert plans[0].startswith("Tiny: 4 steps (0-0 … 1-5), 2 inputs, no dataset analyses, "
-                               "12 evaluation images"), plans[0]      # the whole (small) test split
-    assert "if nothing is cached (estimated from " in plans[0]
+    # what the build will do, said once per model before it starts, then the whole build's time
+    lines = err.splitlines()
+    plans = [i for i, line in enumerate(lines) if line.startswith(("Tiny: ", "Other: "))]
+    assert len(plans) == 2, err
+    tiny = next(lines[i] for i in plans if lines[i].startswith("Tiny: "))
+    assert tiny.startswith("Tiny: 4 steps (0-0 … 1-5), 2 inputs, no dataset analyses, "
+                           "12 evaluation images"), tiny      # the whole (small) test split
+    assert "if nothing is cached (estimated from " in tiny
+    whole = [i for i, line in enumerate(lines) if line.startswith("Whole build: ")]
+    assert len(whole) == 1, err
+    assert lines[whole[0]].startswith("Whole build: 2 models, about ")
+    assert "if nothing is cached (start-up and site included" in lines[whole[0]]
+    first_bar = min(i for i, line in enumerate(lines) if line.startswith("build "))
+    assert max(plans) < whole[0] < first_bar, err
+    # the damaged record of earlier builds: said, ignored, replaced by this build's
+    assert "Ignoring .reportgen/build-times.json (not valid JSON)" in err
+    assert any(line.startswith("time: ") and "(estimated before it started: about " in line
+               for line in done.stdout.splitlines()), done.stdout
+    known, problem = read_calibration(times)
+    assert problem is None and set(known) == {"build", "capsnet"}, known
+    # 2 models x 4 steps x 2 inputs, counted as what they are
+    assert {k: e["units"] for k, e in known["capsnet"].items()} == {"model": 2, "step": 8,
+                                                                     "input": 16}
+    # a rebuild computes nothing, so it teaches the estimate nothing
+    before = times.read_bytes()
+    again = build()
+    assert "computed 0 " in again.stdout and times.read_bytes() == before
 
 
 @pytest.mark.slow

@@ -16,6 +16,12 @@
       linked into a private MkDocs project, pages rendered, MkDocs run into a staging folder
       that replaces the site folder (reportgen.pages.render, reportgen.pages.site_output)
 
+Before it starts, the build says per model and in all how long it should take when nothing is
+stored (reportgen.commands.build_plan, from costs measured per kind of work:
+reportgen.commands.build_time); the progress bars show the rest of the build's time, corrected
+by how the computed steps went, the summary the time it took, and the costs this build measured
+are kept for the next estimate.
+
 A broken model or checkpoint is reported (in the summary and on Home) and skipped; the rest
 still builds; the exit code is 1 at the end. A build that builds nothing leaves the previous
 site as it was. Each build works in its own folder under .reportgen/builds/
@@ -26,6 +32,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
+import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +45,8 @@ from reportgen.commands import site_assembly as assembly
 from reportgen.commands.build_settings import (DEFAULT_IMAGES, BuildOptions,  # noqa: F401
                                                BuildSettings, load_build_config, select_steps,
                                                settle)
-from reportgen.commands.work_folder import DIGESTS_FILE, WORK_ROOT, WorkFolder
+from reportgen.commands import build_time
+from reportgen.commands.work_folder import CALIBRATION_FILE, DIGESTS_FILE, WORK_ROOT, WorkFolder
 from reportgen.engine import step as engine_step
 from reportgen.engine.digests import DigestMemo
 from reportgen.engine.model import ModelHandle
@@ -58,6 +67,8 @@ class BuildSummary:
     failures: list[tuple[str, str]] = field(default_factory=list)   # (subject, reason)
     steps_built: int = 0
     site: str = "none"      # none | built | unchanged (up to date) | kept (nothing was built)
+    seconds: float = 0.0            # the build's wall time
+    estimate: float | None = None   # what the plan said a cold build would take
 
     @property
     def ok(self) -> bool:
@@ -99,6 +110,7 @@ def build(catalog: Catalog, options: BuildOptions | BuildSettings,
     any model is loaded; a StoreError raised later stops the build at once. The site folder is
     replaced only when at least one step was built.
     """
+    started = time.monotonic()
     if options.render_site:
         # first: a site a killed build moved away comes back even if this build is refused
         site_output.recover_unless_busy(options.site_dir)
@@ -132,6 +144,7 @@ def build(catalog: Catalog, options: BuildOptions | BuildSettings,
         else:
             project = stack.enter_context(WorkFolder()) / "mkdocs"
         _Build(settings, store, project, summary, cluster).run(entries)
+    summary.seconds = time.monotonic() - started
     return summary
 
 
@@ -178,14 +191,15 @@ def _plan(name: str, params, steps, settings: BuildSettings, inputs: int):
     """What this model's build will do (printed before it starts; reportgen.commands.build_plan)."""
     from reportgen.capsnet.param_count import count_trainable_params
     from reportgen.commands.build_plan import ModelPlan
-    from reportgen.commands.build_settings import fitted_eval_images
+    from reportgen.commands.build_settings import default_techniques, fitted_eval_images
 
     analysed = [s for s in steps if settings.analysed(s, steps)]
     trainable = count_trainable_params(params)
     family = getattr(params, "family", "capsnet")
     eval_images = settings.eval_images or fitted_eval_images(trainable, len(analysed), family)
+    group = build_time.cost_group(family, settings.techniques, default_techniques())
     return ModelPlan(name, steps, analysed, inputs, eval_images, settings.eval_images is None,
-                     trainable, family)
+                     trainable, family, group)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -212,11 +226,21 @@ class _Build:
         self.keras_models = 0          # Keras models built by this build
         self.cluster = cluster         # reportgen.cluster.runner.ClusterCompute, or None
         self._prepared: dict[str, _Prepared] = {}
+        calibration, damaged = build_time.read_calibration(CALIBRATION_FILE)
+        if damaged:
+            console.notice(f"Ignoring {CALIBRATION_FILE} ({damaged}): the time estimate uses "
+                           f"the reference costs, and this build's measurements replace it.")
+        self.clock = build_time.BuildClock(build_time.Costs(calibration))
+        self.keras_seconds = 0.0       # building Keras models (the "model" kind of work)
+        self.import_seconds = 0.0      # importing TensorFlow (the "build" kind)
+        self.attributed = 0.0          # seconds recorded as a model's kinds of work
+        self.cold_models = 0           # models whose every step this build computed
 
     # -- the whole build -----------------------------------------------------------------------
     def run(self, entries) -> None:
         models = []
         try:
+            self.say_plan(entries)
             if self.cluster is not None:   # the steps' results first, then the site as always
                 self.cluster.compute(self, entries)
             for entry in entries:
@@ -229,6 +253,41 @@ class _Build:
         if self.settings.render_site:
             self.site(models)
         self.summary.drawn = self.assembler.drawn
+        self.keep_measurements()
+
+    def say_plan(self, entries) -> None:
+        """Each model's plan, then the whole build's estimate, before any work starts. A model
+        that cannot be prepared is left out here and reported when its turn comes."""
+        from reportgen.commands.build_plan import build_seconds, whole_build_line
+
+        plans = []
+        for entry in entries:
+            try:
+                prepared = self.prepare(entry)
+            except Exception:   # said when the build reaches the model (model_or_failure)
+                continue
+            if prepared is not None:
+                plans.append(prepared.plan)
+                console.notice(prepared.plan.line(self.clock.costs))
+        if plans:
+            console.notice(whole_build_line(plans, self.clock.costs))
+            self.clock.total_estimate = build_seconds(plans, self.clock.costs)
+            self.summary.estimate = self.clock.total_estimate
+
+    def keep_measurements(self) -> None:
+        """What this build measured, for the next estimate on this machine
+        (reportgen.commands.build_time): not from a cluster (its steps ran elsewhere); the
+        start-up and the site (what no model's work accounts for) only when this build computed
+        a whole model and built the site."""
+        if self.cluster is not None or not self.clock.measured:
+            return
+        if self.summary.site == "built" and self.cold_models:
+            self.clock.record("build", "build", self.clock.elapsed() - self.attributed, 1, 0)
+        build_time.write_calibration(CALIBRATION_FILE, self.clock.calibration())
+
+    def record(self, plan, kind: str, seconds: float, units: float) -> None:
+        self.clock.record(plan.cost_group, kind, seconds, units, plan.trainable_params)
+        self.attributed += seconds
 
     def model_or_failure(self, entry: ModelEntry):
         try:
@@ -256,6 +315,7 @@ class _Build:
         steps = settings.chosen_steps(entry.steps)
         if not steps:
             return None
+        started = time.monotonic()
         params = entry.params
         handle = ModelHandle(params, build=self._keras_model)
         chosen = engine_step.plan(self.techniques, handle)
@@ -266,8 +326,9 @@ class _Build:
             console.notice(line)
         plan = _plan(entry.name, params, steps, settings, len(inputs))
         evaluation = assembly.evaluation_set(dataset, plan.eval_images)
-        console.notice(plan.with_eval_images(len(evaluation.y)).line())
-        prepared = _Prepared(steps, handle, chosen, dataset, inputs, evaluation)
+        prepared = _Prepared(steps, handle, chosen, dataset, inputs, evaluation,
+                             plan.with_eval_images(len(evaluation.y)),
+                             time.monotonic() - started)
         self._prepared[entry.name] = prepared
         return prepared
 
@@ -286,29 +347,40 @@ class _Build:
             self.summary.skipped.append(f"{entry.name}: no trained steps; train it with "
                                         f"`reportgen train {entry.name}`")
             return None
+        started, keras_before = time.monotonic(), self.keras_seconds
         params = entry.params
         steps, handle, chosen = prepared.steps, prepared.handle, prepared.chosen
         dataset, inputs, evaluation = prepared.dataset, prepared.inputs, prepared.evaluation
+        plan = prepared.plan
         gallery = assembly.input_gallery(self.assembler, entry.name, dataset, inputs)
 
         steps_data, errors = [], []
         # this model's counts on its bar (the summary's run over every model of the build)
         computed_before, reused_before = self.summary.computed, self.summary.reused
+        steps_seconds, cold = 0.0, True       # cold: every step computed everything
         with console.progress(len(steps), f"build {entry.name}", unit="step") as bar:
             for step in steps:
+                step_started = time.monotonic()
                 try:
-                    steps_data.append(self.step(entry, handle, chosen.variants, step,
+                    data, step_cold = self.step(entry, handle, chosen.variants, step,
                                                 settings.analysed(step, steps), inputs,
-                                                dataset, evaluation))
+                                                dataset, evaluation, plan)
+                    steps_data.append(data)
+                    cold = cold and step_cold
                 except StoreError:
                     raise
                 except ReportgenError as exc:
                     self.summary.fail(f"{entry.name} step {step}", exc.message)
                     errors.append(f"step {step}: {exc.message}")
                     console.failure_traceback(exc)
+                    cold = False
+                steps_seconds += time.monotonic() - step_started
                 bar.update(1)
-                bar.set_postfix(computed=self.summary.computed - computed_before,
-                                reused=self.summary.reused - reused_before, refresh=False)
+                shown = {"computed": self.summary.computed - computed_before,
+                         "reused": self.summary.reused - reused_before}
+                if self.clock.measured:      # once a step was computed: the time it says
+                    shown["build left"] = build_time.duration(self.clock.remaining())
+                bar.set_postfix(shown, refresh=False)
         trainable, architecture = assembly.model_facts(handle, self.store)
         try:
             sources = assembly.imported_sources(entry)
@@ -327,13 +399,24 @@ class _Build:
             training=training_run(entry), sources=sources)
         built = {s: self.assembler.step_keys[(entry.name, str(s))] for s in steps
                  if (entry.name, str(s)) in self.assembler.step_keys}
+        filmstrip_started = time.monotonic()
         self.repairing(entry, handle, chosen.variants, inputs, evaluation, built,
                        lambda: assembly.filmstrip_frames(self.assembler, entry.name,
                                                          handle.description, dataset,
                                                          chosen.variants, inputs, steps_data))
+        filmstrip = time.monotonic() - filmstrip_started
         data.trend_panels = assembly.trend_panels(self.assembler, entry.name,
                                                   handle.description, dataset, chosen.variants,
                                                   steps_data)
+        # the model's own work: preparing, its Keras model, gallery, architecture, trends
+        own = (prepared.seconds + time.monotonic() - started - steps_seconds - filmstrip
+               + self.keras_seconds - keras_before)
+        estimate = plan.seconds(self.clock.costs, {"model": 1})
+        if cold:
+            self.cold_models += 1
+            self.record(plan, "model", own, 1)
+            self.record(plan, "input", filmstrip, 0)    # a frame per (step, input)
+        self.clock.finished(estimate, own + filmstrip if cold else None)
         return data
 
     def _keras_model(self, params):
@@ -342,16 +425,29 @@ class _Build:
         another."""
         from reportgen.engine.model import build_keras_model
 
+        started = time.monotonic()
+        if "tensorflow" not in sys.modules:     # its import is the build's, not the model's
+            from reportgen.tf_quiet import import_tensorflow_quietly
+
+            import_tensorflow_quietly()
+            self.import_seconds += time.monotonic() - started
+            started = time.monotonic()
         if self.keras_models:
             import keras
 
             keras.backend.clear_session()
         self.keras_models += 1
-        return build_keras_model(params)
+        try:
+            return build_keras_model(params)
+        finally:
+            self.keras_seconds += time.monotonic() - started
 
     # -- one step ------------------------------------------------------------------------------
-    def step(self, entry, handle, variants, step, analysed: bool, inputs, dataset, evaluation):
-        """Compute what the store lacks for one step, then its site data."""
+    def step(self, entry, handle, variants, step, analysed: bool, inputs, dataset, evaluation,
+             plan):
+        """Compute what the store lacks for one step, then its site data; (its StepData,
+        whether it computed everything it shows)."""
+        started, keras_before = time.monotonic(), self.keras_seconds + self.import_seconds
         weights = entry.weights_path(step)
         keys = engine_step.step_keys(handle.digest, weights, variants, inputs, evaluation.digest,
                                      analysed, digest=self.digests.digest)
@@ -360,10 +456,34 @@ class _Build:
         counts = self.compute(entry, handle, variants, step, inputs, evaluation, keys)
         self.summary.computed += remote
         self.summary.reused += counts.reused - remote
-        return self.repairing(entry, handle, variants, inputs, evaluation, {step: keys},
+        drawing: dict[str, float] = {}
+        data = self.repairing(entry, handle, variants, inputs, evaluation, {step: keys},
                               lambda: assembly.step_data(self.assembler, entry.name, step,
                                                          handle.description, variants, inputs,
-                                                         dataset, keys))
+                                                         dataset, keys, drawing))
+        cold = counts.computed > 0 and counts.reused == 0
+        work = plan.step_work(analysed)
+        keras = self.keras_seconds + self.import_seconds - keras_before
+        wall = time.monotonic() - started
+        if cold:
+            self.time_step(plan, work, wall, counts.seconds, drawing, keras)
+        self.clock.finished(plan.seconds(self.clock.costs, work), wall - keras if cold else None)
+        return data, cold
+
+    def time_step(self, plan, work: dict, wall: float, computing: dict, drawing: dict,
+                  keras: float) -> None:
+        """A computed step's time by kind of work: the inputs' probe passes and figures per
+        input; the dataset analyses per evaluation image and their figures per analysed step
+        (at a step without them, the accuracy pass is the step's); the rest per step, less
+        `keras`: building the Keras model (the model's) and importing TensorFlow (the
+        build's)."""
+        per_input = computing.get("inputs", 0.0) + drawing.get("inputs", 0.0)
+        analyses = computing.get("dataset", 0.0) if work["eval_image"] else 0.0
+        figures = drawing.get("dataset", 0.0) if work["analysed_step"] else 0.0
+        self.record(plan, "input", per_input, work["input"])
+        self.record(plan, "eval_image", analyses, work["eval_image"])
+        self.record(plan, "analysed_step", figures, work["analysed_step"])
+        self.record(plan, "step", wall - keras - per_input - analyses - figures, 1)
 
     def compute(self, entry, handle, variants, step, inputs, evaluation, keys):
         """What the store lacks of one step, computed and counted."""
@@ -449,6 +569,8 @@ class _Prepared:
     dataset: object
     inputs: list
     evaluation: object
+    plan: object = None             # reportgen.commands.build_plan.ModelPlan
+    seconds: float = 0.0            # spent preparing (loading the dataset, the inputs)
 
 
 def _print_summary(summary: BuildSummary, options) -> None:
@@ -460,3 +582,9 @@ def _print_summary(summary: BuildSummary, options) -> None:
         console.echo(f"FAILED: {line}")
     if summary.site in ("built", "unchanged"):
         console.echo(f"site: {options.site_dir}/index.html")
+    if summary.estimate is not None:
+        from reportgen.pages.views import duration
+
+        console.echo(f"time: {duration(summary.seconds)} (estimated before it "
+                     f"started: about {build_time.duration(summary.estimate)} if nothing was "
+                     f"cached)")

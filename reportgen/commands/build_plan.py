@@ -1,21 +1,17 @@
-"""What `reportgen build` is about to do for one model, said before it starts: the steps, the
+"""What `reportgen build` is about to do, said before it starts: per model the steps, the
 inputs, where the dataset analyses run and over how many evaluation images (fitted to a time
-budget unless given), and an approximate time for a build that finds nothing in the store.
-
-The estimate scales times measured for MNIST_Demo on a 2-core CPU (README, Benchmarks) by the
-model's trainable parameter count; it is a rough guide, said so on the line.
+budget unless given), and an approximate time for a build that finds nothing in the store; then
+the whole build's time (reportgen.commands.build_time: measured unit costs per kind of work).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from reportgen.commands.build_settings import (FAMILY_SECONDS_PER_EVAL_IMAGE,
-                                               seconds_per_eval_image)
+from reportgen.commands.build_time import KINDS, Costs, duration
 
-DEMO_PARAMS = 2.117e6       # MNIST_Demo's trainable parameters, the measured reference
-PER_ITEM_S = 0.06           # per (step, input): probe pass and drawing, MNIST_Demo
-PER_STEP_S = 0.5            # per step: checkpoint load, checkpoint-scope techniques, pages
+MODEL_KINDS = tuple(k for k in KINDS if k != "build")     # the kinds of work of one model
+REFERENCE_COSTS = Costs(slowness=1.0)     # the reference machine's (no probe)
 
 
 @dataclass(frozen=True)
@@ -28,42 +24,67 @@ class ModelPlan:
     fitted: bool                # eval_images chosen by the budget (no --eval-images)
     trainable_params: int
     family: str = "capsnet"     # params.toml's family: EM routing costs more than its size says
+    group: str = ""             # its unit costs' group (build_time.cost_group); "" = the family
 
     def with_eval_images(self, count: int) -> "ModelPlan":
         """The plan with the evaluation set's real size (a test split can be smaller)."""
         return replace(self, eval_images=count)
 
-    def seconds(self) -> float:
-        """Approximate cold-build time (nothing in the store yet)."""
-        scale = max(self.trainable_params, 1) / DEMO_PARAMS
-        per_item = PER_ITEM_S * max(1.0, scale)
-        analyses = (len(self.analysed) * self.eval_images
-                    * seconds_per_eval_image(self.trainable_params, self.family))
-        return len(self.steps) * (PER_STEP_S + self.inputs * per_item) + analyses
+    @property
+    def cost_group(self) -> str:
+        return self.group or self.family
 
-    def line(self) -> str:
+    def work(self) -> dict[str, int]:
+        """Units of each kind of work (reportgen.commands.build_time.KINDS) of a cold build."""
+        return {"model": 1, "step": len(self.steps), "input": len(self.steps) * self.inputs,
+                "analysed_step": len(self.analysed),
+                "eval_image": len(self.analysed) * self.eval_images}
+
+    def step_work(self, analysed: bool) -> dict[str, int]:
+        """Units of work of one of its steps."""
+        return {"step": 1, "input": self.inputs, "analysed_step": int(analysed),
+                "eval_image": self.eval_images if analysed else 0}
+
+    def seconds(self, costs: Costs = REFERENCE_COSTS, work: dict | None = None) -> float:
+        """Approximate time of `work` (default: the model's whole cold build, start-up and the
+        site aside)."""
+        return sum(units * costs.unit(self.cost_group, self.family, kind, self.trainable_params)
+                   for kind, units in (self.work() if work is None else work).items())
+
+    def line(self, costs: Costs = REFERENCE_COSTS) -> str:
         steps = _steps(self.steps)
         if self.analysed:
-            where = (f"dataset analyses at {len(self.analysed)} step"
-                     f"{'s' if len(self.analysed) != 1 else ''} ({', '.join(map(str, self.analysed))})")
+            where_analysed = (f"dataset analyses at {len(self.analysed)} step"
+                              f"{'s' if len(self.analysed) != 1 else ''} "
+                              f"({', '.join(map(str, self.analysed))})")
         else:
-            where = "no dataset analyses"
+            where_analysed = "no dataset analyses"
         over = (f"{self.eval_images} evaluation images"
                 + (" (fitted to the time budget; --eval-images to choose)" if self.fitted else ""))
+        where = ("measured on this machine" if costs.from_here(self.cost_group, MODEL_KINDS)
+                 else "measured on the reference machine")
         return (f"{self.model}: {steps}, {self.inputs} input{'s' if self.inputs != 1 else ''}, "
-                f"{where}, {over}; about {_duration(self.seconds())} if nothing is cached "
-                f"(estimated from {self.trainable_params:,} parameters"
-                + (f" and the {self.family} family's measured cost"
-                   if self.family in FAMILY_SECONDS_PER_EVAL_IMAGE else "") + ")")
+                f"{where_analysed}, {over}; about {duration(self.seconds(costs))} if nothing is "
+                f"cached (estimated from {self.trainable_params:,} parameters and the "
+                f"{self.family} family's costs {where})")
+
+
+def build_seconds(plans: list[ModelPlan], costs: Costs = REFERENCE_COSTS) -> float:
+    """The whole build's approximate cold time: every model's, the start-up and the site."""
+    return costs.unit("build", "", "build", 0) + sum(p.seconds(costs) for p in plans)
+
+
+def whole_build_line(plans: list[ModelPlan], costs: Costs = REFERENCE_COSTS) -> str:
+    here = costs.from_here("build", ("build",)) and all(
+        costs.from_here(p.cost_group, MODEL_KINDS) for p in plans)
+    source = ("costs measured on this machine" if here else
+              f"reference costs, this processor {1 / costs.slowness:.1f}x as fast")
+    return (f"Whole build: {len(plans)} model{'s' if len(plans) != 1 else ''}, about "
+            f"{duration(build_seconds(plans, costs))} if nothing is cached (start-up and site "
+            f"included; {source})")
 
 
 def _steps(steps: list) -> str:
     if len(steps) == 1:
         return f"step {steps[0]}"
     return f"{len(steps)} steps ({steps[0]} … {steps[-1]})"
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{max(5, round(seconds / 5) * 5):.0f} s"
-    return f"{round(seconds / 60):.0f} min"

@@ -212,7 +212,9 @@ def seconds_per_eval_image(trainable_params: int, family: str = "capsnet") -> fl
     """Approximate time of the whole dataset-analysis suite per evaluation image and analysed
     step on a 2-core CPU: 0.6 s for MNIST_Demo's 2.1 M parameters, growing as params^1.3 (3.4 s
     measured for the 8.2 M-parameter MNIST baseline; README, Benchmarks); a measured constant
-    for the families of FAMILY_SECONDS_PER_EVAL_IMAGE."""
+    for the families of FAMILY_SECONDS_PER_EVAL_IMAGE. Fixed, so that the fitted evaluation set
+    (and the results' cache keys) is the same on every machine; the printed time estimate uses
+    the costs measured on this one (reportgen.commands.build_time)."""
     if family in FAMILY_SECONDS_PER_EVAL_IMAGE:
         return FAMILY_SECONDS_PER_EVAL_IMAGE[family]
     return 0.6 * (max(trainable_params, 1) / 2.117e6) ** 1.3
@@ -233,6 +235,11 @@ def _check_int(option: str, value, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ReportgenError(f"Invalid {option}.", expected=f"a whole number >= {minimum}",
                              received=repr(value))
+
+
+def default_techniques() -> tuple[str, ...]:
+    """What a build computes without --technique or --experimental."""
+    return _technique_names((), False)
 
 
 def _technique_names(chosen: tuple[str, ...], experimental: bool) -> tuple[str, ...]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -90,11 +91,14 @@ def context(model: str, step: str, description, dataset, item=None) -> RenderCon
 
 
 def step_data(assembler, model: str, step, description, variants, inputs, dataset,
-              keys) -> StepData:
+              keys, seconds: dict | None = None) -> StepData:
     """Panels (figures drawn from stored arrays), predictions and evaluation of one step.
-    Raises reportgen.pages.assemble.MissingResult when a stored result is gone."""
+    Raises reportgen.pages.assemble.MissingResult when a stored result is gone. `seconds`, when
+    given, receives the time spent on the dataset panels ("dataset") and on the inputs' panels
+    ("inputs"), for the build's time estimate."""
     from reportgen.pages.assemble import evaluation_tables, prediction
 
+    seconds = {} if seconds is None else seconds
     data = StepData(step=str(step))
     assembler.step_keys[(model, str(step))] = keys      # for the filmstrip's shared scale
     out_dir = assembler.docs / "artifacts" / model / str(step)
@@ -104,8 +108,11 @@ def step_data(assembler, model: str, step, description, variants, inputs, datase
             data.checkpoint_panels.append(assembler.panel(
                 t, p, keys.checkpoint[(t.name, p)], ctx, out_dir / "checkpoint"))
         elif t.scope == "dataset" and (t.name, p) in keys.dataset:
+            started = time.perf_counter()
             data.dataset_panels.append(assembler.panel(
                 t, p, keys.dataset[(t.name, p)], ctx, out_dir / "dataset"))
+            seconds["dataset"] = seconds.get("dataset", 0.0) + time.perf_counter() - started
+    started = time.perf_counter()
     # NumPy and zlib release the GIL, so a second thread overlaps part of the drawing (under
     # 10 % on two cores: most of it is Python; worker processes did not pay, see README).
     jobs = [(item, t, p) for item in inputs for t, p in variants
@@ -126,6 +133,7 @@ def step_data(assembler, model: str, step, description, variants, inputs, datase
                 panels[i] = drawn
     for (item, _, _), panel in zip(jobs, panels):
         data.input_panels.setdefault(item.key, []).append(panel)
+    seconds["inputs"] = time.perf_counter() - started
     for item in inputs:
         for t, p in variants:   # the gallery's predictions come from the stored result
             if t.name == "predictions":

@@ -8,7 +8,9 @@ nobody holds: the leftovers of killed builds. The folder is removed when the bui
 failure too.
 
 `.reportgen/file-digests.json` (DIGESTS_FILE) remembers the weights files' digests between
-builds, so that a rebuild does not read every weights file again.
+builds, so that a rebuild does not read every weights file again; `.reportgen/build-times.json`
+(CALIBRATION_FILE) what builds measured per kind of work, for the next build's time estimate
+(reportgen.commands.build_time).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ WORK_ROOT = Path(".reportgen/builds")
 # The weights files' digests, remembered between builds (reportgen.engine.digests); beside the
 # working folders, not in the artifact store: they describe the models folder, not results.
 DIGESTS_FILE = WORK_ROOT.parent / "file-digests.json"
+CALIBRATION_FILE = WORK_ROOT.parent / "build-times.json"    # measured per machine, likewise
 
 
 def _same_file(fd: int, path: Path) -> bool:

@@ -14,6 +14,7 @@ its description, and the Keras model is built only when something is missing.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -62,6 +63,9 @@ class StepKeys:
 class StepCounts:
     computed: int = 0
     reused: int = 0
+    # seconds spent on the inputs' probe passes ("inputs") and on the evaluation set's pass and
+    # dataset analyses ("dataset"): what the build's time estimate learns from
+    seconds: dict[str, float] = field(default_factory=dict)
 
 
 def step_keys(model_digest, weights_path, variants, inputs, eval_digest,
@@ -126,6 +130,7 @@ def compute_step(model, weights_path, variants, inputs, eval_set, keys: StepKeys
         counts.computed += 1
 
     # Only what the techniques with something missing read (gradients only if one asks).
+    started = time.perf_counter()
     probe_needs = frozenset().union(*(
         t.needs_for(p, net) for t, p in input_variants
         if any(keys.inputs[(t.name, p, inputs[i].key)] not in present for i in missing_inputs)))
@@ -148,9 +153,11 @@ def compute_step(model, weights_path, variants, inputs, eval_set, keys: StepKeys
                                  {k: v[row] for k, v in result.items()},
                                  {**meta, "technique": t.name, "input": item.key})
                 counts.computed += 1
+    counts.seconds["inputs"] = time.perf_counter() - started
 
     if not (missing_dataset or need_eval):
         return counts       # the evaluation set's pass only when something reads it
+    started = time.perf_counter()
     eval_x, eval_y, class_names = eval_set
     evaluation = EvalBatch(net, eval_x, eval_y, tuple(class_names))
     # one clean pass over the evaluation set for everything the analyses will read
@@ -166,6 +173,7 @@ def compute_step(model, weights_path, variants, inputs, eval_set, keys: StepKeys
         store.put_arrays(keys.dataset[(t.name, p)], _float32(t.compute(view, p)),
                          {**meta, "technique": t.name})
         counts.computed += 1
+    counts.seconds["dataset"] = time.perf_counter() - started
     return counts
 
 

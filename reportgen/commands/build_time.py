@@ -1,0 +1,312 @@
+"""How long a build takes when nothing is cached: the estimate said before it starts, corrected
+while it runs, and the measured costs it comes from (README, `reportgen build`).
+
+A build is counted in kinds of work (KINDS), each a number of units times a unit cost:
+
+    build           once: TensorFlow's import, the comparisons, the pages and MkDocs
+    model           per model: its Keras model, the input gallery, filmstrip and trends
+    step            per chosen step: weights, checkpoint analyses, the accuracy pass, figures
+    input           per (step, input): the probe pass and the input's figures
+    analysed_step   per step with dataset analyses: their figures
+    eval_image      per (analysed step, evaluation image): the dataset analyses
+
+A unit cost is kept per model family and technique set (`cost_group`) at MNIST_Demo's size
+(`size_factor`: bigger models cost more per unit). A build estimates with what the builds before
+it measured on this machine (CALIBRATION_FILE, per host name; each new measurement averaged
+with what was known, so it includes how busy the machine usually is), else with REFERENCE
+(measured on this project's 2-core CPU) scaled by how fast this processor is
+(`machine_slowness`: a fixed NumPy and Python workload of at most 0.3 s, run only when a
+reference cost is needed, so a rebuild on a machine that has built before pays nothing). While
+it runs, what remains is re-estimated from how long the steps done so far took against their
+estimate (`BuildClock.remaining`): a machine busier than usual shows there from the first
+computed step on.
+
+Deliberately not used for the evaluation set's size: that is fitted to a fixed budget
+(reportgen.commands.build_settings.fitted_eval_images) so that the same options give the same
+results, and cache keys, on every machine.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import secrets
+import socket
+import time
+from pathlib import Path
+from typing import Callable
+
+from reportgen.commands.build_settings import FAMILY_SECONDS_PER_EVAL_IMAGE
+
+KINDS = ("build", "model", "step", "input", "analysed_step", "eval_image")
+FORMAT = 1
+DEMO_PARAMS = 2_117_072     # MNIST_Demo's trainable parameters: the size REFERENCE was measured at
+# How the cost of a unit grows with the trainable parameters above MNIST_Demo's (a smaller
+# model costs what MNIST_Demo does: fixed overheads dominate): per input as params^1 (README,
+# Benchmarks: the engine's ms per image), the dataset analyses as params^1.3 (0.6 s per image
+# for MNIST_Demo, 3.4 s for the 8.2 M-parameter MNIST baseline).
+SIZE_EXPONENTS = {"build": 0.0, "model": 0.0, "step": 1.0, "input": 1.0, "analysed_step": 0.0,
+                  "eval_image": 1.3}
+# Seconds per unit at MNIST_Demo's size on this project's 2-core CPU (REFERENCE_PROBE_S), shared
+# with other work (load average 3 to 5): the mean of three cold `reportgen demo` builds (302 to
+# 365 s) and a cold build of a 27 k-parameter CNN (two convs, average pooling). A CNN's dataset
+# analyses cost a twenty-fifth of a CapsNet's: no routing, and fewer of them apply.
+REFERENCE = {
+    "build": {"build": 13.7},
+    "capsnet": {"model": 6.9, "step": 0.2, "input": 0.098, "analysed_step": 14.3,
+                "eval_image": 0.85},
+    "cnn": {"model": 2.5, "step": 0.067, "input": 0.034, "analysed_step": 2.4,
+            "eval_image": 0.034},
+}
+REFERENCE_PROBE_S = 0.115   # probe_seconds() on that CPU
+SLOWNESS_BOUNDS = (0.25, 4.0)   # a probe gone wrong must not multiply the estimate
+LIVE_BOUNDS = (0.25, 8.0)       # the running correction, likewise
+
+
+def size_factor(kind: str, trainable_params: int) -> float:
+    return max(1.0, trainable_params / DEMO_PARAMS) ** SIZE_EXPONENTS[kind]
+
+
+def cost_group(family: str, techniques: tuple[str, ...], default: tuple[str, ...]) -> str:
+    """What a unit cost is kept under: the family, and the technique set unless it is the
+    default one (a build of three techniques must not teach the estimate of a full one)."""
+    if tuple(techniques) == tuple(default):
+        return family
+    from reportgen.cache.keys import hash_json
+
+    return f"{family}+{hash_json(sorted(techniques))[:8]}"
+
+
+# --------------------------------------------------------------------------------------------
+# The machine's speed
+
+
+def probe_seconds(chunks: int = 30, budget_s: float = 0.3) -> float:
+    """Seconds this CPU takes for a fixed workload (small matrix products and a Python loop:
+    the build is TensorFlow kernels and Python drawing): the fastest of up to `chunks` short
+    runs, times `chunks`; about 0.12 s on this project's CPU. On a busy machine the runs stop
+    after `budget_s` (at least 5 of them).
+
+    The fastest run measures the processor, not how busy it is at this moment: on a 2-core
+    machine shared with other work, the probe's total time varied twofold between consecutive
+    probes, and builds took the same time whatever it said. How busy the machine usually is
+    comes from the costs measured on it (the calibration file); how busy it is during this
+    build, from the steps done so far (BuildClock.correction)."""
+    import numpy as np
+
+    a = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
+    fastest, deadline = math.inf, time.perf_counter() + budget_s
+    for done in range(chunks):
+        start = time.perf_counter()
+        for _ in range(20):
+            b = a
+            for _ in range(4):
+                b = np.tanh(b @ a * 0.05)
+            total = 0
+            for i in range(5_000):
+                total += i % 7
+        fastest = min(fastest, time.perf_counter() - start)
+        if done >= 4 and time.perf_counter() > deadline:
+            break
+    return fastest * chunks
+
+
+def machine_slowness(seconds: float | None = None) -> float:
+    """How much slower than the machine REFERENCE was measured on this one is (2.0: twice as
+    slow), within SLOWNESS_BOUNDS."""
+    seconds = probe_seconds() if seconds is None else seconds
+    low, high = SLOWNESS_BOUNDS
+    return min(high, max(low, seconds / REFERENCE_PROBE_S))
+
+
+# --------------------------------------------------------------------------------------------
+# What builds on this machine measured
+
+
+def read_calibration(path: str | Path, host: str | None = None) -> tuple[dict, str | None]:
+    """(this machine's {group: {kind: {"seconds": per unit, "units": n}}}, None), or ({}, why)
+    when the file is there but is not one this module wrote (damaged, cut short, another
+    format): ignored, and replaced by the next build's measurements."""
+    machines, problem = _read_machines(Path(path))
+    return machines.get(host or socket.gethostname(), {}), problem
+
+
+def _read_machines(path: Path) -> tuple[dict, str | None]:
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        return {}, None
+    except (OSError, UnicodeDecodeError) as exc:
+        return {}, getattr(exc, "strerror", None) or type(exc).__name__
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {}, "not valid JSON"
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        return {}, f"not format {FORMAT}"
+    machines = data.get("machines")
+    if not isinstance(machines, dict):
+        return {}, "no machines"
+    for host, groups in machines.items():
+        if not isinstance(groups, dict):
+            return {}, f"{host!r} is not a table"
+        for group, kinds in groups.items():
+            if not isinstance(kinds, dict):
+                return {}, f"{group!r} is not a table"
+            for kind, entry in kinds.items():
+                if kind not in KINDS or not _valid_entry(entry):
+                    return {}, f"{group!r} {kind!r} is not a measured cost"
+    return machines, None
+
+
+def _valid_entry(entry) -> bool:
+    if not isinstance(entry, dict):
+        return False
+    seconds, units = entry.get("seconds"), entry.get("units")
+    return (all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                for v in (seconds, units)) and seconds >= 0 and units > 0)
+
+
+def blend(known: dict, measured: dict) -> dict:
+    """What the next estimate uses: per (group, kind), the mean of what was known and what
+    this build measured (a moving average: a machine that got slower is followed within a few
+    builds, one disturbed build does not decide alone)."""
+    out = {group: dict(kinds) for group, kinds in known.items()}
+    for group, kinds in measured.items():
+        for kind, entry in kinds.items():
+            before = out.setdefault(group, {}).get(kind)
+            if before is None:
+                out[group][kind] = dict(entry)
+            else:
+                out[group][kind] = {"seconds": (before["seconds"] + entry["seconds"]) / 2,
+                                    "units": before["units"] + entry["units"]}
+    return out
+
+
+def write_calibration(path: str | Path, measured: dict, host: str | None = None) -> None:
+    """Blend `measured` into this machine's costs in the file, written whole under a temporary
+    name and renamed over it (a killed build leaves the old file or the new one, never half of
+    one). Best effort: a file that cannot be written only costs this build's measurements."""
+    path = Path(path)
+    host = host or socket.gethostname()
+    machines, _ = _read_machines(path)      # what other builds wrote meanwhile; damaged: none
+    machines[host] = blend(machines.get(host, {}), measured)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps({"format": FORMAT, "machines": machines}, indent=1,
+                                  sort_keys=True), "utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:         # its folder cannot even be listed: nothing was written there
+            pass
+
+
+# --------------------------------------------------------------------------------------------
+# The estimate
+
+
+class Costs:
+    """Unit costs for this build: this machine's measured ones, else REFERENCE's scaled by
+    the processor's slowness (probed the first time a reference cost is asked for)."""
+
+    def __init__(self, calibration: dict | None = None, slowness: float | None = None,
+                 probe: Callable[[], float] = machine_slowness):
+        self.calibration = calibration or {}
+        self._slowness = slowness
+        self._probe = probe
+
+    @property
+    def slowness(self) -> float:
+        if self._slowness is None:
+            self._slowness = self._probe()
+        return self._slowness
+
+    def measured_here(self, group: str, kind: str) -> dict | None:
+        return self.calibration.get("build" if kind == "build" else group, {}).get(kind)
+
+    def unit(self, group: str, family: str, kind: str, trainable_params: int) -> float:
+        """Seconds per unit of `kind` of work for this model on this machine."""
+        entry = self.measured_here(group, kind)
+        if entry is not None:
+            seconds = float(entry["seconds"])
+        elif kind == "build":
+            seconds = REFERENCE["build"]["build"] * self.slowness
+        elif kind == "eval_image" and family in FAMILY_SECONDS_PER_EVAL_IMAGE:
+            seconds = FAMILY_SECONDS_PER_EVAL_IMAGE[family] * self.slowness
+        else:
+            seconds = REFERENCE.get(family, REFERENCE["capsnet"])[kind] * self.slowness
+        return seconds * size_factor(kind, trainable_params)
+
+    def from_here(self, group: str, kinds=KINDS) -> bool:
+        """Whether every one of `kinds` was measured on this machine."""
+        return all(self.measured_here(group, kind) is not None for kind in kinds)
+
+
+# --------------------------------------------------------------------------------------------
+# The build as it runs
+
+
+class BuildClock:
+    """What this build measured, per cost group and kind, at MNIST_Demo's size as the
+    calibration keeps it; and the estimate of what remains, corrected by how the computed steps
+    went."""
+
+    def __init__(self, costs: Costs, total_estimate: float = 0.0):
+        self.costs = costs
+        self.total_estimate = total_estimate
+        self.started = time.monotonic()
+        self.measured: dict[str, dict[str, list[float]]] = {}   # group -> kind -> [s, units]
+        self.estimated_done = 0.0       # the estimates of the work done (cached or not)
+        self._computed_estimate = 0.0   # ... of the steps that computed everything they show
+        self._computed_seconds = 0.0    # ... and how long they took
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def record(self, group: str, kind: str, seconds: float, units: float,
+               trainable_params: int) -> None:
+        """`seconds` spent on `units` of `kind` of work (0 units: time that belongs to units
+        recorded elsewhere), divided by the model's size factor."""
+        if units < 0:
+            return
+        scale = size_factor(kind, trainable_params)
+        entry = self.measured.setdefault(group, {}).setdefault(kind, [0.0, 0.0])
+        entry[0] += max(0.0, seconds) / scale
+        entry[1] += units
+
+    def finished(self, estimate: float, seconds: float | None) -> None:
+        """A piece of the planned work is done: its estimate, and its measured time when it
+        computed everything (None: it found results stored, which says nothing of speed)."""
+        self.estimated_done += estimate
+        if seconds is not None:
+            self._computed_estimate += estimate
+            self._computed_seconds += seconds
+
+    def correction(self) -> float:
+        """Measured / estimated time of the steps computed so far (1.0 before the first)."""
+        if self._computed_estimate <= 0:
+            return 1.0
+        low, high = LIVE_BOUNDS
+        return min(high, max(low, self._computed_seconds / self._computed_estimate))
+
+    def remaining(self) -> float:
+        """Seconds the rest of the build should take if nothing more is cached."""
+        return max(0.0, self.total_estimate - self.estimated_done) * self.correction()
+
+    def calibration(self) -> dict:
+        """This build's measurements as the calibration file keeps them."""
+        return {group: {kind: {"seconds": s / units, "units": units}
+                        for kind, (s, units) in kinds.items() if units > 0}
+                for group, kinds in self.measured.items()}
+
+
+def duration(seconds: float) -> str:
+    """A rough duration as the plan says it: "45 s", "7 min"."""
+    if seconds < 90:
+        return f"{max(5, round(seconds / 5) * 5):.0f} s"
+    return f"{round(seconds / 60):.0f} min"
+

@@ -1,0 +1,231 @@
+"""The build's time estimate (reportgen.commands.build_time): unit costs times units of work,
+learned from measured builds, kept in a file that a damaged copy of cannot break, and corrected
+as the steps finish. Hand-made measurements only: nothing here is timed."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from reportgen.commands import build_time
+from reportgen.commands.build_plan import ModelPlan, build_seconds, whole_build_line
+from reportgen.commands.build_time import (DEMO_PARAMS, REFERENCE, BuildClock, Costs,
+                                           read_calibration, write_calibration)
+from reportgen.model_folder import Step
+
+STEPS = [Step(0, 0), Step(1, 10), Step(1, 20), Step(2, 10), Step(2, 20)]
+HAND = {"build": {"build": {"seconds": 20.0, "units": 1}},
+        "capsnet": {"model": {"seconds": 8.0, "units": 1}, "step": {"seconds": 0.5, "units": 5},
+                    "input": {"seconds": 0.1, "units": 80},
+                    "analysed_step": {"seconds": 12.0, "units": 2},
+                    "eval_image": {"seconds": 1.5, "units": 100}}}
+
+
+def _no_probe():
+    raise AssertionError("costs measured on this machine need no probe")
+
+
+def _plan(params=2_117_072, family="capsnet", inputs=16, eval_images=50):
+    return ModelPlan("M", STEPS, [STEPS[0], STEPS[-1]], inputs, eval_images, True, params,
+                     family)
+
+
+def test_a_plan_is_its_units_times_the_unit_costs():
+    plan = _plan()
+    # 5 steps, 5 x 16 inputs, 2 analysed steps over 50 images each, one model
+    assert plan.work() == {"model": 1, "step": 5, "input": 80, "analysed_step": 2,
+                           "eval_image": 100}
+    at_speed = Costs(HAND, probe=_no_probe)
+    expected = 8.0 + 5 * 0.5 + 80 * 0.1 + 2 * 12.0 + 100 * 1.5
+    assert plan.seconds(at_speed) == pytest.approx(expected)
+    # the whole build adds the start-up and the site once
+    assert build_seconds([plan, plan], at_speed) == pytest.approx(20.0 + 2 * expected)
+    # one step's work sums to the model's steps
+    steps = sum(plan.seconds(at_speed, plan.step_work(s in plan.analysed)) for s in STEPS)
+    assert steps + 8.0 == pytest.approx(expected)
+
+
+def test_bigger_models_cost_more_per_unit_smaller_ones_not_less():
+    costs = Costs(HAND, probe=_no_probe)
+    four = 4 * DEMO_PARAMS
+    assert costs.unit("capsnet", "capsnet", "eval_image", four) == pytest.approx(1.5 * 4 ** 1.3)
+    assert costs.unit("capsnet", "capsnet", "input", four) == pytest.approx(0.1 * 4)
+    assert costs.unit("capsnet", "capsnet", "model", four) == pytest.approx(8.0)
+    assert costs.unit("capsnet", "capsnet", "eval_image", 1000) == pytest.approx(1.5)
+
+
+def test_without_measurements_the_reference_costs_decide():
+    costs = Costs({}, slowness=1.0)
+    plan = _plan()
+    expected = sum(units * REFERENCE["capsnet"][kind] for kind, units in plan.work().items())
+    assert plan.seconds(costs) == pytest.approx(expected)
+    # a processor twice as slow as the reference machine's: every unit twice as long
+    assert plan.seconds(Costs({}, slowness=2.0)) == pytest.approx(2 * expected)
+    assert "measured on the reference machine" in plan.line(costs)
+    assert "measured on this machine" in plan.line(Costs(HAND, probe=_no_probe))
+    # what this machine measured of a kind replaces the reference of that kind only
+    partial = Costs({"capsnet": {"step": {"seconds": 9.0, "units": 1}}}, slowness=2.0)
+    assert plan.seconds(partial) == pytest.approx(2 * expected + 5 * (9.0 - 2 * 0.2))
+    assert "measured on the reference machine" in plan.line(partial)
+    # a family with its own reference row, one without (the CapsNet's), EM's analyses
+    cnn = _plan(family="cnn")
+    assert cnn.seconds(costs) == pytest.approx(
+        sum(units * REFERENCE["cnn"][kind] for kind, units in cnn.work().items()))
+    assert costs.unit("gracaps", "gracaps", "step", 1000) == REFERENCE["capsnet"]["step"]
+    assert costs.unit("em", "em", "eval_image", 68_444) == 3.0
+
+
+def test_the_machine_speed_probe_scales_within_bounds():
+    assert build_time.machine_slowness(2 * build_time.REFERENCE_PROBE_S) == pytest.approx(2.0)
+    assert build_time.machine_slowness(100.0) == build_time.SLOWNESS_BOUNDS[1]
+    assert build_time.machine_slowness(0.0) == build_time.SLOWNESS_BOUNDS[0]
+    line = whole_build_line([_plan(), _plan()], Costs({}, slowness=2.0))
+    assert line.startswith("Whole build: 2 models, about ")
+    assert line.endswith("if nothing is cached (start-up and site included; reference costs, "
+                         "this processor 0.5x as fast)")
+    assert whole_build_line([_plan()], Costs(HAND, probe=_no_probe)).endswith(
+        "(start-up and site included; costs measured on this machine)")
+    probed = []
+    lazy = Costs({}, probe=lambda: probed.append(1) or 3.0)
+    assert lazy.unit("capsnet", "capsnet", "step", 1) == pytest.approx(3 * 0.2)
+    assert lazy.unit("cnn", "cnn", "step", 1) == pytest.approx(3 * REFERENCE["cnn"]["step"])
+    assert probed == [1]                  # once, when a reference cost was first needed
+
+
+def test_a_subset_of_techniques_learns_apart_from_the_full_set():
+    full = ("a", "b", "c")
+    assert build_time.cost_group("capsnet", full, full) == "capsnet"
+    subset = build_time.cost_group("capsnet", ("a",), full)
+    assert subset.startswith("capsnet+") and subset != build_time.cost_group("capsnet", ("b",),
+                                                                              full)
+    assert build_time.cost_group("capsnet", ("a",), full) == subset     # stable
+
+
+def test_measured_costs_predict_the_same_build_again(tmp_path):
+    """What a build measured, written and read back, estimates that build at its measured time
+    (the processor's speed does not enter: it is this machine's)."""
+    size = 2 * DEMO_PARAMS
+    plan = _plan(params=int(size))
+    clock = BuildClock(Costs({}, probe=_no_probe))
+    measured = {"model": (9.0, 1), "step": (4.0, 5), "input": (16.0, 80),
+                "analysed_step": (30.0, 2), "eval_image": (300.0, 100)}
+    for kind, (seconds, units) in measured.items():
+        clock.record("capsnet", kind, seconds, units, int(size))
+    clock.record("capsnet", "input", 2.0, 0, int(size))       # a filmstrip: seconds, no units
+    path = tmp_path / "build-times.json"
+    write_calibration(path, clock.calibration(), host="here")
+    known, problem = read_calibration(path, host="here")
+    assert problem is None
+    entry = known["capsnet"]["eval_image"]
+    assert entry["units"] == 100
+    assert entry["seconds"] == pytest.approx(300.0 / 100 / 2 ** 1.3)
+    total = sum(s for s, _ in measured.values()) + 2.0
+    assert plan.seconds(Costs(known, probe=_no_probe)) == pytest.approx(total)
+    # another machine sharing the project folder keeps its own
+    assert read_calibration(path, host="elsewhere") == ({}, None)
+    write_calibration(path, {"cnn": {"step": {"seconds": 1.0, "units": 1}}}, host="elsewhere")
+    assert read_calibration(path, host="here")[0] == known
+
+
+def test_a_new_measurement_is_averaged_with_what_was_known(tmp_path):
+    path = tmp_path / "build-times.json"
+    write_calibration(path, {"capsnet": {"step": {"seconds": 1.0, "units": 4}}})
+    write_calibration(path, {"capsnet": {"step": {"seconds": 3.0, "units": 2},
+                                         "model": {"seconds": 5.0, "units": 1}},
+                             "cnn": {"step": {"seconds": 0.5, "units": 3}}})
+    known, _ = read_calibration(path)           # this machine's (host name)
+    assert known["capsnet"]["step"] == {"seconds": 2.0, "units": 6}
+    assert known["capsnet"]["model"] == {"seconds": 5.0, "units": 1}
+    assert known["cnn"]["step"] == {"seconds": 0.5, "units": 3}
+    assert [p.name for p in tmp_path.iterdir()] == ["build-times.json"]   # no temporary left
+
+
+def test_a_write_that_fails_leaves_the_previous_file_whole(tmp_path, monkeypatch):
+    path = tmp_path / "build-times.json"
+    write_calibration(path, HAND)
+    before = path.read_bytes()
+
+    def refuse(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(build_time.os, "replace", refuse)
+    write_calibration(path, {"capsnet": {"step": {"seconds": 99.0, "units": 1}}})   # no raise
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["build-times.json"]
+    write_calibration(tmp_path / "file" / "x.json", HAND)     # parent is missing: made
+    monkeypatch.undo()
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file, not a folder")
+    write_calibration(blocked / "build-times.json", HAND)     # cannot be written: no raise
+
+
+def _file(groups) -> str:
+    return json.dumps({"format": 1, "machines": {"here": groups}})
+
+
+@pytest.mark.parametrize("text, why", [
+    ("{not json", "not valid JSON"),
+    (_file(HAND)[:-20], "not valid JSON"),      # cut short
+    ("[1, 2]", "not format 1"),
+    (json.dumps({"format": 99, "machines": {"here": HAND}}), "not format 1"),
+    (json.dumps({"format": 1}), "no machines"),
+    (json.dumps({"format": 1, "machines": {"here": 3}}), "is not a table"),
+    (_file({"capsnet": 3}), "is not a table"),
+    (_file({"capsnet": {"step": {"seconds": -1, "units": 1}}}), "is not a measured cost"),
+    (_file({"capsnet": {"step": {"seconds": 1, "units": 0}}}), "is not a measured cost"),
+    (_file({"capsnet": {"step": {"seconds": "1", "units": 1}}}), "is not a measured cost"),
+    (_file({"capsnet": {"step": {"seconds": True, "units": 1}}}), "is not a measured cost"),
+    (_file({"capsnet": {"step": {"seconds": 1}}}), "is not a measured cost"),
+    (_file({"capsnet": {"step": [1, 1]}}), "is not a measured cost"),
+    ('{"format": 1, "machines": {"here": {"capsnet": {"step": {"seconds": NaN, "units": 1}}}}}',
+     "is not a measured cost"),
+    (_file({"capsnet": {"lunch": {"seconds": 1, "units": 1}}}), "is not a measured cost"),
+])
+def test_a_damaged_file_is_ignored_and_replaced(tmp_path, text, why):
+    path = tmp_path / "build-times.json"
+    path.write_text(text)
+    known, problem = read_calibration(path, host="here")
+    assert known == {} and why in problem
+    # the estimate falls back to the reference costs, and the next write replaces the file
+    assert "measured on the reference machine" in _plan().line(Costs(known, slowness=1.0))
+    write_calibration(path, {"capsnet": {"step": {"seconds": 1.0, "units": 1}}}, host="here")
+    assert read_calibration(path, host="here") == (
+        {"capsnet": {"step": {"seconds": 1.0, "units": 1}}}, None)
+
+
+def test_unreadable_or_absent_files_are_no_measurements(tmp_path):
+    path = tmp_path / "build-times.json"
+    path.write_bytes(b"\xff\xfe\x00")
+    known, problem = read_calibration(path)
+    assert known == {} and problem
+    assert read_calibration(tmp_path / "absent.json") == ({}, None)
+    (tmp_path / "folder.json").mkdir()
+    known, problem = read_calibration(tmp_path / "folder.json")
+    assert known == {} and problem
+
+
+def test_the_remaining_time_follows_the_steps_done_so_far():
+    clock = BuildClock(Costs(HAND, probe=_no_probe), total_estimate=100.0)
+    assert clock.correction() == 1.0 and clock.remaining() == 100.0
+    clock.finished(10.0, 20.0)            # the first step took twice its estimate
+    assert clock.correction() == pytest.approx(2.0)
+    assert clock.remaining() == pytest.approx((100 - 10) * 2.0)
+    clock.finished(10.0, None)            # found stored: done, but says nothing of speed
+    assert clock.correction() == pytest.approx(2.0)
+    assert clock.remaining() == pytest.approx((100 - 20) * 2.0)
+    clock.finished(20.0, 10.0)            # a faster one: (20 + 10) s for (10 + 20) s estimated
+    assert clock.correction() == pytest.approx(1.0)
+    assert clock.remaining() == pytest.approx(60.0)
+    clock.finished(70.0, 70.0)            # everything estimated is done
+    assert clock.remaining() == 0.0
+    wild = BuildClock(Costs(HAND, probe=_no_probe), total_estimate=100.0)
+    wild.finished(1.0, 1000.0)            # one disturbed step does not multiply it without end
+    assert wild.correction() == build_time.LIVE_BOUNDS[1]
+
+
+def test_durations_in_words():
+    assert build_time.duration(3) == "5 s" and build_time.duration(62) == "60 s"
+    assert build_time.duration(150) == "2 min" and build_time.duration(652) == "11 min"
+    assert 0 < build_time.probe_seconds(chunks=1) < math.inf
