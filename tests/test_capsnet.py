@@ -253,3 +253,65 @@ def test_save_load_round_trip(tiny_net, images, tmp_path):
     for key in want:
         np.testing.assert_allclose(_np(got[key]), _np(want[key]), rtol=1e-6, atol=1e-7,
                                    err_msg=key)
+
+
+@pytest.mark.parametrize("family", ["capsnet", "gracapsnet"])
+def test_primary_batch_norm(family, images, tmp_path):
+    """`primary.batch_norm`: the primary conv's channels are batch-normalised before the squash
+    (per channel over the batch and the grid; PyTorch's epsilon 1e-5), by the batch's statistics
+    in training and by their moving averages (momentum 0.9) after; no trainable parameter is
+    added, and the moving statistics travel with the weights file."""
+    import keras
+    from family_nets import TINY_GRACAPS, build
+
+    from conftest import TINY_PARAMS
+    from reportgen.capsnet.param_count import count_trainable_params
+    from reportgen.training.checkpoints import load_weights, save_weights
+
+    raw = TINY_GRACAPS if family == "gracapsnet" else TINY_PARAMS
+    raw = {**raw, "primary": {**raw["primary"], "batch_norm": True}}
+    net = build(raw, seed=3)
+    plain = build({**raw, "primary": {**raw["primary"], "batch_norm": False}}, seed=3)
+    assert net.trainable_params() == plain.trainable_params() == \
+        count_trainable_params(net.params)
+    conv = _np(net.model(images)["primary_conv"]).astype(np.float64)   # (B, H, W, C)
+    types, dims = net.primary_caps.types, net.primary_caps.dims
+
+    def capsules(normalised):
+        return oracle.squash(normalised.reshape(len(images), -1, types, dims)
+                             .reshape(len(images), -1, dims))
+
+    mean, var = conv.mean(axis=(0, 1, 2)), conv.var(axis=(0, 1, 2))
+    trained = net.model(images, training=True)["primary_capsules"]
+    np.testing.assert_allclose(_np(trained), capsules((conv - mean) / np.sqrt(var + 1e-5)),
+                               rtol=1e-4, atol=1e-5)
+    norm = net.model.get_layer("primary_batch_norm")
+    for _ in range(3):          # with the call above, four training batches (from 0 and 1)
+        norm(net.model(images)["primary_conv"], training=True)
+    moving_mean, moving_var = mean * (1 - 0.9 ** 4), 0.9 ** 4 + var * (1 - 0.9 ** 4)
+    np.testing.assert_allclose(_np(norm.moving_mean), moving_mean, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(_np(norm.moving_variance), moving_var, rtol=1e-3, atol=1e-6)
+    inferred = net.model(images)["primary_capsules"]
+    np.testing.assert_allclose(_np(inferred),
+                               capsules((conv - moving_mean) / np.sqrt(moving_var + 1e-5)),
+                               rtol=1e-4, atol=1e-5)
+    path = tmp_path / "1-3.weights.h5"
+    save_weights(net, path)
+    keras.backend.clear_session()
+    fresh = build(raw, seed=4)
+    load_weights(fresh, path)
+    np.testing.assert_allclose(_np(fresh.model(images)["class_capsules"]),
+                               _np(net.model(images)["class_capsules"]), rtol=1e-5, atol=1e-7)
+
+
+def test_primary_batch_norm_is_an_optional_field():
+    """Off by default, left out of a model's dict while off (its cache keys stay), a boolean."""
+    from reportgen.errors import ReportgenError
+    from reportgen.settings.model_params import load_model_params, parse_model_params
+
+    assert load_model_params("models/MNIST/params.toml").primary.batch_norm is False
+    assert "batch_norm" not in load_model_params("models/MNIST/params.toml").to_dict()["primary"]
+    raw = {"dataset": "mnist", "input_shape": [28, 28, 1], "primary": {"batch_norm": True}}
+    assert parse_model_params(raw).to_dict()["primary"]["batch_norm"] is True
+    with pytest.raises(ReportgenError, match="primary.batch_norm"):
+        parse_model_params({**raw, "primary": {"batch_norm": "yes"}})

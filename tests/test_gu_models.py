@@ -223,6 +223,62 @@ def test_cr_sf_counts_as_capsnet_without_routing():
     assert count_trainable_params(cnn) == count_trainable_params(nor)
 
 
+
+def _nor_and_cr_sf():
+    """A tiny CapsNet-NoR and the ConvNet-CR-SF of the same shapes (differently seeded)."""
+    convs = [{"filters": 8, "kernel_size": 3}, {"filters": 8, "kernel_size": 3, "strides": 2}]
+    cnn = build({**tiny_cnn("cr_sf"), "conv": convs}, seed=1)
+    nor = build({**tiny_cnn("cr_sf"), "family": "capsnet", "conv": convs[:1],
+                 "primary": {"types": 2, "dims": 4, "kernel_size": 3, "strides": 2},
+                 "class_caps": {"dims": 4, "routing": "none"}}, seed=2)
+    return nor, cnn
+
+
+def _nor_kernel_as_dense(kernel):
+    """NoR's votes W[i, j, d, k] as a dense kernel K[i * in_dims + k, j * dims + d]."""
+    inputs, classes, dims, in_dims = kernel.shape
+    return kernel.transpose(0, 3, 1, 2).reshape(inputs * in_dims, classes * dims)
+
+
+def test_cr_sf_trains_as_capsnet_nor(images):
+    """ConvNet-CR-SF is CapsNet-NoR: its vote matrices start as NoR's (Normal, stddev
+    class_caps.kernel_init_stddev); with NoR's weights it gives NoR's class capsules, lengths
+    and reconstructions; and an Adam step from the same weights moves both nets alike (the
+    uniform coupling 1/classes sits outside the kernel, as in the CapsNet)."""
+    import keras
+
+    from reportgen.training.trainer import make_train_step
+
+    nor, cnn = _nor_and_cr_sf()
+    kernel = _np(cnn.model.get_layer("feature_units").kernel)
+    assert np.std(kernel) == pytest.approx(np.std(_np(nor.class_caps.kernel)), rel=0.15)
+    assert np.std(kernel) == pytest.approx(0.1, rel=0.1)
+    pairs = list(zip(nor.model.trainable_weights, cnn.model.trainable_weights))
+    assert len(pairs) == len(cnn.model.trainable_weights)
+    for source, target in pairs:
+        value = _np(source)
+        target.assign(_nor_kernel_as_dense(value) if source is nor.class_caps.kernel else value)
+
+    def same_outputs():
+        a, b = nor.model(images), cnn.model(images)
+        np.testing.assert_allclose(_np(b["features"]), _np(a["class_capsules"]), rtol=1e-4,
+                                   atol=1e-6)
+        np.testing.assert_allclose(_np(b["probabilities"]), _np(a["lengths"]), rtol=1e-4,
+                                   atol=1e-6)
+        np.testing.assert_allclose(_np(b["reconstruction"]), _np(a["reconstruction"]),
+                                   rtol=1e-4, atol=1e-6)
+
+    same_outputs()
+    one_hot = np.eye(3, dtype=np.float32)[[0, 1, 2, 0, 1]]
+    for net in (nor, cnn):
+        optimizer = keras.optimizers.Adam(0.01)
+        optimizer.build(net.model.trainable_variables)
+        make_train_step(net, optimizer)(images, one_hot)
+    np.testing.assert_allclose(_np(cnn.model.get_layer("feature_units").kernel),
+                               _nor_kernel_as_dense(_np(nor.class_caps.kernel)), rtol=1e-4,
+                               atol=1e-6)
+    same_outputs()
+
 @pytest.mark.parametrize("patch, field", [
     ({"family": "transformer"}, "family"),
     ({"family": "cnn", "cnn": {"head": "max"}}, "cnn.head"),

@@ -16,6 +16,7 @@ from keras import layers
 
 from reportgen.capsnet.description import ModelDescription, describe
 from reportgen.capsnet.layers import ClassCaps, Length, Mask, PrimaryCaps
+from reportgen.capsnet.network import primary_capsules
 from reportgen.settings.model_params import ModelParams
 
 
@@ -90,9 +91,7 @@ def build_capsnet(params: ModelParams) -> CapsNet:
         x = convs[conv.name](x)
         outputs[conv.name] = x
     primary_desc, class_desc = description.primary_capsules, description.class_capsules
-    primary_caps = PrimaryCaps(primary_desc.types, primary_desc.pose_size,
-                               name=primary_desc.name)
-    primary = primary_caps(x)
+    primary_caps, primary = primary_capsules(params, description, x)
     c = params.class_caps
     class_caps = ClassCaps(class_desc.types, class_desc.pose_size,
                            routing_iterations=primary_desc.routing_iterations,

@@ -11,9 +11,12 @@ The conv layers are params.toml's `[[conv]]`; the head is `cnn.head`
   score is sigmoid(sum of its dims); binary cross-entropy per class plus the reconstruction
   from the true class's dims only (the others masked, as in the CapsNet).
 - "cr_sf" (ConvNet-CR-SF): cr with the squash: the last conv's channels squashed as vectors of
-  `cnn.vector_dims` (primary capsules), FC(classes x dims) without bias (the CapsNet's vote
-  matrices summed with uniform couplings), each class vector squashed, its length the score:
-  a CapsNet without routing (No-R), with the same parameter count.
+  `cnn.vector_dims` (primary capsules), FC(classes x dims) without bias scaled by 1/classes
+  (the CapsNet's vote matrices summed with the uniform couplings of No-R), each class vector
+  squashed, its length the score: a CapsNet without routing (No-R), with the same parameter
+  count. The FC kernel is the vote matrices themselves, drawn as the CapsNet draws them
+  (Normal, `class_caps.kernel_init_stddev`): the same function, initialisation and Adam steps
+  as CapsNet-NoR, so the two train alike.
 The classes x dims feature units are linear (no activation), like the capsules' poses.
 
 "logits" are the pre-activation scores (softmax input; for cr the sum; for cr_sf the norm of
@@ -87,7 +90,15 @@ def build_cnn(params) -> Network:
                                      received=repr(vector))
             x = PrimaryCaps(filters // vector, vector, name="squashed_vectors")(x)
         flat = layers.Flatten(name="flatten")(x)
-        units = layers.Dense(classes * dims, use_bias=head != "cr_sf", name="feature_units")(flat)
+        if head == "cr_sf":
+            units = layers.Dense(classes * dims, use_bias=False, name="feature_units",
+                                 kernel_initializer=keras.initializers.RandomNormal(
+                                     stddev=params.class_caps.kernel_init_stddev))(flat)
+            # sum_i c_ij W_ij u_i with c_ij = 1/classes: No-R's couplings, outside the kernel
+            # so that Adam steps the vote matrices as it does in the CapsNet
+            units = layers.Rescaling(1.0 / classes, name="uniform_coupling")(units)
+        else:
+            units = layers.Dense(classes * dims, name="feature_units")(flat)
         if head == "r":
             logits = layers.Dense(classes, name="logits")(units)
         else:

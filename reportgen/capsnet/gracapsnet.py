@@ -31,15 +31,14 @@ def build_gracapsnet(params) -> Network:
     import keras
 
     from reportgen.capsnet.graph_pooling import GraphPooling
-    from reportgen.capsnet.layers import Length, Mask, PrimaryCaps
-    from reportgen.capsnet.network import build_convs, build_decoder
+    from reportgen.capsnet.layers import Length, Mask
+    from reportgen.capsnet.network import build_convs, build_decoder, primary_capsules
 
     description = describe(params)
     primary_desc, class_desc = description.primary_capsules, description.class_capsules
     image = keras.Input(params.input_shape, name="image")
     x, outputs, convs = build_convs(description, image)
-    primary_caps = PrimaryCaps(primary_desc.types, primary_desc.pose_size, name=primary_desc.name)
-    primary = primary_caps(x)
+    primary_caps, primary = primary_capsules(params, description, x)
     pooling = GraphPooling(class_desc.types, class_desc.pose_size, heads=primary_desc.types,
                            grid=primary_desc.grid, sigma=params.graph.sigma,
                            kernel_init_stddev=params.class_caps.kernel_init_stddev,

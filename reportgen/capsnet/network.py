@@ -106,3 +106,24 @@ def build_convs(description: ModelDescription, x):
         x = convs[conv.name](x)
         outputs[conv.name] = x
     return x, outputs, convs
+
+
+def primary_capsules(params, description: ModelDescription, x):
+    """The primary capsules of the conv output `x`: (the PrimaryCaps layer, its output).
+
+    With `primary.batch_norm`, the channels are batch-normalised before the squash, as in Gu's
+    capsule code (JindongGu/VoteAttack, models/capsnet.py: BatchNorm2d on the primary
+    channels, then the squash): centred components do not all add up in the same direction
+    when many capsules are summed (one shared matrix per class, Aff-CapsNet). PyTorch's
+    momentum and epsilon (0.1 there = 0.9 here): a short run's moving statistics settle.
+    """
+    from keras import layers
+
+    from reportgen.capsnet.layers import PrimaryCaps
+
+    desc = description.primary_capsules
+    if params.primary.batch_norm:
+        x = layers.BatchNormalization(momentum=0.9, epsilon=1e-5, center=False, scale=False,
+                                      name="primary_batch_norm")(x)
+    layer = PrimaryCaps(desc.types, desc.pose_size, name=desc.name)
+    return layer, layer(x)

@@ -40,6 +40,10 @@ class PrimaryCapsParams:
     strides: int = 2
     # The thesis applies ReLU before the squash; Sabour et al. 2017 and CapsNet-Keras use none.
     activation: str = "relu"
+    # Batch normalisation of the primary conv's channels before the squash, as Gu's public
+    # capsule code does (JindongGu/VoteAttack, models/capsnet.py); without its scale and shift,
+    # so the trainable parameters stay those of the paper's architecture.
+    batch_norm: bool = False
 
 
 @dataclass(frozen=True)
@@ -133,7 +137,8 @@ class ModelParams:
 _ACTIVATIONS = ("relu", "none")
 _ROUTING_SOFTMAX = ("classes", "inputs")
 # Fields added for imported models, left out of to_dict() at these defaults.
-_OPTIONAL_DEFAULTS = {("class_caps", "routing_softmax"): "classes",
+_OPTIONAL_DEFAULTS = {("primary", "batch_norm"): False,
+                      ("class_caps", "routing_softmax"): "classes",
                       ("class_caps", "detach_routing_votes"): False,
                       ("class_caps", "length_epsilon"): 0.0,
                       ("imported_from",): "",
