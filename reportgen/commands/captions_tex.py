@@ -18,12 +18,20 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from reportgen.pages.formulas import Formula, split_formulas
 
-if TYPE_CHECKING:
-    from reportgen.commands.supplement import SupplementFigure
+
+class CaptionedFigure(Protocol):
+    """What a figure environment needs of a supplement's figure
+    (reportgen.commands.supplement.SupplementFigure, which imports this module)."""
+
+    stem: str
+    title: str
+    caption: str
+    width: int
+    cite: tuple[str, ...]
 
 LINE_WIDTH_PX = 480                    # layout pixels that fill \linewidth
 FLOAT_BARRIER = 8                      # figures between two \clearpage (LaTeX holds 18 floats)
@@ -170,7 +178,7 @@ def _split_caption(text: str, limit: int) -> tuple[str, str]:
     return text[:cut].rstrip(), text[cut:].lstrip()
 
 
-def figure_tex(fig: SupplementFigure) -> list[str]:
+def figure_tex(fig: CaptionedFigure) -> list[str]:
     """The lines of one figure environment."""
     width = min(1.0, max(0.25, fig.width / LINE_WIDTH_PX)) if fig.width else 1.0
     title = latex_escape(" ".join(fig.title.split()), formulas=False)
@@ -192,7 +200,7 @@ def figure_tex(fig: SupplementFigure) -> list[str]:
     return lines + ["\\end{figure}"]
 
 
-def captions_tex(figures: list[SupplementFigure]) -> str:
+def captions_tex(figures: list[CaptionedFigure]) -> str:
     """The header, then one figure environment per figure in the supplement's order, a
     \\clearpage after every FLOAT_BARRIER of them."""
     out = [HEADER.replace("{barrier}", str(FLOAT_BARRIER))]
