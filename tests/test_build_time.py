@@ -16,7 +16,7 @@ from reportgen.commands.build_time import (DEMO_PARAMS, REFERENCE, BuildClock, C
 from reportgen.model_folder import Step
 
 STEPS = [Step(0, 0), Step(1, 10), Step(1, 20), Step(2, 10), Step(2, 20)]
-HAND = {"build": {"build": {"seconds": 20.0, "units": 1}},
+HAND = {"build@0": {"build": {"seconds": 20.0, "units": 1}},
         "capsnet": {"model": {"seconds": 8.0, "units": 1}, "step": {"seconds": 0.5, "units": 5},
                     "input": {"seconds": 0.1, "units": 80},
                     "analysed_step": {"seconds": 12.0, "units": 2},
@@ -94,13 +94,23 @@ def test_the_machine_speed_probe_scales_within_bounds():
     assert probed == [1]                  # once, when a reference cost was first needed
 
 
-def test_a_subset_of_techniques_learns_apart_from_the_full_set():
+def test_costs_are_learned_per_family_size_class_and_technique_set():
     full = ("a", "b", "c")
-    assert build_time.cost_group("capsnet", full, full) == "capsnet"
-    subset = build_time.cost_group("capsnet", ("a",), full)
-    assert subset.startswith("capsnet+") and subset != build_time.cost_group("capsnet", ("b",),
-                                                                              full)
-    assert build_time.cost_group("capsnet", ("a",), full) == subset     # stable
+    demo = build_time.cost_group("capsnet", DEMO_PARAMS, full, full)
+    assert demo == "capsnet@0"
+    # within a factor of 2 of MNIST_Demo's size: the same class; 4x: the next; a test's net: apart
+    assert build_time.cost_group("capsnet", int(1.9 * DEMO_PARAMS), full, full) == demo
+    assert build_time.cost_group("capsnet", DEMO_PARAMS // 2 + 1000, full, full) == demo
+    assert build_time.cost_group("capsnet", 4 * DEMO_PARAMS, full, full) == "capsnet@1"
+    assert build_time.cost_group("capsnet", 3_000, full, full) == "capsnet@-4"
+    assert build_time.cost_group("cnn", DEMO_PARAMS, full, full) == "cnn@0"
+    subset = build_time.cost_group("capsnet", DEMO_PARAMS, ("a",), full)
+    assert subset.startswith("capsnet@0+")
+    assert subset != build_time.cost_group("capsnet", DEMO_PARAMS, ("b",), full)
+    assert build_time.cost_group("capsnet", DEMO_PARAMS, ("a",), full) == subset   # stable
+    # the start-up and site: by the biggest model of the build
+    assert build_time.build_group([3_000, DEMO_PARAMS]) == "build@0"
+    assert build_time.build_group([3_000]) == "build@-4"
 
 
 def test_measured_costs_predict_the_same_build_again(tmp_path):

@@ -197,7 +197,7 @@ def _plan(name: str, params, steps, settings: BuildSettings, inputs: int):
     trainable = count_trainable_params(params)
     family = getattr(params, "family", "capsnet")
     eval_images = settings.eval_images or fitted_eval_images(trainable, len(analysed), family)
-    group = build_time.cost_group(family, settings.techniques, default_techniques())
+    group = build_time.cost_group(family, trainable, settings.techniques, default_techniques())
     return ModelPlan(name, steps, analysed, inputs, eval_images, settings.eval_images is None,
                      trainable, family, group)
 
@@ -282,7 +282,9 @@ class _Build:
         if self.cluster is not None or not self.clock.measured:
             return
         if self.summary.site == "built" and self.cold_models:
-            self.clock.record("build", "build", self.clock.elapsed() - self.attributed, 1, 0)
+            group = build_time.build_group([p.plan.trainable_params
+                                            for p in self._prepared.values()])
+            self.clock.record(group, "build", self.clock.elapsed() - self.attributed, 1, 0)
         build_time.write_calibration(CALIBRATION_FILE, self.clock.calibration())
 
     def record(self, plan, kind: str, seconds: float, units: float) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from reportgen.commands.build_time import KINDS, Costs, duration
+from reportgen.commands.build_time import KINDS, Costs, build_group, duration
 
 MODEL_KINDS = tuple(k for k in KINDS if k != "build")     # the kinds of work of one model
 REFERENCE_COSTS = Costs(slowness=1.0)     # the reference machine's (no probe)
@@ -71,11 +71,12 @@ class ModelPlan:
 
 def build_seconds(plans: list[ModelPlan], costs: Costs = REFERENCE_COSTS) -> float:
     """The whole build's approximate cold time: every model's, the start-up and the site."""
-    return costs.unit("build", "", "build", 0) + sum(p.seconds(costs) for p in plans)
+    start_and_site = costs.unit(build_group([p.trainable_params for p in plans]), "", "build", 0)
+    return start_and_site + sum(p.seconds(costs) for p in plans)
 
 
 def whole_build_line(plans: list[ModelPlan], costs: Costs = REFERENCE_COSTS) -> str:
-    here = costs.from_here("build", ("build",)) and all(
+    here = costs.from_here(build_group([p.trainable_params for p in plans]), ("build",)) and all(
         costs.from_here(p.cost_group, MODEL_KINDS) for p in plans)
     source = ("costs measured on this machine" if here else
               f"reference costs, this processor {1 / costs.slowness:.1f}x as fast")

@@ -10,16 +10,16 @@ A build is counted in kinds of work (KINDS), each a number of units times a unit
     analysed_step   per step with dataset analyses: their figures
     eval_image      per (analysed step, evaluation image): the dataset analyses
 
-A unit cost is kept per model family and technique set (`cost_group`) at MNIST_Demo's size
-(`size_factor`: bigger models cost more per unit). A build estimates with what the builds before
-it measured on this machine (CALIBRATION_FILE, per host name; each new measurement averaged
-with what was known, so it includes how busy the machine usually is), else with REFERENCE
-(measured on this project's 2-core CPU) scaled by how fast this processor is
-(`machine_slowness`: a fixed NumPy and Python workload of at most 0.3 s, run only when a
-reference cost is needed, so a rebuild on a machine that has built before pays nothing). While
-it runs, what remains is re-estimated from how long the steps done so far took against their
-estimate (`BuildClock.remaining`): a machine busier than usual shows there from the first
-computed step on.
+A unit cost is kept per model family, size class and technique set (`cost_group`; the start-up
+and site per size class, `build_group`), at MNIST_Demo's size (`size_factor`: bigger models
+cost more per unit). A build estimates with what the builds before it measured on this machine
+(CALIBRATION_FILE, per host name; each new measurement averaged with what was known, so it
+includes how busy the machine usually is), else with REFERENCE (measured on this project's
+2-core CPU) scaled by how fast this processor is (`machine_slowness`: a fixed NumPy and Python
+workload of at most 0.3 s, run only when a reference cost is needed, so a rebuild on a machine
+that has built before pays nothing). While it runs, what remains is re-estimated from how long
+the steps done so far took against their estimate (`BuildClock.remaining`): a machine busier
+than usual shows there from the first computed step on.
 
 Deliberately not used for the evaluation set's size: that is fitted to a fixed budget
 (reportgen.commands.build_settings.fitted_eval_images) so that the same options give the same
@@ -68,14 +68,29 @@ def size_factor(kind: str, trainable_params: int) -> float:
     return max(1.0, trainable_params / DEMO_PARAMS) ** SIZE_EXPONENTS[kind]
 
 
-def cost_group(family: str, techniques: tuple[str, ...], default: tuple[str, ...]) -> str:
-    """What a unit cost is kept under: the family, and the technique set unless it is the
-    default one (a build of three techniques must not teach the estimate of a full one)."""
+def size_class(trainable_params: int) -> int:
+    ratio = max(trainable_params, 1) / DEMO_PARAMS
+    return min(4, max(-4, math.floor(math.log(ratio, 4) + 0.5)))
+
+
+def build_group(trainable_params: list[int]) -> str:
+    """What the start-up and the site's cost is kept under: the size class of the build's
+    biggest model (a test's site of tiny nets is quicker to make than the demo's)."""
+    return f"build@{max(size_class(p) for p in trainable_params)}"
+
+
+def cost_group(family: str, trainable_params: int, techniques: tuple[str, ...],
+               default: tuple[str, ...]) -> str:
+    """What a unit cost is kept under: the family, the model's size class (its parameters
+    within a factor of 2 of MNIST_Demo's: class 0, of 4x MNIST_Demo's: class 1, ...; what a
+    test's 3 k-parameter net measured must not teach the estimate of a 2 M-parameter one),
+    and the technique set unless it is the default (three techniques cost less than all)."""
+    group = f"{family}@{size_class(trainable_params)}"
     if tuple(techniques) == tuple(default):
-        return family
+        return group
     from reportgen.cache.keys import hash_json
 
-    return f"{family}+{hash_json(sorted(techniques))[:8]}"
+    return f"{group}+{hash_json(sorted(techniques))[:8]}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -226,7 +241,7 @@ class Costs:
         return self._slowness
 
     def measured_here(self, group: str, kind: str) -> dict | None:
-        return self.calibration.get("build" if kind == "build" else group, {}).get(kind)
+        return self.calibration.get(group, {}).get(kind)
 
     def unit(self, group: str, family: str, kind: str, trainable_params: int) -> float:
         """Seconds per unit of `kind` of work for this model on this machine."""
