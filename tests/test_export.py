@@ -156,6 +156,37 @@ def test_captions_tex_compiles_with_every_figure_and_its_formulas(supplement, tm
     assert "cmmi7" in compiled.fonts                   # subscripts set in math italic
 
 
+@pytest.mark.slow
+@needs_pdflatex
+def test_a_two_model_supplement_compiles(tmp_path):
+    """A site of two models: its supplement adds the comparisons across models, and its
+    captions.tex still compiles with every figure placed."""
+    from reportgen.catalog import Catalog
+    from reportgen.commands.build import BuildOptions, build
+    from reportgen.training.trainer import TrainOptions, train
+
+    data = _tiny_data(tmp_path / "toy.npz")
+    models = tmp_path / "models"
+    for name, seed in (("TinyA", 0), ("TinyB", 1)):
+        (models / name).mkdir(parents=True)
+        (models / name / "params.toml").write_text(TINY_TOML.format(data=data))
+        train(Catalog(models).get(name), TrainOptions(epochs=1, seed=seed))
+    summary = build(Catalog(models), BuildOptions(
+        models="TinyA,TinyB", steps="last", images="test:0", analyses="last",
+        techniques=("predictions", "class_capsules", "rpv", "affine_robustness"),
+        eval_images=10, cache_dir=str(tmp_path / "cache"), site_dir=str(tmp_path / "site")))
+    assert summary.ok, summary.failed
+    archive = _export((tmp_path, models, tmp_path / "site", tmp_path / "cache"),
+                      tmp_path / "supplement.zip")
+    folder = tmp_path / "unzipped"
+    archive.extractall(folder)
+    tex = (folder / "captions.tex").read_text()
+    stems = re.findall(r"keepaspectratio\]\{([^}]*)\}", tex)
+    assert {s.split("/")[1] for s in stems} >= {"TinyA", "TinyB"}
+    assert any("TinyA" not in s and "TinyB" not in s for s in stems), stems   # across models
+    check_every_figure(compile_captions(folder), folder, stems)
+
+
 def _evaluation_arrays(cache: Path, step: str) -> dict:
     """The stored evaluation of `step`, found by its sidecar alone (not through reportgen)."""
     for meta in (cache / "arrays").glob("*/*/meta.json"):
