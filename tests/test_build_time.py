@@ -9,10 +9,11 @@ import math
 
 import pytest
 
-from reportgen.commands import build_time
+from reportgen.commands import build_time, cpu_load
 from reportgen.commands.build_plan import ModelPlan, build_seconds, whole_build_line
-from reportgen.commands.build_time import (DEMO_PARAMS, REFERENCE, BuildClock, Costs,
-                                           read_calibration, write_calibration)
+from reportgen.commands.build_time import (DEMO_PARAMS, FORMAT, REFERENCE, REFERENCE_SLOWDOWN,
+                                           BuildClock, Costs, read_calibration,
+                                           write_calibration)
 from reportgen.model_folder import Step
 
 STEPS = [Step(0, 0), Step(1, 10), Step(1, 20), Step(2, 10), Step(2, 20)]
@@ -21,6 +22,12 @@ HAND = {"build@0": {"build": {"seconds": 20.0, "units": 1}},
                     "input": {"seconds": 0.1, "units": 80},
                     "analysed_step": {"seconds": 12.0, "units": 2},
                     "eval_image": {"seconds": 1.5, "units": 100}}}
+
+
+@pytest.fixture(autouse=True)
+def idle_machine(monkeypatch):
+    """The estimates here as on an idle machine, whatever else runs beside the tests."""
+    monkeypatch.setattr(cpu_load, "slowdown_now", lambda: 1.0)
 
 
 def _no_probe():
@@ -59,7 +66,10 @@ def test_bigger_models_cost_more_per_unit_smaller_ones_not_less():
 def test_without_measurements_the_reference_costs_decide():
     costs = Costs({}, slowness=1.0)
     plan = _plan()
-    expected = sum(units * REFERENCE["capsnet"][kind] for kind, units in plan.work().items())
+    # the reference costs were measured on a shared machine: as on an idle one, divided by
+    # how much that slowed them
+    expected = sum(units * REFERENCE["capsnet"][kind] / REFERENCE_SLOWDOWN
+                   for kind, units in plan.work().items())
     assert plan.seconds(costs) == pytest.approx(expected)
     # a processor twice as slow as the reference machine's: every unit twice as long
     assert plan.seconds(Costs({}, slowness=2.0)) == pytest.approx(2 * expected)
@@ -67,14 +77,17 @@ def test_without_measurements_the_reference_costs_decide():
     assert "measured on this machine" in plan.line(Costs(HAND, probe=_no_probe))
     # what this machine measured of a kind replaces the reference of that kind only
     partial = Costs({"capsnet": {"step": {"seconds": 9.0, "units": 1}}}, slowness=2.0)
-    assert plan.seconds(partial) == pytest.approx(2 * expected + 5 * (9.0 - 2 * 0.2))
+    assert plan.seconds(partial) == pytest.approx(
+        2 * expected + 5 * (9.0 - 2 * 0.2 / REFERENCE_SLOWDOWN))
     assert "measured on the reference machine" in plan.line(partial)
     # a family with its own reference row, one without (the CapsNet's), EM's analyses
     cnn = _plan(family="cnn")
     assert cnn.seconds(costs) == pytest.approx(
-        sum(units * REFERENCE["cnn"][kind] for kind, units in cnn.work().items()))
-    assert costs.unit("gracaps", "gracaps", "step", 1000) == REFERENCE["capsnet"]["step"]
-    assert costs.unit("em", "em", "eval_image", 68_444) == 3.0
+        sum(units * REFERENCE["cnn"][kind] / REFERENCE_SLOWDOWN
+            for kind, units in cnn.work().items()))
+    assert costs.unit("gracaps", "gracaps", "step", 1000) == pytest.approx(
+        REFERENCE["capsnet"]["step"] / REFERENCE_SLOWDOWN)
+    assert costs.unit("em", "em", "eval_image", 68_444) == pytest.approx(3.0 / REFERENCE_SLOWDOWN)
 
 
 def test_the_machine_speed_probe_scales_within_bounds():
@@ -89,8 +102,9 @@ def test_the_machine_speed_probe_scales_within_bounds():
         "(start-up and site included; costs measured on this machine)")
     probed = []
     lazy = Costs({}, probe=lambda: probed.append(1) or 3.0)
-    assert lazy.unit("capsnet", "capsnet", "step", 1) == pytest.approx(3 * 0.2)
-    assert lazy.unit("cnn", "cnn", "step", 1) == pytest.approx(3 * REFERENCE["cnn"]["step"])
+    assert lazy.unit("capsnet", "capsnet", "step", 1) == pytest.approx(3 * 0.2 / REFERENCE_SLOWDOWN)
+    assert lazy.unit("cnn", "cnn", "step", 1) == pytest.approx(
+        3 * REFERENCE["cnn"]["step"] / REFERENCE_SLOWDOWN)
     assert probed == [1]                  # once, when a reference cost was first needed
 
 
@@ -172,16 +186,18 @@ def test_a_write_that_fails_leaves_the_previous_file_whole(tmp_path, monkeypatch
 
 
 def _file(groups) -> str:
-    return json.dumps({"format": 1, "machines": {"here": groups}})
+    return json.dumps({"format": FORMAT, "machines": {"here": groups}})
 
 
 @pytest.mark.parametrize("text, why", [
     ("{not json", "not valid JSON"),
     (_file(HAND)[:-20], "not valid JSON"),      # cut short
-    ("[1, 2]", "not format 1"),
-    (json.dumps({"format": 99, "machines": {"here": HAND}}), "not format 1"),
-    (json.dumps({"format": 1}), "no machines"),
-    (json.dumps({"format": 1, "machines": {"here": 3}}), "is not a table"),
+    ("[1, 2]", f"not format {FORMAT}"),
+    (json.dumps({"format": 99, "machines": {"here": HAND}}), f"not format {FORMAT}"),
+    # format 1 kept the load of the builds that measured it: not an idle machine's costs
+    (json.dumps({"format": 1, "machines": {"here": HAND}}), f"not format {FORMAT}"),
+    (json.dumps({"format": FORMAT}), "no machines"),
+    (json.dumps({"format": FORMAT, "machines": {"here": 3}}), "is not a table"),
     (_file({"capsnet": 3}), "is not a table"),
     (_file({"capsnet": {"step": {"seconds": -1, "units": 1}}}), "is not a measured cost"),
     (_file({"capsnet": {"step": {"seconds": 1, "units": 0}}}), "is not a measured cost"),
@@ -189,7 +205,8 @@ def _file(groups) -> str:
     (_file({"capsnet": {"step": {"seconds": True, "units": 1}}}), "is not a measured cost"),
     (_file({"capsnet": {"step": {"seconds": 1}}}), "is not a measured cost"),
     (_file({"capsnet": {"step": [1, 1]}}), "is not a measured cost"),
-    ('{"format": 1, "machines": {"here": {"capsnet": {"step": {"seconds": NaN, "units": 1}}}}}',
+    ('{"format": %d, "machines": {"here": {"capsnet": {"step": {"seconds": NaN, "units": 1}}}}}'
+     % FORMAT,
      "is not a measured cost"),
     (_file({"capsnet": {"lunch": {"seconds": 1, "units": 1}}}), "is not a measured cost"),
 ])
@@ -239,3 +256,79 @@ def test_durations_in_words():
     assert build_time.duration(3) == "5 s" and build_time.duration(62) == "60 s"
     assert build_time.duration(150) == "2 min" and build_time.duration(652) == "11 min"
     assert 0 < build_time.probe_seconds(chunks=1) < math.inf
+
+
+def test_other_work_running_lengthens_every_cost_and_is_said():
+    idle, busy = Costs(HAND, probe=_no_probe, busy=1.0), Costs(HAND, probe=_no_probe, busy=2.5)
+    plan = _plan()
+    assert plan.seconds(busy) == pytest.approx(2.5 * plan.seconds(idle))
+    reference = Costs({}, slowness=1.0, busy=2.5)
+    assert plan.seconds(reference) == pytest.approx(2.5 * plan.seconds(Costs({}, slowness=1.0)))
+    assert "other work running: 2.5x as long" in whole_build_line([plan], busy)
+    assert "other work" not in whole_build_line([plan], idle)
+    # the machine is looked at once, when a cost is first needed, and bounded like the rest
+    looks = []
+    lazy = Costs(HAND, probe=_no_probe, load=lambda: looks.append(1) or 50.0)
+    lazy.unit("capsnet", "capsnet", "step", 1)
+    lazy.unit("capsnet", "capsnet", "input", 1)
+    assert looks == [1] and lazy.busy == build_time.LIVE_BOUNDS[1]
+
+
+def test_a_build_slowed_by_other_work_keeps_an_idle_machines_costs():
+    """Measured beside other work, the costs are kept divided by how much it slowed the build:
+    the next estimate, on an idle machine, is the build's time alone."""
+    sampler = cpu_load.LoadSampler()
+    for _ in range(10):
+        sampler.add((2, 2))       # the build wants 2 cores, 2 other threads want them too
+    clock = BuildClock(Costs({}, probe=_no_probe), load=sampler)
+    clock.record("capsnet", "step", 10.0, 5, DEMO_PARAMS)
+    slowed = cpu_load.slowdown(2, demand=2)       # twice as long on 2 cores
+    assert clock.calibration()["capsnet"]["step"]["seconds"] == pytest.approx(2.0 / slowed)
+    assert BuildClock(Costs({})).calibration() == {}       # nothing measured: nothing kept
+
+
+def test_the_slowdown_is_the_fair_share_of_the_cores():
+    # fewer runnable threads than cores: as fast as alone
+    assert cpu_load.slowdown(0, demand=1.4, n_cores=2) == 1.0
+    assert cpu_load.slowdown(0.5, demand=1.4, n_cores=2) == 1.0
+    # more: each gets cores / threads of a core
+    assert cpu_load.slowdown(2.6, demand=1.4, n_cores=2) == pytest.approx(2.0)
+    assert cpu_load.slowdown(6, demand=2, n_cores=2) == pytest.approx(4.0)
+    # a demand above the cores cannot be met even alone: it does not count as slowing
+    assert cpu_load.slowdown(0, demand=8, n_cores=2) == 1.0
+    # a sampler that never looked (no /proc) says idle
+    assert cpu_load.LoadSampler().slowdown() == 1.0
+    cpu_load_missing = cpu_load.LoadSampler()
+    cpu_load_missing.add(None)
+    assert cpu_load_missing.slowdown() == 1.0
+
+
+def test_the_run_queue_tells_this_process_from_the_others():
+    """On Linux: a thread of ours spinning is counted as ours, not as other work."""
+    if cpu_load.runnable_threads() is None:
+        pytest.skip("no /proc run queue on this system: the machine counts as idle")
+    import threading
+    import time
+
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            pass
+
+    spinner = threading.Thread(target=spin, daemon=True)
+    spinner.start()
+    try:
+        time.sleep(0.05)
+        looks = [cpu_load.runnable_threads() for _ in range(20)]
+    finally:
+        stop.set()
+        spinner.join()
+    assert all(isinstance(own, int) and isinstance(others, int) and own >= 0 and others >= 0
+               for own, others in looks)
+    # the spinner holds the GIL only part of the time, but it is runnable throughout
+    assert max(own for own, _ in looks) >= 1
+    sampler = cpu_load.LoadSampler(every_s=0.01).start()
+    time.sleep(0.1)
+    sampler.stop()
+    assert sampler.slowdown() >= 1.0

@@ -238,6 +238,14 @@ class _Build:
 
     # -- the whole build -----------------------------------------------------------------------
     def run(self, entries) -> None:
+        self.clock.load.start()     # how much other work slows this build, for the next estimate
+        try:
+            self._run(entries)
+        finally:
+            self.clock.load.stop()
+        self.keep_measurements()
+
+    def _run(self, entries) -> None:
         models = []
         try:
             self.say_plan(entries)
@@ -253,7 +261,6 @@ class _Build:
         if self.settings.render_site:
             self.site(models)
         self.summary.drawn = self.assembler.drawn
-        self.keep_measurements()
 
     def say_plan(self, entries) -> None:
         """Each model's plan, then the whole build's estimate, before any work starts. A model

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from reportgen.commands.build_time import KINDS, Costs, build_group, duration
 
 MODEL_KINDS = tuple(k for k in KINDS if k != "build")     # the kinds of work of one model
-REFERENCE_COSTS = Costs(slowness=1.0)     # the reference machine's (no probe)
+REFERENCE_COSTS = Costs(slowness=1.0, busy=1.0)   # an idle reference machine's (no probe)
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,8 @@ def whole_build_line(plans: list[ModelPlan], costs: Costs = REFERENCE_COSTS) -> 
         costs.from_here(p.cost_group, MODEL_KINDS) for p in plans)
     source = ("costs measured on this machine" if here else
               f"reference costs, this processor {1 / costs.slowness:.1f}x as fast")
+    if costs.busy >= 1.1:
+        source += f"; other work running: {costs.busy:.1f}x as long as on an idle machine"
     return (f"Whole build: {len(plans)} model{'s' if len(plans) != 1 else ''}, about "
             f"{duration(build_seconds(plans, costs))} if nothing is cached (start-up and site "
             f"included; {source})")

@@ -12,14 +12,17 @@ A build is counted in kinds of work (KINDS), each a number of units times a unit
 
 A unit cost is kept per model family, size class and technique set (`cost_group`; the start-up
 and site per size class, `build_group`), at MNIST_Demo's size (`size_factor`: bigger models
-cost more per unit). A build estimates with what the builds before it measured on this machine
-(CALIBRATION_FILE, per host name; each new measurement averaged with what was known, so it
-includes how busy the machine usually is), else with REFERENCE (measured on this project's
-2-core CPU) scaled by how fast this processor is (`machine_slowness`: a fixed NumPy and Python
-workload of at most 0.3 s, run only when a reference cost is needed, so a rebuild on a machine
-that has built before pays nothing). While it runs, what remains is re-estimated from how long
-the steps done so far took against their estimate (`BuildClock.remaining`): a machine busier
-than usual shows there from the first computed step on.
+cost more per unit) and as it would be on an idle machine: a build divides what it measured by
+how much other work slowed it (reportgen.commands.cpu_load: the run queue, sampled while it
+runs), and an estimate multiplies by how busy the machine is as the build starts. A build
+estimates with what the builds before it measured on this machine (CALIBRATION_FILE, per host
+name; each new measurement averaged with what was known), else with REFERENCE (measured on
+this project's 2-core CPU) scaled by how fast this processor is (`machine_slowness`: a fixed
+NumPy and Python workload of at most 0.3 s, run only when a reference cost is needed, so a
+rebuild on a machine that has built before pays nothing). While it runs, what remains is
+re-estimated from how long the steps done so far took against their estimate
+(`BuildClock.remaining`): other work starting mid-build shows there from the next computed
+step on.
 
 Deliberately not used for the evaluation set's size: that is fitted to a fixed budget
 (reportgen.commands.build_settings.fitted_eval_images) so that the same options give the same
@@ -37,10 +40,11 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from reportgen.commands import cpu_load
 from reportgen.commands.build_settings import FAMILY_SECONDS_PER_EVAL_IMAGE
 
 KINDS = ("build", "model", "step", "input", "analysed_step", "eval_image")
-FORMAT = 1
+FORMAT = 2      # 2: costs as on an idle machine (1 kept the load of the builds that measured them)
 DEMO_PARAMS = 2_117_072     # MNIST_Demo's trainable parameters: the size REFERENCE was measured at
 # How the cost of a unit grows with the trainable parameters above MNIST_Demo's (a smaller
 # model costs what MNIST_Demo does: fixed overheads dominate): per input as params^1 (README,
@@ -60,6 +64,10 @@ REFERENCE = {
             "eval_image": 0.034},
 }
 REFERENCE_PROBE_S = 0.115   # probe_seconds() on that CPU
+# How much that shared CPU's other work slowed those builds: the same demo build, cold, took
+# 160 s on the idle machine where these costs predicted about 350 s. The reference costs
+# divided by it are an idle machine's, as the calibration file keeps its own.
+REFERENCE_SLOWDOWN = 2.2
 SLOWNESS_BOUNDS = (0.25, 4.0)   # a probe gone wrong must not multiply the estimate
 LIVE_BOUNDS = (0.25, 8.0)       # the running correction, likewise
 
@@ -226,19 +234,32 @@ def write_calibration(path: str | Path, measured: dict, host: str | None = None)
 
 class Costs:
     """Unit costs for this build: this machine's measured ones, else REFERENCE's scaled by
-    the processor's slowness (probed the first time a reference cost is asked for)."""
+    the processor's slowness (probed the first time a reference cost is asked for); both as on
+    an idle machine, times how much the work running beside the build will slow it (`busy`,
+    looked at once, when the first cost is asked for)."""
 
     def __init__(self, calibration: dict | None = None, slowness: float | None = None,
-                 probe: Callable[[], float] = machine_slowness):
+                 probe: Callable[[], float] = machine_slowness, busy: float | None = None,
+                 load: Callable[[], float] | None = None):
         self.calibration = calibration or {}
         self._slowness = slowness
         self._probe = probe
+        self._busy = busy
+        self._load = load
 
     @property
     def slowness(self) -> float:
         if self._slowness is None:
             self._slowness = self._probe()
         return self._slowness
+
+    @property
+    def busy(self) -> float:
+        """1.0 on an idle machine; 2.0 when other work will make the build take twice as long."""
+        if self._busy is None:
+            low, high = LIVE_BOUNDS
+            self._busy = min(high, max(low, (self._load or cpu_load.slowdown_now)()))
+        return self._busy
 
     def measured_here(self, group: str, kind: str) -> dict | None:
         return self.calibration.get(group, {}).get(kind)
@@ -248,13 +269,15 @@ class Costs:
         entry = self.measured_here(group, kind)
         if entry is not None:
             seconds = float(entry["seconds"])
-        elif kind == "build":
-            seconds = REFERENCE["build"]["build"] * self.slowness
-        elif kind == "eval_image" and family in FAMILY_SECONDS_PER_EVAL_IMAGE:
-            seconds = FAMILY_SECONDS_PER_EVAL_IMAGE[family] * self.slowness
         else:
-            seconds = REFERENCE.get(family, REFERENCE["capsnet"])[kind] * self.slowness
-        return seconds * size_factor(kind, trainable_params)
+            if kind == "build":
+                seconds = REFERENCE["build"]["build"]
+            elif kind == "eval_image" and family in FAMILY_SECONDS_PER_EVAL_IMAGE:
+                seconds = FAMILY_SECONDS_PER_EVAL_IMAGE[family]
+            else:
+                seconds = REFERENCE.get(family, REFERENCE["capsnet"])[kind]
+            seconds *= self.slowness / REFERENCE_SLOWDOWN
+        return seconds * self.busy * size_factor(kind, trainable_params)
 
     def from_here(self, group: str, kinds=KINDS) -> bool:
         """Whether every one of `kinds` was measured on this machine."""
@@ -270,8 +293,10 @@ class BuildClock:
     calibration keeps it; and the estimate of what remains, corrected by how the computed steps
     went."""
 
-    def __init__(self, costs: Costs, total_estimate: float = 0.0):
+    def __init__(self, costs: Costs, total_estimate: float = 0.0,
+                 load: cpu_load.LoadSampler | None = None):
         self.costs = costs
+        self.load = load or cpu_load.LoadSampler()   # started by the build, not here
         self.total_estimate = total_estimate
         self.started = time.monotonic()
         self.measured: dict[str, dict[str, list[float]]] = {}   # group -> kind -> [s, units]
@@ -313,8 +338,10 @@ class BuildClock:
         return max(0.0, self.total_estimate - self.estimated_done) * self.correction()
 
     def calibration(self) -> dict:
-        """This build's measurements as the calibration file keeps them."""
-        return {group: {kind: {"seconds": s / units, "units": units}
+        """This build's measurements as the calibration file keeps them: per unit, divided by
+        how much the other work running beside it slowed the build."""
+        slowed = self.load.slowdown()
+        return {group: {kind: {"seconds": s / units / slowed, "units": units}
                         for kind, (s, units) in kinds.items() if units > 0}
                 for group, kinds in self.measured.items()}
 
