@@ -35,6 +35,7 @@ _KNOWN = ("mnist", "fashion_mnist", "cifar10", "smallnorb")
 _ALIASES = {"mnist": "mnist", "fashion_mnist": "fashion_mnist", "fashionmnist": "fashion_mnist",
             "cifar10": "cifar10", "cifar_10": "cifar10", "smallnorb": "smallnorb",
             "small_norb": "smallnorb"}
+MULTIMNIST = "multimnist"     # two overlapping digits (reportgen.data.multimnist)
 _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".bmp")
 _FASHION_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
                   "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
@@ -68,7 +69,7 @@ class Dataset:
 
 def known_datasets() -> tuple[str, ...]:
     """Names `load_dataset` accepts besides paths to the user's own data."""
-    return _KNOWN + tuple(DERIVED)
+    return _KNOWN + tuple(DERIVED) + (MULTIMNIST,)
 
 
 def load_dataset(spec: str, *, seed: int = 0) -> Dataset:
@@ -91,6 +92,10 @@ def load_dataset(spec: str, *, seed: int = 0) -> Dataset:
     if derived in DERIVED and not (os.sep in text or "/" in text):
         # 40x40 data of the affine benchmark (reportgen.data.affine_benchmark)
         return derive(derived, load_dataset(DERIVED[derived].base, seed=seed), seed)
+    if derived == MULTIMNIST and not (os.sep in text or "/" in text):
+        from reportgen.data import multimnist   # it subclasses Dataset: imported here, not above
+
+        return multimnist.derive(load_dataset(multimnist.BASE, seed=seed), seed)
     looks_like_path = (os.sep in text or "/" in text or text.lower().endswith(".npz")
                        or Path(text).exists())
     if name is not None and not (os.sep in text or "/" in text):
