@@ -42,7 +42,7 @@ MAX_TRAIN_PAIRS = 40_000      # bounds memory on a full-MNIST base (float32: 5.2
 CHUNK = 4096                  # pairs rendered at a time (bounds the temporaries)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Pairs:
     """The recipe of one split: which two digits make each image and how each is shifted."""
 
@@ -105,7 +105,7 @@ def render_sources(digits: np.ndarray, pairs: Pairs, indices=None) -> np.ndarray
     """(n, 2, 36, 36, C): the two digits of each chosen pair, each padded and shifted alone."""
     chosen = np.arange(len(pairs)) if indices is None else np.asarray(indices, np.int64).reshape(-1)
     digits = np.asarray(digits, np.float32)
-    n, (h, w, c) = len(chosen), digits.shape[1:]
+    n, c = len(chosen), digits.shape[-1]
     pad = (CANVAS - SOURCE) // 2
     flat = digits[pairs.digits[chosen].reshape(-1)]                  # (2n, 28, 28, C)
     offsets = pairs.shifts[chosen].reshape(-1, 2) + pad              # top-left corners, 0 … 8
