@@ -37,7 +37,8 @@ def write_idx(path: Path, array: np.ndarray) -> None:
 
 def test_known_datasets():
     assert known_datasets() == ("mnist", "fashion_mnist", "cifar10", "smallnorb", "mnist40",
-                                "fashion_mnist40", "affnist_like", "fashion_affnist_like")
+                                "fashion_mnist40", "affnist_like", "fashion_affnist_like",
+                                "multimnist")
 
 
 # --------------------------------------------------------------------------------------- MNIST

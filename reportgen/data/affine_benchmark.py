@@ -59,11 +59,19 @@ def expand(images: np.ndarray, rng: np.random.Generator, canvas: int = CANVAS):
     n, h, w, c = images.shape
     offsets = np.stack([rng.integers(0, canvas - h + 1, n), rng.integers(0, canvas - w + 1, n)],
                        -1)
+    return place(images, offsets, canvas), offsets
+
+
+def place(images: np.ndarray, offsets: np.ndarray, canvas: int) -> np.ndarray:
+    """(N, canvas, canvas, C): image i with its top-left pixel at offsets[i] = (row, col) on a
+    black canvas, in one vectorised scatter (every offset must keep the image whole)."""
+    images = np.asarray(images, np.float32)
+    n, h, w, c = images.shape
     out = np.zeros((n, canvas, canvas, c), np.float32)
     rows = offsets[:, 0, None] + np.arange(h)                        # (N, h)
     cols = offsets[:, 1, None] + np.arange(w)                        # (N, w)
     out[np.arange(n)[:, None, None], rows[:, :, None], cols[:, None, :]] = images
-    return out, offsets
+    return out
 
 
 def pad_centred(images: np.ndarray, canvas: int = CANVAS) -> np.ndarray:

@@ -18,10 +18,12 @@ import pickle
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 
 from reportgen.console import notice
+from reportgen.data import multimnist
 from reportgen.data.affine_benchmark import DERIVED, derive
 from reportgen.errors import ReportgenError
 
@@ -43,7 +45,8 @@ _TEST_FRACTION = 0.2
 
 @dataclass(frozen=True, eq=False)
 class Dataset:
-    """A train/test split ready for a model: float32 [0, 1] pixels (N, H, W, C), int64 labels.
+    """A train/test split ready for a model: float32 [0, 1] pixels (N, H, W, C), int64 labels
+    (N,), or (N, 2) for two overlapping digits (MultiMNIST).
 
     Arrays are read-only because loaded datasets are shared through an in-process cache.
     """
@@ -55,6 +58,9 @@ class Dataset:
     y_test: np.ndarray
     class_names: tuple[str, ...]
     source: str
+    # Data whose images overlay parts (MultiMNIST): a callable (split, indices) -> the parts
+    # alone, (n, 2, H, W, C), as reportgen.data.multimnist.Recipe; None for everything else.
+    components: Callable[[str, Any], np.ndarray] | None = None
 
     @property
     def input_shape(self) -> tuple[int, int, int]:
@@ -68,7 +74,7 @@ class Dataset:
 
 def known_datasets() -> tuple[str, ...]:
     """Names `load_dataset` accepts besides paths to the user's own data."""
-    return _KNOWN + tuple(DERIVED)
+    return _KNOWN + tuple(DERIVED) + (multimnist.NAME,)
 
 
 def load_dataset(spec: str, *, seed: int = 0) -> Dataset:
@@ -91,6 +97,9 @@ def load_dataset(spec: str, *, seed: int = 0) -> Dataset:
     if derived in DERIVED and not (os.sep in text or "/" in text):
         # 40x40 data of the affine benchmark (reportgen.data.affine_benchmark)
         return derive(derived, load_dataset(DERIVED[derived].base, seed=seed), seed)
+    if derived == multimnist.NAME and not (os.sep in text or "/" in text):
+        # two overlapping digits on 36x36 (reportgen.data.multimnist)
+        return multimnist.derive(load_dataset(multimnist.BASE, seed=seed), seed)
     looks_like_path = (os.sep in text or "/" in text or text.lower().endswith(".npz")
                        or Path(text).exists())
     if name is not None and not (os.sep in text or "/" in text):
