@@ -95,4 +95,7 @@ class DigestMemo:
                            "utf-8")
             os.replace(tmp, self.path)
         except OSError:
-            tmp.unlink(missing_ok=True)
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:     # its folder is a file or unreadable: nothing was written there
+                pass
