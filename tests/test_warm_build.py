@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -129,12 +130,13 @@ def test_an_unreadable_memo_is_ignored(tmp_path):
     assert digests.DigestMemo(memo_file).digest(weights) == hashlib.sha256(b"y").hexdigest()
 
 
-def test_a_memo_that_cannot_be_written_costs_only_the_memo(tmp_path):
+def test_a_memo_that_cannot_be_written_costs_only_the_memo(tmp_path, monkeypatch):
     """`.reportgen` a file, not a folder: the build goes on, digests are just not remembered."""
     (tmp_path / ".reportgen").write_text("a file where the project folder's state would go")
     weights = tmp_path / "w.h5"
     weights.write_bytes(b"z" * 100)
-    os.utime(weights, (1, 1))            # still for long enough to be remembered
+    later = time.time() + 60              # the weights still for a minute: remembered
+    monkeypatch.setattr(digests.time, "time", lambda: later)
     memo = digests.DigestMemo(tmp_path / ".reportgen" / "digests.json")
     assert memo.digest(weights) == hashlib.sha256(b"z" * 100).hexdigest()
     memo.save()                           # no raise
