@@ -11,9 +11,16 @@ import pytest
 
 from reportgen.commands import build_time
 from reportgen.commands.build_plan import ModelPlan, build_seconds, whole_build_line
-from reportgen.commands.build_time import (DEMO_PARAMS, REFERENCE, BuildClock, Costs,
+from reportgen.commands.build_time import (DEMO_PARAMS, BuildClock, Costs,
                                            read_calibration, write_calibration)
 from reportgen.model_folder import Step
+from reportgen.settings.families import family
+
+
+def REFERENCE(name: str, kind: str) -> float:
+    """A family's reference seconds per unit, as it declares them (reportgen.families)."""
+    return family(name).costs.reference[kind]
+
 
 STEPS = [Step(0, 0), Step(1, 10), Step(1, 20), Step(2, 10), Step(2, 20)]
 HAND = {"build@0": {"build": {"seconds": 20.0, "units": 1}},
@@ -59,7 +66,7 @@ def test_bigger_models_cost_more_per_unit_smaller_ones_not_less():
 def test_without_measurements_the_reference_costs_decide():
     costs = Costs({}, slowness=1.0)
     plan = _plan()
-    expected = sum(units * REFERENCE["capsnet"][kind] for kind, units in plan.work().items())
+    expected = sum(units * REFERENCE("capsnet", kind) for kind, units in plan.work().items())
     assert plan.seconds(costs) == pytest.approx(expected)
     # a processor twice as slow as the reference machine's: every unit twice as long
     assert plan.seconds(Costs({}, slowness=2.0)) == pytest.approx(2 * expected)
@@ -72,8 +79,8 @@ def test_without_measurements_the_reference_costs_decide():
     # a family with its own reference row, one without (the CapsNet's), EM's analyses
     cnn = _plan(family="cnn")
     assert cnn.seconds(costs) == pytest.approx(
-        sum(units * REFERENCE["cnn"][kind] for kind, units in cnn.work().items()))
-    assert costs.unit("gracaps", "gracaps", "step", 1000) == REFERENCE["capsnet"]["step"]
+        sum(units * REFERENCE("cnn", kind) for kind, units in cnn.work().items()))
+    assert costs.unit("gracaps", "gracaps", "step", 1000) == REFERENCE("capsnet", "step")
     assert costs.unit("em", "em", "eval_image", 68_444) == 3.0
 
 
@@ -90,7 +97,7 @@ def test_the_machine_speed_probe_scales_within_bounds():
     probed = []
     lazy = Costs({}, probe=lambda: probed.append(1) or 3.0)
     assert lazy.unit("capsnet", "capsnet", "step", 1) == pytest.approx(3 * 0.2)
-    assert lazy.unit("cnn", "cnn", "step", 1) == pytest.approx(3 * REFERENCE["cnn"]["step"])
+    assert lazy.unit("cnn", "cnn", "step", 1) == pytest.approx(3 * REFERENCE("cnn", "step"))
     assert probed == [1]                  # once, when a reference cost was first needed
 
 
