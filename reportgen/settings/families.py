@@ -88,13 +88,17 @@ def _load_plugins() -> None:
     global _LOADED
     if _LOADED:
         return
-    _LOADED = True
-    package = importlib.import_module(PLUGIN_PACKAGE)
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{PLUGIN_PACKAGE}.{info.name}")
-        declared = getattr(module, "FAMILY", None)
-        if isinstance(declared, Family):
-            _REGISTRY.setdefault(declared.name, declared)
+    _LOADED = True                # a plug-in that looks a family up while loading sees the rest
+    try:
+        package = importlib.import_module(PLUGIN_PACKAGE)
+        for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+            module = importlib.import_module(f"{PLUGIN_PACKAGE}.{info.name}")
+            declared = getattr(module, "FAMILY", None)
+            if isinstance(declared, Family):
+                _REGISTRY.setdefault(declared.name, declared)
+    except BaseException:
+        _LOADED = False           # try again next time rather than run with half the families
+        raise
 
 
 def registered() -> tuple[str, ...]:
@@ -103,7 +107,7 @@ def registered() -> tuple[str, ...]:
     return tuple(sorted(_REGISTRY, key=lambda n: (n != DEFAULT_FAMILY, n)))
 
 
-def family(name: str, source: str = "params.toml") -> Family:
+def family(name: str, source: str = "the model's parameters") -> Family:
     """The family called `name`; one line naming `source`, the value and the registered
     families when there is none."""
     _load_plugins()

@@ -3,6 +3,10 @@
 A model is data: one human-edited TOML file describes the architecture (Sabour et al. 2017 and its variants); the Keras
 model is built from it by `reportgen.capsnet.architecture.build_capsnet`. Every field is checked
 here, at load time, so that a bad file fails with the field's name and the allowed values.
+
+The tables every family reads (`[[conv]]`, `[primary]`, `[class_caps]`, `[decoder]`, `[loss]`,
+`[training]`) are parsed here; a family's own table (`[em]`, `[graph]`, `[cnn]`) by the family
+(reportgen.settings.families), into `ModelParams.family_settings`.
 """
 
 from __future__ import annotations
