@@ -115,6 +115,7 @@ def test_a_family_registered_from_outside_is_read_described_counted_named_and_pr
     assert fitted_eval_images(563, 1, "toy") == fitted_eval_images(10 ** 9, 1, "toy")
 
 
+@pytest.mark.slow
 def test_a_family_registered_from_outside_builds_and_trains(toy, tmp_path):
     from reportgen.capsnet.architecture import build_capsnet
     from reportgen.catalog import Catalog

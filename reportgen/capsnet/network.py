@@ -33,6 +33,8 @@ class Network:
     # Whether the trainer and the evaluation compile with XLA (e.g. EM routing, whose chains of
     # elementwise operations over the vote tensors fuse: a step takes a third of the time).
     jit_compile: bool = False
+    # The XLA-compiled encoder, made on first use (reportgen.training.evaluate).
+    compiled_encoder: Callable | None = field(default=None, repr=False, compare=False)
 
     def set_training_progress(self, progress: float) -> None:
         """Share of training done (0 … 1), told before every batch: families whose loss changes

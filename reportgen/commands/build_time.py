@@ -41,7 +41,7 @@ from reportgen.settings.families import costs as family_costs
 
 KINDS = ("build", "model", "step", "input", "analysed_step", "eval_image")
 FORMAT = 1
-DEMO_PARAMS = 2_117_072     # MNIST_Demo's trainable parameters: the size the reference costs were measured at
+DEMO_PARAMS = 2_117_072     # MNIST_Demo's trainable parameters: the reference costs' size
 # How the cost of a unit grows with the trainable parameters above MNIST_Demo's (a smaller
 # model costs what MNIST_Demo does: fixed overheads dominate): per input as params^1 (README,
 # Benchmarks: the engine's ms per image), the dataset analyses as params^1.3 (0.6 s per image
@@ -130,7 +130,7 @@ def probe_seconds(chunks: int = 30, budget_s: float = 0.3) -> float:
 
 
 def machine_slowness(seconds: float | None = None) -> float:
-    """How much slower than the machine the reference costs were measured on this one is (2.0: twice as
+    """How much slower than the reference costs' machine this one is (2.0: twice as
     slow), within SLOWNESS_BOUNDS."""
     seconds = probe_seconds() if seconds is None else seconds
     low, high = SLOWNESS_BOUNDS
