@@ -184,6 +184,26 @@ def test_no_module_outside_the_families_names_a_family():
     assert found == [], "family names outside the families:\n" + "\n".join(found)
 
 
+def test_no_module_outside_the_families_imports_one():
+    """The registry finds the plug-ins by listing their package: no other module of reportgen
+    imports a family's module (at module level or lazily), so none depends on which exist."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = _module_name(path)
+        if module.startswith("reportgen.families"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):      # `from reportgen import families` too
+                targets = [f"{node.module}.{a.name}" for a in node.names] + [node.module or ""]
+            else:
+                continue
+            found += [f"{module}:{node.lineno}: {t}" for t in targets
+                      if t == "reportgen.families" or t.startswith("reportgen.families.")]
+    assert found == []
+
+
 def test_the_check_sees_tests_by_name_and_not_other_strings():
     """What the check above reads: a family's name compared, or as a key, is found; a docstring
     or another word that contains it is not."""

@@ -194,6 +194,5 @@ COSTS = FamilyCosts(seconds_per_eval_image=3.0)
 FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_params,
                 display_name=lambda params: "EM-CapsNet", table="em", settings=EMParams,
                 parse=parse, check=check, costs=COSTS,
-                modules=(__name__, "reportgen.capsnet.em_capsnet",
-                         "reportgen.capsnet.em_description", "reportgen.capsnet.em_routing",
+                modules=(__name__, "reportgen.capsnet.em_capsnet", "reportgen.capsnet.em_routing",
                          "reportgen.capsnet.matrix_layers"))
