@@ -132,11 +132,11 @@ class ModelParams:
         family's own table comes under its name, left out at its defaults likewise."""
         data = asdict(replace(self, family_settings=None))
         del data["family_settings"]
-        table = family_of(self).table
-        if table is not None and self.family_settings is not None:
+        family = family_of(self)
+        if family.table is not None and self.family_settings is not None:
             own = asdict(self.family_settings)
-            if own != asdict(family_of(self).settings()):
-                data[table] = own
+            if own != asdict(family.settings()):
+                data[family.table] = own
         for path, default in _OPTIONAL_DEFAULTS.items():
             *parents, key = path
             table = data
