@@ -14,7 +14,7 @@ def load_model(name: str, step: str = "last", models_dir: str | Path | None = No
     """Build model `name` from models/NAME/params.toml and load the weights of `step`.
 
     `step` is "last", "EPOCH-BATCH" (e.g. "3-100"), or "init" for fresh random weights.
-    Returns a `reportgen.capsnet.architecture.CapsNet`.
+    Returns a `reportgen.capsnet.network.Network`.
     """
     from reportgen.catalog import Catalog
 

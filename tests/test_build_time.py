@@ -11,10 +11,16 @@ import pytest
 
 from reportgen.commands import build_time, cpu_load
 from reportgen.commands.build_plan import ModelPlan, build_seconds, whole_build_line
-from reportgen.commands.build_time import (DEMO_PARAMS, FORMAT, REFERENCE, REFERENCE_SLOWDOWN,
-                                           BuildClock, Costs, read_calibration,
-                                           write_calibration)
+from reportgen.commands.build_time import (DEMO_PARAMS, FORMAT, REFERENCE_SLOWDOWN, BuildClock,
+                                           Costs, read_calibration, write_calibration)
 from reportgen.model_folder import Step
+from reportgen.settings.families import family
+
+
+def REFERENCE(name: str, kind: str) -> float:
+    """A family's reference seconds per unit, as it declares them (reportgen.families)."""
+    return family(name).costs.reference[kind]
+
 
 STEPS = [Step(0, 0), Step(1, 10), Step(1, 20), Step(2, 10), Step(2, 20)]
 HAND = {"build@0": {"build": {"seconds": 20.0, "units": 1}},
@@ -68,7 +74,7 @@ def test_without_measurements_the_reference_costs_decide():
     plan = _plan()
     # the reference costs were measured on a shared machine: as on an idle one, divided by
     # how much that slowed them
-    expected = sum(units * REFERENCE["capsnet"][kind] / REFERENCE_SLOWDOWN
+    expected = sum(units * REFERENCE("capsnet", kind) / REFERENCE_SLOWDOWN
                    for kind, units in plan.work().items())
     assert plan.seconds(costs) == pytest.approx(expected)
     # a processor twice as slow as the reference machine's: every unit twice as long
@@ -83,10 +89,10 @@ def test_without_measurements_the_reference_costs_decide():
     # a family with its own reference row, one without (the CapsNet's), EM's analyses
     cnn = _plan(family="cnn")
     assert cnn.seconds(costs) == pytest.approx(
-        sum(units * REFERENCE["cnn"][kind] / REFERENCE_SLOWDOWN
+        sum(units * REFERENCE("cnn", kind) / REFERENCE_SLOWDOWN
             for kind, units in cnn.work().items()))
     assert costs.unit("gracaps", "gracaps", "step", 1000) == pytest.approx(
-        REFERENCE["capsnet"]["step"] / REFERENCE_SLOWDOWN)
+        REFERENCE("capsnet", "step") / REFERENCE_SLOWDOWN)
     assert costs.unit("em", "em", "eval_image", 68_444) == pytest.approx(3.0 / REFERENCE_SLOWDOWN)
 
 
@@ -104,7 +110,7 @@ def test_the_machine_speed_probe_scales_within_bounds():
     lazy = Costs({}, probe=lambda: probed.append(1) or 3.0)
     assert lazy.unit("capsnet", "capsnet", "step", 1) == pytest.approx(3 * 0.2 / REFERENCE_SLOWDOWN)
     assert lazy.unit("cnn", "cnn", "step", 1) == pytest.approx(
-        3 * REFERENCE["cnn"]["step"] / REFERENCE_SLOWDOWN)
+        3 * REFERENCE("cnn", "step") / REFERENCE_SLOWDOWN)
     assert probed == [1]                  # once, when a reference cost was first needed
 
 

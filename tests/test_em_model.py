@@ -223,10 +223,10 @@ def test_spread_loss_and_its_margin_schedule():
                 for a, t in zip(activations.astype(np.float64), labels)]
         np.testing.assert_allclose(np.asarray(spread_loss(one_hot, activations, margin)), want,
                                    rtol=1e-5)
-    em = em_params().em
+    em = em_params().family_settings
     assert [em.margin(p) for p in (0.0, 0.5, 1.0, 2.0)] == pytest.approx([0.2, 0.55, 0.9, 0.9])
     assert em.learning_rate_factor(0.5) == 1.0                 # no decay unless asked for
-    decaying = em_params(em={**TINY_EM["em"], "learning_rate_decay": 0.9}).em
+    decaying = em_params(em={**TINY_EM["em"], "learning_rate_decay": 0.9}).family_settings
     assert [decaying.learning_rate_factor(p) for p in (0.0, 0.5, 1.0)] == pytest.approx(
         [1.0, 0.55, 0.1])
     net = build_tiny_em()

@@ -21,8 +21,9 @@ from reportgen.catalog import Catalog
 from reportgen.commands.build import BuildOptions, build
 from reportgen.engine.model import ModelHandle
 from reportgen.engine.step import plan
-from reportgen.settings.family_params import FAMILIES, ROUTINGS
-from reportgen.settings.model_params import parse_model_params
+from reportgen.families.cnn import CNN_HEADS as REGISTERED_HEADS
+from reportgen.settings.families import registered
+from reportgen.settings.model_params import ROUTINGS, parse_model_params
 from reportgen.techniques import all_techniques
 
 NO_ROUTING = {**TINY_PARAMS["class_caps"], "routing": "none"}
@@ -40,8 +41,8 @@ DEFAULT = tuple(t for t in all_techniques() if not t.experimental)
 def test_the_families_cover_the_registry():
     """A family, CNN head or routing added to the settings without a model here fails."""
     params = [parse_model_params({**raw, "dataset": "mnist"}) for raw in MODELS.values()]
-    assert {p.family for p in params} == set(FAMILIES)
-    assert {p.cnn.head for p in params if p.family == "cnn"} == set(CNN_HEADS)
+    assert {p.family for p in params} == set(registered())
+    assert {p.family_settings.head for p in params if p.family == "cnn"} == set(REGISTERED_HEADS)
     capsnets = [p.class_caps for p in params if p.family == "capsnet"]
     assert {c.routing for c in capsnets} == set(ROUTINGS)
     assert {c.weight_sharing for c in capsnets} >= {False, "all"}

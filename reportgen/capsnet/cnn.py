@@ -1,8 +1,8 @@
 """The CNN baselines of Gu 2022 (dissertation, Ch.5; Gu & Tresp, CVPR 2020): build the Keras
-model and count its parameters. The description is `describe(params)` with `family = "cnn"`.
+model. Its description, settings and parameter count are its family's (reportgen.families.cnn).
 
 The conv layers are params.toml's `[[conv]]`; the head is `cnn.head`
-(reportgen.settings.family_params.CNN_HEADS):
+(reportgen.families.cnn.CNN_HEADS):
 - "avg" (ConvNet-Avg): global average pooling + FC(classes); softmax cross-entropy.
 - "fc" (ConvNet-FC): flatten + FC(`cnn.dense`..., ReLU) + FC(classes); softmax cross-entropy.
 - "r" (ConvNet-R): flatten + FC(classes x dims) + FC(classes); cross-entropy plus the
@@ -28,32 +28,9 @@ drove every score to 0 within one epoch (a saturated sigmoid passes no gradient 
 
 from __future__ import annotations
 
-import math
-
 from reportgen.capsnet.description import DecoderDescription, describe
+from reportgen.capsnet.network import Network
 from reportgen.errors import ReportgenError
-from reportgen.capsnet.network import (Network, conv_param_count, decoder_param_count,
-                                       dense_param_count)
-
-
-def count_cnn_params(params) -> int:
-    description = describe(params)
-    head, classes, dims = params.cnn.head, params.num_classes, params.class_caps.dims
-    last = description.conv_layers[-1]
-    flat = last.grid[0] * last.grid[1] * last.filters
-    total = conv_param_count(description)
-    if head == "avg":
-        total += dense_param_count([last.filters, classes])
-    elif head == "fc":
-        total += dense_param_count([flat, *params.cnn.dense, classes])
-    else:
-        total += dense_param_count([flat, classes * dims], bias=head != "cr_sf")
-        if head == "r":
-            total += dense_param_count([classes * dims, classes])
-            if params.decoder.enabled:   # the unmasked reconstruction (not in the description)
-                total += dense_param_count([classes * dims, *params.decoder.units,
-                                            math.prod(params.input_shape)])
-    return total + decoder_param_count(description)
 
 
 def build_cnn(params) -> Network:
@@ -68,7 +45,8 @@ def build_cnn(params) -> Network:
     from reportgen.capsnet.network import build_convs, build_decoder
 
     description = describe(params)
-    head, classes, dims = params.cnn.head, params.num_classes, params.class_caps.dims
+    cnn = params.family_settings
+    head, classes, dims = cnn.head, params.num_classes, params.class_caps.dims
     image = keras.Input(params.input_shape, name="image")
     x, outputs, _ = build_convs(description, image)
     features = None
@@ -77,13 +55,13 @@ def build_cnn(params) -> Network:
             layers.GlobalAveragePooling2D(name="global_average")(x))
     elif head == "fc":
         h = layers.Flatten(name="flatten")(x)
-        for i, units in enumerate(params.cnn.dense):
+        for i, units in enumerate(cnn.dense):
             h = layers.Dense(units, activation="relu", name=f"dense{i + 1}")(h)
         logits = layers.Dense(classes, name="logits")(h)
     else:
         if head == "cr_sf":
             filters = description.conv_layers[-1].filters
-            vector = params.cnn.vector_dims
+            vector = cnn.vector_dims
             if filters % vector:
                 raise ReportgenError("Invalid model parameter 'cnn.vector_dims'.",
                                      expected=f"a divisor of the last conv's {filters} filters",
@@ -147,7 +125,7 @@ def _training_losses(params, scores, decoder, reconstructor):
     from reportgen.capsnet.layers import Mask
     from reportgen.capsnet.losses import margin_loss, reconstruction_loss
 
-    lp, head = params.loss, params.cnn.head
+    lp, head = params.loss, params.family_settings.head
     mask = Mask()
 
     def losses(images, one_hot):

@@ -7,7 +7,8 @@ Techniques declare which features they need (`FEATURES`) and read the geometry f
 renderers place grid maps on the input with it. Nothing in an analysis matches layer names.
 
 `describe(params)` builds the description from the parameter file alone (a planner can use it
-without importing TensorFlow); `reportgen.capsnet.architecture.build_capsnet` builds the Keras
+without importing TensorFlow), by the model's family (reportgen.settings.families; each family
+describes its own networks); `reportgen.capsnet.architecture.build_capsnet` builds the Keras
 model from the same description, so the two cannot drift (tests/test_description.py checks
 every shape against the built model).
 
@@ -327,97 +328,34 @@ def conv_stack(input_shape, layers, field: ReceptiveField = INPUT_FIELD) -> tupl
 
 def describe(params) -> ModelDescription:
     """The description of the model `params` (reportgen.settings.model_params.ModelParams)
-    defines: Sabour et al. 2017's CapsNet — conv layers, primary capsules formed by a conv,
-    class capsules by dynamic routing (`routing_iterations`; 1 = uniform couplings), and an
-    optional decoder. Layer names are those of the built Keras model. Other families
-    (`params.family`, reportgen.settings.family_params) are described below."""
-    family = getattr(params, "family", "capsnet")
-    if family != "capsnet":
-        return {"em": describe_em, "gracapsnet": _describe_gracapsnet,
-                "cnn": _describe_cnn}[family](params)
-    p, c = params.primary, params.class_caps
-    convs = conv_stack(params.input_shape, [
+    defines, by its family (reportgen.settings.families). Layer names are those of the built
+    Keras model."""
+    from reportgen.settings.families import family_of
+
+    return family_of(params).describe(params)
+
+
+def capsule_convs(params, channels_per_type: int, activation: str) -> tuple[ConvLayer, ...]:
+    """The `[[conv]]` layers, then "primary_conv" forming the primary capsules ("primary_caps":
+    `primary.types` x `channels_per_type` channels after `activation`)."""
+    p = params.primary
+    return conv_stack(params.input_shape, [
         *((f"conv{i + 1}", conv.filters, conv.kernel_size, conv.strides, "valid",
            conv.activation, "") for i, conv in enumerate(params.conv)),
-        ("primary_conv", p.types * p.dims, p.kernel_size, p.strides, "valid", p.activation,
-         "primary_caps")])
-    primary_conv = convs[-1]
-    primary = CapsuleLayer(name="primary_caps", pose="vector", grid=primary_conv.grid,
-                           types=p.types, pose_size=p.dims, activation="length",
-                           routing="coupling",
-                           routing_iterations=1 if c.routing == "none" else c.routing_iterations,
-                           receptive_field=primary_conv.receptive_field,
-                           routing_softmax=c.routing_softmax)
-    classes = CapsuleLayer(name="class_caps", pose="vector", grid=None,
-                           types=params.num_classes, pose_size=c.dims, activation="length")
-    decoder = None
-    if params.decoder.enabled:
-        decoder = DecoderDescription(input_size=params.num_classes * c.dims,
-                                     units=tuple(params.decoder.units),
-                                     output_shape=tuple(params.input_shape))
-    return ModelDescription(input_shape=tuple(params.input_shape), conv_layers=convs,
-                            capsule_layers=(primary, classes),
-                            head=Head(kind="capsules", classes=params.num_classes,
-                                      layer="class_caps"),
-                            decoder=decoder)
+        ("primary_conv", p.types * channels_per_type, p.kernel_size, p.strides, "valid",
+         activation, "primary_caps")])
 
 
-def _decoder(params, input_size: int) -> DecoderDescription | None:
+def decoder_of(params, input_size: int) -> DecoderDescription | None:
+    """The `[decoder]` of `params` reconstructing from `input_size` values, or None."""
     if not params.decoder.enabled:
         return None
     return DecoderDescription(input_size=input_size, units=tuple(params.decoder.units),
                               output_shape=tuple(params.input_shape))
 
 
-def _describe_gracapsnet(params) -> ModelDescription:
-    """GraCapsNet (Gu, Wu & Tresp, AAAI 2021): the same conv and primary capsules, then
-    multi-head graph pooling (one head per capsule type) whose attention over the grid nodes is
-    the routing weight (reportgen.capsnet.graph_pooling); optional decoder."""
-    if params.graph.sigma <= 0:
-        raise ReportgenError("Invalid model parameter 'graph.sigma'.",
-                             expected="a number > 0 (grid cells)", received=repr(params.graph.sigma))
-    p = params.primary
-    convs = conv_stack(params.input_shape, [
-        *((f"conv{i + 1}", conv.filters, conv.kernel_size, conv.strides, "valid",
-           conv.activation, "") for i, conv in enumerate(params.conv)),
-        ("primary_conv", p.types * p.dims, p.kernel_size, p.strides, "valid", p.activation,
-         "primary_caps")])
-    primary = CapsuleLayer(name="primary_caps", pose="vector", grid=convs[-1].grid,
-                           types=p.types, pose_size=p.dims, activation="length",
-                           routing="attention", receptive_field=convs[-1].receptive_field)
-    classes = CapsuleLayer(name="class_caps", pose="vector", grid=None,
-                           types=params.num_classes, pose_size=params.class_caps.dims,
-                           activation="length")
-    return ModelDescription(input_shape=tuple(params.input_shape), conv_layers=convs,
-                            capsule_layers=(primary, classes),
-                            head=Head(kind="capsules", classes=params.num_classes,
-                                      layer="class_caps"),
-                            decoder=_decoder(params, params.num_classes * params.class_caps.dims))
-
-
-def _describe_cnn(params) -> ModelDescription:
-    """The CNN baselines of Gu 2022 (reportgen.capsnet.cnn): the conv layers, then a head of
-    logits. The heads "r", "cr" and "cr_sf" have classes x dims feature units; "cr" and "cr_sf"
-    reconstruct from the masked features of one class (a decoder the analyses can use), "r"
-    from all of them (trained with it, but not class-conditional: not described)."""
-    convs = conv_stack(params.input_shape, [
-        (f"conv{i + 1}", conv.filters, conv.kernel_size, conv.strides, "valid",
-         conv.activation, "") for i, conv in enumerate(params.conv)])
-    head = params.cnn.head
-    dims = params.class_caps.dims
-    features = {"r": (1, params.num_classes * dims), "cr": (params.num_classes, dims),
-                "cr_sf": (params.num_classes, dims)}.get(head)
-    decoder = _decoder(params, params.num_classes * params.class_caps.dims) \
-        if head in ("cr", "cr_sf") else None
-    return ModelDescription(input_shape=tuple(params.input_shape), conv_layers=convs,
-                            capsule_layers=(), head=Head(kind="logits",
-                                                         classes=params.num_classes,
-                                                         layer="logits"),
-                            decoder=decoder, class_features=features)
-
-
 # --------------------------------------------------------------------------------------------
-# Matrix capsules with EM routing (Hinton, Sabour & Frosst 2018); geometry helpers in
+# Matrix capsules (Hinton, Sabour & Frosst 2018); geometry helpers in
 # reportgen.capsnet.em_description
 
 POSE = 16                     # a 4x4 pose matrix, flattened row-major
@@ -425,44 +363,3 @@ PRIMARY_CHANNELS = POSE + 1   # per primary capsule type: 16 pose values and one
 # Coordinate addition adds a child's scaled (row, column) to its vote's entries (0, 3) and
 # (1, 3): their indices in the flattened (row-major) pose
 COORDINATE_ENTRIES = (3, 7)
-
-
-def primary_conv_layer(params) -> tuple[tuple[ConvLayer, ...], ConvLayer]:
-    p = params.primary
-    convs = conv_stack(params.input_shape, [
-        *((f"conv{i + 1}", conv.filters, conv.kernel_size, conv.strides, "valid",
-           conv.activation, "") for i, conv in enumerate(params.conv)),
-        ("primary_conv", p.types * PRIMARY_CHANNELS, p.kernel_size, p.strides, "valid", "none",
-         "primary_caps")])
-    return convs, convs[-1]
-
-
-def describe_em(params) -> ModelDescription:
-    """The ModelDescription of an EM model's params (reportgen.settings.em_params)."""
-    em = params.em
-    convs, primary_conv = primary_conv_layer(params)
-    grid, field = primary_conv.grid, primary_conv.receptive_field
-    routed = dict(pose="matrix4x4", pose_size=POSE, activation="logistic",
-                  routing="em_assignments", routing_iterations=em.routing_iterations)
-    layers = [CapsuleLayer(name="primary_caps", grid=grid, types=params.primary.types,
-                           receptive_field=field, **routed)]
-    for i, c in enumerate(em.conv_caps):
-        name = f"conv_caps{i + 1}"
-        (h, _), (w, _) = (conv_output(size, c.kernel_size, c.strides, "valid") for size in grid)
-        if h < 1 or w < 1:
-            raise ReportgenError(f"Layer {name} has no output: its {c.kernel_size}x"
-                                 f"{c.kernel_size} kernel is larger than the {grid[0]}x"
-                                 f"{grid[1]} capsule grid before it.",
-                                 fix="Use smaller kernels or strides, or a larger input.")
-        field = field.through((c.kernel_size,) * 2, (c.strides,) * 2, (0, 0))
-        grid = (h, w)
-        layers.append(CapsuleLayer(name=name, grid=grid, types=c.types, receptive_field=field,
-                                   kernel_size=(c.kernel_size,) * 2, strides=(c.strides,) * 2,
-                                   **routed))
-    classes = CapsuleLayer(name="class_caps", pose="matrix4x4", grid=None,
-                           types=params.num_classes, pose_size=POSE, activation="logistic",
-                           coordinate_addition=em.coordinate_addition)
-    return ModelDescription(input_shape=tuple(params.input_shape), conv_layers=convs,
-                            capsule_layers=(*layers, classes),
-                            head=Head(kind="capsules", classes=params.num_classes,
-                                      layer="class_caps"))

@@ -1,5 +1,5 @@
 """Matrix capsules with EM routing (Hinton, Sabour & Frosst 2018): the Keras model, built from
-its description (reportgen.capsnet.em_description; `family = "em"`).
+its description (reportgen.families.em).
 
 Outputs of `model` (image -> dict): conv maps by layer name; for every capsule layer L on a
 grid, "L_poses" (B, H, W, types, 16) and "L_activations" (B, H, W, types); for every routed
@@ -12,7 +12,7 @@ Training uses the spread loss with a margin that grows over training (`set_train
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from reportgen.capsnet.description import describe
@@ -22,22 +22,19 @@ from reportgen.capsnet.network import Network, build_convs
 
 @dataclass
 class EMNetwork(Network):
-    """A Network (reportgen.capsnet.network) with the capsule layers by name and the spread
-    loss's margin, which the trainer moves with `set_training_progress`."""
+    """A Network (reportgen.capsnet.network) whose spread-loss margin and learning rate follow
+    the share of training done; compiled with XLA (EM routing's chains of elementwise
+    operations over the vote tensors fuse, and a step takes about a third of the time)."""
 
-    capsule_layers: dict[str, Any] = field(default_factory=dict)
     margin: Any = None                 # a non-trainable variable (never saved with the weights)
-    # The trainer compiles the step with XLA: EM routing's chains of elementwise operations over
-    # the vote tensors fuse, and a step takes about a third of the time.
     jit_compile: bool = True
 
     def set_training_progress(self, progress: float) -> None:
         """Share of training done (0 … 1): the spread-loss margin follows it linearly."""
-        self.margin.assign(self.params.em.margin(progress))
+        self.margin.assign(self.params.family_settings.margin(progress))
 
     def learning_rate_factor(self, progress: float) -> float:
-        """What the trainer multiplies the learning rate by after `progress` of training."""
-        return self.params.em.learning_rate_factor(progress)
+        return self.params.family_settings.learning_rate_factor(progress)
 
 
 def build_em_capsnet(params) -> EMNetwork:
@@ -48,7 +45,7 @@ def build_em_capsnet(params) -> EMNetwork:
     from reportgen.capsnet.matrix_layers import ConvCaps, MatrixClassCaps, MatrixPrimaryCaps
 
     description = describe(params)
-    em = params.em
+    em = params.family_settings
     image = keras.Input(params.input_shape, name="image")
     x, outputs, convs = build_convs(description, image)
     primary_desc, *grid_layers, class_desc = description.capsule_layers

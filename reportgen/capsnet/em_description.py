@@ -1,24 +1,15 @@
-"""The description of matrix capsules with EM routing (Hinton, Sabour & Frosst 2018), without
-TensorFlow: the description itself lives beside the other families' in
-reportgen.capsnet.description (`describe_em`, so that module imports no family module); here are
-the geometry helpers the EM layers, the probe and the parameter count share.
-
-    conv1 … (ReLU)  ->  primary_conv (1x1 or k x k, types x (16 pose + 1 activation), linear)
-    -> primary_caps: 4x4 pose + logistic activation per type on the conv grid
-    -> conv_caps1, conv_caps2, …: convolutional capsule layers (kernel, stride), EM routing
-    -> class_caps: one capsule per class, transforms shared over positions, coordinate addition
+"""Geometry of matrix capsules on grids (Hinton, Sabour & Frosst 2018), without TensorFlow: what
+the EM layers, the probe and the analyses share. The description itself and the parameter count
+are the EM family's (reportgen.families.em).
 
 Every grid layer's receptive field is the previous one's through its kernel and stride, so the
-ConvCaps grids are placed on the input like any conv grid. The arithmetic parameter count used
-by `reportgen models` is here too (tests/test_em_model.py checks it against Keras).
+ConvCaps grids are placed on the input like any conv grid.
 """
 
 from __future__ import annotations
 
-from reportgen.capsnet.description import (  # noqa: F401  (re-exported)
-    POSE, PRIMARY_CHANNELS, CapsuleLayer, ConvLayer, Head, ModelDescription, conv_output,
-    conv_stack, describe_em, primary_conv_layer)
-from reportgen.errors import ReportgenError
+from reportgen.capsnet.description import CapsuleLayer, ModelDescription
+
 
 def coordinates(description: ModelDescription, layer: CapsuleLayer) -> tuple[tuple, tuple]:
     """Coordinate addition (Hinton et al. 2018): the (row, column) of the centre of each grid
@@ -29,22 +20,6 @@ def coordinates(description: ModelDescription, layer: CapsuleLayer) -> tuple[tup
     cols = tuple(layer.receptive_field.centre(0, c)[1] / max(width - 1, 1)
                  for c in range(layer.grid[1]))
     return rows, cols
-
-
-def count_em_params(params) -> int:
-    """Trainable parameters by arithmetic: conv kernels and biases; per ConvCaps layer one 4x4
-    transform per (kernel position, input type, output type) and beta_u, beta_a per output
-    type; class capsules one 4x4 transform per (input type, class), beta_u, beta_a per class."""
-    description = describe_em(params)
-    channels, total = description.input_shape[2], 0
-    for conv in description.conv_layers:
-        total += conv.kernel_size[0] * conv.kernel_size[1] * channels * conv.filters + conv.filters
-        channels = conv.filters
-    capsules = [c for c in description.capsule_layers]
-    for before, layer in zip(capsules, capsules[1:]):
-        kernel = layer.kernel_size[0] * layer.kernel_size[1] if layer.kernel_size else 1
-        total += kernel * before.types * layer.types * POSE + 2 * layer.types
-    return total
 
 
 def windows_between(layer, after):

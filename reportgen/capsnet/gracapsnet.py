@@ -1,26 +1,12 @@
-"""GraCapsNet (Gu, Wu & Tresp, AAAI 2021; Gu 2022, Ch.4): build the Keras model and count its
-parameters. The description is `describe(params)` with `family = "gracapsnet"`; the graph
+"""GraCapsNet (Gu, Wu & Tresp, AAAI 2021; Gu 2022, Ch.4): the Keras model. Its description,
+settings and parameter count are its family's (reportgen.families.gracapsnet); the graph
 pooling layer is reportgen.capsnet.graph_pooling.
-
-Parameters on MNIST without the decoder (conv 3x3 s1 256, primary conv 3x3 s2 256 = 32 heads x
-8 dims on a 12x12 grid, class capsules 10 x 16): 2,560 + 590,080 + 4,608 x 16 x 8 projections
-+ 16 x 10 pooling = 1,182,624 (Gu: 1.18M).
 """
 
 from __future__ import annotations
 
 from reportgen.capsnet.description import describe
-from reportgen.capsnet.network import Network, conv_param_count, decoder_param_count
-
-
-def count_gracapsnet_params(params) -> int:
-    description = describe(params)
-    primary = description.primary_capsules
-    classes = description.class_capsules
-    return (conv_param_count(description)
-            + primary.capsules * classes.pose_size * primary.pose_size   # u'_i = W_i u_i
-            + classes.pose_size * classes.types                          # W of the pooling
-            + decoder_param_count(description))
+from reportgen.capsnet.network import Network, capsule_losses
 
 
 def build_gracapsnet(params) -> Network:
@@ -40,7 +26,7 @@ def build_gracapsnet(params) -> Network:
     x, outputs, convs = build_convs(description, image)
     primary_caps, primary = primary_capsules(params, description, x)
     pooling = GraphPooling(class_desc.types, class_desc.pose_size, heads=primary_desc.types,
-                           grid=primary_desc.grid, sigma=params.graph.sigma,
+                           grid=primary_desc.grid, sigma=params.family_settings.sigma,
                            kernel_init_stddev=params.class_caps.kernel_init_stddev,
                            name=class_desc.name)
     capsules, attention = pooling(primary)
@@ -57,4 +43,4 @@ def build_gracapsnet(params) -> Network:
                         if c.capsules == primary_desc.name)
     return Network(params=params, description=description, model=model, encoder=encoder,
                    decoder=decoder, primary_conv=primary_conv, primary_caps=primary_caps,
-                   class_caps=pooling)
+                   class_caps=pooling, training_losses=capsule_losses(params, encoder, decoder))

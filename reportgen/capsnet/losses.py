@@ -33,7 +33,7 @@ def spread_loss(y_true, activations, margin):
     """Spread loss (Hinton, Sabour & Frosst 2018): per example
     sum over the wrong classes j of max(0, margin - (a_t - a_j))^2, with a_t the true class's
     activation. `y_true` one-hot (batch, classes); returns shape (batch,). The margin grows
-    during training (reportgen.settings.em_params.EMParams.margin)."""
+    during training (reportgen.families.em.EMParams.margin)."""
     y_true = ops.cast(y_true, activations.dtype)
     target = ops.sum(y_true * activations, axis=-1, keepdims=True)
     gaps = ops.square(ops.maximum(0.0, margin - (target - activations)))

@@ -1,17 +1,15 @@
-"""The built network of a model family other than the CapsNet (reportgen.capsnet.gracapsnet,
-reportgen.capsnet.cnn), with the same handles as reportgen.capsnet.architecture.CapsNet.
-
-Both families build one of these so that the probe, the trainer and the analyses meet the same
-attributes whatever the family: `model` (image -> dict of named outputs), `encoder` (image ->
-[class vectors, class scores]; the scores are what the model predicts by: class-capsule
-lengths, or a CNN's probabilities), `decoder` (masked class vectors -> image, or None) and
-`description`.
+"""The built network of every model family: one interface that the probe, the trainer and the
+analyses meet whatever the family (reportgen.settings.families; each family's `build` returns
+one): `model` (image -> dict of named outputs), `encoder` (image -> [class vectors, class
+scores]; the scores are what the model predicts by: class-capsule lengths, a CNN's
+probabilities, matrix capsules' activations), `decoder` (masked class vectors -> image, or
+None), `description`, and the family's loss (`training_losses`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from reportgen.capsnet.description import ModelDescription
@@ -27,20 +25,38 @@ class Network:
     primary_conv: Any = None           # the conv layer forming the primary capsules, if any
     primary_caps: Any = None
     class_caps: Any = None             # the layer computing the class capsules, if any
-    # (images, one_hot) -> (classification loss (B,), reconstruction loss (B,), scores (B, K)),
-    # for families whose loss is not the CapsNet's margin + masked reconstruction.
+    # (images, one_hot) -> (classification loss (B,), reconstruction loss (B,), scores (B, K)):
+    # the family's loss, which the trainer minimises (the sum's batch mean).
     training_losses: Callable | None = None
+    # The capsule layers by name, for families whose analyses reach into them.
+    capsule_layers: dict[str, Any] = field(default_factory=dict)
+    # Whether the trainer and the evaluation compile with XLA (e.g. EM routing, whose chains of
+    # elementwise operations over the vote tensors fuse: a step takes a third of the time).
+    jit_compile: bool = False
+    # The XLA-compiled encoder, made on first use (reportgen.training.evaluate).
+    compiled_encoder: Callable | None = field(default=None, repr=False, compare=False)
+
+    def set_training_progress(self, progress: float) -> None:
+        """Share of training done (0 … 1), told before every batch: families whose loss changes
+        over training follow it (EM's spread-loss margin); the others ignore it."""
+
+    def learning_rate_factor(self, progress: float) -> float:
+        """What the trainer multiplies the learning rate by after `progress` of training."""
+        return 1.0
 
     @property
     def conv_layer_names(self) -> tuple[str, ...]:
+        """Every conv layer, input side first (= description.conv_layer_names)."""
         return self.description.conv_layer_names
 
     @property
     def plain_conv_layer_names(self) -> tuple[str, ...]:
+        """The conv layers before the capsules (every conv layer but the primary-capsule conv)."""
         return tuple(c.name for c in self.description.plain_conv_layers)
 
     @property
     def grid_shape(self) -> tuple[int, int] | None:
+        """Primary-capsule grid (H, W), or None without one."""
         primary = self.description.primary_capsules
         return primary.grid if primary is not None else None
 
@@ -53,6 +69,8 @@ class Network:
         return int(sum(math.prod(w.shape) for w in self.model.trainable_weights))
 
     def receptive_fields(self) -> list[tuple[int, int, int]]:
+        """(start, size, stride) along the rows of each conv layer's receptive field, input side
+        first (= [c.receptive_field.rows for c in description.conv_layers])."""
         return [c.receptive_field.rows for c in self.description.conv_layers]
 
 
@@ -130,3 +148,28 @@ def primary_capsules(params, description: ModelDescription, x):
                                       name="primary_batch_norm")(x)
     layer = PrimaryCaps(desc.types, desc.pose_size, name=desc.name)
     return layer, layer(x)
+
+
+def capsule_losses(params, encoder, decoder):
+    """Sabour et al. 2017's loss as `training_losses`: the margin loss on the class scores
+    (eq. 4) and the weighted reconstruction of the image from the true class's capsule, the
+    others masked (section 4.1); no reconstruction term without a decoder."""
+    from keras import ops
+
+    from reportgen.capsnet.layers import Mask
+    from reportgen.capsnet.losses import margin_loss, reconstruction_loss
+
+    lp = params.loss
+    mask = Mask()
+
+    def losses(images, one_hot):
+        capsules, lengths = encoder(images, training=True)
+        margin = margin_loss(one_hot, lengths, lp.m_plus, lp.m_minus, lp.down_weight)
+        if decoder is not None:
+            recon = decoder(mask([capsules, one_hot]), training=True)
+            rec = reconstruction_loss(images, recon, lp.reconstruction_weight)
+        else:
+            rec = ops.zeros_like(margin)
+        return margin, rec, lengths
+
+    return losses

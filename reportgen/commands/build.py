@@ -195,7 +195,7 @@ def _plan(name: str, params, steps, settings: BuildSettings, inputs: int):
 
     analysed = [s for s in steps if settings.analysed(s, steps)]
     trainable = count_trainable_params(params)
-    family = getattr(params, "family", "capsnet")
+    family = params.family
     eval_images = settings.eval_images or fitted_eval_images(trainable, len(analysed), family)
     group = build_time.cost_group(family, trainable, settings.techniques, default_techniques())
     return ModelPlan(name, steps, analysed, inputs, eval_images, settings.eval_images is None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from reportgen.commands.build_time import KINDS, Costs, build_group, duration
+from reportgen.settings.families import DEFAULT_FAMILY
 
 MODEL_KINDS = tuple(k for k in KINDS if k != "build")     # the kinds of work of one model
 REFERENCE_COSTS = Costs(slowness=1.0, busy=1.0)   # an idle reference machine's (no probe)
@@ -23,7 +24,7 @@ class ModelPlan:
     eval_images: int
     fitted: bool                # eval_images chosen by the budget (no --eval-images)
     trainable_params: int
-    family: str = "capsnet"     # params.toml's family: EM routing costs more than its size says
+    family: str = DEFAULT_FAMILY   # params.toml's family: some cost more than their size says
     group: str = ""             # its unit costs' group (build_time.cost_group); "" = the family
 
     def with_eval_images(self, count: int) -> "ModelPlan":

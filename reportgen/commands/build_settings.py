@@ -13,6 +13,8 @@ from pathlib import Path
 
 from reportgen.errors import ReportgenError
 from reportgen.model_folder import Step
+from reportgen.settings.families import DEFAULT_FAMILY
+from reportgen.settings.families import costs as family_costs
 
 DEFAULT_IMAGES = "test:0-15"
 ANALYSES = ("spread", "last", "all", "none")     # and spread:N
@@ -201,27 +203,22 @@ def spread_steps(chosen: list, count: int) -> list:
     return [chosen[i] for i in sorted(picks)]
 
 
-# Families whose analysis time the parameter count does not tell, in seconds per evaluation
-# image and analysed step: EM routing (Hinton et al. 2018) iterates over every position's votes,
-# so MNIST_EM's 68 k parameters cost about 3 s (4.5 s measured on a 2-core CPU shared with a
-# training run), most of it in the adversarial attacks' gradients through the routing.
-FAMILY_SECONDS_PER_EVAL_IMAGE = {"em": 3.0}
-
-
-def seconds_per_eval_image(trainable_params: int, family: str = "capsnet") -> float:
+def seconds_per_eval_image(trainable_params: int, family: str = DEFAULT_FAMILY) -> float:
     """Approximate time of the whole dataset-analysis suite per evaluation image and analysed
     step on a 2-core CPU: 0.6 s for MNIST_Demo's 2.1 M parameters, growing as params^1.3 (3.4 s
     measured for the 8.2 M-parameter MNIST baseline; README, Benchmarks); a measured constant
-    for the families of FAMILY_SECONDS_PER_EVAL_IMAGE. Fixed, so that the fitted evaluation set
-    (and the results' cache keys) is the same on every machine; the printed time estimate uses
-    the costs measured on this one (reportgen.commands.build_time)."""
-    if family in FAMILY_SECONDS_PER_EVAL_IMAGE:
-        return FAMILY_SECONDS_PER_EVAL_IMAGE[family]
+    for the families whose cost their size does not tell (FamilyCosts.seconds_per_eval_image,
+    e.g. EM routing). Fixed, so that the fitted evaluation set (and the results' cache keys) is
+    the same on every machine; the printed time estimate uses the costs measured on this one
+    (reportgen.commands.build_time)."""
+    fixed = family_costs(family).seconds_per_eval_image
+    if fixed is not None:
+        return fixed
     return 0.6 * (max(trainable_params, 1) / 2.117e6) ** 1.3
 
 
 def fitted_eval_images(trainable_params: int, analysed_steps: int,
-                       family: str = "capsnet") -> int:
+                       family: str = DEFAULT_FAMILY) -> int:
     """The evaluation set that keeps the dataset analyses near ANALYSIS_BUDGET_S: a multiple
     of 10 within AUTO_EVAL_IMAGES."""
     low, high = AUTO_EVAL_IMAGES

@@ -16,7 +16,7 @@ cost more per unit) and as it would be on an idle machine: a build divides what 
 how much other work slowed it (reportgen.commands.cpu_load: the run queue, sampled while it
 runs), and an estimate multiplies by how busy the machine is as the build starts. A build
 estimates with what the builds before it measured on this machine (CALIBRATION_FILE, per host
-name; each new measurement averaged with what was known), else with REFERENCE (measured on
+name; each new measurement averaged with what was known), else with the reference costs (measured on
 this project's 2-core CPU) scaled by how fast this processor is (`machine_slowness`: a fixed
 NumPy and Python workload of at most 0.3 s, run only when a reference cost is needed, so a
 rebuild on a machine that has built before pays nothing). While it runs, what remains is
@@ -41,11 +41,11 @@ from pathlib import Path
 from typing import Callable
 
 from reportgen.commands import cpu_load
-from reportgen.commands.build_settings import FAMILY_SECONDS_PER_EVAL_IMAGE
+from reportgen.settings.families import costs as family_costs
 
 KINDS = ("build", "model", "step", "input", "analysed_step", "eval_image")
 FORMAT = 2      # 2: costs as on an idle machine (1 kept the load of the builds that measured them)
-DEMO_PARAMS = 2_117_072     # MNIST_Demo's trainable parameters: the size REFERENCE was measured at
+DEMO_PARAMS = 2_117_072     # MNIST_Demo's trainable parameters: the reference costs' size
 # How the cost of a unit grows with the trainable parameters above MNIST_Demo's (a smaller
 # model costs what MNIST_Demo does: fixed overheads dominate): per input as params^1 (README,
 # Benchmarks: the engine's ms per image), the dataset analyses as params^1.3 (0.6 s per image
@@ -53,16 +53,10 @@ DEMO_PARAMS = 2_117_072     # MNIST_Demo's trainable parameters: the size REFERE
 SIZE_EXPONENTS = {"build": 0.0, "model": 0.0, "step": 1.0, "input": 1.0, "analysed_step": 0.0,
                   "eval_image": 1.3}
 # Seconds per unit at MNIST_Demo's size on this project's 2-core CPU (REFERENCE_PROBE_S), shared
-# with other work (load average 3 to 5): the mean of three cold `reportgen demo` builds (302 to
-# 365 s) and a cold build of a 27 k-parameter CNN (two convs, average pooling). A CNN's dataset
-# analyses cost a twenty-fifth of a CapsNet's: no routing, and fewer of them apply.
-REFERENCE = {
-    "build": {"build": 13.7},
-    "capsnet": {"model": 6.9, "step": 0.2, "input": 0.098, "analysed_step": 14.3,
-                "eval_image": 0.85},
-    "cnn": {"model": 2.5, "step": 0.067, "input": 0.034, "analysed_step": 2.4,
-            "eval_image": 0.034},
-}
+# with other work (load average 3 to 5): the start-up and site of a build here; the per-model
+# kinds are each family's (FamilyCosts.reference, reportgen.families), the default family's
+# for a family without its own.
+REFERENCE_BUILD_S = 13.7
 REFERENCE_PROBE_S = 0.115   # probe_seconds() on that CPU
 # How much that shared CPU's other work slowed those builds: the same demo build, cold, took
 # 160 s on the idle machine where these costs predicted about 350 s. The reference costs
@@ -70,6 +64,14 @@ REFERENCE_PROBE_S = 0.115   # probe_seconds() on that CPU
 REFERENCE_SLOWDOWN = 2.2
 SLOWNESS_BOUNDS = (0.25, 4.0)   # a probe gone wrong must not multiply the estimate
 LIVE_BOUNDS = (0.25, 8.0)       # the running correction, likewise
+
+
+def reference_seconds(family: str, kind: str) -> float:
+    """Seconds per unit of `kind` for `family` at MNIST_Demo's size on the reference CPU."""
+    known = family_costs(family)
+    if kind == "eval_image" and known.seconds_per_eval_image is not None:
+        return known.seconds_per_eval_image
+    return known.reference[kind]
 
 
 def size_factor(kind: str, trainable_params: int) -> float:
@@ -136,7 +138,7 @@ def probe_seconds(chunks: int = 30, budget_s: float = 0.3) -> float:
 
 
 def machine_slowness(seconds: float | None = None) -> float:
-    """How much slower than the machine REFERENCE was measured on this one is (2.0: twice as
+    """How much slower than the reference costs' machine this one is (2.0: twice as
     slow), within SLOWNESS_BOUNDS."""
     seconds = probe_seconds() if seconds is None else seconds
     low, high = SLOWNESS_BOUNDS
@@ -233,7 +235,7 @@ def write_calibration(path: str | Path, measured: dict, host: str | None = None)
 
 
 class Costs:
-    """Unit costs for this build: this machine's measured ones, else REFERENCE's scaled by
+    """Unit costs for this build: this machine's measured ones, else the reference costs scaled by
     the processor's slowness (probed the first time a reference cost is asked for); both as on
     an idle machine, times how much the work running beside the build will slow it (`busy`,
     looked at once, when the first cost is asked for)."""
@@ -271,11 +273,9 @@ class Costs:
             seconds = float(entry["seconds"])
         else:
             if kind == "build":
-                seconds = REFERENCE["build"]["build"]
-            elif kind == "eval_image" and family in FAMILY_SECONDS_PER_EVAL_IMAGE:
-                seconds = FAMILY_SECONDS_PER_EVAL_IMAGE[family]
+                seconds = REFERENCE_BUILD_S
             else:
-                seconds = REFERENCE.get(family, REFERENCE["capsnet"])[kind]
+                seconds = reference_seconds(family, kind)
             seconds *= self.slowness / REFERENCE_SLOWDOWN
         return seconds * self.busy * size_factor(kind, trainable_params)
 

@@ -22,7 +22,7 @@ def model_digest(params) -> str:
 
 class ModelHandle:
     """`handle.description` and `handle.digest` at once; `handle.net()` builds the Keras model
-    (a reportgen.capsnet.architecture.CapsNet) with `build(params)` on first use."""
+    (a reportgen.capsnet.network.Network) with `build(params)` on first use."""
 
     def __init__(self, params, build: Callable | None = None):
         self.params = params
@@ -42,7 +42,7 @@ class ModelHandle:
 
 
 def build_keras_model(params):
-    """Import TensorFlow (quietly) and build the CapsNet of `params`."""
+    """Import TensorFlow (quietly) and build the network of `params` (any family)."""
     from reportgen.tf_quiet import import_tensorflow_quietly
 
     import_tensorflow_quietly()

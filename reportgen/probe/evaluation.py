@@ -16,7 +16,7 @@ CHUNK = 100
 
 @dataclass
 class EvalBatch:
-    net: object                      # reportgen.capsnet.architecture.CapsNet, weights loaded
+    net: object                      # reportgen.capsnet.network.Network, weights loaded
     images: np.ndarray               # (N, H, W, C) float32 in [0, 1]
     labels: np.ndarray               # (N,) int64
     class_names: tuple[str, ...]

@@ -236,7 +236,7 @@ class DeclaredTensors(Mapping):
 
 @dataclass
 class ProbeBatch:
-    net: object                      # reportgen.capsnet.architecture.CapsNet (decoder calls)
+    net: object                      # reportgen.capsnet.network.Network (decoder calls)
     images: np.ndarray
     tensors: Mapping[str, np.ndarray] = field(default_factory=dict)
 

@@ -47,20 +47,12 @@ ATTACKS = (("fgsm", 0.1), ("pgd", 0.1))
 
 
 def model_kind(params) -> str:
-    """The name of a model's kind in Gu's tables, from its parameters (ModelParams); matrix
-    capsules (Hinton et al. 2018), which his tables do not have, are "EM-CapsNet"."""
-    if params.family == "em":
-        return "EM-CapsNet"
-    if params.family == "cnn":
-        return {"avg": "ConvNet-Avg", "fc": "ConvNet-FC", "r": "ConvNet-R", "cr": "ConvNet-CR",
-                "cr_sf": "ConvNet-CR-SF"}[params.cnn.head]
-    if params.family == "gracapsnet":
-        return "GraCapsNet"
-    c = params.class_caps
-    no_routing = c.routing == "none" or c.routing_iterations == 1
-    if c.weight_sharing == "all":
-        return "Aff-CapsNet" if no_routing else "Aff-CapsNet-DR"
-    return "CapsNet-NoR" if no_routing else "CapsNet"
+    """The name of a model's kind in Gu's tables, from its parameters (ModelParams): its
+    family's display name (reportgen.settings.families; kinds his tables do not have, such as
+    matrix capsules' "EM-CapsNet", are named likewise)."""
+    from reportgen.settings.families import family_of
+
+    return family_of(params).display_name(params)
 
 
 @dataclass

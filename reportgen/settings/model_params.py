@@ -3,6 +3,10 @@
 A model is data: one human-edited TOML file describes the architecture (Sabour et al. 2017 and its variants); the Keras
 model is built from it by `reportgen.capsnet.architecture.build_capsnet`. Every field is checked
 here, at load time, so that a bad file fails with the field's name and the allowed values.
+
+The tables every family reads (`[[conv]]`, `[primary]`, `[class_caps]`, `[decoder]`, `[loss]`,
+`[training]`) are parsed here; a family's own table (`[em]`, `[graph]`, `[cnn]`) by the family
+(reportgen.settings.families), into `ModelParams.family_settings`.
 """
 
 from __future__ import annotations
@@ -10,18 +14,27 @@ from __future__ import annotations
 import re
 import tomllib
 import unicodedata
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Iterable
 
 from reportgen.errors import ReportgenError
-from reportgen.settings.em_params import EM_FAMILY, ConvCapsParams, EMParams
-from reportgen.settings.family_params import (CNN_HEADS, FAMILIES, ROUTINGS, WEIGHT_SHARING,
-                                              CNNParams, GraphParams)
+from reportgen.settings.families import DEFAULT_FAMILY, family_of, registered
+from reportgen.settings.families import family as find_family
 
 PARAMS_FILE = "params.toml"
 # Model names become directory and URL parts: letters, digits, '_' and '-' only.
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$")
+_ACTIVATIONS = ("relu", "none")
+_ROUTING_SOFTMAX = ("classes", "inputs")
+# Dynamic routing, or "none": uniform coupling coefficients (No-R, Gu 2022).
+ROUTINGS = ("dynamic", "none")
+WEIGHT_SHARING = ("none", "type", "all")
+
+
+def choices(default, allowed: tuple) -> Any:
+    """A settings field whose string value must be one of `allowed` (parse_section checks)."""
+    return field(default=default, metadata={"choices": tuple(allowed)})
 
 
 @dataclass(frozen=True)
@@ -29,7 +42,7 @@ class ConvParams:
     filters: int = 256
     kernel_size: int = 9
     strides: int = 1
-    activation: str = "relu"
+    activation: str = choices("relu", _ACTIVATIONS)
 
 
 @dataclass(frozen=True)
@@ -39,7 +52,7 @@ class PrimaryCapsParams:
     kernel_size: int = 9
     strides: int = 2
     # The thesis applies ReLU before the squash; Sabour et al. 2017 and CapsNet-Keras use none.
-    activation: str = "relu"
+    activation: str = choices("relu", _ACTIVATIONS)
     # Batch normalisation of the primary conv's channels before the squash, as Gu's public
     # capsule code does (JindongGu/VoteAttack, models/capsnet.py); without its scale and shift,
     # so the trainable parameters stay those of the paper's architecture.
@@ -54,13 +67,13 @@ class ClassCapsParams:
     # or "type"); "all": one per class, shared by every primary capsule (Aff-CapsNet, Gu 2022).
     weight_sharing: bool | str = False
     # "none": coupling coefficients fixed uniform, i.e. one routing iteration (No-R, Gu 2022).
-    routing: str = "dynamic"
+    routing: str = choices("dynamic", ROUTINGS)
     kernel_init_stddev: float = 0.1
     # Which way the coupling coefficients are normalised: "classes" (Sabour et al. 2017:
     # c_i = softmax_j(b_i), each input capsule shares itself out among the classes) or "inputs"
     # (softmax over the input capsules i for each class j, as gram-ai/capsule-networks and the
     # Udacity-style capsule_network notebook compute it; their first iteration averages votes).
-    routing_softmax: str = "classes"
+    routing_softmax: str = choices("classes", _ROUTING_SOFTMAX)
     # Route on votes the gradient does not flow through, except in the last iteration's
     # weighted sum (CapsNet-Keras before its commit 540f15d, e.g. its tf1.4-keras branch).
     # The outputs are the same; gradients (Grad-CAM++, attacks) see fixed couplings.
@@ -109,17 +122,21 @@ class ModelParams:
     # Where the weights came from when they were not trained by reportgen (`reportgen import`):
     # the source project, its commit and the file format, shown with the description.
     imported_from: str = ""
-    # The model family (reportgen.settings.family_params): "capsnet", "gracapsnet" or "cnn".
-    family: str = "capsnet"
-    graph: GraphParams = field(default_factory=GraphParams)
-    cnn: CNNParams = field(default_factory=CNNParams)
-    # Matrix capsules with EM routing (family "em", reportgen.settings.em_params).
-    em: EMParams = field(default_factory=EMParams)
+    # The model family (reportgen.settings.families) and its own table, which it parsed.
+    family: str = DEFAULT_FAMILY
+    family_settings: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, except the optional ones added after the first release while they keep
-        their defaults: a model that does not use them keeps its dict (and its cache keys)."""
-        data = asdict(self)
+        their defaults: a model that does not use them keeps its dict (and its cache keys). The
+        family's own table comes under its name, left out at its defaults likewise."""
+        data = asdict(replace(self, family_settings=None))
+        del data["family_settings"]
+        family = family_of(self)
+        if family.table is not None and self.family_settings is not None:
+            own = asdict(self.family_settings)
+            if own != asdict(family.settings()):
+                data[family.table] = own
         for path, default in _OPTIONAL_DEFAULTS.items():
             *parents, key = path
             table = data
@@ -134,8 +151,6 @@ class ModelParams:
         return self.decoder.enabled
 
 
-_ACTIVATIONS = ("relu", "none")
-_ROUTING_SOFTMAX = ("classes", "inputs")
 # Fields added for imported models, left out of to_dict() at these defaults.
 _OPTIONAL_DEFAULTS = {("primary", "batch_norm"): False,
                       ("class_caps", "routing_softmax"): "classes",
@@ -143,27 +158,24 @@ _OPTIONAL_DEFAULTS = {("primary", "batch_norm"): False,
                       ("class_caps", "length_epsilon"): 0.0,
                       ("imported_from",): "",
                       ("class_caps", "routing"): "dynamic",
-                      ("family",): "capsnet",
-                      ("graph",): asdict(GraphParams()),
-                      ("cnn",): asdict(CNNParams()),
-                      ("em",): asdict(EMParams())}
+                      ("family",): DEFAULT_FAMILY}
 
 
-def _fail(source: str, key: str, expected: str, received: Any) -> ReportgenError:
+def fail(source: str, key: str, expected: str, received: Any) -> ReportgenError:
     return ReportgenError(
         f"Invalid model parameter '{key}' in {source}.",
         expected=expected, received=repr(received),
         fix=f"Edit '{key}' in {source} (see models/MNIST/{PARAMS_FILE} for a complete example).")
 
 
-def _section(cls, raw: Any, source: str, prefix: str):
+def parse_section(cls, raw: Any, source: str, prefix: str):
     """Build dataclass `cls` from a TOML table, checking unknown keys and every value's type."""
     if not isinstance(raw, dict):
-        raise _fail(source, prefix, "a table", raw)
+        raise fail(source, prefix, "a table", raw)
     known = {f.name: f for f in fields(cls)}
     unknown = sorted(set(raw) - set(known))
     if unknown:
-        raise _fail(source, f"{prefix}.{unknown[0]}", f"one of {sorted(known)}", unknown[0])
+        raise fail(source, f"{prefix}.{unknown[0]}", f"one of {sorted(known)}", unknown[0])
     values = {}
     defaults = cls() if cls is not ModelParams else None
     for name, f in known.items():
@@ -177,29 +189,24 @@ def _section(cls, raw: Any, source: str, prefix: str):
             continue
         if isinstance(default, bool):
             if not isinstance(value, bool):
-                raise _fail(source, key, "true or false", value)
+                raise fail(source, key, "true or false", value)
         elif isinstance(default, int):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise _fail(source, key, "a positive integer", value)
+                raise fail(source, key, "a positive integer", value)
         elif isinstance(default, float):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise _fail(source, key, "a non-negative number", value)
+                raise fail(source, key, "a non-negative number", value)
             value = float(value)
         elif isinstance(default, str):
             if not isinstance(value, str):
-                raise _fail(source, key, "a string", value)
-            if name == "activation" and value not in _ACTIVATIONS:
-                raise _fail(source, key, f"one of {list(_ACTIVATIONS)}", value)
-            if name == "routing_softmax" and value not in _ROUTING_SOFTMAX:
-                raise _fail(source, key, f"one of {list(_ROUTING_SOFTMAX)}", value)
-            allowed = {(ClassCapsParams, "routing"): ROUTINGS,
-                       (CNNParams, "head"): CNN_HEADS}.get((cls, name))
+                raise fail(source, key, "a string", value)
+            allowed = f.metadata.get("choices")
             if allowed is not None and value not in allowed:
-                raise _fail(source, key, f"one of {list(allowed)}", value)
+                raise fail(source, key, f"one of {list(allowed)}", value)
         elif isinstance(default, tuple):
             if (not isinstance(value, list) or
                     not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)):
-                raise _fail(source, key, "a list of positive integers", value)
+                raise fail(source, key, "a list of positive integers", value)
             value = tuple(value)
         values[name] = value
     return cls(**values)
@@ -211,133 +218,101 @@ def _weight_sharing(source: str, key: str, value: Any) -> bool | str:
         return value
     if value in WEIGHT_SHARING:
         return {"none": False, "type": True}.get(value, value)
-    raise _fail(source, key, f"true, false or one of {list(WEIGHT_SHARING)}", value)
+    raise fail(source, key, f"true, false or one of {list(WEIGHT_SHARING)}", value)
 
 
 def parse_model_params(raw: dict[str, Any], source: str = PARAMS_FILE) -> ModelParams:
     """Validate a parsed TOML document into ModelParams; errors name the field."""
     known_datasets = _known_datasets
 
-    top = {f.name for f in fields(ModelParams)}
+    tables = {find_family(name).table for name in registered()} - {None}
+    top = {f.name for f in fields(ModelParams)} - {"family_settings"} | tables
     unknown = sorted(set(raw) - top)
     if unknown:
-        raise _fail(source, unknown[0], f"one of {sorted(top)}", unknown[0])
+        raise fail(source, unknown[0], f"one of {sorted(top)}", unknown[0])
     if "dataset" not in raw:
-        raise _fail(source, "dataset", f"one of {list(known_datasets())} or a path to your data",
+        raise fail(source, "dataset", f"one of {list(known_datasets())} or a path to your data",
                     None)
     dataset = raw["dataset"]
     if not isinstance(dataset, str) or not dataset:
-        raise _fail(source, "dataset", "a dataset name or path", dataset)
+        raise fail(source, "dataset", "a dataset name or path", dataset)
     shape = raw.get("input_shape")
     if (not isinstance(shape, list) or len(shape) != 3 or
             not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in shape) or
             shape[2] not in (1, 3)):
-        raise _fail(source, "input_shape", "[height, width, channels] with channels 1 or 3", shape)
+        raise fail(source, "input_shape", "[height, width, channels] with channels 1 or 3", shape)
     num_classes = raw.get("num_classes", 10)
     if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
-        raise _fail(source, "num_classes", "an integer >= 2", num_classes)
+        raise fail(source, "num_classes", "an integer >= 2", num_classes)
     conv_raw = raw.get("conv", [{}])
     if isinstance(conv_raw, dict):
         conv_raw = [conv_raw]
     if not isinstance(conv_raw, list) or not conv_raw:
-        raise _fail(source, "conv", "one or more [[conv]] tables", conv_raw)
-    conv = tuple(_section(ConvParams, c, source, f"conv[{i}]") for i, c in enumerate(conv_raw))
+        raise fail(source, "conv", "one or more [[conv]] tables", conv_raw)
+    conv = tuple(parse_section(ConvParams, c, source, f"conv[{i}]") for i, c in enumerate(conv_raw))
     description = raw.get("description", "")
     if not isinstance(description, str):
-        raise _fail(source, "description", "a string", description)
+        raise fail(source, "description", "a string", description)
     imported_from = raw.get("imported_from", "")
     if not isinstance(imported_from, str):
-        raise _fail(source, "imported_from", "a string", imported_from)
-    family = raw.get("family", "capsnet")
-    if family not in FAMILIES:
-        raise _fail(source, "family", f"one of {list(FAMILIES)}", family)
+        raise fail(source, "imported_from", "a string", imported_from)
+    family = raw.get("family", DEFAULT_FAMILY)
+    if not isinstance(family, str) or family not in registered():
+        raise fail(source, "family", f"one of {list(registered())}", family)
+    plugin = find_family(family, source)
+    settings = None
+    for other in registered():
+        # Every family's table is checked (a typo fails wherever it is); the model keeps only
+        # its own family's: another's means nothing to it.
+        owner = find_family(other)
+        if owner.table is not None and (owner is plugin or owner.table in raw):
+            parsed = _family_table(owner, raw.get(owner.table, {}), source)
+            settings = parsed if owner is plugin else settings
     params = ModelParams(
         dataset=dataset,
         input_shape=tuple(shape),
         num_classes=num_classes,
         conv=conv,
-        primary=_section(PrimaryCapsParams, raw.get("primary", {}), source, "primary"),
-        class_caps=_section(ClassCapsParams, raw.get("class_caps", {}), source, "class_caps"),
-        decoder=_section(DecoderParams, raw.get("decoder", {}), source, "decoder"),
-        loss=_section(LossParams, raw.get("loss", {}), source, "loss"),
-        training=_section(TrainingParams, raw.get("training", {}), source, "training"),
+        primary=parse_section(PrimaryCapsParams, raw.get("primary", {}), source, "primary"),
+        class_caps=parse_section(ClassCapsParams, raw.get("class_caps", {}), source,
+                                 "class_caps"),
+        decoder=parse_section(DecoderParams, raw.get("decoder", {}), source, "decoder"),
+        loss=parse_section(LossParams, raw.get("loss", {}), source, "loss"),
+        training=parse_section(TrainingParams, raw.get("training", {}), source, "training"),
         description=description,
         imported_from=imported_from,
         family=family,
-        graph=_section(GraphParams, raw.get("graph", {}), source, "graph"),
-        cnn=_section(CNNParams, raw.get("cnn", {}), source, "cnn"),
-        em=_em_section(raw.get("em", {}), source),
+        family_settings=settings,
     )
-    if family == EM_FAMILY:
-        params = _em_params(params, raw, source)
-    _check_geometry(params, source)
+    if plugin.check is not None:
+        return plugin.check(params, raw, source)
+    conv_grid(params, source)
     return params
 
 
-
-def _em_section(raw: Any, source: str) -> EMParams:
-    """The [em] table with its [[em.conv_caps]] layers (reportgen.settings.em_params)."""
-    if not isinstance(raw, dict):
-        raise _fail(source, "em", "a table", raw)
-    table = dict(raw)
-    layers = table.pop("conv_caps", [])
-    if isinstance(layers, dict):
-        layers = [layers]
-    if not isinstance(layers, list):
-        raise _fail(source, "em.conv_caps", "[[em.conv_caps]] tables", layers)
-    em = _section(EMParams, table, source, "em")
-    conv_caps = tuple(_section(ConvCapsParams, c, source, f"em.conv_caps[{i}]")
-                      for i, c in enumerate(layers))
-    if em.inverse_temperature <= 0:
-        raise _fail(source, "em.inverse_temperature", "a number > 0", em.inverse_temperature)
-    if not 0 <= em.margin_start <= em.margin_end:
-        raise _fail(source, "em.margin_end", f"a margin >= margin_start ({em.margin_start})",
-                    em.margin_end)
-    if em.learning_rate_decay >= 1:
-        raise _fail(source, "em.learning_rate_decay", "a share in [0, 1)",
-                    em.learning_rate_decay)
-    return EMParams(**{**{f.name: getattr(em, f.name) for f in fields(EMParams)},
-                       "conv_caps": conv_caps})
+def _family_table(owner, table: Any, source: str):
+    if owner.parse is not None:
+        return owner.parse(table, source)
+    return parse_section(owner.settings, table, source, owner.table)
 
 
-def _em_params(params: ModelParams, raw: dict[str, Any], source: str) -> ModelParams:
-    """An EM model's primary capsules are 4x4 poses with a logistic activation, and it has no
-    decoder: refuse the settings that would mean something else."""
-    from dataclasses import replace
-
-    fixed = sorted(set(raw.get("primary", {})) - {"types", "kernel_size", "strides"})
-    if fixed:
-        raise _fail(source, f"primary.{fixed[0]}",
-                    "only types, kernel_size and strides (matrix capsules have 4x4 poses and a "
-                    "logistic activation)", fixed[0])
-    if raw.get("decoder", {}).get("enabled", False) if isinstance(raw.get("decoder"), dict) \
-            else False:
-        raise _fail(source, "decoder.enabled",
-                    "false (the EM family has no decoder; its loss is the spread loss)", True)
-    return replace(params, decoder=DecoderParams(enabled=False))
-
-def _check_geometry(params: ModelParams, source: str) -> None:
-    """The convolutions must leave at least a 1x1 primary-capsule grid."""
+def conv_grid(params: ModelParams, source: str) -> tuple[int, int]:
+    """The (H, W) the `[[conv]]` layers leave of the input; they must leave at least 1x1."""
     h, w = params.input_shape[:2]
     for i, c in enumerate(params.conv):
         h, w = (h - c.kernel_size) // c.strides + 1, (w - c.kernel_size) // c.strides + 1
         if h < 1 or w < 1:
-            raise _fail(source, f"conv[{i}].kernel_size", "a kernel no larger than its input",
-                        c.kernel_size)
-    if params.family == "cnn":      # no primary capsules
-        return
-    if params.family == EM_FAMILY:
-        h, w = (h - params.primary.kernel_size) // params.primary.strides + 1, \
-            (w - params.primary.kernel_size) // params.primary.strides + 1
-        for i, c in enumerate(params.em.conv_caps):
-            h, w = (h - c.kernel_size) // c.strides + 1, (w - c.kernel_size) // c.strides + 1
-            if h < 1 or w < 1:
-                raise _fail(source, f"em.conv_caps[{i}].kernel_size",
-                            "a kernel no larger than the capsule grid before it", c.kernel_size)
+            raise fail(source, f"conv[{i}].kernel_size", "a kernel no larger than its input",
+                       c.kernel_size)
+    return h, w
+
+
+def check_primary_fits(params: ModelParams, h: int, w: int, source: str) -> None:
+    """The primary capsules' convolution must leave at least a 1x1 grid of the (H, W) before."""
     p = params.primary
     if (h - p.kernel_size) // p.strides + 1 < 1 or (w - p.kernel_size) // p.strides + 1 < 1:
-        raise _fail(source, "primary.kernel_size",
-                    f"a kernel no larger than the {h}x{w} conv output", p.kernel_size)
+        raise fail(source, "primary.kernel_size",
+                   f"a kernel no larger than the {h}x{w} conv output", p.kernel_size)
 
 
 def load_model_params(path: str | Path) -> ModelParams:

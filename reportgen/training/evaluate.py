@@ -29,13 +29,13 @@ def accuracy(net, images: np.ndarray, labels: np.ndarray, batch_size: int = 250)
 def _compiled_encoder(net):
     """net.encoder at evaluation; XLA-compiled (and kept on the network) for networks that ask
     for it (`jit_compile`, e.g. EM routing), where an eager call is several times slower."""
-    if not getattr(net, "jit_compile", None):
+    if not net.jit_compile:
         return lambda x: net.encoder(x, training=False)
-    compiled = getattr(net, "_compiled_encoder", None)
+    compiled = net.compiled_encoder
     if compiled is None:
         import tensorflow as tf
 
         compiled = tf.function(lambda x: net.encoder(x, training=False), jit_compile=True,
                                reduce_retracing=True)
-        net._compiled_encoder = compiled
+        net.compiled_encoder = compiled
     return compiled

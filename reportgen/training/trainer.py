@@ -272,10 +272,6 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
     from reportgen.training.evaluate import accuracy
 
     train_step = make_train_step(net, run.optimizer)
-    # Families whose loss or learning rate changes over training are told the share of
-    # training done (EM: the spread-loss margin, a decaying learning rate).
-    schedule = getattr(net, "set_training_progress", None)
-    rate = getattr(net, "learning_rate_factor", None)
     clock = time.perf_counter()
     # wall time over every session of the run; unknown when resuming a run that did not
     # record it
@@ -335,10 +331,12 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
                     one_hot = np.eye(params.num_classes, dtype=np.float32)[run.y_train[idx]]
                     progress = ((epoch - 1) * batches_per_epoch + b) \
                         / max(run.epochs * batches_per_epoch - 1, 1)
-                    if schedule is not None:   # e.g. EM's spread-loss margin (0.2 -> 0.9)
-                        schedule(progress)
-                    if rate is not None:
-                        run.optimizer.learning_rate = settings["learning_rate"] * rate(progress)
+                    # Families whose loss or learning rate changes over training follow the
+                    # share done (e.g. a spread-loss margin growing 0.2 -> 0.9); others keep both
+                    net.set_training_progress(progress)
+                    factor = net.learning_rate_factor(progress)
+                    if factor != 1.0:
+                        run.optimizer.learning_rate = settings["learning_rate"] * factor
                     out = train_step(run.x_train[idx], one_hot)
                     k = len(idx)
                     sums += np.array([float(out[0]) * k, float(out[1]) * k, float(out[2]) * k,
@@ -366,36 +364,19 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
 
 
 def make_train_step(net, optimizer):
-    """One compiled optimisation step: margin loss + lambda x reconstruction loss (Sabour et al.
-    2017, eq. 4 and section 4.1).
-
-    The decoder sees the true class's capsule (masked by the label). Returns
-    (mean total loss, mean margin loss, mean reconstruction loss, number correct).
-    """
+    """One compiled optimisation step of the family's loss (`net.training_losses`: for the
+    CapsNet, margin loss + lambda x reconstruction loss, Sabour et al. 2017, eq. 4 and section
+    4.1). Returns (mean total loss, mean classification loss, mean reconstruction loss, number
+    correct)."""
     import tensorflow as tf
 
-    from reportgen.capsnet.layers import Mask
-    from reportgen.capsnet.losses import margin_loss, reconstruction_loss
-
-    lp = net.params.loss
-    mask = Mask()
     variables = net.model.trainable_variables
-    # Families with another loss (the CNN baselines: reportgen.capsnet.cnn) bring their own.
-    family_losses = getattr(net, "training_losses", None)
+    losses = net.training_losses      # the family's loss (reportgen.capsnet.network.Network)
 
-    @tf.function(jit_compile=getattr(net, "jit_compile", None))
+    @tf.function(jit_compile=net.jit_compile or None)
     def train_step(images, one_hot):
         with tf.GradientTape() as tape:
-            if family_losses is not None:
-                margin, rec, lengths = family_losses(images, one_hot)
-            else:
-                capsules, lengths = net.encoder(images, training=True)
-                margin = margin_loss(one_hot, lengths, lp.m_plus, lp.m_minus, lp.down_weight)
-                if net.decoder is not None:
-                    recon = net.decoder(mask([capsules, one_hot]), training=True)
-                    rec = reconstruction_loss(images, recon, lp.reconstruction_weight)
-                else:
-                    rec = tf.zeros_like(margin)
+            margin, rec, lengths = losses(images, one_hot)
             total = tf.reduce_mean(margin + rec)
         grads = tape.gradient(total, variables)
         optimizer.apply(grads, variables)

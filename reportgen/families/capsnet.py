@@ -1,0 +1,86 @@
+"""Sabour, Frosst & Hinton 2017's CapsNet (the default family): `[[conv]]`, `[primary]`,
+`[class_caps]`, `[decoder]`. Gu 2022's No-R (`class_caps.routing = "none"`: uniform coupling
+coefficients) and Aff-CapsNet (`class_caps.weight_sharing = "all"`: one transformation matrix
+per class, shared by every primary capsule) are settings of it."""
+
+from __future__ import annotations
+
+import math
+
+from reportgen.capsnet.description import (CapsuleLayer, Head, ModelDescription, capsule_convs,
+                                           decoder_of)
+from reportgen.settings.families import Family, FamilyCosts
+from reportgen.settings.model_params import check_primary_fits, conv_grid
+
+NAME = "capsnet"
+
+
+def describe(params) -> ModelDescription:
+    """Conv layers, primary capsules formed by a conv, class capsules by dynamic routing
+    (`routing_iterations`; 1 = uniform couplings), and an optional decoder."""
+    p, c = params.primary, params.class_caps
+    convs = capsule_convs(params, p.dims, p.activation)
+    primary_conv = convs[-1]
+    primary = CapsuleLayer(name="primary_caps", pose="vector", grid=primary_conv.grid,
+                           types=p.types, pose_size=p.dims, activation="length",
+                           routing="coupling",
+                           routing_iterations=1 if c.routing == "none" else c.routing_iterations,
+                           receptive_field=primary_conv.receptive_field,
+                           routing_softmax=c.routing_softmax)
+    classes = CapsuleLayer(name="class_caps", pose="vector", grid=None,
+                           types=params.num_classes, pose_size=c.dims, activation="length")
+    return ModelDescription(input_shape=tuple(params.input_shape), conv_layers=convs,
+                            capsule_layers=(primary, classes),
+                            head=Head(kind="capsules", classes=params.num_classes,
+                                      layer="class_caps"),
+                            decoder=decoder_of(params, params.num_classes * c.dims))
+
+
+def count_params(params) -> int:
+    channels = params.input_shape[2]
+    total = 0
+    for c in params.conv:
+        total += c.kernel_size ** 2 * channels * c.filters + c.filters
+        channels = c.filters
+    p = params.primary
+    total += p.kernel_size ** 2 * channels * p.types * p.dims + p.types * p.dims
+    h, w = describe(params).primary_capsules.grid
+    sharing = params.class_caps.weight_sharing      # "all": one matrix per class (Gu 2022)
+    matrices = 1 if sharing == "all" else p.types if sharing else h * w * p.types
+    total += matrices * params.num_classes * params.class_caps.dims * p.dims
+    if params.decoder.enabled:
+        width = params.num_classes * params.class_caps.dims
+        for units in (*params.decoder.units, math.prod(params.input_shape)):
+            total += width * units + units
+            width = units
+    return total
+
+
+def display_name(params) -> str:
+    """Its kind in Gu 2022's tables (Ch.5 Table 1)."""
+    c = params.class_caps
+    no_routing = c.routing == "none" or c.routing_iterations == 1
+    if c.weight_sharing == "all":
+        return "Aff-CapsNet" if no_routing else "Aff-CapsNet-DR"
+    return "CapsNet-NoR" if no_routing else "CapsNet"
+
+
+def check(params, raw, source: str):
+    check_primary_fits(params, *conv_grid(params, source), source)
+    return params
+
+
+def build(params):
+    from reportgen.capsnet.vector_capsnet import build_vector_capsnet
+
+    return build_vector_capsnet(params)
+
+
+# Seconds per unit at MNIST_Demo's size on the reference CPU (reportgen.commands.build_time):
+# the mean of three cold `reportgen demo` builds (302 to 365 s).
+COSTS = FamilyCosts(reference={"model": 6.9, "step": 0.2, "input": 0.098, "analysed_step": 14.3,
+                               "eval_image": 0.85})
+
+FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_params,
+                display_name=display_name, check=check, costs=COSTS,
+                modules=(__name__, "reportgen.capsnet.vector_capsnet"))

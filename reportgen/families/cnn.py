@@ -1,0 +1,99 @@
+"""The CNN baselines of Gu 2022 (dissertation, Ch.5; Gu & Tresp, CVPR 2020): the conv layers
+`[[conv]]`, then the head `[cnn]` (the Keras model and the heads' maths in
+reportgen.capsnet.cnn). No capsules: a head of logits; the heads "r", "cr" and "cr_sf" have
+classes x dims feature units (`class_caps.dims`), the counterpart of the class capsules."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from reportgen.capsnet.description import Head, ModelDescription, conv_stack, decoder_of
+from reportgen.capsnet.network import conv_param_count, decoder_param_count, dense_param_count
+from reportgen.settings.families import Family, FamilyCosts
+from reportgen.settings.model_params import choices, conv_grid
+
+NAME = "cnn"
+# The heads (Gu 2022, Ch.5):
+#   avg:   global average pooling of the last conv layer + FC(classes), softmax cross-entropy
+#   fc:    flatten + FC(dense...) + FC(classes), softmax cross-entropy
+#   r:     flatten + FC(classes*dims) + FC(classes); reconstruction from all classes*dims units
+#   cr:    flatten + FC(classes*dims) seen as classes x dims; class score = sigmoid(sum of the
+#          class's dims); reconstruction from the true (at evaluation: the top) class's dims only
+#   cr_sf: cr with the squash: the last conv's channels squashed as vectors of `vector_dims`,
+#          FC(classes*dims) without bias, each class's dims squashed; score = the length
+#          (= a CapsNet with uniform coupling coefficients, No-R)
+CNN_HEADS = ("avg", "fc", "r", "cr", "cr_sf")
+# Their names in Gu 2022's tables.
+HEAD_NAMES = {"avg": "ConvNet-Avg", "fc": "ConvNet-FC", "r": "ConvNet-R", "cr": "ConvNet-CR",
+              "cr_sf": "ConvNet-CR-SF"}
+
+
+@dataclass(frozen=True)
+class CNNParams:
+    head: str = choices("avg", CNN_HEADS)
+    dense: tuple[int, ...] = ()       # hidden FC units of the "fc" head (Gu: [328, 192])
+    vector_dims: int = 8              # "cr_sf": the squashed vectors' size (primary capsules)
+
+
+def describe(params) -> ModelDescription:
+    """The conv layers, then a head of logits. "cr" and "cr_sf" reconstruct from the masked
+    features of one class (a decoder the analyses can use), "r" from all of them (trained with
+    it, but not class-conditional: not described)."""
+    convs = conv_stack(params.input_shape, [
+        (f"conv{i + 1}", conv.filters, conv.kernel_size, conv.strides, "valid",
+         conv.activation, "") for i, conv in enumerate(params.conv)])
+    head = params.family_settings.head
+    dims = params.class_caps.dims
+    features = {"r": (1, params.num_classes * dims), "cr": (params.num_classes, dims),
+                "cr_sf": (params.num_classes, dims)}.get(head)
+    decoder = decoder_of(params, params.num_classes * dims) if head in ("cr", "cr_sf") else None
+    return ModelDescription(input_shape=tuple(params.input_shape), conv_layers=convs,
+                            capsule_layers=(), head=Head(kind="logits",
+                                                         classes=params.num_classes,
+                                                         layer="logits"),
+                            decoder=decoder, class_features=features)
+
+
+def count_params(params) -> int:
+    description = describe(params)
+    cnn = params.family_settings
+    head, classes, dims = cnn.head, params.num_classes, params.class_caps.dims
+    last = description.conv_layers[-1]
+    flat = last.grid[0] * last.grid[1] * last.filters
+    total = conv_param_count(description)
+    if head == "avg":
+        total += dense_param_count([last.filters, classes])
+    elif head == "fc":
+        total += dense_param_count([flat, *cnn.dense, classes])
+    else:
+        total += dense_param_count([flat, classes * dims], bias=head != "cr_sf")
+        if head == "r":
+            total += dense_param_count([classes * dims, classes])
+            if params.decoder.enabled:   # the unmasked reconstruction (not in the description)
+                total += dense_param_count([classes * dims, *params.decoder.units,
+                                            math.prod(params.input_shape)])
+    return total + decoder_param_count(description)
+
+
+def check(params, raw, source: str):
+    conv_grid(params, source)         # no primary capsules
+    return params
+
+
+def build(params):
+    from reportgen.capsnet.cnn import build_cnn
+
+    return build_cnn(params)
+
+
+# Seconds per unit at MNIST_Demo's size on the reference CPU (reportgen.commands.build_time),
+# from a cold build of a 27 k-parameter CNN (two convs, average pooling): its dataset analyses
+# cost a twenty-fifth of a CapsNet's (no routing, and fewer of them apply).
+COSTS = FamilyCosts(reference={"model": 2.5, "step": 0.067, "input": 0.034,
+                               "analysed_step": 2.4, "eval_image": 0.034})
+
+FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_params,
+                display_name=lambda params: HEAD_NAMES[params.family_settings.head],
+                table="cnn", settings=CNNParams, check=check, costs=COSTS,
+                modules=(__name__, "reportgen.capsnet.cnn", "reportgen.capsnet.cnn_layers"))

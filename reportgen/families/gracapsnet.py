@@ -1,0 +1,80 @@
+"""GraCapsNet (Gu, Wu & Tresp, AAAI 2021; Gu 2022, Ch.4): the CapsNet's conv layers and primary
+capsules, then multi-head graph pooling (one head per capsule type) instead of routing; the
+attention over the grid nodes is the routing weight (reportgen.capsnet.graph_pooling, the
+Keras model in reportgen.capsnet.gracapsnet). `[gracapsnet]`… no: its table is `[graph]`.
+
+Parameters on MNIST without the decoder (conv 3x3 s1 256, primary conv 3x3 s2 256 = 32 heads x
+8 dims on a 12x12 grid, class capsules 10 x 16): 2,560 + 590,080 + 4,608 x 16 x 8 projections
++ 16 x 10 pooling = 1,182,624 (Gu: 1.18M).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reportgen.capsnet.description import (CapsuleLayer, Head, ModelDescription, capsule_convs,
+                                           decoder_of)
+from reportgen.capsnet.network import conv_param_count, decoder_param_count
+from reportgen.errors import ReportgenError
+from reportgen.settings.families import Family
+from reportgen.settings.model_params import check_primary_fits, conv_grid
+
+NAME = "gracapsnet"
+
+
+@dataclass(frozen=True)
+class GraphParams:
+    """GraCapsNet's graph pooling: the Gaussian adjacency A_pq = exp(-|p - q|^2 / (2 sigma^2))
+    over grid positions p, q (in grid cells). Gu, Wu & Tresp do not publish sigma."""
+
+    sigma: float = 2.0
+
+
+def describe(params) -> ModelDescription:
+    """The same conv and primary capsules as the CapsNet, then graph pooling whose attention
+    over the grid nodes is the routing weight; optional decoder."""
+    sigma = params.family_settings.sigma
+    if sigma <= 0:
+        raise ReportgenError("Invalid model parameter 'graph.sigma'.",
+                             expected="a number > 0 (grid cells)", received=repr(sigma))
+    p = params.primary
+    convs = capsule_convs(params, p.dims, p.activation)
+    primary = CapsuleLayer(name="primary_caps", pose="vector", grid=convs[-1].grid,
+                           types=p.types, pose_size=p.dims, activation="length",
+                           routing="attention", receptive_field=convs[-1].receptive_field)
+    classes = CapsuleLayer(name="class_caps", pose="vector", grid=None,
+                           types=params.num_classes, pose_size=params.class_caps.dims,
+                           activation="length")
+    return ModelDescription(input_shape=tuple(params.input_shape), conv_layers=convs,
+                            capsule_layers=(primary, classes),
+                            head=Head(kind="capsules", classes=params.num_classes,
+                                      layer="class_caps"),
+                            decoder=decoder_of(params,
+                                               params.num_classes * params.class_caps.dims))
+
+
+def count_params(params) -> int:
+    description = describe(params)
+    primary = description.primary_capsules
+    classes = description.class_capsules
+    return (conv_param_count(description)
+            + primary.capsules * classes.pose_size * primary.pose_size   # u'_i = W_i u_i
+            + classes.pose_size * classes.types                          # W of the pooling
+            + decoder_param_count(description))
+
+
+def check(params, raw, source: str):
+    check_primary_fits(params, *conv_grid(params, source), source)
+    return params
+
+
+def build(params):
+    from reportgen.capsnet.gracapsnet import build_gracapsnet
+
+    return build_gracapsnet(params)
+
+
+FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_params,
+                display_name=lambda params: "GraCapsNet", table="graph", settings=GraphParams,
+                check=check, modules=(__name__, "reportgen.capsnet.gracapsnet",
+                                      "reportgen.capsnet.graph_pooling"))
