@@ -3,9 +3,9 @@
 Each build gets its own folder `ID/`, so builds started in the same project folder never share
 or delete each other's files. Beside it, `ID.lock` is created first and held with an exclusive
 `filelock.FileLock` (an `flock`) for the build's life (it records "pid host" for people); the
-kernel drops the lock when the process dies, even by kill -9. Every build first removes the folders whose lock
-nobody holds: the leftovers of killed builds. The folder is removed when the build ends, on
-failure too.
+kernel drops the lock when the process dies, even by kill -9. Every build first removes the
+folders whose lock nobody holds: the leftovers of killed builds. The folder is removed when the
+build ends, on failure too.
 
 `.reportgen/file-digests.json` (DIGESTS_FILE) remembers the weights files' digests between
 builds, so that a rebuild does not read every weights file again; `.reportgen/build-times.json`
