@@ -12,9 +12,10 @@
 
 Everything but params.toml is a product of training and git-ignored (`.gitignore`'s `models/*/`
 lines). One `reportgen train` per folder at a time: the lock is an flock on the folder itself
-(`lock_path`), so no lock file ever appears in it or is left behind by a kill. The order in which
-a step's files are committed, and what the next start does after a kill, are in
-reportgen.training.run_state; the catalog (reportgen.catalog) finds and validates the folders.
+(`lock_path`, reportgen.file_locks), so no lock file ever appears in it or is left behind by a
+kill. The order in which a step's files are committed, and what the next start does after a
+kill, are in reportgen.training.run_state; the catalog (reportgen.catalog) finds and validates
+the folders.
 
 This module imports nothing of reportgen but errors and settings (no training, no catalog, no
 TensorFlow), so every layer can read the layout from here.

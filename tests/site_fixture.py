@@ -14,8 +14,8 @@ panel, both PNG + SVG only, as the build draws them (the renderer adds their num
 model has a small random decoder (160 -> 24 -> 32 -> 784, `DECODER_UNITS`) exported at every
 step as the live decoder's float16 files, and every class-capsules panel has its numbers (the
 live decoder's real capsules). Numbers travel in `Panel.numbers` (and are also written into
-docs/ as the downloads); the live decoder's files are read from a store beside docs/
-(`FigureFile.source`).
+docs/ as the downloads), the live decoder's weights in `Panel.data`; its script's size is read
+from a store beside docs/ (`FigureFile.source`).
 """
 
 from __future__ import annotations
@@ -175,11 +175,12 @@ def decoder_weights(seed: int, classes: int, dims: int = DIMS, units=DECODER_UNI
 def _live_panel(docs: Path, folder: str, model: str, step: str, classes, seed: int) -> Panel:
     """The live decoder's exported files, as reportgen.pages.assemble places them: in a store
     beside docs/ (`FigureFile.source`, what the pages read) and linked into docs/."""
-    from reportgen.figures.live_decoder import render_live_decoder
+    from reportgen.figures.live_decoder import live_manifest, live_weights, render_live_decoder
 
     ctx = RenderContext(model=model, step=step, class_names=tuple(classes))
+    weights = decoder_weights(seed, len(classes))
     figures = []
-    for fig in render_live_decoder(decoder_weights(seed, len(classes)), None, ctx):
+    for fig in render_live_decoder(weights, None, ctx):
         path, stored = docs / folder / fig.name, docs.parent / "store" / folder / fig.name
         for target in (path, stored):
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -187,7 +188,8 @@ def _live_panel(docs: Path, folder: str, model: str, step: str, classes, seed: i
         figures.append(FigureFile(fig.kind, f"{folder}/{fig.name}", source=str(stored)))
         caption = fig.caption
     return Panel(technique="live_decoder", variant="", title="Live decoder", layer="decoder",
-                 caption=caption, figures=figures)
+                 caption=caption, figures=figures, numbers=live_manifest(weights, None, ctx),
+                 data=live_weights(weights, None, ctx))
 
 
 def _capsules_json(docs: Path, panel: Panel, classes: int, seed: int) -> None:

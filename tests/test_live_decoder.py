@@ -49,8 +49,17 @@ def _keras(net, vectors, classes):
 # ------------------------------------------------------------------ the export
 
 
+def _read_script(text: str) -> tuple[dict, str, str]:
+    """(manifest, weights, tables) as the page's script registers them (the test reads the
+    script; reportgen hands the same values on as data)."""
+    line = next(line for line in text.splitlines()
+                if line.startswith("  registry.weights[model]["))
+    record = json.loads(line.split("] = ", 1)[1].rstrip(";"))     # "<\/" is JSON for "</"
+    return record["manifest"], record["weights"], record["tables"]
+
+
 def _layers(figures):
-    manifest, weights, tables = fmt.read_script(figures["js"].data.decode())
+    manifest, weights, tables = _read_script(figures["js"].data.decode())
     return fmt.unpack(weights, tables, manifest)
 
 
@@ -59,8 +68,15 @@ def test_quantised_export_round_trips(tiny_net):
     assert set(figures) == {"json", "js"}          # one copy of the weights, in the script
     manifest = json.loads(figures["json"].data)
     script = figures["js"].data.decode()
-    assert fmt.read_script(script)[0] == manifest
-    _, weights, tables = fmt.read_script(script)
+    assert _read_script(script)[0] == manifest
+    _, weights, tables = _read_script(script)
+    # what the technique hands on to the page code is what the script carries
+    from reportgen.techniques.base import RenderContext
+
+    ctx = RenderContext(model=MODEL, step="0-1", class_names=CLASSES)
+    assert live_decoder.TECHNIQUE.numbers(result, None, ctx) == manifest
+    assert live_decoder.TECHNIQUE.data(result, None, ctx) == {"weights": weights,
+                                                               "tables": tables}
     assert manifest["format"] == fmt.FORMAT and manifest["version"] == 2
     assert manifest["bits"] == 6 and manifest["digits"] == 1
     values = 12 * 16 + 16 * 144

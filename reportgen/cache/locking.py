@@ -1,14 +1,14 @@
 """The store's lock: builds share it, `cache clear` takes it alone.
 
-`fcntl.flock` on one lock file in the store root: the kernel drops the lock of a killed process,
-so a killed build never blocks a later clear. A holder also leaves a note under `tmp/` (its pid
-and command) so that a waiting clear can say which build it waits for; a killed holder's note is
-removed with the other stale working files.
+A shared `flock` on one lock file in the store root (reportgen.file_locks says why not
+filelock): the kernel drops the lock of a killed process, so a killed build never blocks a later
+clear. A holder also leaves a note under `tmp/` (its pid and command) so that a waiting clear
+can say which build it waits for; a killed holder's note is removed with the other stale working
+files.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import sys
@@ -19,44 +19,6 @@ from reportgen.cache import workdirs
 
 LOCK_NAME = "store.lock"
 HOLDER = "build"    # prefix of a holder's note in tmp/
-
-
-def acquire(path: Path, exclusive: bool, blocking: bool) -> int | None:
-    """An open descriptor holding the lock on `path` (created if missing), or None when
-    `blocking` is False and another process holds a conflicting lock.
-
-    A clear deletes the lock file while holding it; a process that opened the old file meanwhile
-    would lock a file nobody else sees, so after locking we check the path still names our file
-    and start over if not."""
-    mode = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | (0 if blocking else fcntl.LOCK_NB)
-    while True:
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-        except PermissionError:   # another user's lock file: flock needs no write access
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            fcntl.flock(fd, mode)
-        except BlockingIOError:
-            os.close(fd)
-            return None
-        except BaseException:
-            os.close(fd)
-            raise
-        try:
-            on_disk = os.stat(path)
-            held = os.fstat(fd)
-            if (on_disk.st_dev, on_disk.st_ino) == (held.st_dev, held.st_ino):
-                return fd
-        except FileNotFoundError:
-            pass
-        os.close(fd)
-
-
-def release(fd: int) -> None:
-    try:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
 
 
 def _command_line() -> str:

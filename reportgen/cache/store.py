@@ -30,7 +30,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from reportgen import console
+from reportgen import console, file_locks
 from reportgen.cache import integrity, locking, workdirs
 from reportgen.cache.npz import read_npz
 from reportgen.cache.recent import RecentArrays
@@ -289,7 +289,7 @@ class ArtifactStore:
         waits for (or refuses) them. A killed holder releases it automatically."""
         self._prepare()
         try:
-            fd = locking.acquire(self.root / locking.LOCK_NAME, exclusive=False, blocking=True)
+            fd = file_locks.acquire(self.root / locking.LOCK_NAME, exclusive=False, blocking=True)
         except OSError as exc:
             raise store_error(self.root, exc) from exc
         note = locking.write_note(self._tmp)
@@ -298,7 +298,7 @@ class ArtifactStore:
         finally:
             if note is not None:
                 note.unlink(missing_ok=True)
-            locking.release(fd)
+            file_locks.release(fd)
 
     def holders(self) -> list[str]:
         """The builds holding the store, as far as their notes tell ('pid 12: reportgen build')."""
@@ -344,7 +344,7 @@ class ArtifactStore:
                              f"(default {DEFAULT_CACHE_DIR})")
         lock_path = self.root / locking.LOCK_NAME
         try:
-            fd = locking.acquire(lock_path, exclusive=True, blocking=False)
+            fd = file_locks.acquire(lock_path, exclusive=True, blocking=False)
             if fd is None:
                 message = self._busy_message()
                 if not wait:
@@ -353,7 +353,7 @@ class ArtifactStore:
                                              "clear` without --no-wait to wait for it")
                 if on_wait is not None:
                     on_wait(f"waiting for {message} to finish (Ctrl-C to stop)")
-                fd = locking.acquire(lock_path, exclusive=True, blocking=True)
+                fd = file_locks.acquire(lock_path, exclusive=True, blocking=True)
         except OSError as exc:
             raise store_error(self.root, exc) from exc
         try:
@@ -361,7 +361,7 @@ class ArtifactStore:
             freed = sum(info[k]["bytes"] for k in (*KINDS, "tmp"))
             for name in (*KINDS, "tmp"):
                 _remove_tree(self.root / name)
-            lock_path.unlink(missing_ok=True)   # while held: see locking.acquire
+            lock_path.unlink(missing_ok=True)   # while held: see file_locks.acquire
             if set(os.listdir(self.root)) <= {MARKER}:
                 (self.root / MARKER).unlink(missing_ok=True)
                 if not self.root.is_symlink():
@@ -369,7 +369,7 @@ class ArtifactStore:
         except OSError as exc:
             raise store_error(self.root, exc) from exc
         finally:
-            locking.release(fd)
+            file_locks.release(fd)
         self._ready = False
         self._parents.clear()
         return freed

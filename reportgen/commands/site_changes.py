@@ -23,7 +23,7 @@ from pathlib import Path
 
 from reportgen import console
 from reportgen.pages import site_files
-from reportgen.pages.sitedata import FigureFile
+from reportgen.pages.sitedata import RECORDED, FigureFile
 
 FORMAT = 1
 _RENDERING = ("mkdocs", "mkdocs-material", "jinja2", "markdown", "pymdown-extensions")
@@ -51,7 +51,8 @@ def site_digest(site, assembler, templates_dir: str | Path | None) -> str:
 def _plain(value):
     """A dataclass as the dict of its fields (dataclasses.asdict deep-copies: slower)."""
     if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: getattr(value, f.name) for f in fields(value)}
+        return {f.name: getattr(value, f.name) for f in fields(value)
+                if f.metadata.get(RECORDED, True)}
     return str(value)
 
 

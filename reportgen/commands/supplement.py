@@ -347,25 +347,27 @@ def _panel_figures(out: Supplement, panel: Panel, folder: str, context: str = ""
     if not pictured:
         return              # no figure (the live decoder's weights): nothing for a paper
     out.keys.update(cite)
-    # the numbers: the panel's CSV, else its JSON flattened to (key, value) rows
+    # the numbers: the panel's CSV, else the numbers its JSON download holds (`Panel.numbers`,
+    # handed on as data) flattened to (key, value) rows
     exported = [f for f in panel.figures if f.kind in NUMBER_KINDS]
     csvs = [f for f in exported if f.kind == "csv"]
     for f in csvs:
         out.data[f"data/{folder}/{PurePosixPath(f.path).name}"] = _read(f)
-    if not csvs:
+    if not csvs and panel.numbers is not None:
         for f in (f for f in exported if f.kind == "json"):
-            out.data[f"data/{folder}/{PurePosixPath(f.path).stem}.csv"] = _json_csv(_read(f))
+            out.data[f"data/{folder}/{PurePosixPath(f.path).stem}.csv"] = \
+                _numbers_csv(panel.numbers)
     if numbers is not None:
         out.data[f"data/{folder}/{stem}.csv"] = numbers[1].encode()
 
 
-def _json_csv(data: bytes) -> bytes:
+def _numbers_csv(numbers: dict) -> bytes:
     from reportgen.pages.analyses import flatten
 
     rows = io.StringIO()
     writer = csv.writer(rows, lineterminator="\n")
     writer.writerow(["key", "value"])
-    for key, value in flatten(json.loads(data)):
+    for key, value in flatten(numbers):
         writer.writerow([key, value])
     return rows.getvalue().encode()
 

@@ -2,10 +2,10 @@
 
 Each build gets its own folder `ID/`, so builds started in the same project folder never share
 or delete each other's files. Beside it, `ID.lock` is created first and held with an exclusive
-`fcntl.flock` for the build's life (it records "pid host" for people); the kernel drops the
-lock when the process dies, even by kill -9. Every build first removes the folders whose lock
-nobody holds: the leftovers of killed builds. The folder is removed when the build ends, on
-failure too.
+`filelock.FileLock` (an `flock`) for the build's life (it records "pid host" for people); the
+kernel drops the lock when the process dies, even by kill -9. Every build first removes the
+folders whose lock nobody holds: the leftovers of killed builds. The folder is removed when the
+build ends, on failure too.
 
 `.reportgen/file-digests.json` (DIGESTS_FILE) remembers the weights files' digests between
 builds, so that a rebuild does not read every weights file again; `.reportgen/build-times.json`
@@ -15,12 +15,13 @@ builds, so that a rebuild does not read every weights file again; `.reportgen/bu
 
 from __future__ import annotations
 
-import fcntl
 import os
 import secrets
 import shutil
 import socket
 from pathlib import Path
+
+from filelock import FileLock, Timeout
 
 from reportgen.errors import StoreError
 
@@ -31,13 +32,13 @@ DIGESTS_FILE = WORK_ROOT.parent / "file-digests.json"
 CALIBRATION_FILE = WORK_ROOT.parent / "build-times.json"    # measured per machine, likewise
 
 
-def _same_file(fd: int, path: Path) -> bool:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return False
-    own = os.fstat(fd)
-    return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
+def _lock(path: Path, **options) -> FileLock:
+    # no fallback to a marker file on a file system without flock: a kill -9 would leave it
+    return FileLock(path, mode=0o644, fallback_to_soft=False, **options)
+
+
+def _write_holder(fd: int) -> None:
+    os.write(fd, f"{os.getpid()} {socket.gethostname()}\n".encode())
 
 
 def remove_abandoned(root: Path, keep: str | None = None) -> list[str]:
@@ -45,26 +46,23 @@ def remove_abandoned(root: Path, keep: str | None = None) -> list[str]:
     removed = []
     if not root.is_dir():
         return removed
-    for lock in sorted(root.glob("*.lock")):
-        name = lock.name[:-len(".lock")]
+    for path in sorted(root.glob("*.lock")):
+        name = path.name[:-len(".lock")]
         if name == keep:
             continue
+        lock = _lock(path)
         try:
-            fd = os.open(lock, os.O_RDWR)
+            lock.acquire(blocking=False)
+        except Timeout:
+            continue                          # its build is running
         except OSError:
             continue
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                continue                      # its build is running
-            if not _same_file(fd, lock):
-                continue                      # another build cleaned it up meanwhile
             shutil.rmtree(root / name, ignore_errors=True)
-            lock.unlink(missing_ok=True)
+            path.unlink(missing_ok=True)      # while held: a waiter then locks a new file
             removed.append(name)
         finally:
-            os.close(fd)
+            lock.release()
     # A folder is made after its lock file and removed before it: one without a lock file
     # belongs to a build killed while removing it.
     for folder in sorted(root.iterdir()):
@@ -81,24 +79,20 @@ class WorkFolder:
         self.root = Path(root)
         self.name: str | None = None
         self.path: Path | None = None
-        self._fd: int | None = None
+        self._lock: FileLock | None = None
 
     def __enter__(self) -> Path:
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             while True:
                 name = f"{os.getpid()}-{secrets.token_hex(4)}"
-                lock = self.root / f"{name}.lock"
-                try:
-                    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-                except FileExistsError:
-                    continue
-                fcntl.flock(fd, fcntl.LOCK_EX)   # waits only while a cleaner looks at it
-                if _same_file(fd, lock):
+                path = self.root / f"{name}.lock"
+                if not path.exists():
                     break
-                os.close(fd)                     # a cleaner took it for abandoned: new name
-            os.write(fd, f"{os.getpid()} {socket.gethostname()}\n".encode())
-            self._fd, self.name = fd, name
+            # waits only while a cleaner looks at it; filelock locks a new file if it removed it
+            self._lock = _lock(path, on_acquired=_write_holder)
+            self._lock.acquire()
+            self.name = name
             remove_abandoned(self.root, keep=name)
             self.path = self.root / name
             self.path.mkdir()
@@ -114,7 +108,8 @@ class WorkFolder:
         if self.path is not None:
             shutil.rmtree(self.path, ignore_errors=True)
             self.path = None
-        if self._fd is not None:
-            (self.root / f"{self.name}.lock").unlink(missing_ok=True)
-            os.close(self._fd)
-            self._fd = None
+        if self._lock is not None:
+            if self._lock.is_locked:
+                (self.root / f"{self.name}.lock").unlink(missing_ok=True)
+                self._lock.release()
+            self._lock = None

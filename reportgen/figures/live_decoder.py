@@ -16,8 +16,9 @@ q[i][j] is value number q_offset + i * units + j of the weights string), and `sc
 `bias_offset` into `tables`: float32 little-endian values, base64-encoded (for each layer its
 `inputs` scales then its `units` biases).
 
-Reading it back in NumPy: `fmt.unpack(weights, tables, manifest)`. The decoder maps the masked
-class capsules (classes x dims values: the chosen class's pose vector in its slot, zeros
+Reading it back in NumPy: `fmt.unpack(weights, tables, manifest)` on the strings `export`
+hands on (`Panel.data`: the page code never parses the script it generated). The decoder maps
+the masked class capsules (classes x dims values: the chosen class's pose vector in its slot, zeros
 elsewhere, as in Sabour et al. 2017) through dense layers with the manifest's activations (relu
 ... relu, sigmoid) to `prod(output_shape)` values, reshaped to (height, width, channels)
 row-major. The manifest's "check" records the largest difference of the exported weights'
@@ -203,16 +204,6 @@ def script(manifest: dict, weights: str, tables: str) -> str:
             "})(window.reportgenLive = window.reportgenLive || {});\n")
 
 
-def read_script(text: str) -> tuple[dict, str, str]:
-    """(manifest, weights, tables) back from a `live_decoder.js`."""
-    line = next((line for line in text.splitlines()
-                 if line.startswith("  registry.weights[model][")), None)
-    if line is None:
-        raise ValueError("live decoder: not a weights script")
-    record = json.loads(line.split("] = ", 1)[1].rstrip(";"))     # "<\/" is JSON for "</"
-    return record["manifest"], record["weights"], record["tables"]
-
-
 def js_literal(value) -> str:
     return js_safe(json.dumps(value, ensure_ascii=False))
 
@@ -233,10 +224,10 @@ def _check(layers, result, output_shape) -> dict | None:
             "mean_abs_diff": float(np.round(diff.mean(), 7))}
 
 
-def render_live_decoder(result, params, ctx) -> list:
-    """Figures of one exported decoder: its manifest (JSON) and the page's script."""
-    from reportgen.figures.figure import Figure
-
+def export(result, model: str = "", step: str = "") -> tuple[str, str, dict]:
+    """(weights characters, tables base64, manifest) of one step's decoder arrays: 6 bits,
+    or 12 where 6 move the reconstruction by more than QUANT_LIMIT against the real decoder.
+    What the page's script carries and what the live decoder's Python reference reads."""
     kernels, biases, index = [], [], 0
     while f"kernel{index}" in result:
         kernels.append(result[f"kernel{index}"])
@@ -245,8 +236,6 @@ def render_live_decoder(result, params, ctx) -> list:
     activations = [ACTIVATIONS[int(code)] for code in np.asarray(result["activations"])]
     output_shape = [int(v) for v in np.asarray(result["output_shape"]).reshape(-1)]
     classes, dims = (int(v) for v in np.asarray(result["capsule_shape"]).reshape(-1))
-    model = getattr(ctx, "model", "") if ctx is not None else ""
-    step = getattr(ctx, "step", "") if ctx is not None else ""
     for bits in BITS:
         weights, tables, manifest = pack(kernels, biases, activations, output_shape, classes,
                                          dims, model=model, step=step, bits=bits)
@@ -255,12 +244,39 @@ def render_live_decoder(result, params, ctx) -> list:
             break
     if check is not None:
         manifest["check"] = check
+    return weights, tables, manifest
+
+
+def _names(ctx) -> tuple[str, str]:
+    return (getattr(ctx, "model", "") if ctx is not None else "",
+            getattr(ctx, "step", "") if ctx is not None else "")
+
+
+def live_manifest(result, params, ctx) -> dict:
+    """The live decoder's numbers (`Panel.numbers`): the manifest."""
+    return export(result, *_names(ctx))[2]
+
+
+def live_weights(result, params, ctx) -> dict:
+    """The live decoder's data (`Panel.data`): the weights and tables its script carries."""
+    weights, tables, _ = export(result, *_names(ctx))
+    return {"weights": weights, "tables": tables}
+
+
+def render_live_decoder(result, params, ctx) -> list:
+    """Figures of one exported decoder: its manifest (JSON) and the page's script."""
+    from reportgen.figures.figure import Figure
+
+    model, step = _names(ctx)
+    weights, tables, manifest = export(result, model, step)
+    activations = [layer["activation"] for layer in manifest["layers"]]
+    check = manifest.get("check")
     shapes = " → ".join([str(manifest["input_size"])] + [str(layer["units"])
                                                           for layer in manifest["layers"]])
     text = script(manifest, weights, tables).encode("utf-8")
-    caption = (f"Decoder weights for the browser at step {step}: {len(kernels)} dense layers "
-               f"({shapes}; {', '.join(activations)}), {bits}-bit with one scale per kernel "
-               f"row, {len(text):,} bytes (layout in the JSON manifest)."
+    caption = (f"Decoder weights for the browser at step {step}: {len(activations)} dense "
+               f"layers ({shapes}; {', '.join(activations)}), {manifest['bits']}-bit with one "
+               f"scale per kernel row, {len(text):,} bytes (layout in the JSON manifest)."
                + (f" Against the float32 decoder: max |Δ| = {check['max_abs_diff']:.2g} per "
                   f"pixel over {check['vectors']} capsule vectors." if check else ""))
     data = json.dumps(manifest, indent=1, sort_keys=True).encode()

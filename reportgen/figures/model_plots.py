@@ -17,7 +17,7 @@ from reportgen.figures.encode import new_figure
 from reportgen.figures.figure import Figure
 from reportgen.figures.plots import figure_pair, style_axes, styled
 
-# (history key, legend label, colour), as the overview's inline chart (pages/svg_charts.py)
+# (history key, legend label, colour), also the overview's inline chart's (pages/svg_charts.py)
 LOSSES = (("loss", "total loss", "#3f51b5"), ("margin_loss", "margin loss", "#e65100"),
           ("reconstruction_loss", "reconstruction loss", "#2e7d32"))
 ACCURACIES = (("val_accuracy", "validation accuracy", "#c2185b"),

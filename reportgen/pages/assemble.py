@@ -1,9 +1,10 @@
 """From stored arrays to site data: draw figures (or reuse drawn ones) and place them in docs/.
 
 Figures are cached separately from arrays, so a drawing change redraws without recomputing.
-Every panel carries its numbers (`Panel.numbers`, read from its JSON export in the artifact
-store) and the store path of each file (`FigureFile.source`): nothing is read back from the
-docs folder. Files are hard-linked from the store into the MkDocs docs folder (copied where
+Every panel carries the numbers its technique hands on (`Panel.numbers`, and bulky `Panel.data`:
+computed with the figures and kept in the artifact store beside them, never parsed back from a
+figure or download) and the store path of each file (`FigureFile.source`): nothing is read back
+from the docs folder. Files are hard-linked from the store into the MkDocs docs folder (copied where
 links fail) only when the pages are rendered (`place_files`): a build whose site is up to date
 links nothing.
 """
@@ -28,6 +29,9 @@ from reportgen.techniques.base import Figure, RenderContext
 from reportgen.techniques.compute import params_dict, variant_label
 
 FIGURES_VERSION = 21     # bump when drawing changes: figures are redrawn, arrays are kept
+# What a panel hands on (`Technique.numbers` and `.data`): one small entry per figure entry.
+HANDED_ON_VERSION = 1
+HANDED_ON_FILE = "handed_on.json"
 _ATTEMPTS = 2            # a figure entry removed between listing and reading: draw it again
 
 
@@ -80,26 +84,30 @@ class Assembler:
         what = f"{tech.name} ({ctx.model}, step {ctx.step}" + (
             f", {ctx.input_label})" if ctx.input_label else ")")
         for attempt in range(_ATTEMPTS):
-            figures, drawn = self.store.get_figures(fig_key), None
+            figures, handed_on = self.store.get_figures(fig_key), None
             if figures is None:
                 if not draw:
                     return None
                 arrays = self.arrays(array_key, what)
                 drawn = list(tech.render(arrays, params, ctx))
-                if tech.summarize is not None:
-                    drawn += export_figures(tech.name, tech.summarize(arrays, params))
+                summary = tech.summarize(arrays, params) if tech.summarize is not None else None
+                if summary is not None:
+                    drawn += export_figures(tech.name, summary)
+                handed_on = self._hand_on(tech, params, ctx, fig_key, what, arrays, summary)
                 figures = self.store.put_figures(fig_key, drawn, about=what)
                 with self._lock:
                     self.drawn += 1
             try:
-                numbers = self._numbers(tech, figures, drawn)
+                if handed_on is None:
+                    handed_on = self._handed_on(tech, params, ctx, fig_key, what,
+                                                lambda: self.arrays(array_key, what))
                 self._remember(figures)
             except OSError:
                 if attempt + 1 == _ATTEMPTS:
                     raise MissingResult(f"the figures of {what}", fig_key) from None
                 continue
             panel = self._place(tech, params, figures, out_dir)
-            panel.numbers = numbers
+            panel.numbers, panel.data = handed_on
             return panel
         raise AssertionError("unreachable")
 
@@ -133,19 +141,39 @@ class Assembler:
             return panel
         raise AssertionError("unreachable")
 
-    @staticmethod
-    def _numbers(tech, figures: list[dict], drawn=None) -> dict | None:
-        """The panel's JSON export (a dataset analysis's summary, class capsules' poses and
-        lengths, ...): `<technique>.json`, else the first JSON file; from `drawn` (the Figures
-        just stored, in memory) or else read from the store."""
-        exports = [f for f in figures if f["kind"] == "json"]
-        chosen = next((f for f in exports if f["name"] == f"{tech.name}.json"),
-                      exports[0] if exports else None)
-        if chosen is None:
-            return None
-        data = next((f.data for f in drawn or () if f.name == chosen["name"]), None)
-        value = json.loads(data if data is not None else Path(chosen["path"]).read_bytes())
-        return value if isinstance(value, dict) else {"value": value}
+    # -- what a panel hands on to other pages: numbers and data, not read from its figures ----
+    def _hand_on(self, tech, params, ctx, fig_key: str, what: str, arrays,
+                 summary=None) -> tuple[dict | None, dict | None]:
+        """(numbers, data) of a result from its arrays, kept in the store beside its figures
+        (one entry per figure entry) so that a later build reads them without the arrays."""
+        if tech.numbers is not None:
+            numbers = plain(tech.numbers(arrays, params, ctx))
+        elif tech.summarize is not None:
+            numbers = plain(summary if summary is not None else tech.summarize(arrays, params))
+        else:
+            numbers = None
+        data = plain(tech.data(arrays, params, ctx)) if tech.data is not None else None
+        if numbers is not None or data is not None:
+            record = json.dumps({"numbers": numbers, "data": data}, separators=(",", ":"))
+            self.store.put_figures(_handed_on_key(fig_key), [Figure(
+                name=HANDED_ON_FILE, data=record.encode("utf-8"), kind="json")],
+                about=f"the numbers of {what}")
+        return numbers, data
+
+    def _handed_on(self, tech, params, ctx, fig_key: str, what: str,
+                   load) -> tuple[dict | None, dict | None]:
+        """(numbers, data) of a result whose figures were drawn before: from the store, else
+        (an entry drawn by an older reportgen, or removed) from its arrays (`load()`)."""
+        if tech.numbers is None and tech.summarize is None and tech.data is None:
+            return None, None
+        listing = self.store.get_figures(_handed_on_key(fig_key))
+        if listing:
+            try:
+                record = json.loads(Path(listing[0]["path"]).read_bytes())
+                return record["numbers"], record["data"]
+            except (OSError, ValueError, KeyError, TypeError):
+                pass                  # removed meanwhile: made again from the arrays
+        return self._hand_on(tech, params, ctx, fig_key, what, load())
 
     def _remember(self, figures: list[dict]) -> None:
         """Note the figures' store entry by its key (a hash of what it is drawn from) and its
@@ -204,13 +232,44 @@ class Assembler:
             write_input_png(image, path)
 
 
+def _handed_on_key(fig_key: str) -> str:
+    return hash_json({"handed_on": fig_key, "version": HANDED_ON_VERSION})
+
+
+def plain(value):
+    """`value` as JSON-ready data, equal to what `json.loads(json.dumps(value, sort_keys=True))`
+    gives (NumPy numbers and arrays as Python ones, tuples as lists, keys sorted and as text),
+    without writing and parsing the text."""
+    if isinstance(value, dict):
+        return {_json_key(k): plain(v) for k, v in sorted(value.items())}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, (np.ndarray, np.generic)):
+        return plain(value.tolist()) if isinstance(value, np.ndarray) else plain(value.item())
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def _json_key(key) -> str:
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, (bool, int, float)):
+        return json.dumps(key)           # what json writes for such a key: null, true, 1, 0.5
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
+
+
 def export_figures(name: str, summary: dict) -> list[Figure]:
     """The headline numbers of a dataset analysis as JSON and as a flat CSV (key, value)."""
     data = json.dumps(summary, indent=1, sort_keys=True, default=_json_default).encode()
     rows = io.StringIO()
     writer = csv.writer(rows, lineterminator="\n")
     writer.writerow(["key", "value"])
-    for key, value in flatten(json.loads(data)):
+    for key, value in flatten(plain(summary)):
         writer.writerow([key, value])
     return [Figure(name=f"{name}.json", data=data, kind="json"),
             Figure(name=f"{name}.csv", data=rows.getvalue().encode(), kind="csv")]

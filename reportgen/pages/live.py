@@ -12,8 +12,9 @@ ranges use: over the evaluation set when the `capsule_semantics` analysis ran at
 summary's `DIMENSION_STD`, reportgen/results/capsule_semantics.py), otherwise over the chosen
 inputs (the page says which).
 
-Everything is read from the panels (`Panel.numbers`) and the artifact store (`FigureFile.source`:
-the manifest and the weights script), never back from the docs folder; a panel
+Everything is what the techniques handed on with their panels: the manifest (`Panel.numbers`),
+the quantised weights as the script carries them (`Panel.data`, never parsed back from the
+script) and the class capsules' numbers; nothing is read back from the docs folder, and a panel
 without them counts as not computed.
 
 Like data.js, the script registers itself (`window.reportgenLive.inputs[model][step]`) because
@@ -61,31 +62,17 @@ def stored_file(panel: Panel | None, kind: str) -> Path | None:
     return Path(found.source) if found is not None and found.source else None
 
 
-def _manifest(panel: Panel) -> dict | None:
-    """The weights' manifest: the panel's numbers, else its stored JSON file."""
-    if isinstance(panel.numbers, dict) and "layers" in panel.numbers:
-        return panel.numbers
-    path = stored_file(panel, "json")
-    try:
-        data = json.loads(path.read_text("utf-8")) if path is not None else None
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def live_step(model: ModelData, step: StepData) -> LiveStep | None:
     """The live decoder's data at `step`, or None when its weights were not exported there."""
     panel = find_panel(step.checkpoint_panels, TECHNIQUE)
     if panel is None:
         return None
-    manifest = _manifest(panel)
-    script = stored_file(panel, "js")
-    if manifest is None or script is None:
+    manifest, data, script = panel.numbers, panel.data, stored_file(panel, "js")
+    if not isinstance(manifest, dict) or not isinstance(data, dict) or script is None:
         return None
     try:
-        text = script.read_text("utf-8")
-        _, weights, tables = fmt.read_script(text)
-        layers = fmt.unpack(weights, tables, manifest)
+        layers = fmt.unpack(data["weights"], data["tables"], manifest)
+        script_bytes = script.stat().st_size      # the file the page loads
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return None
     classes, dims = manifest["classes"], manifest["dims"]
@@ -120,7 +107,7 @@ def live_step(model: ModelData, step: StepData) -> LiveStep | None:
         "  registry.inputs[model] = registry.inputs[model] || {};\n"
         f"  registry.inputs[model][{fmt.js_literal(step.step)}] = {fmt.js_safe(body)};\n"
         "})(window.reportgenLive = window.reportgenLive || {});\n")
-    return LiveStep(step=step.step, manifest=manifest, script_bytes=len(text.encode("utf-8")),
+    return LiveStep(step=step.step, manifest=manifest, script_bytes=script_bytes,
                     inputs_script=inputs_text)
 
 

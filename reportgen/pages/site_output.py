@@ -14,8 +14,9 @@ replacing it.
   Until the first rename the old site is untouched; a crash between the renames leaves the old
   site (renamed) and the new one (staged), and the next build of that folder puts the old one
   back before anything else, even when it is then refused (`recover_leftovers`).
-- One build per site folder at a time: an exclusive `fcntl.flock` on a lock file beside the
-  folder (`.NAME.reportgen-lock`); the kernel releases it when its holder dies, even by kill -9.
+- One build per site folder at a time: an exclusive `filelock.FileLock` (an `flock`) on a lock
+  file beside the folder (`.NAME.reportgen-lock`); the kernel releases it when its holder dies,
+  even by kill -9.
   A site folder's missing parent folders are created first (as `mkdocs build --site-dir` does),
   and removed again when the build writes no site.
 """
@@ -23,7 +24,6 @@ replacing it.
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import secrets
 import shutil
@@ -31,6 +31,8 @@ import socket
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
+
+from filelock import FileLock, Timeout
 
 from reportgen import console
 from reportgen.errors import ReportgenError
@@ -143,13 +145,10 @@ def _holder(path: Path) -> str:
     return f"pid {pid}" + (f" on {host}" if host and host != socket.gethostname() else "")
 
 
-def _same_file(fd: int, path: Path) -> bool:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return False
-    own = os.fstat(fd)
-    return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
+def _write_holder(fd: int) -> None:
+    """Record "pid host" in the lock file for people (the lock itself is what counts)."""
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()} {socket.gethostname()}\n".encode())
 
 
 def _make_folders(folder: Path, label: str) -> list[Path]:
@@ -171,11 +170,12 @@ def _make_folders(folder: Path, label: str) -> list[Path]:
 
 
 class SiteLock:
-    """An exclusive lock on one site folder, held for a whole build.
+    """An exclusive lock on one site folder, held for a whole build (a `filelock.FileLock`).
 
-    The lock file is removed on release; a waiter that then holds the lock of a removed file
-    notices (its inode is no longer the path's) and locks the new file instead. The parent
-    folders it had to create are removed again on release when nothing was written into them.
+    The lock file is removed on release while still held; a waiter that then holds the lock of
+    the removed file notices (filelock checks the inode is still linked) and locks the new file
+    instead. The parent folders it had to create are removed again on release when nothing was
+    written into them.
     """
 
     def __init__(self, site: Path, *, wait: bool = True, label: str | None = None):
@@ -183,56 +183,48 @@ class SiteLock:
         self.path = self.site.parent / f".{self.site.name}{LOCK_SUFFIX}"
         self.wait = wait
         self.label = (label or str(site)).rstrip("/") + "/"
-        self._fd: int | None = None
+        self._lock: FileLock | None = None
         self._created: list[Path] = []
 
     def __enter__(self) -> "SiteLock":
         self._created = _make_folders(self.path.parent, self.label.rstrip("/"))
         try:
-            fd = self._lock()
+            self._lock = self._acquire()
         except BaseException:
             self._remove_created()
             raise
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()} {socket.gethostname()}\n".encode())
-        self._fd = fd
         return self
 
-    def _lock(self) -> int:
-        told = False
-        while True:
+    def _acquire(self) -> FileLock:
+        # a file system without flock fails here rather than falling back to a marker file
+        # that a kill -9 would leave behind
+        lock = FileLock(self.path, mode=0o644, fallback_to_soft=False, on_acquired=_write_holder)
+        try:
             try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            except OSError as exc:
-                parent = self.path.parent
-                raise ReportgenError(
-                    f"Cannot write the lock file {self.path} beside the site folder "
-                    f"{self.label}", expected=f"a folder you may write to at {parent}",
-                    received=exc.strerror if parent.is_dir() else f"{parent} is not a folder",
-                    fix="choose a --site-dir in a folder you may write to") from None
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
+                lock.acquire(blocking=False)
+            except Timeout:
                 if not self.wait:
-                    os.close(fd)
                     raise ReportgenError(
                         f"Another build is writing {self.label} ({_holder(self.path)}).",
                         fix="wait for it to finish, leave out --no-wait to wait for it, or "
                             "choose another --site-dir") from None
-                if not told:
-                    console.notice(f"waiting for another build of {self.label} "
-                                   f"({_holder(self.path)}) ...")
-                    told = True
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            if _same_file(fd, self.path):
-                return fd
-            os.close(fd)          # the previous holder removed that file: lock the new one
+                console.notice(f"waiting for another build of {self.label} "
+                               f"({_holder(self.path)}) ...")
+                lock.acquire()
+        except OSError as exc:
+            parent = self.path.parent
+            raise ReportgenError(
+                f"Cannot write the lock file {self.path} beside the site folder "
+                f"{self.label}", expected=f"a folder you may write to at {parent}",
+                received=exc.strerror if parent.is_dir() else f"{parent} is not a folder",
+                fix="choose a --site-dir in a folder you may write to") from None
+        return lock
 
     def __exit__(self, *exc) -> None:
-        if self._fd is not None:
+        if self._lock is not None:
             self.path.unlink(missing_ok=True)   # still holding it: nobody else uses this file
-            os.close(self._fd)
-            self._fd = None
+            self._lock.release()
+            self._lock = None
         self._remove_created()
 
     def _remove_created(self) -> None:

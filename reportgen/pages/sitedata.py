@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# A field's metadata key: False keeps the field out of the site's record and digest
+# (reportgen.commands.site_changes).
+RECORDED = "recorded"
 
 @dataclass
 class FigureFile:
@@ -30,15 +33,19 @@ class Panel:
     caption: str              # model, step, input, technique, options, normalisation
     figures: list[FigureFile] # first is the PNG shown; others are downloads (SVG/PDF/extra PNG)
     experimental: bool = False
-    # The panel's numbers as JSON-ready data, from the artifact store: a dataset analysis's
-    # summary (what its JSON/CSV downloads hold) or a per-input technique's small export
-    # (e.g. class capsules' poses and lengths); None when the technique exports none.
+    # The panel's numbers as JSON-ready data, handed on by its technique (`Technique.numbers`,
+    # kept in the artifact store beside the figures): a dataset analysis's summary (what its
+    # JSON/CSV downloads hold), class capsules' poses and lengths, the live decoder's manifest;
+    # None when the technique hands on none.
     numbers: dict | None = None
     # The training filmstrip's frame of this result: the same panel drawn on one colour scale
     # shared by every step (`shared_range`, vmin … vmax); None when the technique's scale is
     # not set by the data.
     shared: "Panel | None" = None
     shared_range: tuple[float, float] | None = None
+    # Bulky data one page reads (`Technique.data`: the live decoder's quantised weights), in
+    # memory only: not part of the site's record or digest (RECORDED False).
+    data: dict | None = field(default=None, repr=False, metadata={RECORDED: False})
 
 
 @dataclass

@@ -9,12 +9,11 @@ import math
 
 from markupsafe import Markup, escape
 
-CURVE_SERIES = {
-    "loss": (("loss", "total loss", "#3f51b5"), ("margin_loss", "margin loss", "#e65100"),
-             ("reconstruction_loss", "reconstruction loss", "#2e7d32")),
-    "accuracy": (("val_accuracy", "validation accuracy", "#c2185b"),
-                 ("train_accuracy", "train accuracy (running)", "#757575")),
-}
+from reportgen.figures.model_plots import ACCURACIES, LOSSES
+
+# the series of the downloadable matplotlib charts (reportgen.figures.model_plots), in the same
+# colours
+CURVE_SERIES = {"loss": LOSSES, "accuracy": ACCURACIES}
 
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:

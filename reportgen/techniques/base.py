@@ -98,6 +98,13 @@ class Technique:
     render_compare: Callable[..., list[Figure]] | None = None
     """([(model, summary dict)], params, ctx) -> figures overlaying models (one step each)."""
     description: str = ""              # one paragraph: what it shows and where it comes from
+    numbers: Callable[..., dict] | None = None
+    """(arrays of one item, params, ctx) -> the JSON-ready numbers other pages read
+    (`Panel.numbers`: class capsules' poses, the live decoder's manifest), handed on as data
+    rather than read back from the figures; a dataset technique's are its `summarize`."""
+    data: Callable[..., dict] | None = None
+    """(arrays of one item, params, ctx) -> bulky JSON-ready data one page reads (`Panel.data`:
+    the live decoder's quantised weights); kept in the store, not in the site's record."""
     page_layer: Callable[..., str] | None = None
     title_for: Callable[..., str] | None = None
     """(params) -> the title of one variant where it is not `title` (the capsule heatmaps of a

@@ -34,21 +34,26 @@ def _render(result, params, ctx):
     return draw(result, params, ctx) + [_capsules_json(result)]
 
 
+def capsule_numbers(result, params=None, ctx=None) -> dict:
+    """The pose values themselves (K x D), their lengths and the predicted class: what the
+    Decoder page's live decoder starts its sliders from (`Panel.numbers`), and a download."""
+    capsules = np.asarray(result["capsules"], np.float64)
+    lengths = np.asarray(result["lengths"], np.float64).reshape(-1)
+    return {"capsules": [[float(v) for v in row] for row in capsules],
+            "lengths": [float(v) for v in lengths], "predicted": int(np.argmax(lengths))}
+
+
 def _capsules_json(result):
-    """The pose values themselves (K x D) and lengths, as JSON: a download, and what the
-    Decoder page's live decoder starts its sliders from."""
     import json
 
     from reportgen.figures.figure import Figure
 
-    capsules = np.asarray(result["capsules"], np.float64)
-    lengths = np.asarray(result["lengths"], np.float64).reshape(-1)
-    data = {"capsules": [[float(v) for v in row] for row in capsules],
-            "lengths": [float(v) for v in lengths], "predicted": int(np.argmax(lengths))}
+    rows, dims = np.shape(result["capsules"])
     return Figure(name="class_capsules.json", kind="json",
-                  data=json.dumps(data, separators=(",", ":")).encode() + b"\n",
-                  caption=f"Class capsules: {capsules.shape[0]} x {capsules.shape[1]} pose "
-                          "values and their lengths (JSON).")
+                  data=json.dumps(capsule_numbers(result), separators=(",", ":")).encode()
+                  + b"\n",
+                  caption=f"Class capsules: {rows} x {dims} pose values and their lengths "
+                          "(JSON).")
 
 
 TECHNIQUE = Technique(
@@ -62,6 +67,7 @@ TECHNIQUE = Technique(
     version=1,
     compute=compute,
     render=_render,
+    numbers=capsule_numbers,
     variants=variants,
     description="The pose vector of every class capsule after dynamic routing, with its length "
                 "(the class probability). The decoder reconstructs the input from the longest "

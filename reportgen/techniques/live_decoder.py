@@ -92,6 +92,8 @@ TECHNIQUE = Technique(
     version=1,
     compute=compute,
     render=lazy("reportgen.figures.live_decoder", "render_live_decoder"),
+    numbers=lazy("reportgen.figures.live_decoder", "live_manifest"),
+    data=lazy("reportgen.figures.live_decoder", "live_weights"),
     variants=variants,
     # 1.4 MB of weights per step for MNIST-sized decoders: shipped where the dataset analyses
     # ran (their capsule semantics also give the sliders' σ ranges), not at every step

@@ -42,6 +42,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from reportgen import file_locks
 from reportgen.errors import ReportgenError
 from reportgen.model_folder import (STATE_FILE, ModelFolder, Step, is_temporary,
                                     is_training_product)
@@ -249,22 +250,18 @@ def _archive_folder(folder: ModelFolder, uncommitted: bool = False) -> Path:
 
 @contextmanager
 def training_lock(folder: ModelFolder) -> Iterator[None]:
-    """One `reportgen train` per model at a time (the recovery deletes temporary files)."""
+    """One `reportgen train` per model at a time (the recovery deletes temporary files). The
+    lock is on the folder itself (reportgen.file_locks: why not filelock)."""
     name, model_dir = folder.name, folder.lock_path
-    try:
-        import fcntl
-    except ImportError:  # not POSIX: no lock
-        yield
-        return
-    fd = os.open(model_dir, os.O_RDONLY)
+    fd = os.open(model_dir, os.O_RDONLY | os.O_CLOEXEC)
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            raise ReportgenError(f"Another `reportgen train {name}` is running on {model_dir}",
-                                 fix="Wait for it to finish, or stop it first") from exc
+            locked = file_locks.try_lock(fd)
         except OSError:
-            pass  # a file system without locks: train unguarded, as before
+            locked = True  # a file system without locks: train unguarded, as before
+        if not locked:
+            raise ReportgenError(f"Another `reportgen train {name}` is running on {model_dir}",
+                                 fix="Wait for it to finish, or stop it first")
         yield
     finally:
         os.close(fd)  # also releases the lock; the kernel releases it when a process dies
