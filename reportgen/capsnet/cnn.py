@@ -44,7 +44,10 @@ def build_cnn(params) -> Network:
     from reportgen.capsnet.layers import Length, PrimaryCaps
     from reportgen.capsnet.network import build_convs, build_decoder
 
+    from reportgen.data.label_arity import PAIR, model_label_arity
+
     description = describe(params)
+    two_labels = model_label_arity(params) == PAIR
     cnn = params.family_settings
     head, classes, dims = cnn.head, params.num_classes, params.class_caps.dims
     image = keras.Input(params.input_shape, name="image")
@@ -86,7 +89,9 @@ def build_cnn(params) -> Network:
         elif head == "cr_sf":
             logits = VectorNorm(name="logits")(features)
             features = Squash(name="squashed_features")(features)
-    if head == "cr":
+    if head == "cr" or (two_labels and head != "cr_sf"):
+        # two labels per image (MultiMNIST): independent class scores, sigmoid + binary
+        # cross-entropy (Gu 2022, Ch.5 section 3.2), not a softmax that makes them compete
         probabilities = layers.Activation("sigmoid", name="probabilities")(logits)
     elif head == "cr_sf":
         probabilities = Length(name="probabilities")(features)
@@ -113,7 +118,9 @@ def build_cnn(params) -> Network:
     encoder = keras.Model(image, [vectors, probabilities], name=f"convnet_{head}_encoder")
     scores = keras.Model(image, [vectors, logits, probabilities], name=f"convnet_{head}_train")
     net = Network(params=params, description=description, model=model, encoder=encoder,
-                  decoder=decoder)
+                  decoder=decoder,
+                  pair_logits=None if head == "cr_sf" else
+                  keras.Model(image, [vectors, logits], name=f"convnet_{head}_pair"))
     net.training_losses = _training_losses(params, scores, decoder, reconstructor)
     return net
 

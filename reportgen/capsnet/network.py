@@ -28,6 +28,10 @@ class Network:
     # (images, one_hot) -> (classification loss (B,), reconstruction loss (B,), scores (B, K)):
     # the family's loss, which the trainer minimises (the sum's batch mean).
     training_losses: Callable | None = None
+    # Families whose two-label loss is sigmoid + binary cross-entropy (the CNN baselines on
+    # MultiMNIST, Gu 2022 Ch.5): image -> [class vectors, logits]. None: the margin loss on the
+    # encoder's scores, both classes present (Sabour et al. 2017, section 6).
+    pair_logits: Any = None
     # The capsule layers by name, for families whose analyses reach into them.
     capsule_layers: dict[str, Any] = field(default_factory=dict)
     # Whether the trainer and the evaluation compile with XLA (e.g. EM routing, whose chains of

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from reportgen.data import multimnist
 from reportgen.errors import ReportgenError
 
 SINGLE, PAIR = 1, 2
@@ -46,3 +47,15 @@ def check_label_arity(dataset, model_name: str, model_arity: int) -> None:
                  f"{_SHAPES[model_arity]})",
         received=f"labels of shape {tuple(np.shape(dataset.y_train))}",
         fix=fix)
+
+
+# Data sets whose images carry a pair of classes; every other data set, built-in or the user's,
+# carries one.
+PAIRED_DATASETS = (multimnist.NAME,)
+
+
+def model_label_arity(params) -> int:
+    """How many classes model `params` (a ModelParams) names per image: a pair when its
+    params.toml's `dataset` is a data set of paired labels (MultiMNIST), else one."""
+    name = str(getattr(params, "dataset", "") or "").strip().lower().replace("-", "_")
+    return PAIR if name in PAIRED_DATASETS else SINGLE

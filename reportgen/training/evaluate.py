@@ -26,6 +26,17 @@ def accuracy(net, images: np.ndarray, labels: np.ndarray, batch_size: int = 250)
     return float(np.mean(predicted == labels))
 
 
+def top2_accuracy(net, images: np.ndarray, labels: np.ndarray, batch_size: int = 250) -> float:
+    """Share of two-digit images whose two highest class scores are their two labels (N, 2)
+    (MultiMNIST, Sabour et al. 2017 section 6)."""
+    if len(images) == 0:
+        return float("nan")
+    from reportgen.training.two_label import top2_correct
+
+    scores = class_lengths(net, images, batch_size)
+    return float(np.mean(np.asarray(top2_correct(np.asarray(labels), scores))))
+
+
 def _compiled_encoder(net):
     """net.encoder at evaluation; XLA-compiled (and kept on the network) for networks that ask
     for it (`jit_compile`, e.g. EM routing), where an eager call is several times slower."""

@@ -30,6 +30,8 @@ from reportgen.training.run_state import (Committed, archive_run, archive_uncomm
                                           sigint_deferred, training_lock)
 
 VALIDATION_LIMIT = 1000
+# history.json's "accuracy" of a two-label run: what its accuracies count
+TOP2_ACCURACY = "top-2: both labels among the two highest class scores"
 # settings that fix which images each EPOCH-BATCH step saw: a resume must keep them
 _ORDER_SETTINGS = ("data", "seed", "batch_size", "limit")
 
@@ -67,6 +69,16 @@ class Run:
     history: list[dict] = field(default_factory=list)
     resumed_from: Step | None = None
     until_accuracy: float | None = None   # TrainOptions.until_accuracy
+    # Two labels per image (MultiMNIST): y_* are (N, 2); `components(split, indices)` renders
+    # each image's two digits (the reconstruction targets) from its index in the data set's
+    # split, which train_indices / val_indices keep through --limit and the validation sample.
+    components: object = None
+    train_indices: np.ndarray | None = None
+    val_indices: np.ndarray | None = None
+
+    @property
+    def two_labels(self) -> bool:
+        return self.components is not None
 
     @property
     def batches_per_epoch(self) -> int:
@@ -78,11 +90,10 @@ def _epoch_order(n: int, seed: int, epoch: int) -> np.ndarray:
     return np.random.default_rng([seed, epoch]).permutation(n)
 
 
-def _validation_split(dataset, seed: int):
+def _validation_indices(dataset, seed: int) -> np.ndarray:
     """Up to VALIDATION_LIMIT test images, a seeded sample (the whole test split if smaller)."""
     n = len(dataset.x_test)
-    idx = np.sort(np.random.default_rng(seed).permutation(n)[:VALIDATION_LIMIT])
-    return dataset.x_test[idx], dataset.y_test[idx]
+    return np.sort(np.random.default_rng(seed).permutation(n)[:VALIDATION_LIMIT])
 
 
 def train(entry: ModelFolder, options: TrainOptions = TrainOptions()) -> list[dict]:
@@ -199,8 +210,12 @@ def _settings(entry: ModelFolder, options: TrainOptions, recorded: dict) -> dict
 def _load_data(entry: ModelFolder, options: TrainOptions, settings: dict) -> Run:
     from reportgen.data.datasets import load_dataset
 
+    from reportgen.data.label_arity import PAIR, check_label_arity, model_label_arity
+
     params = entry.params
     dataset = load_dataset(settings["data"], seed=settings["seed"])
+    arity = model_label_arity(params)
+    check_label_arity(dataset, entry.name, arity)
     if tuple(dataset.input_shape) != tuple(params.input_shape):
         raise ReportgenError(f"Dataset '{dataset.name}' does not fit model {entry.name}.",
                              expected=f"images of shape {tuple(params.input_shape)}",
@@ -211,14 +226,25 @@ def _load_data(entry: ModelFolder, options: TrainOptions, settings: dict) -> Run
                              expected=f"at most {params.num_classes} classes",
                              received=str(dataset.num_classes))
     x_train, y_train = dataset.x_train, dataset.y_train
+    keep = np.arange(len(x_train))
     if settings["limit"]:
         keep = np.sort(np.random.default_rng(settings["seed"]).permutation(len(x_train))
                        [:settings["limit"]])
         x_train, y_train = x_train[keep], y_train[keep]
-    x_val, y_val = _validation_split(dataset, settings["seed"])
-    return Run(net=None, optimizer=None, settings=settings,
-               epochs=options.epochs or params.training.epochs, start=Step(1, 0),
-               x_train=x_train, y_train=y_train, x_val=x_val, y_val=y_val, source=dataset.source)
+    val = _validation_indices(dataset, settings["seed"])
+    run = Run(net=None, optimizer=None, settings=settings,
+              epochs=options.epochs or params.training.epochs, start=Step(1, 0),
+              x_train=x_train, y_train=y_train, x_val=dataset.x_test[val],
+              y_val=dataset.y_test[val], source=dataset.source)
+    if arity == PAIR:
+        if dataset.components is None:
+            raise ReportgenError(
+                f"Dataset '{dataset.name}' cannot render the single digits of its pairs, which "
+                f"model {entry.name} reconstructs.",
+                expected="a data set of overlaid digits with their parts, such as multimnist",
+                received=f"'{dataset.name}'", fix="Train it with --data multimnist.")
+        run.components, run.train_indices, run.val_indices = dataset.components, keep, val
+    return run
 
 
 def _load_step_weights(entry: ModelFolder, net, step: Step) -> None:
@@ -269,9 +295,14 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
     console.notice(f"Training {entry.name} on {run.settings.get('data') or params.dataset}: "
                    f"{n:,} images, batch {batch_size}, "
                    f"{run.epochs} epochs, saving every {save_every} batches")
-    from reportgen.training.evaluate import accuracy
+    from reportgen.training.evaluate import accuracy, top2_accuracy
 
-    train_step = make_train_step(net, run.optimizer)
+    if run.two_labels:
+        train_step = make_pair_train_step(entry.name, net, run.optimizer)
+        validation_accuracy = top2_accuracy
+    else:
+        train_step = make_train_step(net, run.optimizer)
+        validation_accuracy = accuracy
     clock = time.perf_counter()
     # wall time over every session of the run; unknown when resuming a run that did not
     # record it
@@ -290,11 +321,13 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
                   "margin_loss": sums[1] / seen if seen else None,
                   "reconstruction_loss": sums[2] / seen if seen else None,
                   "train_accuracy": sums[3] / seen if seen else None,
-                  "val_accuracy": accuracy(net, run.x_val, run.y_val),
+                  "val_accuracy": validation_accuracy(net, run.x_val, run.y_val),
                   "seconds": round(time.perf_counter() - clock, 3)}
         record["wall_seconds"] = None if before is None else round(before + record["seconds"], 3)
         doc = {"model": entry.name, "dataset": run.source, "batch_size": batch_size,
                RUN_SECTION: facts, "records": history + [record]}
+        if run.two_labels:   # what train_accuracy and val_accuracy count
+            doc["accuracy"] = TOP2_ACCURACY
         with sigint_deferred():  # Ctrl-C mid-save: the step is saved and counted, then we stop
             commit_step(entry, step, lambda path: net.model.save_weights(str(path)),
                         run.optimizer.variables, doc, settings)
@@ -328,7 +361,11 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
                 epoch_seen = 0
                 for b in range(first, batches_per_epoch):
                     idx = np.sort(order[b * batch_size:(b + 1) * batch_size])
-                    one_hot = np.eye(params.num_classes, dtype=np.float32)[run.y_train[idx]]
+                    if not run.two_labels:
+                        targets = (np.eye(params.num_classes, dtype=np.float32)[run.y_train[idx]],)
+                    else:
+                        targets = (run.y_train[idx],
+                                   run.components("train", run.train_indices[idx]))
                     progress = ((epoch - 1) * batches_per_epoch + b) \
                         / max(run.epochs * batches_per_epoch - 1, 1)
                     # Families whose loss or learning rate changes over training follow the
@@ -337,7 +374,7 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
                     factor = net.learning_rate_factor(progress)
                     if factor != 1.0:
                         run.optimizer.learning_rate = settings["learning_rate"] * factor
-                    out = train_step(run.x_train[idx], one_hot)
+                    out = train_step(run.x_train[idx], *targets)
                     k = len(idx)
                     sums += np.array([float(out[0]) * k, float(out[1]) * k, float(out[2]) * k,
                                       float(out[3])])
@@ -383,5 +420,35 @@ def make_train_step(net, optimizer):
         correct = tf.reduce_sum(tf.cast(tf.argmax(lengths, 1) == tf.argmax(one_hot, 1),
                                         tf.float32))
         return total, tf.reduce_mean(margin), tf.reduce_mean(rec), correct
+
+    return train_step
+
+
+def make_pair_train_step(name: str, net, optimizer):
+    """make_train_step for two labels per image (MultiMNIST): the network's two-label loss
+    (reportgen.training.two_label.pair_training_losses) on (images, labels (B, 2), the two
+    source digits (B, 2, H, W, C)); correct = top-2."""
+    import tensorflow as tf
+
+    from reportgen.training.two_label import pair_training_losses, top2_correct
+
+    losses = pair_training_losses(net)
+    if losses is None:
+        raise ReportgenError(
+            f"Model {name} cannot be trained on two labels per image.",
+            expected="a CapsNet with class-capsule lengths, or a CNN with logits",
+            received=f"a {net.description.head.kind} head",
+            fix="Give it a single-label data set, or train a MULTIMNIST_* model.")
+    variables = net.model.trainable_variables
+
+    @tf.function(jit_compile=net.jit_compile or None)
+    def train_step(images, labels, sources):
+        with tf.GradientTape() as tape:
+            classification, rec, scores = losses(images, labels, sources)
+            total = tf.reduce_mean(classification + rec)
+        grads = tape.gradient(total, variables)
+        optimizer.apply(grads, variables)
+        correct = tf.reduce_sum(top2_correct(labels, scores))
+        return total, tf.reduce_mean(classification), tf.reduce_mean(rec), correct
 
     return train_step

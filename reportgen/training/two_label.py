@@ -66,3 +66,40 @@ def top2_correct(labels, scores):
     same = ops.logical_and(top[:, 0] == labels[:, 0], top[:, 1] == labels[:, 1])
     swapped = ops.logical_and(top[:, 0] == labels[:, 1], top[:, 1] == labels[:, 0])
     return ops.cast(ops.logical_or(same, swapped), "float32")
+
+
+def pair_training_losses(net):
+    """A network's loss on two labels per image: (images, labels (B, 2), sources
+    (B, 2, H, W, C)) -> (classification loss (B,), reconstruction loss (B,), scores (B, K)).
+
+    Networks with `pair_logits` (the CNN baselines) pay sigmoid + binary cross-entropy on their
+    logits; the others the margin loss with both classes present on their class-capsule
+    lengths. The decoder, when there is one, runs once per label against that label's digit
+    (Sabour et al. 2017, section 6). None for a network whose scores are neither (matrix
+    capsules' activations, trained with the spread loss on one label)."""
+    lp = net.params.loss
+    head = net.description.head
+    capsule_lengths = head.kind == "capsules" and all(
+        layer.activation == "length" for layer in net.description.capsule_layers)
+    if net.pair_logits is None and not capsule_lengths:
+        return None
+    mask = Mask()
+    decoder = net.decoder
+
+    def losses(images, labels, sources):
+        if net.pair_logits is not None:
+            vectors, logits = net.pair_logits(images, training=True)
+            scores = logits
+            classification = pair_binary_crossentropy(labels, logits)
+        else:
+            vectors, scores = net.encoder(images, training=True)
+            classification = pair_margin_loss(labels, scores, lp.m_plus, lp.m_minus,
+                                              lp.down_weight)
+        if decoder is not None:
+            rec = pair_reconstruction_loss(lambda z: decoder(z, training=True), vectors, labels,
+                                           sources, lp.reconstruction_weight, mask)
+        else:
+            rec = ops.zeros_like(classification)
+        return classification, rec, scores
+
+    return losses
