@@ -12,6 +12,12 @@ TINY_GRACAPS = {**BASE, "family": "gracapsnet", "conv": [{"filters": 8, "kernel_
                 "primary": {"types": 4, "dims": 4, "kernel_size": 3, "strides": 2},
                 "class_caps": {"dims": 4}, "graph": {"sigma": 1.5}, "decoder": {"units": [16]}}
 CNN_HEADS = ("avg", "fc", "r", "cr", "cr_sf")
+# Two overlapping digits (MultiMNIST, 36x36, 10 classes): 36 -> conv 5 s3 11x11 -> primary
+# (kernel 3, stride 2) 5x5 grid x 4 types = 100 capsules -> 10 x 4D; decoder 40 -> 16 -> 1296.
+TINY_PAIR = {"dataset": "multimnist", "input_shape": [36, 36, 1], "num_classes": 10,
+             "conv": [{"filters": 8, "kernel_size": 5, "strides": 3}],
+             "primary": {"types": 4, "dims": 4, "kernel_size": 3, "strides": 2},
+             "class_caps": {"dims": 4}, "decoder": {"units": [16]}}
 
 
 def tiny_cnn(head: str) -> dict:

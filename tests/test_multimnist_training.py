@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import reference.two_label as ref
+from family_nets import TINY_PAIR
 from reportgen.capsnet.param_count import count_trainable_params
 from reportgen.catalog import Catalog
 from reportgen.data.label_arity import PAIR, SINGLE, model_label_arity
@@ -27,12 +28,7 @@ CONVNET_FC = 20_992 + 5_308_672 + 2_654_336 + 6_046_024 + 63_168 + 1_930
 COUNTS = {"MULTIMNIST_CapsNet": 11_361_808, "MULTIMNIST_NoR": 11_361_808,
           "MULTIMNIST_ConvNet_FC": 14_095_122}
 
-# A two-label CapsNet small enough to train in a test: 36 -> conv 5 s3 -> 11x11 -> primary
-# 3 s2 -> 5x5 x 4 types (100 capsules) -> 10 x 4D; decoder 40 -> 16 -> 1296.
-TINY_PAIR = {"dataset": "multimnist", "input_shape": [36, 36, 1], "num_classes": 10,
-             "conv": [{"filters": 8, "kernel_size": 5, "strides": 3}],
-             "primary": {"types": 4, "dims": 4, "kernel_size": 3, "strides": 2},
-             "class_caps": {"dims": 4}, "decoder": {"units": [16]}}
+# family_nets.TINY_PAIR as a params.toml, trained on `data`
 TINY_PAIR_TOML = """
 dataset = "{data}"
 input_shape = [36, 36, 1]

@@ -28,6 +28,7 @@ SMALL = {
                           "translation_y": (), "scale": (0.9,), "shear_x": (), "shear_y": ()},
     "adversarial_robustness": {"images": 6, "epsilons": (0.0, 0.1), "pgd_steps": 2},
     "affnist_benchmark": {"images": 20},
+    "multimnist_segmentation": {"images": 12},
 }
 
 
@@ -58,10 +59,12 @@ def test_declarations_are_known():
 @pytest.fixture(scope="module")
 def family_nets():
     """Tiny GraCapsNet, for the techniques the CapsNet does not have (its attention), and a
-    tiny CNN of the affine benchmark's 40x40 input."""
+    tiny CNN of the affine benchmark's 40x40 input, and a tiny CapsNet of two overlapping
+    digits (MultiMNIST, 36x36)."""
     import family_nets
 
-    return [family_nets.build(family_nets.TINY_GRACAPS), family_nets.build(family_nets.TINY_CNN40)]
+    return [family_nets.build(family_nets.TINY_GRACAPS), family_nets.build(family_nets.TINY_CNN40),
+            family_nets.build(family_nets.TINY_PAIR)]
 
 
 @pytest.mark.parametrize("name", TECHNIQUE_MODULES)
@@ -79,6 +82,9 @@ def test_reads_only_what_it_declares(name, tiny_net, family_nets, images, evalua
         assert all(tensor_kind(n) in TENSORS for n in declared), declared
         reader = f"Technique '{name}'"
         if technique.scope == "input":
+            shape = tuple(tiny_net.description.input_shape)
+            if images.shape[1:] != shape:     # the 36x36 MultiMNIST net
+                images = np.random.default_rng(12).random((len(images), *shape), dtype=np.float32)
             probed = run_probe(tiny_net, images, needs=declared)
             assert set(probed.tensors) <= declared | {"images"}
             got = technique.compute(probed.restricted(declared, reader), params)

@@ -47,7 +47,9 @@ def evaluation_set(dataset, n: int) -> EvaluationSet:
     """`n` test images, the same number per class (the whole split if smaller)."""
     from reportgen.probe.evaluation import stratified_sample
 
-    chosen = stratified_sample(dataset.y_test, n)
+    labels = np.asarray(dataset.y_test)
+    # two overlapping digits: the same number per class of the first digit
+    chosen = stratified_sample(labels if labels.ndim == 1 else labels[:, 0], n)
     x, y = dataset.x_test[chosen], dataset.y_test[chosen]
     digest = hash_json({"x": hash_bytes(np.ascontiguousarray(x).tobytes()), "y": y.tolist()})
     return EvaluationSet(x, y, tuple(dataset.class_names), digest)
@@ -58,8 +60,8 @@ def input_gallery(assembler, model: str, dataset, inputs) -> list[InputInfo]:
     folder = assembler.docs / "artifacts" / model / "inputs"
     return [InputInfo(key=item.key, label=item.label,
                       image=assembler.add_input(item.image, folder / f"{item.key}.png"),
-                      true_class=None if item.true_class is None
-                      else dataset.class_names[item.true_class])
+                      true_class=" and ".join(dataset.class_names[k]
+                                              for k in item.known_classes) or None)
             for item in inputs]
 
 
@@ -87,7 +89,8 @@ def context(model: str, step: str, description, dataset, item=None) -> RenderCon
         receptive_fields=tuple(c.receptive_field.rows for c in description.conv_layers),
         conv_layer_names=tuple(description.conv_layer_names),
         # capsule layers' receptive fields and kinds (e.g. ConvCaps grids, logistic activations)
-        description=description)
+        description=description,
+        true_classes=() if item is None else tuple(item.known_classes))
 
 
 def step_data(assembler, model: str, step, description, variants, inputs, dataset,
@@ -141,7 +144,8 @@ def step_data(assembler, model: str, step, description, variants, inputs, datase
                                            f"predictions ({model}, step {step}, "
                                            f"{item.label})")["lengths"]
                 data.predictions[item.key] = prediction(lengths, item.true_class,
-                                                        dataset.class_names)
+                                                        dataset.class_names,
+                                                        item.true_classes)
     evaluation = assembler.arrays(keys.evaluation, f"the evaluation ({model}, step {step})")
     data.accuracy, data.per_class_accuracy, data.confusion_matrix = evaluation_tables(
         evaluation["lengths"], evaluation["labels"], description.classes)

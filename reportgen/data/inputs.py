@@ -552,9 +552,16 @@ class InputImage:
     key: str                     # file-name-safe, stable: "test-12", "file-3fa9c0d21e-cat-rot90"
     label: str                   # for people: "test #12", "cat.png (rotated 90°)"
     image: np.ndarray            # float32 [0, 1], (H, W, C); read-only
-    true_class: int | None
+    true_class: int | None       # None when unknown, or when the image carries two classes
     source_bytes_digest: str     # sha256 of source bytes + transform label: feeds cache keys
     transform: Transform
+    # The two classes of an image of two overlapping digits (MultiMNIST), else ().
+    true_classes: tuple[int, ...] = ()
+
+    @property
+    def known_classes(self) -> tuple[int, ...]:
+        """Every class the image is known to show: its pair, its one class, or ()."""
+        return self.true_classes or (() if self.true_class is None else (self.true_class,))
 
 
 def _safe_stem(name: str) -> str:
@@ -609,7 +616,7 @@ def make_inputs(dataset: "Dataset | None", indices: Sequence[int], files: Sequen
     seen: set[str] = set()
 
     def add(key: str, label: str, pixels: np.ndarray, true_class: int | None,
-            source: "hashlib._Hash") -> None:
+            source: "hashlib._Hash", true_classes: tuple[int, ...] = ()) -> None:
         for t in transforms:
             k, lab = _with_transform(key, label, t)
             if k in seen:
@@ -617,7 +624,7 @@ def make_inputs(dataset: "Dataset | None", indices: Sequence[int], files: Sequen
             seen.add(k)
             result.append(InputImage(key=k, label=lab, image=_frozen(apply_transform(pixels, t)),
                                      true_class=true_class, source_bytes_digest=_digest(source, t),
-                                     transform=t))
+                                     transform=t, true_classes=true_classes))
 
     if indices:
         if dataset is None:
@@ -638,8 +645,13 @@ def make_inputs(dataset: "Dataset | None", indices: Sequence[int], files: Sequen
                                               f"{size:,} images)",
                                      received=str(i), fix=f"use e.g. test:0-{min(15, size - 1)}")
             pixels = np.ascontiguousarray(dataset.x_test[i], dtype=np.float32)
-            add(f"test-{i}", f"test #{i}", pixels, int(dataset.y_test[i]),
-                hashlib.sha256(pixels.tobytes()))
+            label = np.asarray(dataset.y_test[i]).reshape(-1)
+            if len(label) == 1:
+                add(f"test-{i}", f"test #{i}", pixels, int(label[0]),
+                    hashlib.sha256(pixels.tobytes()))
+            else:    # two overlapping digits (MultiMNIST)
+                add(f"test-{i}", f"test #{i}", pixels, None, hashlib.sha256(pixels.tobytes()),
+                    tuple(int(k) for k in label))
 
     for name in files:
         path = Path(name)

@@ -56,9 +56,19 @@ def materialise(model):
     return model.net() if isinstance(model, ModelHandle) else model
 
 
+# What a model trained on another number of classes per image misses (Technique.labels), by
+# that number, and the plain clause that says so.
+LABELS_PER_IMAGE = {2: "one_class_per_image"}
+_LABEL_REASONS = {"one_class_per_image": "each of its images carries two classes (overlapping "
+                                         "digits), and this analysis scores one"}
+
+
 def not_applicable_reason(missing: frozenset[str]) -> str:
     """Why a technique does not apply, naming what the model lacks (its most fundamental missing
     feature), to follow "Not applicable to this model:": "it has no reconstruction decoder"."""
+    for name, reason in _LABEL_REASONS.items():
+        if name in missing:
+            return reason
     lacking = [LACKS[f] for f in LACKS if f in missing] + sorted(set(missing) - set(LACKS))
     if not lacking:
         return "it does not apply here"

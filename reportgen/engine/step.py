@@ -21,7 +21,7 @@ import numpy as np
 
 from reportgen import console
 from reportgen.cache.keys import artifact_key, file_digest
-from reportgen.engine.model import materialise
+from reportgen.engine.model import LABELS_PER_IMAGE, materialise
 from reportgen.techniques.compute import params_dict
 
 EVALUATION = "evaluation"   # cache namespace of the step's accuracy / confusion-matrix lengths
@@ -39,9 +39,17 @@ class Plan:
 def plan(techniques, model) -> Plan:
     """The variants of `techniques` for `model` (a CapsNet, a ModelHandle or a
     ModelDescription)."""
+    from reportgen.data.label_arity import SINGLE, model_label_arity
+
+    params = getattr(model, "params", None)
+    arity = SINGLE if params is None else model_label_arity(params)
     variants, skipped = [], []
     for t in techniques:
-        if t.applicable(model):
+        if arity not in t.labels:
+            # a two-label analysis is no gap on a single-label model's pages: not named there
+            if arity != SINGLE:
+                skipped.append((t, frozenset({LABELS_PER_IMAGE[arity]})))
+        elif t.applicable(model):
             variants.extend((t, p) for p in t.variants(model))
         else:
             skipped.append((t, t.missing_features(model)))

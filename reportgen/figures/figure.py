@@ -56,6 +56,8 @@ class RenderContext:
     # their natural size, one pixel per cell or input pixel, where a step's own figure enlarges
     # them; the strip's frames are small beside each other and the site keeps one per step.
     thumbnail: bool = False
+    # The classes the input is known to show (one, or two overlapping digits); () if unknown.
+    true_classes: tuple[int, ...] = ()
 
     def __post_init__(self):
         if self.description is None:

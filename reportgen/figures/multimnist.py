@@ -10,6 +10,8 @@ is drawn the canvas stays white; a legend names the class of each colour.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from reportgen.figures.colormaps import COLOUR_LEVELS, quantise, text_size
@@ -91,3 +93,58 @@ def render_pair(result, params, ctx: RenderContext) -> list[Figure]:
                + ("." if right else f"; it is not the true pair, so the reconstructions of the "
                                      f"two predicted classes are drawn on the right."))
     return [_png_figure("multimnist_pair.png", _compose(blocks), caption)]
+
+
+def render_input(result, params, ctx: RenderContext) -> list[Figure]:
+    """One input's pair figure from the multimnist_pair technique's arrays: "lengths" (K,) and
+    "reconstructions" (K, H, W, C), the decoder masked to each class in turn. The true classes
+    are the input's (`ctx.true_classes`); without two of them (a user's image) only the
+    predicted pair is drawn."""
+    lengths = np.asarray(result["lengths"], np.float64)
+    recs = np.asarray(result["reconstructions"])
+    top2 = [int(k) for k in np.argsort(-lengths, kind="stable")[:2]]
+    image = ctx.image if ctx.image is not None else np.zeros(recs.shape[1:])
+    if len(ctx.true_classes) == 2:
+        labels = [int(k) for k in ctx.true_classes]
+        return render_pair({"image": image, "labels": labels, "top2": top2,
+                            "reconstructions": recs[labels],
+                            "predicted_reconstructions": recs[top2]}, params, ctx)
+    return _render_predicted_pair(image, top2, recs[top2], ctx)
+
+
+def _render_predicted_pair(image, top2, recs, ctx: RenderContext) -> list[Figure]:
+    """An input whose classes are unknown: the reconstructions of its two predicted classes."""
+    image = np.asarray(image, np.float64)
+    height, width = image.shape[:2]
+    factor = 1 if ctx.thumbnail else _factor(max(height, width), 108)
+    names = [_class_name(ctx, k) for k in top2]
+    panels = [_upscale(_rgb(image[None]), factor)[0],
+              _upscale(two_colour(recs[0], recs[1]), factor)]
+    mosaic = _mosaic(np.stack(panels), 2, gutter=6,
+                     below=["input", f"predicted {names[0]} and {names[1]}"])
+    blocks = [mosaic, _legend([f"predicted {n}" for n in names], PAIR_COLOURS),
+              _text_block(f"top-2: {names[0]}, {names[1]} (true classes unknown)", color=MUTED)]
+    caption = (f"The input pulled apart into its two predicted digits, {names[0]} and "
+               f"{names[1]}; its true classes are unknown. Details: MultiMNIST segmentation "
+               f"(Sabour et al. 2017, Fig. 5): the input ({height}x{width}) and the decoder's "
+               f"reconstructions from the two longest class capsules, class {names[0]} in blue "
+               f"and class {names[1]} in orange, each with every other class capsule masked, "
+               f"drawn over each other on white; pixel values clipped to 0 … 1.")
+    return [_png_figure("multimnist_pair.png", _compose(blocks), caption)]
+
+
+def render_examples(result, params, ctx: RenderContext) -> list[Figure]:
+    """The multimnist_segmentation analysis's example test pairs, one pair figure each, named
+    multimnist_pair_<i>.png."""
+    figures = []
+    labels = np.asarray(result["example_labels"]).astype(int)
+    for i in range(len(labels)):
+        drawn = render_pair({"image": result["example_images"][i], "labels": labels[i],
+                             "top2": np.asarray(result["example_top2"][i]).astype(int),
+                             "reconstructions": result["example_reconstructions"][i],
+                             "predicted_reconstructions":
+                                 result["example_predicted_reconstructions"][i]}, params, ctx)
+        figures.extend(dataclasses.replace(f, name=f"multimnist_pair_{i}.png",
+                                           caption=f"Test pair {i + 1}: {f.caption}")
+                       for f in drawn)
+    return figures

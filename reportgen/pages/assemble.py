@@ -304,14 +304,34 @@ def write_input_png(image: np.ndarray, path: Path) -> None:
         Image.fromarray(pixels, "RGB").save(path)
 
 
-def prediction(lengths: np.ndarray, true_class: int | None, class_names) -> Prediction:
+def prediction(lengths: np.ndarray, true_class: int | None, class_names,
+               true_classes: tuple[int, ...] = ()) -> Prediction:
+    """The predicted class; for an image of two digits (`true_classes`), the top-2 pair,
+    correct when it is the true pair, its confidence the shorter of the two."""
+    if len(true_classes) == 2:
+        top2 = [int(k) for k in np.argsort(-np.asarray(lengths), kind="stable")[:2]]
+        return Prediction(predicted=" and ".join(class_names[k] for k in top2),
+                          confidence=float(lengths[top2[1]]),
+                          correct=sorted(top2) == sorted(true_classes))
     predicted = int(np.argmax(lengths))
     return Prediction(predicted=class_names[predicted], confidence=float(lengths[predicted]),
                       correct=None if true_class is None else predicted == true_class)
 
 
 def evaluation_tables(lengths: np.ndarray, labels: np.ndarray, classes: int):
-    """(accuracy, per-class accuracy, confusion matrix rows=true, cols=predicted)."""
+    """(accuracy, per-class accuracy, confusion matrix rows=true, cols=predicted).
+
+    Images of two digits (labels (N, 2)): top-2 accuracy, per class the share of its images
+    whose top-2 holds it, and no confusion matrix (a pair of predictions has no one cell)."""
+    labels = np.asarray(labels)
+    if labels.ndim == 2:
+        top2 = np.argsort(-np.asarray(lengths), axis=1, kind="stable")[:, :2]
+        found = (top2[:, :, None] == labels[:, None, :]).any(axis=1)      # (N, 2)
+        per_class = []
+        for c in range(classes):
+            holds = labels == c
+            per_class.append(float(found[holds].mean()) if holds.any() else 0.0)
+        return float(found.all(axis=1).mean()) if len(labels) else 0.0, per_class, None
     predicted = lengths.argmax(axis=1)
     matrix = np.zeros((classes, classes), dtype=int)
     np.add.at(matrix, (labels.astype(int), predicted), 1)

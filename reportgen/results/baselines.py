@@ -30,6 +30,8 @@ SCORES: dict[str, list[tuple[str, str, object]]] = {
     "routing_diagnostics": [("entropy_mean", "mean coupling entropy (nats)", "entropy_max"),
                             ("dead_filter_fraction", "dead conv filters (share)", None),
                             ("dead_type_fraction", "inactive capsule types (share)", None)],
+    "multimnist_segmentation": [("top2_accuracy", "top-2 accuracy", "top2_chance"),
+                                ("segmentation_iou", "segmentation IoU (mean)", None)],
     "explanation_fidelity": [(f"deletion_aopc_{m}", f"deletion AOPC, {label}",
                               "deletion_aopc_random")
                              for m, label in (("rpv_modified", "RPV (modified)"),
@@ -38,6 +40,7 @@ SCORES: dict[str, list[tuple[str, str, object]]] = {
 }
 BASELINE_LABELS = {CHANCE: "chance (1/K)", "entropy_max": "uniform routing (log K)",
                    "deletion_aopc_random": "random order",
+                   "top2_chance": "chance (1/C(K, 2))",
                    CHANCE_POOLED: "random change (95th percentile)"}
 
 

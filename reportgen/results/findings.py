@@ -355,6 +355,37 @@ def affnist_finding(summary: dict | None, reference: tuple | None,
                    _untrained(None if before is None else _pct(before)))
 
 
+def multimnist_finding(summary: dict | None,
+                       untrained: dict | None = None) -> Finding | None:
+    """Top-2 accuracy over MultiMNIST test pairs beside chance (1/C(K, 2), CHANCE_SIGMAS
+    standard errors), and the segmentation IoU beside the untrained step's (Sabour et al. 2017
+    section 6: 95% top-2)."""
+    s = summary or {}
+    accuracy, chance = _num(s, "top2_accuracy"), _num(s, "top2_chance")
+    if accuracy is None or chance is None:
+        return None
+    images = int(_num(s, "images") or 0)
+    margin = CHANCE_SIGMAS * math.sqrt(chance * (1 - chance) / max(images, 1))
+    verdict = ("well above" if accuracy > chance + margin else
+               "below" if accuracy < chance - margin else "no better than")
+    text = (f"Top-2 accuracy is {_pct(accuracy)} on {images} MultiMNIST test pairs, {verdict} "
+            f"chance ({_pct(chance)} = 1/{round(1 / chance)}; threshold: {CHANCE_SIGMAS} "
+            f"standard errors, ±{_pct(margin)}; Sabour et al. 2017: 95%)")
+    iou = _num(s, "segmentation_iou")
+    before_iou = _num(untrained, "segmentation_iou")
+    if iou is not None:
+        text += (f"; the decoder run per true class segments the two digits with a mean IoU "
+                 f"of {_pct(iou)}")
+        if before_iou is not None:
+            text += f" ({'above' if iou > before_iou else 'not above'} the untrained step's)"
+    text += "."
+    before = _num(untrained, "top2_accuracy")
+    parts = ([f"top-2 {_pct(before)}"] if before is not None else []) + \
+        ([f"IoU {_pct(before_iou)}"] if before_iou is not None else [])
+    return Finding("multimnist", text, f"chance ± {_pct(margin)}", "multimnist_segmentation",
+                   _untrained(", ".join(parts) or None))
+
+
 def adversarial_finding(summary: dict | None, classes: int,
                         untrained: dict | None = None) -> Finding | None:
     """Accuracy under PGD at ε = ATTACK_EPSILON on the output, beside the same attack on the
@@ -441,7 +472,10 @@ def findings(summaries: dict[str, dict], classes: int, *, accuracy: float | None
     the analysed step): the accuracy and that verdict only, since the other numbers then
     describe an untrained network."""
     before = untrained or {}
-    out = [accuracy_finding(accuracy, classes, images, untrained_accuracy)]
+    # two digits per image: the accuracy is top-2, whose chance is 1/C(K, 2), not 1/K
+    pairs = multimnist_finding(summaries.get("multimnist_segmentation"),
+                               before.get("multimnist_segmentation"))
+    out = [pairs or accuracy_finding(accuracy, classes, images, untrained_accuracy)]
     if predicts_nothing is not None:
         return [f for f in out if f is not None] + [untrained_finding(predicts_nothing)]
     routing = summaries.get("routing_diagnostics")

@@ -157,6 +157,8 @@ TECHNIQUES = {
     "adversarial_robustness": ("goodfellow2015explaining", "madry2018towards",
                                "gu2022explainability"),
     "affnist_benchmark": ("gu2021capsule", "gu2022explainability"),
+    "multimnist_pair": ("sabour2017dynamic",),
+    "multimnist_segmentation": ("sabour2017dynamic", "gu2022explainability"),
 }
 # model kind -> the papers of its architecture
 KINDS = {

@@ -21,6 +21,7 @@ TECHNIQUE_MODULES = (
     "live_decoder",
     "decoder_length",
     "decoder_perturbation",
+    "multimnist_pair",
     "activation_maximization",
     # dataset level, over the evaluation set
     "routing_diagnostics",
@@ -29,6 +30,7 @@ TECHNIQUE_MODULES = (
     "affine_robustness",
     "adversarial_robustness",
     "affnist_benchmark",
+    "multimnist_segmentation",
 )
 
 

@@ -47,17 +47,26 @@ def model_description(model) -> ModelDescription:
 class ModelVariants:
     """`technique.variants(model)`: the params instances to compute for a model (a CapsNet or a
     ModelDescription): [] when the technique does not apply to it, else what the module's
-    `variants(description)` chooses (e.g. one per conv layer)."""
+    `variants(description)` chooses (e.g. one per conv layer); [] too for a model (with its
+    parameters) trained on another number of classes per image than `labels`."""
 
-    def __init__(self, technique: str, applies_to: frozenset[str], choose: Callable):
+    def __init__(self, technique: str, applies_to: frozenset[str], choose: Callable,
+                 labels: tuple[int, ...] = (1, 2)):
         self.technique = technique
         self.applies_to = applies_to
         self.choose = choose
+        self.labels = labels
 
     def __call__(self, model) -> list:
         description = model_description(model)
         if not self.applies_to <= description.features:
             return []
+        params = getattr(model, "params", None)
+        if params is not None:
+            from reportgen.data.label_arity import model_label_arity
+
+            if model_label_arity(params) not in self.labels:
+                return []
         return list(self.choose(description))
 
     def __repr__(self) -> str:
@@ -98,6 +107,10 @@ class Technique:
     render_compare: Callable[..., list[Figure]] | None = None
     """([(model, summary dict)], params, ctx) -> figures overlaying models (one step each)."""
     description: str = ""              # one paragraph: what it shows and where it comes from
+    labels: tuple[int, ...] | None = None
+    """The classes per image of the models it applies to (reportgen.data.label_arity: 1, or 2 for
+    overlapping digits). None: a dataset analysis scores one class per image, (1,); an input or
+    checkpoint analysis reads no label, (1, 2)."""
     numbers: Callable[..., dict] | None = None
     """(arrays of one item, params, ctx) -> the JSON-ready numbers other pages read
     (`Panel.numbers`: class capsules' poses, the live decoder's manifest), handed on as data
@@ -129,7 +142,10 @@ class Technique:
             object.__setattr__(self, "needs", frozenset(self.needs))
         choose = self.variants.choose if isinstance(self.variants, ModelVariants) \
             else self.variants
-        object.__setattr__(self, "variants", ModelVariants(self.name, applies_to, choose))
+        if self.labels is None:
+            object.__setattr__(self, "labels", (1,) if self.scope == "dataset" else (1, 2))
+        object.__setattr__(self, "variants",
+                           ModelVariants(self.name, applies_to, choose, tuple(self.labels)))
 
     def layer_for(self, params) -> str:
         """The layer page a variant's results are shown on."""
