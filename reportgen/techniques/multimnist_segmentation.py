@@ -121,6 +121,7 @@ TECHNIQUE = Technique(
     render=lazy("reportgen.figures.multimnist", "render_examples", Params),
     variants=variants,
     summarize=summarize,
+    render_compare=lazy("reportgen.figures.multimnist", "render_compare", Params),
     labels=(2,),
     description="Over MultiMNIST test pairs (two overlapping digits of different classes): the "
                 "share whose two highest class scores are the two labels (top-2 accuracy; "
