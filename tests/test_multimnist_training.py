@@ -202,3 +202,46 @@ def test_pair_training_renders_targets_by_original_index_and_records_top2(models
     assert history[-1]["val_accuracy"] == pytest.approx(
         ref.top2_correct(data.y_test[val], scores).mean())
     assert 0 <= history[-1]["train_accuracy"] <= 1
+
+
+def test_a_build_refuses_a_data_set_of_another_label_arity(tmp_path, monkeypatch):
+    """A model whose data set carries another number of classes per image than it predicts
+    fails in one line before its build computes anything (here a model claiming pairs on
+    MNIST; a user's own data file of label pairs is refused by its loader already)."""
+    from reportgen.commands.build import BuildOptions, build
+    from reportgen.data import label_arity
+
+    root = tmp_path / "models"
+    (root / "Claims").mkdir(parents=True)
+    (root / "Claims" / "params.toml").write_text(
+        TINY_PAIR_TOML.format(data="mnist").replace("[36, 36, 1]", "[28, 28, 1]"))
+    (root / "Claims" / "0-0.weights.h5").write_bytes(b"")        # a step to build
+    monkeypatch.setattr(label_arity, "PAIRED_DATASETS", ("multimnist", "mnist"))
+    summary = build(Catalog(root), BuildOptions(images="none", analyses="none",
+                                                cache_dir=str(tmp_path / "cache"),
+                                                site_dir=str(tmp_path / "site"),
+                                                render_site=False))
+    assert len(summary.failed) == 1
+    assert ("Dataset 'mnist' has one class per image but model Claims predicts two classes per "
+            "image") in summary.failed[0] and "\n" not in summary.failed[0]
+
+
+def test_pair_inputs_and_evaluation_tables():
+    """`--images test:I` on MultiMNIST names both classes; the overview's accuracy is top-2."""
+    from reportgen.data.datasets import load_dataset
+    from reportgen.data.inputs import make_inputs
+    from reportgen.pages.assemble import evaluation_tables, prediction
+
+    data = load_dataset("multimnist")
+    first, second = make_inputs(data, [3, 4], [], [], (36, 36, 1))
+    assert first.true_class is None and first.true_classes == tuple(data.y_test[3])
+    assert first.known_classes == tuple(data.y_test[3])
+    np.testing.assert_array_equal(first.image, data.x_test[3])
+    labels = np.array([[1, 2], [0, 3], [2, 0]])
+    scores = np.array([[0.1, 0.9, 0.8, 0.0], [0.9, 0.1, 0.4, 0.3], [0.5, 0.5, 0.1, 0.0]])
+    accuracy, per_class, confusion = evaluation_tables(scores, labels, 4)
+    assert accuracy == pytest.approx(ref.top2_correct(labels, scores).mean()) == pytest.approx(1 / 3)
+    assert per_class == [1.0, 1.0, 0.5, 0.0] and confusion is None
+    shown = prediction(scores[0], None, ("a", "b", "c", "d"), (2, 1))
+    assert shown.predicted == "b and c" and shown.correct is True
+    assert prediction(scores[1], None, ("a", "b", "c", "d"), (0, 3)).correct is False

@@ -319,6 +319,7 @@ class _Build:
             return self._prepared[entry.name]
         from reportgen.data.datasets import load_dataset
         from reportgen.data.inputs import make_inputs
+        from reportgen.data.label_arity import check_label_arity, model_label_arity
 
         settings = self.settings
         steps = settings.chosen_steps(entry.steps)
@@ -329,6 +330,8 @@ class _Build:
         handle = ModelHandle(params, build=self._keras_model)
         chosen = engine_step.plan(self.techniques, handle)
         dataset = load_dataset(params.dataset)
+        # its test images and evaluation labels must carry as many classes as it predicts
+        check_label_arity(dataset, entry.name, model_label_arity(params))
         inputs = make_inputs(dataset, list(settings.images), list(settings.files),
                              list(settings.transforms), params.input_shape)
         for line in assembly.warn_polarity(inputs, dataset):
