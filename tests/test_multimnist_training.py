@@ -245,3 +245,29 @@ def test_pair_inputs_and_evaluation_tables():
     shown = prediction(scores[0], None, ("a", "b", "c", "d"), (2, 1))
     assert shown.predicted == "b and c" and shown.correct is True
     assert prediction(scores[1], None, ("a", "b", "c", "d"), (0, 3)).correct is False
+
+
+@pytest.mark.slow
+def test_a_convnet_trains_on_pairs_with_sigmoid_scores(tmp_path):
+    from family_nets import write_model
+
+    from reportgen.data.datasets import load_dataset
+    from reportgen.training.evaluate import class_lengths
+    from reportgen.training.trainer import TrainOptions, _validation_indices, train
+
+    root = tmp_path / "models"
+    write_model(root, "PairCNN", {"input_shape": [36, 36, 1], "num_classes": 10,
+                                  "family": "cnn",
+                                  "conv": [{"filters": 4, "kernel_size": 9, "strides": 3}],
+                                  "cnn": {"head": "fc", "dense": [8]},
+                                  "decoder": {"enabled": False}}, "multimnist")
+    history = train(Catalog(root).get("PairCNN"), TrainOptions(limit=10))
+    assert [r["step"] for r in history] == ["0-0", "1-1"]
+    assert history[-1]["reconstruction_loss"] == 0.0
+    data = load_dataset("multimnist")
+    net = Catalog(root).load("PairCNN", "1-1")
+    val = _validation_indices(data, 0)
+    scores = class_lengths(net, data.x_test[val])
+    assert history[-1]["val_accuracy"] == pytest.approx(
+        ref.top2_correct(data.y_test[val], scores).mean())
+    assert scores.sum(axis=1).max() > 1.01 or scores.sum(axis=1).min() < 0.99   # not a softmax
