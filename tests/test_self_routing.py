@@ -99,7 +99,7 @@ def test_the_conv_layer_matches_the_oracle_window_by_window(kernel, stride, padd
     rng = np.random.default_rng(kernel * 10 + stride + padding)
     poses, activations = _layer_inputs(rng)
     layer = SelfRoutingConvCaps(2, 5, kernel, stride, padding)
-    out_poses, out_acts, routing = (t.numpy() for t in layer([poses, activations]))
+    layer([poses, activations])                                   # builds the weights
     slots = kernel * kernel * 3
     w1 = rng.normal(size=(slots, 4, 10)).astype(np.float32) * 0.5
     w2 = rng.normal(size=(slots, 4, 2)).astype(np.float32)
@@ -223,3 +223,37 @@ def test_a_decoder_is_refused_in_one_line():
     with pytest.raises(ReportgenError, match="self_routing.conv_caps_kernel_size"):
         parse_model_params({**TINY_SELF_ROUTING,
                             "self_routing": {"conv_caps_kernel_size": 9}})
+
+
+def test_the_described_grids_and_fields_are_what_the_model_sees():
+    """Every conv map and capsule grid has the described shape, and its cells change with
+    exactly the input pixels of their described receptive field (zero padding included):
+    positive kernels, one lit pixel per image, compared with a blank image."""
+    import keras
+
+    keras.utils.set_random_seed(0)
+    params = parse_model_params(TINY_SELF_ROUTING)
+    net = family_of(params).build(params)
+    description = net.description
+    for layer in net.model.layers:
+        if isinstance(layer, keras.layers.Conv2D):
+            layer.set_weights([np.full(layer.kernel.shape, 0.1, np.float32)])
+    pixels = np.concatenate([np.zeros((1, 12, 12, 1), np.float32),
+                             np.eye(144, dtype=np.float32).reshape(-1, 12, 12, 1)])
+    outputs = {k: v.numpy() for k, v in net.model(pixels, training=False).items()}
+    grids = [(c.name, c.name, c.grid, c.receptive_field) for c in description.conv_layers]
+    # poses: with the uniform first coupling every parent's activation is 1/B whatever the input
+    grids += [(f"{c.name}_poses", c.name, c.grid, c.receptive_field)
+              for c in description.capsule_layers if c.grid is not None]
+    for output, name, grid, field in grids:
+        values = outputs[output]
+        assert values.shape[1:3] == grid, name
+        # (above float32 rounding of the weighted means)
+        changed = np.abs(values[1:] - values[:1]).reshape(144, *grid, -1).max(-1) > 1e-6
+        seen = np.moveaxis(changed, 0, -1).reshape(*grid, 12, 12)
+        want = np.zeros_like(seen)
+        for r in range(grid[0]):
+            for c in range(grid[1]):
+                y0, x0 = field.start[0] + r * field.stride[0], field.start[1] + c * field.stride[1]
+                want[r, c, max(y0, 0):y0 + field.size[0], max(x0, 0):x0 + field.size[1]] = True
+        np.testing.assert_array_equal(seen, want, err_msg=name)

@@ -1,8 +1,8 @@
 """Capsule networks: descriptions (no TensorFlow), Keras layers, routing.
 
 `reportgen.capsnet.em_routing` (Hinton, Sabour & Frosst 2018) and `self_routing` (Hahn, Pyeon &
-Kim 2019, NumPy in and out) are importable from here for notebooks; they are loaded on first use, so `import reportgen.capsnet.description` stays free of
-TensorFlow.
+Kim 2019; NumPy in and out) are importable from here for notebooks; they are loaded on first
+use, so `import reportgen.capsnet.description` stays free of TensorFlow.
 """
 
 from __future__ import annotations
