@@ -35,6 +35,7 @@ import math
 
 import keras
 import numpy as np
+from keras import ops
 
 # Floor of the sums divided by (sum_i a_i, sum_k a_k c_kj): 0/0 -> 0 for a window of padding.
 TINY = 1e-30
@@ -90,8 +91,6 @@ def window_geometry(grid, kernel: int, stride: int, padding: int):
 def _routing_ops(votes, activations, logits):
     """`self_routing` in keras.ops, over any leading axes: votes (..., N, P, D) or None,
     activations (..., N), logits (..., N, P)."""
-    from keras import ops
-
     coupling = ops.softmax(logits, axis=-1)
     weighted = ops.expand_dims(activations, -1) * coupling
     total = ops.maximum(ops.sum(activations, axis=-1, keepdims=True), TINY)
@@ -104,7 +103,7 @@ def _routing_ops(votes, activations, logits):
 
 
 class _SelfRoutingBase(keras.layers.Layer):
-    """W2, beta (and W1 with `poses`) per child slot; zero W2 and beta (uniform first
+    """W2, beta (and W1 when it votes) per child slot; zero W2 and beta (uniform first
     coupling); W1 by PyTorch's kaiming_uniform_ on the authors' (slots, B·D, C) tensor, whose
     fan-in is B·D·C."""
 
@@ -122,8 +121,6 @@ class _SelfRoutingBase(keras.layers.Layer):
     def _route(self, poses, activations, with_votes: bool):
         """poses (B, L, S, C), activations (B, L, S) of L windows of S slots -> (parent
         activations (B, L, P), poses (B, L, P, D) or None, coupling (B, L, S, P))."""
-        from keras import ops
-
         logits = ops.einsum("blsc,scp->blsp", poses, self.w2) + self.beta
         votes = None
         if with_votes:
@@ -158,8 +155,6 @@ class SelfRoutingConvCaps(_SelfRoutingBase):
 
     def _windows(self, x):
         """(B, H, W, A, ...) -> (B, L, k*k, A, ...): the window entries, zero outside."""
-        from keras import ops
-
         pad = self.padding
         x = ops.pad(x, [(0, 0), (pad, pad), (pad, pad)] + [(0, 0)] * (len(x.shape) - 3))
         shape = ops.shape(x)
@@ -167,8 +162,6 @@ class SelfRoutingConvCaps(_SelfRoutingBase):
         return ops.take(flat, ops.convert_to_tensor(self._index), axis=1)
 
     def call(self, inputs):
-        from keras import ops
-
         poses, activations = inputs
         kk_a = self.kernel_size ** 2 * self.types_in
         windows = len(self._index)
@@ -211,8 +204,6 @@ class SelfRoutingClassCaps(_SelfRoutingBase):
         self._make_weights(self.children, int(child_dims), False)
 
     def call(self, inputs):
-        from keras import ops
-
         poses, activations = inputs
         b = ops.shape(poses)[0]
         poses = ops.reshape(poses, (b, 1, self.children, poses.shape[-1]))
@@ -227,7 +218,7 @@ class SelfRoutingClassCaps(_SelfRoutingBase):
 def build_self_routing(params):
     """The Keras model of a Self-Routing description (the authors' SmallNet in SR mode): a
     reportgen.capsnet.network.Network whose loss is the negative log-likelihood."""
-    from keras import layers, ops
+    from keras import layers
 
     from reportgen.capsnet.description import describe
     from reportgen.capsnet.network import Network
