@@ -26,7 +26,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 FAMILIES = ("MNIST_Demo", "MNIST_ConvNet_R", "MNIST_GraCaps", "MNIST_ConvNet_CR_SF", "MNIST_NoR",
-            "MNIST_AffCaps", "MNIST_ConvNet_CR", "MNIST_EM")
+            "MNIST_AffCaps", "MNIST_ConvNet_CR", "MNIST_EM", "MNIST_SelfRouting")
 
 
 def train_to_target(name: str, target: float, epochs: int, limit: int | None) -> dict:
