@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from reportgen.capsnet.description import FEATURES
+from reportgen.capsnet.description import feature_words
 from reportgen.engine.step import compute_step, plan, step_keys
 from reportgen.probe import probe as probe_module
 from reportgen.probe.evaluation import EvalBatch
@@ -51,7 +51,7 @@ def _assert_same(got: dict, want: dict, what: str):
 
 def test_declarations_are_known():
     for technique in all_techniques():
-        assert technique.applies_to <= set(FEATURES), technique.name
+        assert technique.applies_to <= set(feature_words()), technique.name
         assert technique.variants.choose is not None
 
 

@@ -23,7 +23,7 @@ def _routed(ctx, count: int) -> list[str]:
     if description is not None:
         layers = description.capsule_layers
         pairs = [f"{a.name} -> {b.name}" for a, b in zip(layers, layers[1:])
-                 if a.routing == "em_assignments"]
+                 if a in description.routed_layers]
         if len(pairs) == count:
             return pairs
     return [f"routing layer {i + 1}" for i in range(count)]
