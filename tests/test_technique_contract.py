@@ -100,8 +100,10 @@ def test_reads_only_what_it_declares(name, tiny_net, family_nets, images, evalua
 
 def test_an_undeclared_read_is_refused(tiny_net, images, evaluation_data):
     rpv = get_technique("rpv")
-    view = run_probe(tiny_net, images).restricted(rpv.needs - {"coupling"}, "Technique 'rpv'")
-    assert "coupling" not in view.tensors and "lengths" not in view.tensors
+    declared = rpv.needs_for(rpv.params_type(), tiny_net) - {"coupling"}
+    view = run_probe(tiny_net, images).restricted(declared, "Technique 'rpv'")
+    assert "coupling" not in view.tensors and "routing:primary_caps" not in view.tensors
+    # it reads "routing:primary_caps": the tensor holding it is named
     with pytest.raises(UndeclaredTensorError,
                        match="Technique 'rpv' read the probe tensor 'coupling' without "
                              "declaring it"):

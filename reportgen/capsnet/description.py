@@ -164,6 +164,7 @@ class RoutingWeights:
                 followed through them; the probe then gives them as "routing:<layer>"
                 (B, children, parents) and their entropy as "routing_entropy:<layer>"
     iterations: routing iterations (0: the weights are not found by iterating)
+    symbol:     the weights' letter in formulas and captions ("c" for c_ij)
     output:     the built model's output that holds them ("" = "<layer>_routing"); a probe
                 tensor of that name (e.g. "coupling") is then the same tensor
     """
@@ -174,6 +175,7 @@ class RoutingWeights:
     sums_over: str
     paths: bool
     iterations: int = 0
+    symbol: str = "w"
     output: str = ""
 
     def __post_init__(self):
@@ -338,6 +340,15 @@ class ModelDescription:
     def receptive_field(self, name: str) -> ReceptiveField | None:
         """The receptive field of the grid cells of layer `name` (None for a class layer)."""
         return self.layer(name).receptive_field
+
+
+def one_hop_of_lengths(description) -> bool:
+    """Routing from the primary capsules straight into class capsules whose activations are
+    their lengths (Sabour et al. 2017): Routing Path Visualization's formula in l_i, c_ij, l_j
+    (reportgen.techniques.rpv)."""
+    routed, classes = description.routed_layers, description.class_capsules
+    return len(routed) == 1 and routed[0] is description.primary_capsules \
+        and classes is not None and classes.activation == "length"
 
 
 def routing_kinds() -> dict:

@@ -23,7 +23,7 @@ def dynamic_routing(iterations: int, softmax: str = "classes") -> RoutingWeights
     return RoutingWeights(kind="dynamic_routing", words="coupling coefficients of dynamic routing",
                           lacks="dynamic routing",
                           sums_over="parents" if softmax == "classes" else "children",
-                          paths=True, iterations=iterations, output="coupling")
+                          paths=True, iterations=iterations, symbol="c", output="coupling")
 
 
 def describe(params) -> ModelDescription:

@@ -50,7 +50,8 @@ def em_assignments(iterations: int) -> RoutingWeights:
     EM iterations: each child's over the parents that see it sum to 1. The model outputs them
     as "<layer>_routing" (reportgen.capsnet.em_capsnet)."""
     return RoutingWeights(kind="em_routing", words="EM assignments", lacks="EM routing",
-                          sums_over="parents", paths=True, iterations=iterations)
+                          sums_over="parents", paths=True, iterations=iterations,
+                          symbol="R")
 
 
 @dataclass(frozen=True)

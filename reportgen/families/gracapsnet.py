@@ -25,7 +25,7 @@ NAME = "gracapsnet"
 # its parents, so no routing path is followed through them.
 GRAPH_ATTENTION = RoutingWeights(kind="attention", words="attention weights",
                                  lacks="attention weights", sums_over="children", paths=False,
-                                 output="attention")
+                                 symbol="Att", output="attention")
 
 
 @dataclass(frozen=True)
