@@ -25,7 +25,7 @@ SMALL = {
     "adversarial_robustness": {"images": 6, "epsilons": (0.0, 0.1), "pgd_steps": 2},
 }
 APPLICABLE = {"predictions", "gradcam_pp", "conv_feature_maps", "conv_kernels",
-              "primary_heatmaps", "class_capsules", "rpv", "routing_diagnostics",
+              "primary_heatmaps", "class_capsules", "rpv", "routing_diagnostics", "dead_units",
               "capsule_semantics", "affine_robustness", "adversarial_robustness"}
 
 

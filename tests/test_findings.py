@@ -15,10 +15,10 @@ from reportgen.pages.sitedata import FigureFile, Panel
 from reportgen.results import findings as F
 from site_fixture import make_site
 
-ROUTING = {"entropy_mean": 2.3004, "entropy_max": math.log(10), "dead_filter_count": 13,
-           "filter_count": 128, "filter_layers": ["conv1", "primary_conv"],
-           "filter_count_per_layer": [64, 64], "dead_filter_count_per_layer": [5, 8],
-           "dead_type_count": 0, "type_count": 8, "images": 200}
+ROUTING = {"entropy_mean": 2.3004, "entropy_max": math.log(10), "images": 200}
+DEAD = {"dead_filter_count": 13, "filter_count": 128, "filter_layers": ["conv1", "primary_conv"],
+        "filter_count_per_layer": [64, 64], "dead_filter_count_per_layer": [5, 8],
+        "dead_type_count": 0, "type_count": 8, "images": 200}
 FIDELITY = {"builtin_method": "rpv_modified", "deletion_aopc_rpv_modified": 0.30,
             "deletion_aopc_gradcam_pp": 0.50, "deletion_aopc_random": 0.28,
             "insertion_auc_rpv_modified": 0.72, "insertion_auc_gradcam_pp": 0.73,
@@ -58,31 +58,32 @@ def test_em_routing_is_judged_at_every_layer():
 
 
 def test_dead_filters_are_counted_and_flagged_per_layer():
-    untrained = {**ROUTING, "dead_filter_count_per_layer": [2, 0], "dead_type_count": 1}
-    f = F.dead_units_finding(ROUTING, untrained=untrained)
+    untrained = {**DEAD, "dead_filter_count_per_layer": [2, 0], "dead_type_count": 1}
+    f = F.dead_units_finding(DEAD, untrained=untrained)
     # each conv layer on its own: never "13 of 128" (two layers' filters added up)
     assert f.text.startswith("conv1: 5 of 64 filters dead (7.8%); primary_conv: 8 of 64 "
                              "filters dead (12.5%); 0 of 8 capsule types inactive (0.0%).")
     assert "128" not in f.text
+    assert f.technique == "dead_units"
     assert f.text.endswith("conv1 and primary_conv are above the 5% of dead units we flag "
                            "(threshold 5% per layer).")
     assert f.untrained == ("untrained (0-0): conv1: 2 of 64 filters dead; primary_conv: 0 of "
                            "64 filters dead; 1 of 8 capsule types inactive")
-    few = F.dead_units_finding({**ROUTING, "dead_filter_count_per_layer": [3, 0]})
+    few = F.dead_units_finding({**DEAD, "dead_filter_count_per_layer": [3, 0]})
     assert "every layer is within the 5%" in few.text
     # 8 of 320 filters in all is 2.5%, but one layer has 12.5% of its filters dead
-    hidden = F.dead_units_finding({**ROUTING, "filter_count_per_layer": [256, 64],
+    hidden = F.dead_units_finding({**DEAD, "filter_count_per_layer": [256, 64],
                                    "dead_filter_count_per_layer": [0, 8]})
     assert "primary_conv is above" in hidden.text and "conv1: 0 of 256" in hidden.text
     # a summary without per-layer counts says its total is of all conv layers together
-    summed = {k: v for k, v in ROUTING.items() if "per_layer" not in k and k != "filter_layers"}
+    summed = {k: v for k, v in DEAD.items() if "per_layer" not in k and k != "filter_layers"}
     assert F.dead_units_finding(summed).text.startswith("conv layers: 13 of 128 filters dead")
 
 
-def test_dead_filter_counts_per_layer_from_the_routing_arrays():
-    """routing_diagnostics' summary counts each conv layer's dead filters (max output 0 over
-    the evaluation set) against that layer's filters, in the model's order."""
-    from reportgen.results.routing_diagnostics import dead_filter_summary, dead_units
+def test_dead_filter_counts_per_layer_from_the_dead_units_arrays():
+    """dead_units' summary counts each conv layer's dead filters (max output 0 over the
+    evaluation set) against that layer's filters, in the model's order."""
+    from reportgen.results.dead_units import dead_filter_summary, dead_units
 
     conv1, primary = np.ones(64), np.ones(32)
     conv1[[1, 5, 9, 20, 63]] = 0.0
@@ -132,8 +133,8 @@ def test_robustness_against_chance_and_gu_reference():
 
 
 def test_every_finding_states_a_threshold_and_missing_numbers_say_nothing():
-    found = F.findings({"routing_diagnostics": ROUTING, "explanation_fidelity": FIDELITY}, 10,
-                       accuracy=0.9, images=100)
+    found = F.findings({"routing_diagnostics": ROUTING, "dead_units": DEAD,
+                        "explanation_fidelity": FIDELITY}, 10, accuracy=0.9, images=100)
     assert [f.topic for f in found] == ["accuracy", "routing", "dead_units", "explanations",
                                         "explanations", "explanations"]
     assert all("threshold" in f.text or "ties below" in f.text for f in found)
@@ -225,7 +226,8 @@ def test_a_step_at_chance_is_called_untrained_up_to_three_standard_errors_above(
 
 
 def test_findings_of_an_untrained_step_say_so_instead_of_reading_its_numbers():
-    summaries = {"routing_diagnostics": ROUTING, "explanation_fidelity": FIDELITY}
+    summaries = {"routing_diagnostics": ROUTING, "dead_units": DEAD,
+                 "explanation_fidelity": FIDELITY}
     read = F.findings(summaries, 10, accuracy=0.1, images=200)
     assert {"routing", "dead_units", "explanations"} <= {f.topic for f in read}
     verdict = F.untrained_verdict([[20 if j == 3 else 0 for j in range(10)]

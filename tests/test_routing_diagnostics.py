@@ -1,5 +1,5 @@
 """routing_diagnostics on tiny CapsNets: coupling entropy, vote agreement against a NumPy oracle,
-dead filters and capsule types from hand-set biases, chunk invariance, summaries and figures."""
+chunk invariance, summaries and figures (dead units: tests/test_dead_units.py)."""
 
 from __future__ import annotations
 
@@ -136,38 +136,6 @@ def test_chunk_size_does_not_change_results(evaluation, result):
                                    equal_nan=True, err_msg=key)
 
 
-# --- dead units ---------------------------------------------------------------------------------
-
-def test_dead_filters_and_types_from_negative_biases(make_net):
-    net = make_net(seed=5)
-    conv1 = net.model.get_layer("conv1")
-    bias = conv1.bias.numpy()
-    bias[3] = -1e3                                  # filter 3 can never fire on [0, 1] inputs
-    conv1.set_weights([conv1.kernel.numpy(), bias])
-    dims = net.params.primary.dims
-    bias = net.primary_conv.bias.numpy()
-    bias[2 * dims:3 * dims] = -1e3                  # every channel of capsule type 2
-    net.primary_conv.set_weights([net.primary_conv.kernel.numpy(), bias])
-    arrays = rd.compute(_evaluation(net), rd.Params())
-    assert arrays["filter_max_conv1"][3] == 0 and np.all(np.delete(arrays["filter_max_conv1"],
-                                                                   3) > 0)
-    assert np.all(arrays["filter_max_primary_conv"][2 * dims:3 * dims] == 0)
-    assert arrays["type_max_length"][2] == 0
-    summary = rd.summarize(arrays, None)
-    assert summary["dead_filters_conv1"] == [3]
-    assert set(range(2 * dims, 3 * dims)) <= set(summary["dead_filters_primary_conv"])
-    assert 2 in summary["dead_types"]
-    assert summary["filter_count"] == 8 + 16
-    assert summary["dead_filter_fraction"] == pytest.approx(summary["dead_filter_count"] / 24)
-    assert summary["dead_type_fraction"] == pytest.approx(len(summary["dead_types"]) / 4)
-
-
-def test_layers_without_relu_are_not_checked(make_net):
-    net = make_net(seed=1, primary={"types": 4, "dims": 4, "kernel_size": 3, "strides": 2,
-                                    "activation": "none"})
-    assert rd.relu_layers(net) == ["conv1"]
-
-
 # --- options, summary, figures ------------------------------------------------------------------
 
 def test_params_validation():
@@ -195,8 +163,7 @@ def test_summary_and_figures(evaluation, result):
     names = [f.name for f in figures]
     assert names == ["entropy.png", "entropy.svg", "entropy.pdf", "vote_agreement.png",
                      "vote_agreement.svg", "vote_agreement.pdf", "vote_agreement_images.png",
-                     "vote_agreement_images.svg", "vote_agreement_images.pdf",
-                     "dead_units.png", "dead_units.svg", "dead_units.pdf"]
+                     "vote_agreement_images.svg", "vote_agreement_images.pdf"]
     assert all(f.caption and f.width > 0 for f in figures)
     assert "argmax" in figures[0].caption and "100 equal bins" in figures[3].caption
     assert "weight" in technique.render(weighted, rd.Params(grouping="weighted"), ctx)[0].caption

@@ -11,10 +11,6 @@ import numpy as np
 
 from reportgen.figures.encode import new_figure
 from reportgen.figures.plots import figure_pair, legend_below, styled
-from reportgen.figures.routing_diagnostics import ALIVE_COLOUR, DEAD_COLOUR
-from reportgen.results.routing_diagnostics import FILTER_PREFIX
-
-TYPE_PREFIX = "type_max_activation_"
 
 
 def _routed(ctx, count: int) -> list[str]:
@@ -74,45 +70,8 @@ def _entropy(arrays, ctx):
     return figure_pair(fig, "em_routing_entropy", caption)
 
 
-def _dead_units(arrays, ctx):
-    filters = [k for k in arrays if k.startswith(FILTER_PREFIX)]
-    types = [k for k in arrays if k.startswith(TYPE_PREFIX)]
-    threshold = float(np.asarray(arrays["dead_type_threshold"]))
-    rows = len(filters) + len(types)
-    fig = new_figure(6.4, 1.5 * rows + 0.3)
-    summary = []
-    with styled():
-        axes = fig.subplots(rows, 1, squeeze=False)[:, 0]
-        for ax, key in zip(axes, filters + types):
-            values = np.asarray(arrays[key], np.float64)
-            is_filter = key.startswith(FILTER_PREFIX)
-            dead = values <= 0 if is_filter else values < threshold
-            ax.bar(np.arange(len(values)), values, width=0.85, linewidth=0,
-                   color=[DEAD_COLOUR if d else ALIVE_COLOUR for d in dead])
-            if dead.any():
-                ax.plot(np.flatnonzero(dead), np.zeros(int(dead.sum())), "x", color=DEAD_COLOUR,
-                        markersize=4, clip_on=False)
-            ax.set_xlim(-1, len(values))
-            name = key[len(FILTER_PREFIX if is_filter else TYPE_PREFIX):]
-            what = "filters dead" if is_filter else f"types never above {threshold:g}"
-            ax.set_title(f"{name}: {int(dead.sum())} of {len(values)} {what}")
-            ax.set_ylabel("max output" if is_filter else "max activation")
-            if not is_filter:
-                ax.axhline(threshold, color="0.3", linestyle=":", linewidth=0.8)
-            summary.append(f"{name}: {', '.join(map(str, np.flatnonzero(dead))) or 'none'}")
-        fig.tight_layout()
-    n = int(np.asarray(arrays["entropy_image_mean"]).size)
-    caption = (f"Units that never fire: conv filters and capsule types that stay off on every "
-               f"image. Details: "
-               f"Routing diagnostics, units that never fire over {n} evaluation images: the "
-               f"largest post-ReLU output of every conv filter, and the largest logistic "
-               f"activation of every capsule type of every capsule layer on a grid (red = dead "
-               f"or below {threshold:g}). {'; '.join(summary)}.")
-    return figure_pair(fig, "em_dead_units", caption)
-
-
 def render(arrays, params, ctx):
-    return _entropy(arrays, ctx) + _dead_units(arrays, ctx)
+    return _entropy(arrays, ctx)
 
 
 def _layer_values(summary: dict, key: str, count: int) -> list[float]:
@@ -122,29 +81,23 @@ def _layer_values(summary: dict, key: str, count: int) -> list[float]:
 
 
 def render_trend(series, params, ctx):
-    """Mean H / H_uniform of every routed layer and the dead fractions against training step."""
+    """Mean H / H_uniform of every routed layer against training step."""
     if len(series) < 2:
         return []
     steps = [str(s) for s, _ in series]
     count = max(int(s.get("layers") or 0) for _, s in series)
     names = _routed(ctx, count)
     x = np.arange(len(steps))
-    fig = new_figure(8.0, 3.0)
+    fig = new_figure(4.8, 3.0)
     with styled():
-        ax_e, ax_d = fig.subplots(1, 2)
+        ax_e = fig.subplots(1, 1)
         for i, name in enumerate(names):
             ax_e.plot(x, [_layer_values(s, "entropy_normalized_per_layer", count)[i]
                           for _, s in series], marker="o", markersize=3, linewidth=1.0,
                       label=name)
         ax_e.axhline(1.0, color="0.4", linestyle=":", linewidth=0.8, label="uniform")
         ax_e.set_ylabel("mean H / H_uniform")
-        for key, label in (("dead_filter_fraction", "dead conv filters"),
-                           ("dead_type_fraction", "inactive capsule types")):
-            ax_d.plot(x, [float(s.get(key) or 0.0) for _, s in series], marker="o",
-                      markersize=3, linewidth=1.0, label=label)
-        ax_d.set_ylim(-0.02, 1.02)
-        ax_d.set_ylabel("fraction")
-        for ax in (ax_e, ax_d):
+        for ax in (ax_e,):
             ax.set_xticks(x, steps, rotation=60 if len(steps) > 6 else 0)
             ax.set_xlabel("training step")
             ax.legend(frameon=False, fontsize=6)
@@ -152,9 +105,7 @@ def render_trend(series, params, ctx):
         fig.tight_layout()
     caption = (f"Routing diagnostics over {len(steps)} training steps, each on the same "
                f"evaluation set: left, the mean entropy of the EM assignments of every routed "
-               f"layer relative to uniform assignments (1 = uniform, what one iteration gives); "
-               f"right, the fractions of dead conv filters and of capsule types that never "
-               f"activate.")
+               f"layer relative to uniform assignments (1 = uniform, what one iteration gives).")
     return figure_pair(fig, "em_routing_diagnostics_trend", caption)
 
 

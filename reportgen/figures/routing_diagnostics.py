@@ -16,8 +16,6 @@ from reportgen.figures.figure import Figure
 
 TRUE_COLOUR = "#d95f02"       # panels.HIGHLIGHT: the true class
 WRONG_COLOUR = "#5a7bb0"      # the strongest wrong class
-DEAD_COLOUR = "#dc1414"       # panels.DEAD
-ALIVE_COLOUR = "#8098ba"      # panels.BAR
 
 
 def _class_name(ctx, k: int) -> str:
@@ -164,74 +162,19 @@ def _agreement_images(arrays, params, ctx) -> list[Figure]:
     return figure_pair(fig, "vote_agreement_images", caption)
 
 
-def _dead_units(arrays, params, ctx) -> list[Figure]:
-    from reportgen.results.routing_diagnostics import FILTER_PREFIX, dead_units
-
-    layers = [k[len(FILTER_PREFIX):] for k in arrays if k.startswith(FILTER_PREFIX)]
-    dead = dead_units(arrays)
-    type_max = np.asarray(arrays["type_max_length"], np.float64)
-    threshold = float(np.asarray(arrays["dead_type_threshold"]))
-    panels = len(layers) + 1
-    fig = new_figure(6.4, 1.6 * panels + 0.3)
-    with styled():
-        axes = fig.subplots(panels, 1, squeeze=False)[:, 0]
-        for ax, layer in zip(axes, layers):
-            values = np.asarray(arrays[FILTER_PREFIX + layer], np.float64)
-            colours = [DEAD_COLOUR if v <= 0 else ALIVE_COLOUR for v in values]
-            ax.bar(np.arange(len(values)), values, width=0.9, color=colours, linewidth=0)
-            gone = np.flatnonzero(values <= 0)      # zero-height bars: mark them
-            if gone.size:   # (an empty unclipped line breaks tight_layout)
-                ax.plot(gone, np.zeros(len(gone)), "x", color=DEAD_COLOUR, markersize=4,
-                        clip_on=False)
-            ax.set_xlim(-1, len(values))
-            count = len(dead["filters"][layer])
-            ax.set_title(f"{layer}: {count} of {len(values)} filters dead "
-                         f"({count / max(len(values), 1):.1%})")
-            ax.set_ylabel("max output")
-            ax.set_xlabel("filter")
-        ax = axes[-1]
-        colours = [DEAD_COLOUR if v < threshold else ALIVE_COLOUR for v in type_max]
-        ax.bar(np.arange(len(type_max)), type_max, width=0.8, color=colours, linewidth=0)
-        gone = np.flatnonzero(type_max < threshold)
-        if gone.size:
-            ax.plot(gone, np.zeros(len(gone)), "x", color=DEAD_COLOUR, markersize=5,
-                    clip_on=False)
-        ax.axhline(threshold, color="0.3", linestyle=":", linewidth=0.8)
-        ax.set_xlim(-1, len(type_max))
-        ax.set_title(f"primary capsule types: {len(dead['types'])} of {len(type_max)} never "
-                     f"longer than {threshold:g}")
-        ax.set_ylabel("max length")
-        ax.set_xlabel("capsule type")
-        fig.tight_layout()
-    n = int(np.asarray(arrays["entropy_image_mean"]).size)
-    named = "; ".join(f"{layer}: {', '.join(map(str, v)) or 'none'}"
-                      for layer, v in dead["filters"].items()) or "no ReLU conv layer"
-    caption = (f"Units that never fire: conv filters with output 0 on every image and capsule "
-               f"types that stay below length {threshold:g}. Details: "
-               f"Routing diagnostics, dead units over {n} evaluation images: the largest "
-               f"post-ReLU output of every conv filter over all images and positions (red "
-               f"crosses = dead: 0 everywhere; only ReLU layers are checked), and the largest "
-               f"length of every primary capsule type over all images and grid cells (red = "
-               f"below the threshold {threshold:g}, dotted line). Dead filters: {named}. "
-               f"Inactive types: {', '.join(map(str, dead['types'])) or 'none'}.")
-    return figure_pair(fig, "dead_units", caption)
-
-
 def render(arrays, params, ctx) -> list[Figure]:
     return (_entropy(arrays, params, ctx) + _agreement(arrays, params, ctx)
-            + _agreement_images(arrays, params, ctx) + _dead_units(arrays, params, ctx))
+            + _agreement_images(arrays, params, ctx))
 
 
 # --- over steps and across models ---------------------------------------------------------------
 
-UNITS = (  # (summary key, label, panel 1 = fractions, 2 = cosines)
-    ("dead_filter_fraction", "dead conv filters", 1),
-    ("dead_type_fraction", "inactive primary capsule types", 1),
-    ("agreement_true_mean_cos", "mean cos, true class", 2),
-    ("agreement_wrong_mean_cos", "mean cos, strongest wrong class", 2),
-    ("agreement_true_coupling_weighted_cos", "c_ij-weighted cos, true class", 2),
+UNITS = (  # (summary key, label, panel 1 = cosines)
+    ("agreement_true_mean_cos", "mean cos, true class", 1),
+    ("agreement_wrong_mean_cos", "mean cos, strongest wrong class", 1),
+    ("agreement_true_coupling_weighted_cos", "c_ij-weighted cos, true class", 1),
 )
-PANEL_LABELS = ("", "fraction", "cosine")
+PANEL_LABELS = ("", "cosine")
 DEFICIT_FLOOR_SHOWN = 1e-9    # compare chart: normalised deficits below this are drawn at it
 
 
@@ -241,9 +184,9 @@ def render_trend(series, params, ctx) -> list[Figure]:
         return []
     steps = [str(s) for s, _ in series]
     x = np.arange(len(steps))
-    fig = new_figure(9.6, 3.0)
+    fig = new_figure(6.4, 3.0)
     with styled():
-        axes = fig.subplots(1, 3)
+        axes = fig.subplots(1, 2)
         for key, label in (("entropy_mean", "mean H"),
                            ("entropy_length_weighted_mean", "mean H, weighted by |u_i|")):
             axes[0].plot(x, [summary_value(s, key) for _, s in series], marker="o", markersize=3,
@@ -261,15 +204,12 @@ def render_trend(series, params, ctx) -> list[Figure]:
             if PANEL_LABELS[panel]:
                 ax.set_ylabel(PANEL_LABELS[panel])
             ax.legend(frameon=False, fontsize=6)
-        axes[1].set_ylim(-0.02, 1.02)
         fig.suptitle(f"Routing diagnostics over training, {ctx.model}".strip(", "), fontsize=9)
         fig.tight_layout()
     caption = (f"Routing diagnostics over {len(steps)} training steps, each on the same "
                f"evaluation set: left, the mean coupling entropy of the primary capsules "
                f"(plain, and weighted by primary-capsule length) against its maximum log K "
-               f"(dotted, uniform routing; the axis is zoomed to the data); middle, the "
-               f"fractions of dead conv filters (post-ReLU output 0 on every image) and of "
-               f"inactive primary capsule types (never longer than the threshold); right, the "
+               f"(dotted, uniform routing; the axis is zoomed to the data); right, the "
                f"mean cosine between class capsules and their votes for the true and the "
                f"strongest wrong class.")
     return figure_pair(fig, "routing_diagnostics_trend", caption)
@@ -280,9 +220,9 @@ def render_compare(series, params, ctx) -> list[Figure]:
     if len(series) < 2:
         return []
     models = [str(m) for m, _ in series]
-    fig = new_figure(9.6, 3.3)
+    fig = new_figure(6.4, 3.3)
     with styled():
-        axes = fig.subplots(1, 3, width_ratios=(0.7, 1, 1.3))
+        axes = fig.subplots(1, 2, width_ratios=(0.7, 1))
         x = np.arange(len(models))
         deficits = [max(1.0 - summary_value(s, "entropy_mean") / summary_value(s, "entropy_max"),
                         DEFICIT_FLOOR_SHOWN) for _, s in series]
@@ -292,7 +232,7 @@ def render_compare(series, params, ctx) -> list[Figure]:
         axes[0].set_ylabel("1 − mean H / log K (log scale)")
         axes[0].set_title("distance from uniform routing")
         width = 0.8 / len(models)
-        for panel in (1, 2):
+        for panel in (1,):
             ax = axes[panel]
             metrics = [(k, label) for k, label, p in UNITS if p == panel]
             xm = np.arange(len(metrics))
@@ -308,7 +248,6 @@ def render_compare(series, params, ctx) -> list[Figure]:
     caption = ("Routing diagnostics of " + ", ".join(models) + " (each on its own evaluation "
                "set at the chosen step): left, how far routing is from uniform, 1 − mean "
                "coupling entropy / log K on a log scale (0 = uniform couplings, drawn at "
-               f"{DEFICIT_FLOOR_SHOWN:g}); middle, dead conv filter and inactive capsule type "
-               "fractions; right, mean cosine between class capsules and their votes for the "
+               f"{DEFICIT_FLOOR_SHOWN:g}); right, mean cosine between class capsules and their votes for the "
                "true and the strongest wrong class.")
     return figure_pair(fig, "routing_diagnostics_compare", caption)

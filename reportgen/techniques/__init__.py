@@ -24,6 +24,7 @@ TECHNIQUE_MODULES = (
     "activation_maximization",
     # dataset level, over the evaluation set
     "routing_diagnostics",
+    "dead_units",
     "capsule_semantics",
     "explanation_fidelity",
     "affine_robustness",

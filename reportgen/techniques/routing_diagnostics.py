@@ -1,6 +1,7 @@
 """Routing diagnostics over the evaluation set (Sabour et al. 2017, Procedure 1).
 
-Three dataset-level questions about how a CapsNet routes:
+Two dataset-level questions about how a CapsNet routes (which units never fire is
+reportgen.techniques.dead_units):
 
 1. How decided is routing? The entropy of each input (primary) capsule's final coupling
    coefficients, H_i = -sum_j c_ij log c_ij: log(#classes) for uniform couplings (what one
@@ -12,17 +13,14 @@ Three dataset-level questions about how a CapsNet routes:
    equal bins over [-1, 1]; per bin the share of votes, their mean length and mean c_ij.
    Votes are recomputed from the primary capsules a chunk of images at a time (an LPcaps image
    has 10,368 x 10 votes of 16 values, 6.6 MB): the votes of the whole set never exist at once.
-3. What never fires? Conv filters whose post-ReLU output is 0 at every position of every image
-   (dead filters), and primary capsule types whose length stays below a threshold everywhere.
 
 Matrix capsules with EM routing (Hinton et al. 2018) route through several layers, each child
 sharing itself out over the parents that see it (every class for the class capsules; the output
 types at every position whose kernel covers it for a convolutional capsule layer). For every
 routed layer: the entropy of each child's final assignments R_ij, against the uniform
 log(#parents of the child) (what one EM iteration gives), as a histogram of H / H_uniform
-and its means (plain and weighted by the child's activation); and the capsule types of every
-grid layer whose activation stays below the threshold everywhere. Votes are not compared with
-the poses (there is no dynamic-routing agreement to check).
+and its means (plain and weighted by the child's activation). Votes are not compared with the
+poses (there is no dynamic-routing agreement to check).
 """
 
 from __future__ import annotations
@@ -34,7 +32,6 @@ import numpy as np
 
 from reportgen.console import progress
 from reportgen.errors import ReportgenError
-from reportgen.results.routing_diagnostics import FILTER_PREFIX, dead_filter_summary, dead_units
 from reportgen.techniques.base import Technique, lazy, model_description
 from reportgen.techniques.compute import check_option, check_positive, finite_number, require_images
 
@@ -51,7 +48,6 @@ class Params:
     entropy_bins: int = 50                # bins over [0, log #classes]
     agreement_bins: int = 100             # cosine bins over [-1, 1]
     kept_images: int = 8                  # per-image vote-agreement histograms kept
-    dead_type_threshold: float = 1e-3     # a capsule type never longer than this is inactive
     chunk: int = 50                       # images per vote computation (at most)
 
     def __post_init__(self):
@@ -62,16 +58,10 @@ class Params:
                 or self.kept_images < 0:
             raise ReportgenError(f"Invalid option 'kept_images' for technique '{NAME}'.",
                                  expected="an integer >= 0", received=repr(self.kept_images))
-        check_positive(NAME, "dead_type_threshold", self.dead_type_threshold, float)
 
 
 def variants(description) -> list[Params]:
     return [Params()]
-
-
-def relu_layers(model) -> list[str]:
-    """The conv layers with a ReLU (the only ones where "dead" means never active)."""
-    return [c.name for c in model_description(model).conv_layers if c.activation == "relu"]
 
 
 def coupling_entropy(coupling: np.ndarray) -> np.ndarray:
@@ -147,9 +137,7 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     agreement_count / agreement_share / agreement_length / agreement_coupling (2, A) for rows
     ROLES (true class, strongest wrong class; mean length and mean c_ij are NaN in empty bins),
     agreement_edges (A+1,), agreement_mean_cos / agreement_coupling_cos (2,),
-    agreement_image_share (kept, 2, A), agreement_image_index (kept,);
-    filter_max_<layer> (filters,) for every ReLU conv layer, type_max_length (T,),
-    dead_type_threshold (scalar).
+    agreement_image_share (kept, 2, A), agreement_image_index (kept,).
     """
     import keras
 
@@ -158,10 +146,8 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
         return compute_em(evaluation, params)
     require_images(evaluation, NAME)
     net = evaluation.net
-    layers = relu_layers(net)
     # One call: every name not yet held by the EvalBatch comes from the same probe pass.
-    tensors = evaluation.tensors("coupling", "class_capsules", "lengths", "primary_capsules",
-                                 "primary_lengths", *[f"conv:{n}" for n in layers])
+    tensors = evaluation.tensors("coupling", "class_capsules", "lengths", "primary_capsules")
     coupling_all = tensors["coupling"]
     capsules_all = tensors["class_capsules"]
     primary_all = tensors["primary_capsules"]
@@ -256,22 +242,17 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
                                                np.nan),
             "agreement_image_share": image_counts / max(caps, 1),
             "agreement_image_index": np.arange(kept, dtype=np.int64),
-            "type_max_length": np.asarray(tensors["primary_lengths"]).max((0, 1, 2)),
-            "dead_type_threshold": np.float64(params.dead_type_threshold),
         }
-    for layer in layers:
-        out[FILTER_PREFIX + layer] = np.asarray(tensors[f"conv:{layer}"]).max((0, 1, 2))
     return out
 
 
 def needs(params, description) -> frozenset[str]:
     """Dynamic routing: the couplings, class capsules and primary capsules (the votes are
     recomputed from them); EM routing: each routed layer's assignment entropies and every grid
-    layer's activations. Both: the conv maps (dead filters)."""
+    layer's activations."""
     if "em_routing" in description.features:
-        return frozenset({"routing_entropy:<routed>", "activations:<capsules>", "conv:<layer>"})
-    return frozenset({"coupling", "class_capsules", "lengths", "primary_capsules",
-                      "primary_lengths", "conv:<layer>"})
+        return frozenset({"routing_entropy:<routed>", "activations:<capsules>"})
+    return frozenset({"coupling", "class_capsules", "lengths", "primary_capsules"})
 
 
 def compute_em(evaluation, params: Params) -> dict[str, np.ndarray]:
@@ -281,19 +262,15 @@ def compute_em(evaluation, params: Params) -> dict[str, np.ndarray]:
     layer_entropy_mean (L,) mean H (nats), layer_entropy_uniform (L,) mean log(#parents),
     layer_entropy_normalized_mean (L,) mean H / H_uniform, layer_entropy_weighted_mean (L,) the
     same weighted by the children's activations, layer_children (L,); entropy_image_mean (N,)
-    each image's mean H / H_uniform over every routed child; type_max_activation_<layer>
-    (types,) for every grid layer, type_max_length = the primary capsules' (dead types);
-    filter_max_<layer> for every ReLU conv layer; dead_type_threshold."""
+    each image's mean H / H_uniform over every routed child."""
     from reportgen.capsnet.em_description import parents_per_child
-    from reportgen.probe.probe import grid_capsule_layers, routed_layers
+    from reportgen.probe.probe import routed_layers
 
     require_images(evaluation, NAME)
     description = evaluation.net.description
-    routed, grids = routed_layers(description), grid_capsule_layers(description)
-    conv = relu_layers(description)
+    routed = routed_layers(description)
     tensors = evaluation.tensors(*[f"routing_entropy:{n}" for n in routed],
-                                 *[f"activations:{n}" for n in grids],
-                                 *[f"conv:{n}" for n in conv])
+                                 *[f"activations:{n}" for n in routed])
     bins = params.entropy_bins
     n = len(evaluation.images)
     hist = np.zeros((len(routed), bins))
@@ -320,14 +297,7 @@ def compute_em(evaluation, params: Params) -> dict[str, np.ndarray]:
     out = {"layer_entropy_hist": hist, "layer_entropy_edges": np.linspace(0.0, 1.0, bins + 1),
            **{f"layer_entropy_{k}": v for k, v in stats.items() if k != "children"},
            "layer_children": stats["children"],
-           "entropy_image_mean": image_sum / max(image_count, 1),
-           "dead_type_threshold": np.float64(params.dead_type_threshold)}
-    for name in grids:
-        out[f"type_max_activation_{name}"] = np.asarray(tensors[f"activations:{name}"]).max(
-            (0, 1, 2))
-    out["type_max_length"] = out[f"type_max_activation_{grids[0]}"]
-    for layer in conv:
-        out[FILTER_PREFIX + layer] = np.asarray(tensors[f"conv:{layer}"]).max((0, 1, 2))
+           "entropy_image_mean": image_sum / max(image_count, 1)}
     return out
 
 
@@ -335,17 +305,11 @@ def summarize_em(arrays, params: Params | None = None) -> dict:
     """Headline numbers of EM routing (JSON-ready): per routed layer (in order, "layers"
     names them by index) the mean entropy, its uniform value and their ratio; the entropy of
     the last layer (into the classes) under the keys dynamic routing uses, so models of both
-    families compare; dead filters and inactive types."""
-    dead = dead_units(arrays)
+    families compare."""
     means = np.asarray(arrays["layer_entropy_mean"], np.float64)
     uniform = np.asarray(arrays["layer_entropy_uniform"], np.float64)
     normalized = np.asarray(arrays["layer_entropy_normalized_mean"], np.float64)
     weighted = np.asarray(arrays["layer_entropy_weighted_mean"], np.float64)
-    types = [k for k in arrays if k.startswith("type_max_activation_")]
-    threshold = float(np.asarray(arrays["dead_type_threshold"]))
-    inactive = {k[len("type_max_activation_"):]:
-                np.flatnonzero(np.asarray(arrays[k]) < threshold).tolist() for k in types}
-    type_total = sum(np.asarray(arrays[k]).size for k in types)
     summary = {
         "images": int(np.asarray(arrays["entropy_image_mean"]).size),
         "layers": len(means),
@@ -356,15 +320,7 @@ def summarize_em(arrays, params: Params | None = None) -> dict:
         "entropy_mean": finite_number(means[-1]),
         "entropy_max": finite_number(uniform[-1]),
         "entropy_mean_normalized": finite_number(normalized[-1]),
-        **dead_filter_summary(dead),
-        "dead_type_count": sum(len(v) for v in inactive.values()),
-        "type_count": type_total,
-        "dead_type_fraction": sum(len(v) for v in inactive.values()) / type_total
-        if type_total else 0.0,
-        "dead_types": dead["types"],
     }
-    for layer, indices in inactive.items():
-        summary[f"dead_types_{layer}"] = indices
     return summary
 
 
@@ -372,7 +328,6 @@ def summarize(arrays, params: Params | None = None) -> dict:
     """Headline numbers (JSON-ready; NaN becomes None)."""
     if "layer_entropy_mean" in arrays:
         return summarize_em(arrays, params)
-    dead = dead_units(arrays)
     entropy_max = float(np.asarray(arrays["entropy_max"]))
     entropy_mean = finite_number(arrays["entropy_mean"])
     summary = {
@@ -386,12 +341,6 @@ def summarize(arrays, params: Params | None = None) -> dict:
         "agreement_wrong_mean_cos": finite_number(arrays["agreement_mean_cos"][1]),
         "agreement_true_coupling_weighted_cos": finite_number(arrays["agreement_coupling_cos"][0]),
         "agreement_wrong_coupling_weighted_cos": finite_number(arrays["agreement_coupling_cos"][1]),
-        **dead_filter_summary(dead),
-        "dead_type_count": len(dead["types"]),
-        "type_count": dead["type_total"],
-        "dead_type_fraction": len(dead["types"]) / dead["type_total"] if dead["type_total"]
-        else 0.0,
-        "dead_types": dead["types"],
     }
     return summary
 
@@ -420,7 +369,7 @@ TECHNIQUE = Technique(
     needs=needs,
     applies_to=frozenset({"primary_capsules", "class_capsules", "routing_paths"}),
     params_type=Params,
-    version=1,
+    version=2,
     compute=compute,
     render=_render,
     variants=variants,
@@ -431,9 +380,7 @@ TECHNIQUE = Technique(
                 "entropy of every primary capsule's final coupling coefficients (log #classes = "
                 "uniform, 0 = all to one class) per class capsule; how well the votes for the "
                 "true and the strongest wrong class agree with that class capsule (cosine "
-                "histogram with the votes' mean length and coupling per bin); and the conv "
-                "filters and primary capsule types that never activate. For EM routing "
+                "histogram with the votes' mean length and coupling per bin). For EM routing "
                 "(matrix capsules): the entropy of every child's assignments in every routed "
-                "layer against uniform, and the capsule types of every layer that never "
-                "activate.",
+                "layer against uniform.",
 )
