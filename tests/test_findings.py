@@ -42,7 +42,7 @@ def test_routing_near_uniform_names_the_gap_and_the_threshold():
     gap = math.log(10) - 2.3004
     assert f.text.startswith(
         f"Routing stays within {gap:.2g} nats of uniform (threshold 0.05 nats)")
-    assert "1/10" in f.text and f.technique == "routing_diagnostics"
+    assert "1/10" in f.text and f.technique == "routing_entropy"
     assert f.untrained == "untrained (0-0): 1e-06 nats from uniform"
     decided = F.routing_finding({"entropy_mean": 1.5, "entropy_max": math.log(10)}, 10)
     assert "departs from uniform" in decided.text and "0.8 nats" in decided.text
@@ -133,7 +133,7 @@ def test_robustness_against_chance_and_gu_reference():
 
 
 def test_every_finding_states_a_threshold_and_missing_numbers_say_nothing():
-    found = F.findings({"routing_diagnostics": ROUTING, "dead_units": DEAD,
+    found = F.findings({"routing_entropy": ROUTING, "dead_units": DEAD,
                         "explanation_fidelity": FIDELITY}, 10, accuracy=0.9, images=100)
     assert [f.topic for f in found] == ["accuracy", "routing", "dead_units", "explanations",
                                         "explanations", "explanations"]
@@ -142,14 +142,14 @@ def test_every_finding_states_a_threshold_and_missing_numbers_say_nothing():
 
 
 def _analysed(site, model_i=0):
-    """The fixture's first model with routing diagnostics at its last analysed step and at
+    """The fixture's first model with routing entropy at its last analysed step and at
     0-0 (the same PNG as its affine panel)."""
     model = site.models[model_i]
     last = next(s for s in reversed(model.steps) if s.dataset_panels)
     shown = last.dataset_panels[0].figures[0]
     for step, numbers in ((last, ROUTING), (model.steps[0], {**ROUTING, "entropy_mean": 2.3}) ):
         step.dataset_panels.append(Panel(
-            technique="routing_diagnostics", variant="argmax", title="Routing diagnostics",
+            technique="routing_entropy", variant="argmax", title="Routing entropy",
             layer="class", caption="Routing.", figures=[FigureFile("png", shown.path)],
             numbers=copy.deepcopy(numbers)))
     return model, last
@@ -167,15 +167,15 @@ def test_overview_and_home_show_findings_linked_to_their_figures(tmp_path):
     assert f"step <b>{last.step}</b>" in section
     assert "Routing stays within" in section and "(threshold 0.05 nats)" in section
     assert "Untrained (0-0): 0.0026 nats from uniform." in section
-    assert 'href="../../models/MNIST_Demo/analyses.html#routing_diagnostics-argmax"' in section
+    assert 'href="../../models/MNIST_Demo/analyses.html#routing_entropy-argmax"' in section
     assert 'href="../../models/MNIST_Demo/index.html#evaluation"' in section
     analyses = (docs / "models" / "MNIST_Demo" / "analyses.md").read_text()
-    assert 'id="routing_diagnostics-argmax"' in analyses
+    assert 'id="routing_entropy-argmax"' in analyses
     home = (docs / "index.md").read_text()
     block = home[home.index('<h2 id="findings">'):]
     assert "MNIST_Demo" in block and "Routing stays within" in block
     assert len(re.findall(r"<li>", block[:block.index("</ul>")])) <= 3
-    assert 'href="models/MNIST_Demo/analyses.html#routing_diagnostics-argmax"' in block
+    assert 'href="models/MNIST_Demo/analyses.html#routing_entropy-argmax"' in block
 
 
 # --- a step whose predictions say its network is untrained -----------------------------------
@@ -226,7 +226,7 @@ def test_a_step_at_chance_is_called_untrained_up_to_three_standard_errors_above(
 
 
 def test_findings_of_an_untrained_step_say_so_instead_of_reading_its_numbers():
-    summaries = {"routing_diagnostics": ROUTING, "dead_units": DEAD,
+    summaries = {"routing_entropy": ROUTING, "dead_units": DEAD,
                  "explanation_fidelity": FIDELITY}
     read = F.findings(summaries, 10, accuracy=0.1, images=200)
     assert {"routing", "dead_units", "explanations"} <= {f.topic for f in read}
@@ -334,7 +334,7 @@ def test_a_real_build_flags_a_constant_model_and_not_a_trained_one(tmp_path):
     assert [r["step"] for r in history] == ["0-0", "1-5"] and history[-1]["val_accuracy"] == 1.0
     site = tmp_path / "site"
     summary = build(Catalog(models), BuildOptions(
-        steps="last", images="test:0", techniques=("predictions", "routing_diagnostics"),
+        steps="last", images="test:0", techniques=("predictions", "routing_entropy", "dead_units"),
         analyses="last", eval_images=12, cache_dir=str(tmp_path / "cache"), site_dir=str(site)))
     assert summary.ok, summary.failed
 

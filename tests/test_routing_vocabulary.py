@@ -171,3 +171,26 @@ def test_dynamic_routing_analyses_do_not_apply(net_and_images, declared):
         if not technique.applicable(net):
             reason = not_applicable_reason(technique.missing_features(net))
             assert reason.startswith("it has no ") and "." not in reason, technique.name
+
+
+def test_routing_entropy_and_dead_units_apply(net_and_images, declared):
+    from reportgen.probe.evaluation import EvalBatch
+
+    net, images = net_and_images
+    evaluation = EvalBatch(net, images, np.array([0, 1, 2, 0]), ("a", "b", "c"))
+    entropy, dead, votes = (get_technique(n) for n in ("routing_entropy", "dead_units",
+                                                       "vote_agreement"))
+    assert entropy.applicable(net) and dead.applicable(net)
+    assert not_applicable_reason(votes.missing_features(net)) == "it has no dynamic routing"
+    arrays = entropy.compute(evaluation.restricted(entropy.needs_for(None, net)),
+                             entropy.params_type())
+    coupling, active, _ = _reference(net, images)
+    h = -(coupling * np.log(coupling)).sum(-1)
+    np.testing.assert_allclose(arrays["entropy_image_mean"], h.mean(1), rtol=1e-4)
+    np.testing.assert_allclose(arrays["layer_entropy_weighted_mean"][0],
+                               (h * active).sum() / active.sum() / np.log(CLASSES), rtol=1e-4)
+    assert arrays["entropy_hist"].sum() == h.size
+    units = dead.compute(evaluation.restricted(dead.needs_for(None, net)), dead.params_type())
+    gh, gw = net.description.primary_capsules.grid
+    np.testing.assert_allclose(units["type_max_activation_primary_caps"],
+                               active.reshape(-1, gh * gw, TYPES).max((0, 1)), rtol=1e-5)

@@ -108,11 +108,11 @@ def test_an_undeclared_read_is_refused(tiny_net, images, evaluation_data):
                        match="Technique 'rpv' read the probe tensor 'coupling' without "
                              "declaring it"):
         rpv.compute(view, rpv.params_type())
-    diagnostics = get_technique("routing_diagnostics")
+    diagnostics = get_technique("vote_agreement")
     x, y = evaluation_data
     declared = diagnostics.needs_for(None, tiny_net) - {"coupling"}
     view = EvalBatch(tiny_net, x, y, CLASS_NAMES).restricted(declared, "Technique 'rd'")
-    with pytest.raises(UndeclaredTensorError, match="'coupling'"):
+    with pytest.raises(UndeclaredTensorError, match="'routing:primary_caps'"):
         diagnostics.compute(view, diagnostics.params_type())
 
 

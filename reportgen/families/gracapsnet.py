@@ -82,5 +82,5 @@ def build(params):
 
 FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_params,
                 display_name=lambda params: "GraCapsNet", table="graph", settings=GraphParams,
-                check=check, routing=(GRAPH_ATTENTION,), modules=(__name__, "reportgen.capsnet.gracapsnet",
-                                      "reportgen.capsnet.graph_pooling"))
+                check=check, routing=(GRAPH_ATTENTION,),
+                modules=(__name__, "reportgen.capsnet.gracapsnet", "reportgen.capsnet.graph_pooling"))

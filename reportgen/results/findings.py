@@ -151,12 +151,11 @@ def untrained_finding(verdict: UntrainedVerdict) -> Finding:
 
 
 # --------------------------------------------------------------------------------------------
-# Routing (routing_diagnostics) and dead units (dead_units)
+# Routing (routing_entropy) and dead units (dead_units)
 
 
 def _routing_gaps(summary: dict) -> list[float] | None:
-    """uniform - mean entropy (nats) per routed layer: one for dynamic routing, one per EM
-    layer (its last is the class layer)."""
+    """uniform - mean entropy (nats) per routed layer (the last is the one into the classes)."""
     means = summary.get("entropy_mean_per_layer")
     uniforms = summary.get("entropy_uniform_per_layer")
     if isinstance(means, list) and isinstance(uniforms, list) and means:
@@ -168,8 +167,8 @@ def _routing_gaps(summary: dict) -> list[float] | None:
 
 def routing_finding(summary: dict | None, classes: int,
                     untrained: dict | None = None) -> Finding | None:
-    """Whether routing departs from uniform couplings: log K minus the mean entropy of the
-    coupling coefficients (or of the EM assignments, per routed layer)."""
+    """Whether routing departs from uniform weights: the uniform entropy minus the mean entropy
+    of the routing weights, per routed layer."""
     gaps = _routing_gaps(summary or {})
     if not gaps:
         return None
@@ -188,7 +187,7 @@ def routing_finding(summary: dict | None, classes: int,
                 f"uniform entropy; threshold {threshold}): input capsules send more of their "
                 f"output to some parents than to others.")
     before = _routing_gaps(untrained) if untrained else None
-    return Finding("routing", text, threshold, "routing_diagnostics",
+    return Finding("routing", text, threshold, "routing_entropy",
                    _untrained(None if not before else
                               f"{max(before):.2g} nats from uniform"))
 
@@ -444,8 +443,8 @@ def findings(summaries: dict[str, dict], classes: int, *, accuracy: float | None
     out = [accuracy_finding(accuracy, classes, images, untrained_accuracy)]
     if predicts_nothing is not None:
         return [f for f in out if f is not None] + [untrained_finding(predicts_nothing)]
-    routing = summaries.get("routing_diagnostics")
-    out.append(routing_finding(routing, classes, before.get("routing_diagnostics")))
+    out.append(routing_finding(summaries.get("routing_entropy"), classes,
+                               before.get("routing_entropy")))
     out.append(dead_units_finding(summaries.get("dead_units"), before.get("dead_units")))
     out.extend(explanation_findings(summaries.get("explanation_fidelity"),
                                     before.get("explanation_fidelity"))

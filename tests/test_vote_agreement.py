@@ -1,18 +1,19 @@
-"""routing_diagnostics on tiny CapsNets: coupling entropy, vote agreement against a NumPy oracle,
-chunk invariance, summaries and figures (dead units: tests/test_dead_units.py)."""
+"""vote_agreement on tiny CapsNets: against a NumPy oracle and against the one
+routing_diagnostics technique it was split from (tests/reference/routing_diagnostics_v1.py),
+chunk invariance, summaries and figures."""
 
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import pytest
 from reference import capsules as oracle
+from reference import routing_diagnostics_v1 as v1
 
 from reportgen.errors import ReportgenError
 from reportgen.probe.evaluation import EvalBatch
-from reportgen.techniques import routing_diagnostics as rd
+from reportgen.techniques import vote_agreement as rd
 from reportgen.techniques.base import RenderContext
 
 CLASS_NAMES = ("a", "b", "c")
@@ -34,57 +35,17 @@ def result(evaluation):
     return rd.compute(evaluation, rd.Params(chunk=4, kept_images=3))
 
 
-# --- entropy ------------------------------------------------------------------------------------
+def test_the_numbers_of_the_technique_it_was_split_from(tiny_net, evaluation, result):
+    view = evaluation.restricted(rd.TECHNIQUE.needs_for(None, tiny_net), "vote_agreement")
+    new = rd.compute(view, rd.Params(chunk=4, kept_images=3))
+    old = v1.compute(evaluation, v1.Params(chunk=4, kept_images=3))
+    agreement = [k for k in old if k.startswith("agreement_")]
+    assert len(agreement) == 9 and set(new) == {*agreement, "images"}
+    for key in agreement:
+        np.testing.assert_array_equal(new[key], old[key], err_msg=key)
+    summary, before = rd.summarize(new), v1.summarize(old)
+    assert summary == {k: before[k] for k in summary}
 
-def test_coupling_entropy_extremes():
-    uniform = np.full((2, 5, 4), 0.25)
-    np.testing.assert_allclose(rd.coupling_entropy(uniform), math.log(4))
-    one_hot = np.eye(4)[[0, 3, 1]]
-    np.testing.assert_array_equal(rd.coupling_entropy(one_hot), 0.0)
-
-
-@pytest.mark.parametrize("grouping", rd.GROUPINGS)
-def test_one_routing_iteration_gives_log_classes(make_net, grouping):
-    net = make_net(seed=3, class_caps={"dims": 4, "routing_iterations": 1})
-    arrays = rd.compute(_evaluation(net, count=6), rd.Params(grouping=grouping, entropy_bins=20))
-    log_k = math.log(3)
-    assert float(arrays["entropy_max"]) == pytest.approx(log_k)
-    assert float(arrays["entropy_mean"]) == pytest.approx(log_k, abs=1e-6)
-    assert float(arrays["entropy_length_weighted_mean"]) == pytest.approx(log_k, abs=1e-6)
-    np.testing.assert_allclose(arrays["entropy_image_mean"], log_k, atol=1e-6)
-    np.testing.assert_allclose(arrays["entropy_type_mean"], log_k, atol=1e-6)
-    hist = arrays["entropy_hist"]
-    assert np.all(hist[:, :-1] == 0)                    # everything in the last bin
-    deficit = arrays["entropy_deficit_hist"]
-    assert np.all(deficit[:, 1:] == 0) and deficit.sum() == pytest.approx(hist.sum())
-    assert arrays["entropy_deficit_edges"][0] == rd.DEFICIT_FLOOR
-    assert arrays["entropy_deficit_edges"][-1] == pytest.approx(log_k)
-    assert hist.sum() == pytest.approx(6 * 64)          # each capsule counted once in total
-    summary = rd.summarize(arrays, None)
-    assert summary["entropy_mean_normalized"] == pytest.approx(1.0, abs=1e-6)
-
-
-def test_deficit_bins():
-    log_k = math.log(10)
-    edges = rd.deficit_edges(log_k, 7)
-    centres = np.sqrt(edges[:-1] * edges[1:])
-    assert rd.deficit_bins(centres, log_k, 7).tolist() == list(range(7))
-    assert rd.deficit_bins(np.array([-1e-9, 0.0, 1e-9, log_k]), log_k, 7).tolist() == [0, 0, 0, 6]
-
-
-def test_entropy_against_the_probe(evaluation, result):
-    coupling = evaluation.tensors("coupling")["coupling"].astype(np.float64)
-    h = -np.sum(coupling * np.log(coupling), -1)
-    np.testing.assert_allclose(result["entropy_image_mean"], h.mean(1), rtol=1e-6)
-    assert float(result["entropy_mean"]) == pytest.approx(h.mean(), rel=1e-6)
-    owner = coupling.argmax(-1)
-    for k in range(3):
-        assert float(result["entropy_mean_class"][k]) == pytest.approx(h[owner == k].mean(),
-                                                                        rel=1e-6)
-    assert result["entropy_hist"].sum() == h.size
-
-
-# --- vote agreement -----------------------------------------------------------------------------
 
 def test_vote_equal_to_capsule_lands_in_last_bin():
     rng = np.random.default_rng(0)
@@ -140,35 +101,39 @@ def test_chunk_size_does_not_change_results(evaluation, result):
 
 def test_params_validation():
     hash(rd.Params())
-    assert rd.variants(None) == [rd.Params()]
-    with pytest.raises(ReportgenError):
-        rd.Params(grouping="mean")
     with pytest.raises(ReportgenError):
         rd.Params(chunk=0)
     with pytest.raises(ReportgenError):
         rd.Params(kept_images=-1)
 
 
-def test_summary_and_figures(evaluation, result):
+def test_summary_and_figures(tiny_net, evaluation, result):
     summary = rd.summarize(result, None)
     json.dumps(summary, allow_nan=False)
-    assert summary["images"] == 10 and summary["entropy_max"] == pytest.approx(math.log(3))
-    weighted = rd.compute(evaluation, rd.Params(grouping="weighted", kept_images=0))
-    assert weighted["entropy_hist"].sum() == pytest.approx(result["entropy_hist"].sum())
+    assert summary["images"] == 10
     technique = rd.TECHNIQUE
-    assert (technique.name, technique.scope, technique.layer) == ("routing_diagnostics",
+    assert (technique.name, technique.scope, technique.layer) == ("vote_agreement",
                                                                   "dataset", "class")
     ctx = RenderContext(model="tiny", step="1-10", class_names=CLASS_NAMES)
     figures = technique.render(result, rd.Params(), ctx)
     names = [f.name for f in figures]
-    assert names == ["entropy.png", "entropy.svg", "entropy.pdf", "vote_agreement.png",
-                     "vote_agreement.svg", "vote_agreement.pdf", "vote_agreement_images.png",
-                     "vote_agreement_images.svg", "vote_agreement_images.pdf"]
+    assert names == ["vote_agreement.png", "vote_agreement.svg", "vote_agreement.pdf",
+                     "vote_agreement_images.png", "vote_agreement_images.svg",
+                     "vote_agreement_images.pdf"]
     assert all(f.caption and f.width > 0 for f in figures)
-    assert "argmax" in figures[0].caption and "100 equal bins" in figures[3].caption
-    assert "weight" in technique.render(weighted, rd.Params(grouping="weighted"), ctx)[0].caption
+    assert "100 equal bins" in figures[0].caption
     assert technique.render_trend([("1-10", summary)], None, ctx) == []
     assert technique.render_compare([("A", summary)], None, ctx) == []
     trend = technique.render_trend([("1-10", summary), ("2-10", summary)], None, ctx)
     compare = technique.render_compare([("A", summary), ("B", summary)], None, ctx)
     assert [f.kind for f in trend + compare] == ["png", "svg", "pdf", "png", "svg", "pdf"]
+
+
+def test_applies_to_dynamic_routing_only(tiny_net):
+    from em_fixture import build_tiny_em
+
+    from reportgen.engine.model import not_applicable_reason
+
+    assert rd.TECHNIQUE.applicable(tiny_net)
+    em = build_tiny_em(seed=3)
+    assert not_applicable_reason(rd.TECHNIQUE.missing_features(em)) == "it has no dynamic routing"

@@ -1,27 +1,6 @@
-"""Routing diagnostics over the evaluation set (Sabour et al. 2017, Procedure 1).
-
-Two dataset-level questions about how a CapsNet routes (which units never fire is
-reportgen.techniques.dead_units):
-
-1. How decided is routing? The entropy of each input (primary) capsule's final coupling
-   coefficients, H_i = -sum_j c_ij log c_ij: log(#classes) for uniform couplings (what one
-   routing iteration gives), 0 when a capsule sends everything to one class. Its distribution is
-   drawn per class capsule, grouping input capsules by the class they couple to most
-   ("argmax") or counting every capsule in every class with weight c_ij ("weighted").
-2. Do the votes agree with the class capsule they build? For the true class t and the strongest
-   wrong class w of each image, the cosine between v_j and every vote u_hat[j|i] = W_ij u_i, in
-   equal bins over [-1, 1]; per bin the share of votes, their mean length and mean c_ij.
-   Votes are recomputed from the primary capsules a chunk of images at a time (an LPcaps image
-   has 10,368 x 10 votes of 16 values, 6.6 MB): the votes of the whole set never exist at once.
-
-Matrix capsules with EM routing (Hinton et al. 2018) route through several layers, each child
-sharing itself out over the parents that see it (every class for the class capsules; the output
-types at every position whose kernel covers it for a convolutional capsule layer). For every
-routed layer: the entropy of each child's final assignments R_ij, against the uniform
-log(#parents of the child) (what one EM iteration gives), as a histogram of H / H_uniform
-and its means (plain and weighted by the child's activation). Votes are not compared with the
-poses (there is no dynamic-routing agreement to check).
-"""
+"""The routing diagnostics as reportgen computed them in one technique before they were split
+(routing_entropy, vote_agreement, dead_units): kept verbatim, TensorFlow-free apart from the
+votes, as the reference the split techniques must reproduce on tiny nets."""
 
 from __future__ import annotations
 
@@ -32,7 +11,8 @@ import numpy as np
 
 from reportgen.console import progress
 from reportgen.errors import ReportgenError
-from reportgen.techniques.base import Technique, lazy, model_description
+from reportgen.results.dead_units import FILTER_PREFIX, dead_filter_summary, dead_units
+from reportgen.techniques.base import model_description
 from reportgen.techniques.compute import check_option, check_positive, finite_number, require_images
 
 NAME = "routing_diagnostics"
@@ -48,6 +28,7 @@ class Params:
     entropy_bins: int = 50                # bins over [0, log #classes]
     agreement_bins: int = 100             # cosine bins over [-1, 1]
     kept_images: int = 8                  # per-image vote-agreement histograms kept
+    dead_type_threshold: float = 1e-3     # a capsule type never longer than this is inactive
     chunk: int = 50                       # images per vote computation (at most)
 
     def __post_init__(self):
@@ -58,10 +39,16 @@ class Params:
                 or self.kept_images < 0:
             raise ReportgenError(f"Invalid option 'kept_images' for technique '{NAME}'.",
                                  expected="an integer >= 0", received=repr(self.kept_images))
+        check_positive(NAME, "dead_type_threshold", self.dead_type_threshold, float)
 
 
 def variants(description) -> list[Params]:
     return [Params()]
+
+
+def relu_layers(model) -> list[str]:
+    """The conv layers with a ReLU (the only ones where "dead" means never active)."""
+    return [c.name for c in model_description(model).conv_layers if c.activation == "relu"]
 
 
 def coupling_entropy(coupling: np.ndarray) -> np.ndarray:
@@ -137,7 +124,9 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     agreement_count / agreement_share / agreement_length / agreement_coupling (2, A) for rows
     ROLES (true class, strongest wrong class; mean length and mean c_ij are NaN in empty bins),
     agreement_edges (A+1,), agreement_mean_cos / agreement_coupling_cos (2,),
-    agreement_image_share (kept, 2, A), agreement_image_index (kept,).
+    agreement_image_share (kept, 2, A), agreement_image_index (kept,);
+    filter_max_<layer> (filters,) for every ReLU conv layer, type_max_length (T,),
+    dead_type_threshold (scalar).
     """
     import keras
 
@@ -146,8 +135,10 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
         return compute_em(evaluation, params)
     require_images(evaluation, NAME)
     net = evaluation.net
+    layers = relu_layers(net)
     # One call: every name not yet held by the EvalBatch comes from the same probe pass.
-    tensors = evaluation.tensors("coupling", "class_capsules", "lengths", "primary_capsules")
+    tensors = evaluation.tensors("coupling", "class_capsules", "lengths", "primary_capsules",
+                                 "primary_lengths", *[f"conv:{n}" for n in layers])
     coupling_all = tensors["coupling"]
     capsules_all = tensors["class_capsules"]
     primary_all = tensors["primary_capsules"]
@@ -242,17 +233,22 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
                                                np.nan),
             "agreement_image_share": image_counts / max(caps, 1),
             "agreement_image_index": np.arange(kept, dtype=np.int64),
+            "type_max_length": np.asarray(tensors["primary_lengths"]).max((0, 1, 2)),
+            "dead_type_threshold": np.float64(params.dead_type_threshold),
         }
+    for layer in layers:
+        out[FILTER_PREFIX + layer] = np.asarray(tensors[f"conv:{layer}"]).max((0, 1, 2))
     return out
 
 
 def needs(params, description) -> frozenset[str]:
     """Dynamic routing: the couplings, class capsules and primary capsules (the votes are
     recomputed from them); EM routing: each routed layer's assignment entropies and every grid
-    layer's activations."""
+    layer's activations. Both: the conv maps (dead filters)."""
     if "em_routing" in description.features:
-        return frozenset({"routing_entropy:<routed>", "activations:<capsules>"})
-    return frozenset({"coupling", "class_capsules", "lengths", "primary_capsules"})
+        return frozenset({"routing_entropy:<routed>", "activations:<capsules>", "conv:<layer>"})
+    return frozenset({"coupling", "class_capsules", "lengths", "primary_capsules",
+                      "primary_lengths", "conv:<layer>"})
 
 
 def compute_em(evaluation, params: Params) -> dict[str, np.ndarray]:
@@ -262,15 +258,19 @@ def compute_em(evaluation, params: Params) -> dict[str, np.ndarray]:
     layer_entropy_mean (L,) mean H (nats), layer_entropy_uniform (L,) mean log(#parents),
     layer_entropy_normalized_mean (L,) mean H / H_uniform, layer_entropy_weighted_mean (L,) the
     same weighted by the children's activations, layer_children (L,); entropy_image_mean (N,)
-    each image's mean H / H_uniform over every routed child."""
+    each image's mean H / H_uniform over every routed child; type_max_activation_<layer>
+    (types,) for every grid layer, type_max_length = the primary capsules' (dead types);
+    filter_max_<layer> for every ReLU conv layer; dead_type_threshold."""
     from reportgen.capsnet.em_description import parents_per_child
-    from reportgen.probe.probe import routed_layers
+    from reportgen.probe.probe import grid_capsule_layers, routed_layers
 
     require_images(evaluation, NAME)
     description = evaluation.net.description
-    routed = routed_layers(description)
+    routed, grids = routed_layers(description), grid_capsule_layers(description)
+    conv = relu_layers(description)
     tensors = evaluation.tensors(*[f"routing_entropy:{n}" for n in routed],
-                                 *[f"activations:{n}" for n in routed])
+                                 *[f"activations:{n}" for n in grids],
+                                 *[f"conv:{n}" for n in conv])
     bins = params.entropy_bins
     n = len(evaluation.images)
     hist = np.zeros((len(routed), bins))
@@ -297,7 +297,14 @@ def compute_em(evaluation, params: Params) -> dict[str, np.ndarray]:
     out = {"layer_entropy_hist": hist, "layer_entropy_edges": np.linspace(0.0, 1.0, bins + 1),
            **{f"layer_entropy_{k}": v for k, v in stats.items() if k != "children"},
            "layer_children": stats["children"],
-           "entropy_image_mean": image_sum / max(image_count, 1)}
+           "entropy_image_mean": image_sum / max(image_count, 1),
+           "dead_type_threshold": np.float64(params.dead_type_threshold)}
+    for name in grids:
+        out[f"type_max_activation_{name}"] = np.asarray(tensors[f"activations:{name}"]).max(
+            (0, 1, 2))
+    out["type_max_length"] = out[f"type_max_activation_{grids[0]}"]
+    for layer in conv:
+        out[FILTER_PREFIX + layer] = np.asarray(tensors[f"conv:{layer}"]).max((0, 1, 2))
     return out
 
 
@@ -305,11 +312,17 @@ def summarize_em(arrays, params: Params | None = None) -> dict:
     """Headline numbers of EM routing (JSON-ready): per routed layer (in order, "layers"
     names them by index) the mean entropy, its uniform value and their ratio; the entropy of
     the last layer (into the classes) under the keys dynamic routing uses, so models of both
-    families compare."""
+    families compare; dead filters and inactive types."""
+    dead = dead_units(arrays)
     means = np.asarray(arrays["layer_entropy_mean"], np.float64)
     uniform = np.asarray(arrays["layer_entropy_uniform"], np.float64)
     normalized = np.asarray(arrays["layer_entropy_normalized_mean"], np.float64)
     weighted = np.asarray(arrays["layer_entropy_weighted_mean"], np.float64)
+    types = [k for k in arrays if k.startswith("type_max_activation_")]
+    threshold = float(np.asarray(arrays["dead_type_threshold"]))
+    inactive = {k[len("type_max_activation_"):]:
+                np.flatnonzero(np.asarray(arrays[k]) < threshold).tolist() for k in types}
+    type_total = sum(np.asarray(arrays[k]).size for k in types)
     summary = {
         "images": int(np.asarray(arrays["entropy_image_mean"]).size),
         "layers": len(means),
@@ -320,7 +333,15 @@ def summarize_em(arrays, params: Params | None = None) -> dict:
         "entropy_mean": finite_number(means[-1]),
         "entropy_max": finite_number(uniform[-1]),
         "entropy_mean_normalized": finite_number(normalized[-1]),
+        **dead_filter_summary(dead),
+        "dead_type_count": sum(len(v) for v in inactive.values()),
+        "type_count": type_total,
+        "dead_type_fraction": sum(len(v) for v in inactive.values()) / type_total
+        if type_total else 0.0,
+        "dead_types": dead["types"],
     }
+    for layer, indices in inactive.items():
+        summary[f"dead_types_{layer}"] = indices
     return summary
 
 
@@ -328,6 +349,7 @@ def summarize(arrays, params: Params | None = None) -> dict:
     """Headline numbers (JSON-ready; NaN becomes None)."""
     if "layer_entropy_mean" in arrays:
         return summarize_em(arrays, params)
+    dead = dead_units(arrays)
     entropy_max = float(np.asarray(arrays["entropy_max"]))
     entropy_mean = finite_number(arrays["entropy_mean"])
     summary = {
@@ -341,46 +363,11 @@ def summarize(arrays, params: Params | None = None) -> dict:
         "agreement_wrong_mean_cos": finite_number(arrays["agreement_mean_cos"][1]),
         "agreement_true_coupling_weighted_cos": finite_number(arrays["agreement_coupling_cos"][0]),
         "agreement_wrong_coupling_weighted_cos": finite_number(arrays["agreement_coupling_cos"][1]),
+        **dead_filter_summary(dead),
+        "dead_type_count": len(dead["types"]),
+        "type_count": dead["type_total"],
+        "dead_type_fraction": len(dead["types"]) / dead["type_total"] if dead["type_total"]
+        else 0.0,
+        "dead_types": dead["types"],
     }
     return summary
-
-
-def _render(arrays, params, ctx):
-    module = "em_routing_diagnostics" if "layer_entropy_mean" in arrays else "routing_diagnostics"
-    return lazy(f"reportgen.figures.{module}", "render", Params)(arrays, params, ctx)
-
-
-def _over(kind: str):
-    """render_trend / render_compare: the EM charts when every summary is of EM routing."""
-    def draw(series, params, ctx):
-        em = bool(series) and all("layers" in summary for _, summary in series)
-        module = "em_routing_diagnostics" if em else "routing_diagnostics"
-        return lazy(f"reportgen.figures.{module}", kind, Params)(series, params, ctx)
-
-    draw.__name__ = kind
-    return draw
-
-
-TECHNIQUE = Technique(
-    name=NAME,
-    title="Routing diagnostics",
-    layer="class",
-    scope="dataset",
-    needs=needs,
-    applies_to=frozenset({"primary_capsules", "class_capsules", "routing_paths"}),
-    params_type=Params,
-    version=2,
-    compute=compute,
-    render=_render,
-    variants=variants,
-    summarize=summarize,
-    render_trend=_over("render_trend"),
-    render_compare=_over("render_compare"),
-    description="How decided and how consistent dynamic routing is over the evaluation set: the "
-                "entropy of every primary capsule's final coupling coefficients (log #classes = "
-                "uniform, 0 = all to one class) per class capsule; how well the votes for the "
-                "true and the strongest wrong class agree with that class capsule (cosine "
-                "histogram with the votes' mean length and coupling per bin). For EM routing "
-                "(matrix capsules): the entropy of every child's assignments in every routed "
-                "layer against uniform.",
-)
