@@ -27,9 +27,10 @@ SCORES: dict[str, list[tuple[str, str, object]]] = {
                                 f"ε = 0.1", CHANCE) for a in ("fgsm", "pgd")],
     "capsule_semantics": [(f"{POOLED}{f}", f"compactness under {f.replace('_', ' ')}",
                            (CHANCE_POOLED, 1)) for f in FACTORS],
-    "routing_diagnostics": [("entropy_mean", "mean coupling entropy (nats)", "entropy_max"),
-                            ("dead_filter_fraction", "dead conv filters (share)", None),
-                            ("dead_type_fraction", "inactive capsule types (share)", None)],
+    "routing_entropy": [("entropy_mean", "mean routing entropy into the classes (nats)",
+                         "entropy_max")],
+    "dead_units": [("dead_filter_fraction", "dead conv filters (share)", None),
+                   ("dead_type_fraction", "inactive capsule types (share)", None)],
     "explanation_fidelity": [(f"deletion_aopc_{m}", f"deletion AOPC, {label}",
                               "deletion_aopc_random")
                              for m, label in (("rpv_modified", "RPV (modified)"),

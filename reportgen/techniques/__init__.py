@@ -23,7 +23,9 @@ TECHNIQUE_MODULES = (
     "decoder_perturbation",
     "activation_maximization",
     # dataset level, over the evaluation set
-    "routing_diagnostics",
+    "routing_entropy",
+    "vote_agreement",
+    "dead_units",
     "capsule_semantics",
     "explanation_fidelity",
     "affine_robustness",
