@@ -18,7 +18,7 @@ MODELS = ("Tiny_A", "Tiny_B")
 # the untrained 0-0): four tasks on the cluster, a site that draws in seconds.
 BUILD = ("build", "--steps", "last", "--images", "test:0", "--eval-images", "10",
          "--technique", "predictions", "--technique", "conv_kernels",
-         "--technique", "routing_diagnostics")
+         "--technique", "routing_entropy")
 _made: dict[str, Path] = {}
 
 

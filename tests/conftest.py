@@ -20,7 +20,7 @@ if _TESTS not in sys.path:
 # the newest releases the bounds in pyproject.toml allow, and a failure is read against them.
 _REPORTED_DISTRIBUTIONS = ("tensorflow-cpu", "keras", "numpy", "h5py", "jinja2", "matplotlib",
                            "pillow", "click", "mkdocs", "mkdocs-material", "mlxtend", "dask",
-                           "fsspec", "scipy", "pytest", "playwright", "tf-keras-vis",
+                           "fsspec", "filelock", "scipy", "pytest", "playwright", "tf-keras-vis",
                            "moto", "s3fs", "safetensors", "torch")
 
 

@@ -1,5 +1,5 @@
-"""Tiny networks of the other model families (GraCapsNet, the CNN baselines of Gu 2022), on the
-12x12x1 inputs and 3 classes of conftest's TINY_PARAMS."""
+"""Tiny networks of the other model families (GraCapsNet, Self-Routing, the CNN baselines of Gu
+2022), on the 12x12x1 inputs and 3 classes of conftest's TINY_PARAMS."""
 
 from __future__ import annotations
 
@@ -11,6 +11,13 @@ BASE = {"dataset": TINY_PARAMS["dataset"], "input_shape": TINY_PARAMS["input_sha
 TINY_GRACAPS = {**BASE, "family": "gracapsnet", "conv": [{"filters": 8, "kernel_size": 3}],
                 "primary": {"types": 4, "dims": 4, "kernel_size": 3, "strides": 2},
                 "class_caps": {"dims": 4}, "graph": {"sigma": 1.5}, "decoder": {"units": [16]}}
+# Self-Routing, every convolution padded by 1: 12x12 -> conv 12x12x8 -> primary (kernel 3,
+# stride 2) 6x6 x 2 types of 4 -> ConvCaps (kernel 3, stride 2) 3x3 x 3 types of 4 -> 3 classes.
+TINY_SELF_ROUTING = {**BASE, "family": "self_routing",
+                     "conv": [{"filters": 8, "kernel_size": 3}],
+                     "primary": {"types": 2, "dims": 4, "kernel_size": 3, "strides": 2},
+                     "self_routing": {"conv_caps_types": 3, "conv_caps_dims": 4},
+                     "decoder": {"enabled": False}}
 CNN_HEADS = ("avg", "fc", "r", "cr", "cr_sf")
 # Two overlapping digits (MultiMNIST, 36x36, 10 classes): 36 -> conv 5 s3 11x11 -> primary
 # (kernel 3, stride 2) 5x5 grid x 4 types = 100 capsules -> 10 x 4D; decoder 40 -> 16 -> 1296.

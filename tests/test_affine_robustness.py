@@ -209,7 +209,7 @@ def test_summary_and_figures(small_result):
 
 
 @pytest.mark.parametrize("module", ["affine_robustness", "capsule_semantics",
-                                    "routing_diagnostics"])
+                                    "routing_entropy", "vote_agreement", "dead_units"])
 def test_empty_evaluation_set_is_refused(tiny_net, module):
     from importlib import import_module
 

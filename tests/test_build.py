@@ -148,7 +148,7 @@ def test_dataset_analyses_trends_and_comparisons_are_cached(models, tmp_path):
     shutil.rmtree(twin / "Untrained")
     shutil.copytree(twin / "Tiny", twin / "Twin")     # comparisons need two models
     options = _options(tmp_path, models="*", steps="all", analyses="all", render_site=True,
-                       techniques=("predictions", "routing_diagnostics", "affine_robustness"),
+                       techniques=("predictions", "routing_entropy", "affine_robustness"),
                        eval_images=30)
     first = build(Catalog(twin), options)
     assert first.ok
@@ -159,7 +159,7 @@ def test_dataset_analyses_trends_and_comparisons_are_cached(models, tmp_path):
     # two analyses never share (and overwrite) a figure file
     for folder in (trends, compare):
         pngs = [p.name for p in folder if p.suffix == ".png"]
-        assert {n.split("-")[0] for n in pngs} == {"routing_diagnostics", "affine_robustness"}
+        assert {n.split("-")[0] for n in pngs} == {"routing_entropy", "affine_robustness"}
     second = build(Catalog(twin), options)
     assert second.computed == 0 and second.drawn == 0
 
@@ -531,7 +531,7 @@ def test_panels_carry_their_numbers_and_store_files_and_a_model_its_missing_tech
     monkeypatch.chdir(tmp_path)
     options = _options(tmp_path, models="*", render_site=True, analyses="last", eval_images=12,
                        techniques=("predictions", "class_capsules", "decoder_length",
-                                   "routing_diagnostics"))
+                                   "routing_entropy"))
     assert build(Catalog(folder), options).ok
     site, = seen
     tiny, nodec = sorted(site.models, key=lambda m: m.name != "Tiny")

@@ -89,7 +89,7 @@ def test_an_in_process_build_on_a_memory_store_equals_the_disk_build(
     expected, reference_output = reference(tmp_path_factory)
     monkeypatch.chdir(tmp_path)
     options = dict(steps="last", images="test:0", eval_images=10,
-                   techniques=("predictions", "conv_kernels", "routing_diagnostics"),
+                   techniques=("predictions", "conv_kernels", "routing_entropy"),
                    cache_dir=f"memory://reportgen-{uuid.uuid4().hex}/cache")
     catalog = Catalog(trained_models(tmp_path_factory))
     summary = build(catalog, BuildOptions(**options))

@@ -48,8 +48,8 @@ def test_description_matches_the_built_model(name, make_net):
     assert shapes["primary_capsules"] == (primary.capsules, primary.pose_size)
     assert shapes["coupling"] == (primary.capsules, description.classes)
     assert shapes["class_capsules"] == (classes.types, classes.pose_size)
-    assert primary.routing == "coupling"
-    assert primary.routing_iterations == net.class_caps.routing_iterations
+    assert primary.routing.kind == "dynamic_routing" and primary.routing.sums_over == "parents"
+    assert primary.routing.iterations == net.class_caps.routing_iterations
     assert (description.decoder is None) == (net.decoder is None)
     if net.decoder is not None:
         assert shapes["reconstruction"] == description.decoder.output_shape
@@ -238,10 +238,13 @@ def test_overlays_are_the_same_from_the_description_or_the_old_tuples(name, tiny
 
 
 def test_not_applicable_names_the_most_fundamental_lack():
-    from reportgen.capsnet.description import FEATURES, LACKS
+    from reportgen.capsnet.description import feature_words, lacks_words
     from reportgen.engine.model import not_applicable_reason
 
-    assert set(LACKS) == set(FEATURES)          # every feature a technique may need is worded
+    # every feature a technique may need is worded, the families' routing kinds too
+    assert set(lacks_words()) == set(feature_words())
+    assert {"dynamic_routing", "em_routing", "attention"} <= set(feature_words())
+    assert not_applicable_reason(frozenset({"em_routing"})) == "it has no EM routing"
     # a CNN lacks capsules, routing weights and attention: the capsules are what to name
     assert not_applicable_reason(frozenset({"attention", "routing_weights", "capsules"})) == \
         "it has no capsule layers"

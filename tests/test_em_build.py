@@ -73,8 +73,9 @@ def test_build_makes_every_applicable_page(trained, tmp_path):
                      "rpv-original.png", "gradcam_pp-conv1.png", "primary_heatmaps-per_layer.png",
                      "primary_heatmaps-per_layer-conv_caps1.png",
                      "primary_heatmaps-per_layer-conv_caps2.png",
-                     "routing_diagnostics-argmax-em_routing_entropy.png",
-                     "routing_diagnostics-argmax-em_dead_units.png", "affine_robustness.png"):
+                     "routing_entropy-argmax-entropy.png",
+                     "routing_entropy-argmax-routing_entropy_layers.png",
+                     "dead_units.png", "affine_robustness.png"):
         assert expected in names, expected
     site = tmp_path / "site" / "models" / "TinyEM"
     pages = {p.name: p.read_text(encoding="utf-8") for p in site.glob("*.html")}

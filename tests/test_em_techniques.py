@@ -25,7 +25,7 @@ SMALL = {
     "adversarial_robustness": {"images": 6, "epsilons": (0.0, 0.1), "pgd_steps": 2},
 }
 APPLICABLE = {"predictions", "gradcam_pp", "conv_feature_maps", "conv_kernels",
-              "primary_heatmaps", "class_capsules", "rpv", "routing_diagnostics",
+              "primary_heatmaps", "class_capsules", "rpv", "routing_entropy", "dead_units",
               "capsule_semantics", "affine_robustness", "adversarial_robustness"}
 
 
@@ -214,14 +214,14 @@ def test_class_poses_give_coordinate_addition_its_own_scale(net):
     assert "coordinate addition" not in figure.caption
 
 
-def test_routing_diagnostics_entropy_against_uniform(net):
+def test_routing_entropy_against_uniform(net):
     """With one EM iteration the assignments are uniform: every routed layer's entropy ratio is
     1. With two it is below 1, and the means are those of the probe's entropies."""
     from reportgen.capsnet.em_description import parents_per_child
 
     rng = np.random.default_rng(2)
     x, y = rng.random((6, 12, 12, 1), dtype=np.float32), rng.integers(0, 3, 6)
-    diagnostics = get_technique("routing_diagnostics")
+    diagnostics = get_technique("routing_entropy")
     uniform_net = build_tiny_em(seed=3, em={"routing_iterations": 1, "inverse_temperature": 0.5,
                                             "conv_caps": [{"types": 3, "kernel_size": 3,
                                                            "strides": 2},

@@ -69,7 +69,7 @@ def test_a_cnn_gets_the_analyses_of_any_classifier(head, data):
     features = head in ("r", "cr", "cr_sf")
     assert applies == CNN_ANALYSES | ({"capsule_semantics"} if features else set())
     missing = dict((t.name, m) for t, m in result.not_applicable)
-    for name in ("rpv", "routing_diagnostics", "primary_heatmaps", "class_capsules",
+    for name in ("rpv", "routing_entropy", "vote_agreement", "primary_heatmaps", "class_capsules",
                  "decoder_length", "live_decoder", "explanation_fidelity", "gracaps_attention"):
         reason = not_applicable_reason(missing[name])   # one short plain clause
         assert reason.startswith("it has no ") and len(reason.split()) <= 14, (name, reason)

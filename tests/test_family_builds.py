@@ -14,7 +14,7 @@ import json
 import pytest
 from conftest import TINY_PARAMS
 from em_fixture import TINY_EM
-from family_nets import CNN_HEADS, TINY_GRACAPS, tiny_cnn, write_model
+from family_nets import CNN_HEADS, TINY_GRACAPS, TINY_SELF_ROUTING, tiny_cnn, write_model
 from test_training import _tiny_data
 
 from reportgen.catalog import Catalog
@@ -33,6 +33,7 @@ MODELS = {
     "AffCapsNet": {**TINY_PARAMS, "class_caps": {**NO_ROUTING, "weight_sharing": "all"}},
     "GraCapsNet": TINY_GRACAPS,
     "EM": TINY_EM,
+    "SelfRouting": TINY_SELF_ROUTING,
     **{f"ConvNet_{head}": tiny_cnn(head) for head in CNN_HEADS},
 }
 DEFAULT = tuple(t for t in all_techniques() if not t.experimental)

@@ -471,13 +471,14 @@ def _compare_summaries(m: int) -> dict[str, dict]:
         "affnist_benchmark": {"clean_accuracy": high, "affnist_accuracy": high - 0.05},
         "capsule_semantics": {"effective_dims": 7.0,
                               **{f"compactness_{f}": high for f in FACTORS}},
-        "routing_diagnostics": {"entropy_mean": 1.0, "entropy_max": 2.3,
-                                "dead_filter_fraction": high, "dead_type_fraction": high,
-                                "agreement_true_mean_cos": high,
+        "routing_entropy": {"entropy_mean": 1.0, "entropy_max": 2.3, "layers": 1,
+                            "entropy_length_weighted_mean": 1.0},
+        "vote_agreement": {"agreement_true_mean_cos": high,
                                 "agreement_wrong_mean_cos": high,
                                 "agreement_true_coupling_weighted_cos": high},
-        "em_routing_diagnostics": {"layers": 3, "entropy_normalized_per_layer": [1.0, 1.0, 0.99],
-                                   "dead_filter_fraction": 0.0, "dead_type_fraction": 0.0},
+        "em_routing_entropy": {"layers": 3, "entropy_normalized_per_layer": [1.0, 1.0, 0.99],
+                               "entropy_mean": 1.0, "entropy_max": 1.1},
+        "dead_units": {"dead_filter_fraction": high, "dead_type_fraction": high},
         "affine_robustness": {"clean_accuracy": high,
                               **{k: v for f in FACTORS for k, v in (
                                   (f"{f}_values", [-1.0, 0.0, 1.0]),
@@ -491,8 +492,9 @@ def _overlaps(a, b) -> bool:
 
 
 @pytest.mark.parametrize("analysis", ["explanation_fidelity", "affnist_benchmark",
-                                      "capsule_semantics", "routing_diagnostics",
-                                      "em_routing_diagnostics", "affine_robustness",
+                                      "capsule_semantics", "routing_entropy",
+                                      "em_routing_entropy", "vote_agreement", "dead_units",
+                                      "affine_robustness",
                                       "adversarial_robustness"])
 def test_compare_legends_sit_outside_every_plotting_area(analysis, monkeypatch):
     """The Compare page's charts: every legend inside the figure and clear of every axes' box
@@ -501,8 +503,9 @@ def test_compare_legends_sit_outside_every_plotting_area(analysis, monkeypatch):
 
     from reportgen.techniques import get_technique
 
-    technique = get_technique("routing_diagnostics" if analysis.startswith("em_") else analysis)
-    module = importlib.import_module(f"reportgen.figures.{analysis}")
+    name = analysis.removeprefix("em_")          # an EM model's routing entropy: several layers
+    technique = get_technique(name)
+    module = importlib.import_module(f"reportgen.figures.{name}")
     drawn = []
     original = module.figure_pair
 

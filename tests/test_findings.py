@@ -15,10 +15,10 @@ from reportgen.pages.sitedata import FigureFile, Panel
 from reportgen.results import findings as F
 from site_fixture import make_site
 
-ROUTING = {"entropy_mean": 2.3004, "entropy_max": math.log(10), "dead_filter_count": 13,
-           "filter_count": 128, "filter_layers": ["conv1", "primary_conv"],
-           "filter_count_per_layer": [64, 64], "dead_filter_count_per_layer": [5, 8],
-           "dead_type_count": 0, "type_count": 8, "images": 200}
+ROUTING = {"entropy_mean": 2.3004, "entropy_max": math.log(10), "images": 200}
+DEAD = {"dead_filter_count": 13, "filter_count": 128, "filter_layers": ["conv1", "primary_conv"],
+        "filter_count_per_layer": [64, 64], "dead_filter_count_per_layer": [5, 8],
+        "dead_type_count": 0, "type_count": 8, "images": 200}
 FIDELITY = {"builtin_method": "rpv_modified", "deletion_aopc_rpv_modified": 0.30,
             "deletion_aopc_gradcam_pp": 0.50, "deletion_aopc_random": 0.28,
             "insertion_auc_rpv_modified": 0.72, "insertion_auc_gradcam_pp": 0.73,
@@ -42,7 +42,7 @@ def test_routing_near_uniform_names_the_gap_and_the_threshold():
     gap = math.log(10) - 2.3004
     assert f.text.startswith(
         f"Routing stays within {gap:.2g} nats of uniform (threshold 0.05 nats)")
-    assert "1/10" in f.text and f.technique == "routing_diagnostics"
+    assert "1/10" in f.text and f.technique == "routing_entropy"
     assert f.untrained == "untrained (0-0): 1e-06 nats from uniform"
     decided = F.routing_finding({"entropy_mean": 1.5, "entropy_max": math.log(10)}, 10)
     assert "departs from uniform" in decided.text and "0.8 nats" in decided.text
@@ -58,31 +58,32 @@ def test_em_routing_is_judged_at_every_layer():
 
 
 def test_dead_filters_are_counted_and_flagged_per_layer():
-    untrained = {**ROUTING, "dead_filter_count_per_layer": [2, 0], "dead_type_count": 1}
-    f = F.dead_units_finding(ROUTING, untrained=untrained)
+    untrained = {**DEAD, "dead_filter_count_per_layer": [2, 0], "dead_type_count": 1}
+    f = F.dead_units_finding(DEAD, untrained=untrained)
     # each conv layer on its own: never "13 of 128" (two layers' filters added up)
     assert f.text.startswith("conv1: 5 of 64 filters dead (7.8%); primary_conv: 8 of 64 "
                              "filters dead (12.5%); 0 of 8 capsule types inactive (0.0%).")
     assert "128" not in f.text
+    assert f.technique == "dead_units"
     assert f.text.endswith("conv1 and primary_conv are above the 5% of dead units we flag "
                            "(threshold 5% per layer).")
     assert f.untrained == ("untrained (0-0): conv1: 2 of 64 filters dead; primary_conv: 0 of "
                            "64 filters dead; 1 of 8 capsule types inactive")
-    few = F.dead_units_finding({**ROUTING, "dead_filter_count_per_layer": [3, 0]})
+    few = F.dead_units_finding({**DEAD, "dead_filter_count_per_layer": [3, 0]})
     assert "every layer is within the 5%" in few.text
     # 8 of 320 filters in all is 2.5%, but one layer has 12.5% of its filters dead
-    hidden = F.dead_units_finding({**ROUTING, "filter_count_per_layer": [256, 64],
+    hidden = F.dead_units_finding({**DEAD, "filter_count_per_layer": [256, 64],
                                    "dead_filter_count_per_layer": [0, 8]})
     assert "primary_conv is above" in hidden.text and "conv1: 0 of 256" in hidden.text
     # a summary without per-layer counts says its total is of all conv layers together
-    summed = {k: v for k, v in ROUTING.items() if "per_layer" not in k and k != "filter_layers"}
+    summed = {k: v for k, v in DEAD.items() if "per_layer" not in k and k != "filter_layers"}
     assert F.dead_units_finding(summed).text.startswith("conv layers: 13 of 128 filters dead")
 
 
-def test_dead_filter_counts_per_layer_from_the_routing_arrays():
-    """routing_diagnostics' summary counts each conv layer's dead filters (max output 0 over
-    the evaluation set) against that layer's filters, in the model's order."""
-    from reportgen.results.routing_diagnostics import dead_filter_summary, dead_units
+def test_dead_filter_counts_per_layer_from_the_dead_units_arrays():
+    """dead_units' summary counts each conv layer's dead filters (max output 0 over the
+    evaluation set) against that layer's filters, in the model's order."""
+    from reportgen.results.dead_units import dead_filter_summary, dead_units
 
     conv1, primary = np.ones(64), np.ones(32)
     conv1[[1, 5, 9, 20, 63]] = 0.0
@@ -132,8 +133,8 @@ def test_robustness_against_chance_and_gu_reference():
 
 
 def test_every_finding_states_a_threshold_and_missing_numbers_say_nothing():
-    found = F.findings({"routing_diagnostics": ROUTING, "explanation_fidelity": FIDELITY}, 10,
-                       accuracy=0.9, images=100)
+    found = F.findings({"routing_entropy": ROUTING, "dead_units": DEAD,
+                        "explanation_fidelity": FIDELITY}, 10, accuracy=0.9, images=100)
     assert [f.topic for f in found] == ["accuracy", "routing", "dead_units", "explanations",
                                         "explanations", "explanations"]
     assert all("threshold" in f.text or "ties below" in f.text for f in found)
@@ -141,14 +142,14 @@ def test_every_finding_states_a_threshold_and_missing_numbers_say_nothing():
 
 
 def _analysed(site, model_i=0):
-    """The fixture's first model with routing diagnostics at its last analysed step and at
+    """The fixture's first model with routing entropy at its last analysed step and at
     0-0 (the same PNG as its affine panel)."""
     model = site.models[model_i]
     last = next(s for s in reversed(model.steps) if s.dataset_panels)
     shown = last.dataset_panels[0].figures[0]
     for step, numbers in ((last, ROUTING), (model.steps[0], {**ROUTING, "entropy_mean": 2.3}) ):
         step.dataset_panels.append(Panel(
-            technique="routing_diagnostics", variant="argmax", title="Routing diagnostics",
+            technique="routing_entropy", variant="argmax", title="Routing entropy",
             layer="class", caption="Routing.", figures=[FigureFile("png", shown.path)],
             numbers=copy.deepcopy(numbers)))
     return model, last
@@ -166,15 +167,15 @@ def test_overview_and_home_show_findings_linked_to_their_figures(tmp_path):
     assert f"step <b>{last.step}</b>" in section
     assert "Routing stays within" in section and "(threshold 0.05 nats)" in section
     assert "Untrained (0-0): 0.0026 nats from uniform." in section
-    assert 'href="../../models/MNIST_Demo/analyses.html#routing_diagnostics-argmax"' in section
+    assert 'href="../../models/MNIST_Demo/analyses.html#routing_entropy-argmax"' in section
     assert 'href="../../models/MNIST_Demo/index.html#evaluation"' in section
     analyses = (docs / "models" / "MNIST_Demo" / "analyses.md").read_text()
-    assert 'id="routing_diagnostics-argmax"' in analyses
+    assert 'id="routing_entropy-argmax"' in analyses
     home = (docs / "index.md").read_text()
     block = home[home.index('<h2 id="findings">'):]
     assert "MNIST_Demo" in block and "Routing stays within" in block
     assert len(re.findall(r"<li>", block[:block.index("</ul>")])) <= 3
-    assert 'href="models/MNIST_Demo/analyses.html#routing_diagnostics-argmax"' in block
+    assert 'href="models/MNIST_Demo/analyses.html#routing_entropy-argmax"' in block
 
 
 # --- a step whose predictions say its network is untrained -----------------------------------
@@ -225,7 +226,8 @@ def test_a_step_at_chance_is_called_untrained_up_to_three_standard_errors_above(
 
 
 def test_findings_of_an_untrained_step_say_so_instead_of_reading_its_numbers():
-    summaries = {"routing_diagnostics": ROUTING, "explanation_fidelity": FIDELITY}
+    summaries = {"routing_entropy": ROUTING, "dead_units": DEAD,
+                 "explanation_fidelity": FIDELITY}
     read = F.findings(summaries, 10, accuracy=0.1, images=200)
     assert {"routing", "dead_units", "explanations"} <= {f.topic for f in read}
     verdict = F.untrained_verdict([[20 if j == 3 else 0 for j in range(10)]
@@ -332,7 +334,7 @@ def test_a_real_build_flags_a_constant_model_and_not_a_trained_one(tmp_path):
     assert [r["step"] for r in history] == ["0-0", "1-5"] and history[-1]["val_accuracy"] == 1.0
     site = tmp_path / "site"
     summary = build(Catalog(models), BuildOptions(
-        steps="last", images="test:0", techniques=("predictions", "routing_diagnostics"),
+        steps="last", images="test:0", techniques=("predictions", "routing_entropy", "dead_units"),
         analyses="last", eval_images=12, cache_dir=str(tmp_path / "cache"), site_dir=str(site)))
     assert summary.ok, summary.failed
 

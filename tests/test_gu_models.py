@@ -85,7 +85,7 @@ def test_routing_none_gives_uniform_coupling(make_net, images):
     """No-R: every coupling coefficient is 1/classes, and the class capsules are the squashed
     uniform sum of the votes."""
     net = make_net(class_caps={"dims": 4, "routing": "none", "routing_iterations": 3})
-    assert net.description.primary_capsules.routing_iterations == 1
+    assert net.description.primary_capsules.routing.iterations == 1
     out = net.model(images)
     coupling = _np(out["coupling"])
     np.testing.assert_allclose(coupling, 1.0 / 3, rtol=1e-6)
@@ -167,7 +167,7 @@ def test_gracaps_description_and_round_trips(images, tmp_path):
     net = build(TINY_GRACAPS)
     d = net.description
     assert d == describe(net.params)
-    assert d.primary_capsules.routing == "attention" and d.primary_capsules.grid == (4, 4)
+    assert d.primary_capsules.routing.kind == "attention" and d.primary_capsules.grid == (4, 4)
     assert {"attention", "primary_capsules", "class_capsules", "decoder"} <= d.features
     assert "dynamic_routing" not in d.features
     assert net.model.get_layer("class_caps") is net.class_caps

@@ -111,7 +111,7 @@ def test_the_model_with_inputs_softmax_routes_over_inputs(images):
     votes = np.asarray(net.class_caps.votes(out["primary_capsules"]))
     v_ref, c_ref = routing_over_inputs(votes, 2)
     np.testing.assert_allclose(out["class_capsules"].numpy(), v_ref, atol=1e-5)
-    assert net.description.primary_capsules.routing_softmax == "inputs"
+    assert net.description.primary_capsules.routing.sums_over == "children"
 
 
 def test_class_caps_config_round_trips_the_new_settings():

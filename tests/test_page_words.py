@@ -111,7 +111,7 @@ def test_index_records_carry_heading_caption_and_more(rendered):
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """The fixture site with routing diagnostics at the first model's analysed step and at 0-0
+    """The fixture site with routing entropy at the first model's analysed step and at 0-0
     (so it has findings) and one long caption, built with Material."""
     from reportgen.pages.render import build_site, render_site
     from test_findings import _analysed
@@ -191,8 +191,8 @@ def test_findings_methods_and_more_fit_a_phone(built):
             assert links.first.get_attribute("href").endswith("index.html#evaluation")
             links.nth(1).click()
             page.wait_for_load_state("load")
-            assert page.url.endswith("analyses.html#routing_diagnostics-argmax")
-            assert page.locator("#routing_diagnostics-argmax").is_visible()
+            assert page.url.endswith("analyses.html#routing_entropy-argmax")
+            assert page.locator("#routing_entropy-argmax").is_visible()
             # "more" opens the rest of a long caption; the slider swaps it with the step
             page.goto(base + "models/MNIST_Demo/class-caps.html")
             card = page.locator('[data-rg-panel="rpv-modified"]')

@@ -107,7 +107,7 @@ def test_cards_of_analysed_step_techniques_name_the_steps_that_have_them():
     from reportgen.pages.sitedata import ModelData, Panel, StepData
     from reportgen.pages.views import ModelInfo
 
-    analyses = [Panel(technique="routing_diagnostics", variant="", title="t", layer="dataset",
+    analyses = [Panel(technique="routing_entropy", variant="", title="t", layer="dataset",
                       caption="", figures=[])]
     steps = [StepData(step="0-0", dataset_panels=analyses), StepData(step="1-10"),
              StepData(step="2-20", dataset_panels=analyses)]

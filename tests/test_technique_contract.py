@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from reportgen.capsnet.description import FEATURES
+from reportgen.capsnet.description import feature_words
 from reportgen.engine.step import compute_step, plan, step_keys
 from reportgen.probe import probe as probe_module
 from reportgen.probe.evaluation import EvalBatch
@@ -52,7 +52,7 @@ def _assert_same(got: dict, want: dict, what: str):
 
 def test_declarations_are_known():
     for technique in all_techniques():
-        assert technique.applies_to <= set(FEATURES), technique.name
+        assert technique.applies_to <= set(feature_words()), technique.name
         assert technique.variants.choose is not None
 
 
@@ -106,17 +106,19 @@ def test_reads_only_what_it_declares(name, tiny_net, family_nets, images, evalua
 
 def test_an_undeclared_read_is_refused(tiny_net, images, evaluation_data):
     rpv = get_technique("rpv")
-    view = run_probe(tiny_net, images).restricted(rpv.needs - {"coupling"}, "Technique 'rpv'")
-    assert "coupling" not in view.tensors and "lengths" not in view.tensors
+    declared = rpv.needs_for(rpv.params_type(), tiny_net) - {"coupling"}
+    view = run_probe(tiny_net, images).restricted(declared, "Technique 'rpv'")
+    assert "coupling" not in view.tensors and "routing:primary_caps" not in view.tensors
+    # it reads "routing:primary_caps": the tensor holding it is named
     with pytest.raises(UndeclaredTensorError,
                        match="Technique 'rpv' read the probe tensor 'coupling' without "
                              "declaring it"):
         rpv.compute(view, rpv.params_type())
-    diagnostics = get_technique("routing_diagnostics")
+    diagnostics = get_technique("vote_agreement")
     x, y = evaluation_data
     declared = diagnostics.needs_for(None, tiny_net) - {"coupling"}
     view = EvalBatch(tiny_net, x, y, CLASS_NAMES).restricted(declared, "Technique 'rd'")
-    with pytest.raises(UndeclaredTensorError, match="'coupling'"):
+    with pytest.raises(UndeclaredTensorError, match="'routing:primary_caps'"):
         diagnostics.compute(view, diagnostics.params_type())
 
 

@@ -13,12 +13,13 @@ model from the same description, so the two cannot drift (tests/test_description
 every shape against the built model).
 
 Capsule families and their words (one word per concept):
-- vector capsules (Sabour, Frosst & Hinton 2017): pose = a vector, activation = its length,
-  routing weights = coupling coefficients c_ij of dynamic routing (one iteration = uniform
-  couplings, the "No-R" of Gu 2022);
+- vector capsules (Sabour, Frosst & Hinton 2017): pose = a vector, activation = its length;
 - matrix capsules (Hinton, Sabour & Frosst 2018): pose = a 4x4 matrix, activation = a logistic
-  unit, routing weights = EM assignments R_ij;
-- attention pooling (GraCapsNet, Gu & Tresp 2021): routing weights = attention over grid nodes.
+  unit.
+What a routed layer's routing weights are (coupling coefficients of dynamic routing, EM
+assignments, attention weights, …) is not a closed list: each family describes its own in a
+RoutingWeights (what they are called, over which axis they sum to 1, whether routing paths
+can be followed through them) and names the kinds it has in its Family (`routing`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ from reportgen.errors import ReportgenError
 
 POSE_KINDS = ("vector", "matrix4x4")
 ACTIVATION_KINDS = ("length", "logistic")
-ROUTING_KINDS = ("coupling", "em_assignments", "attention")
+# Over which axis routing weights sum to 1: each child's over the parents it routes to, or
+# each parent's over its children (or the grid nodes it pools).
+ROUTING_SUMS = ("parents", "children")
 HEAD_KINDS = ("capsules", "logits")
 PADDINGS = ("valid", "same")
 # Part of every model's cache key (reportgen.engine.model.model_digest): bump it when the layers
@@ -48,15 +51,16 @@ FEATURES = {
     "class_capsules": "the classifier head is a layer of class capsules",
     "logits": "the classifier head gives logits (a plain CNN)",
     "routing_weights": "a capsule layer has routing weights into the next layer",
-    "dynamic_routing": "the routing weights are coupling coefficients of dynamic routing",
-    "em_routing": "the routing weights are EM assignments",
-    "routing_paths": "every routing weight is a coupling coefficient or an EM assignment, so "
+    "routing_paths": "every routed layer's weights lead from its children to its parents, so "
                      "routing paths lead from the primary capsules to the classes",
-    "attention": "the routing weights are attention weights",
     "decoder": "a reconstruction decoder",
     "class_features": "a CNN head whose features are classes x dims units (ConvNet-R, -CR, -CR-SF)",
     "class_vectors": "a vector per class to study (a class capsule, or a CNN's feature units)",
 }
+
+
+# Besides these, every kind of routing weights a registered family declares is a feature
+# (RoutingWeights.kind; `feature_words`, `lacks_words`).
 
 
 # What a model without the feature lacks, for "not applicable" notes ("This model has no …"),
@@ -72,9 +76,6 @@ LACKS = {
     "primary_capsules": "capsules on a spatial grid",
     "routing_weights": "routing weights",
     "routing_paths": "routing weights that lead from the primary capsules to the classes",
-    "dynamic_routing": "dynamic routing",
-    "em_routing": "EM routing",
-    "attention": "attention weights",
     "conv": "plain convolutional layer before its capsules",
     "class_features": "class-by-dimension feature units (a ConvNet-R, -CR or -CR-SF head)",
     "logits": "logits head (it is not a plain CNN)",
@@ -148,19 +149,55 @@ class ConvLayer:
 
 
 @dataclass(frozen=True)
+class RoutingWeights:
+    """What the routing weights from a capsule layer into the next one are, in terms any
+    analysis can read. A family describes its own kind (reportgen.families); nothing else needs
+    to know it.
+
+    kind:       the model feature this kind of routing gives (Technique.applies_to), e.g.
+                "dynamic_routing"; one name per kind, whatever its settings
+    words:      what the weights are called: "coupling coefficients of dynamic routing"
+    lacks:      what a model without this kind has not, after "it has no": "dynamic routing"
+    sums_over:  "parents": each child's weights over the parents it routes to sum to 1;
+                "children": each parent's weights over its children (or grid nodes) do
+    paths:      the weights lead from each child to each parent, so routing paths can be
+                followed through them; the probe then gives them as "routing:<layer>"
+                (B, children, parents) and their entropy as "routing_entropy:<layer>"
+    iterations: routing iterations (0: the weights are not found by iterating)
+    symbol:     the weights' letter in formulas and captions ("c" for c_ij)
+    output:     the built model's output that holds them ("" = "<layer>_routing"); a probe
+                tensor of that name (e.g. "coupling") is then the same tensor
+    """
+
+    kind: str
+    words: str
+    lacks: str
+    sums_over: str
+    paths: bool
+    iterations: int = 0
+    symbol: str = "w"
+    output: str = ""
+
+    def __post_init__(self):
+        _check(self.sums_over, ROUTING_SUMS, f"routing weights {self.kind!r}: sums_over")
+        if not self.kind or self.kind in FEATURES:
+            raise ValueError(f"Routing weights need a kind of their own (not one of "
+                             f"{sorted(FEATURES)}). Received: {self.kind!r}")
+
+    def output_of(self, layer: str) -> str:
+        """The name of the model output holding the weights from capsule layer `layer`."""
+        return self.output or f"{layer}_routing"
+
+
+@dataclass(frozen=True)
 class CapsuleLayer:
     """A layer of capsules. `grid` is None for a class-capsule layer (one capsule per class).
 
     pose:        "vector" (pose_size values) or "matrix4x4" (pose_size = 16)
     activation:  "length" (|pose|, Sabour et al. 2017) or "logistic" (a separate unit, Hinton
                  et al. 2018)
-    routing:     the routing weights from this layer into the next one: "coupling" (dynamic
-                 routing, routing_iterations of them; 1 = uniform, no routing), "em_assignments",
-                 "attention", or None (the last layer)
-    routing_softmax: for "coupling", what the couplings are normalised over: "classes"
-                 (Sabour et al. 2017: each input capsule's couplings sum to 1) or "inputs"
-                 (each class's couplings over the input capsules sum to 1, as in some
-                 PyTorch implementations a model can be imported from)
+    routing:     what the routing weights from this layer into the next one are
+                 (RoutingWeights), or None (the last layer, or no routing)
     kernel_size, strides: a convolutional capsule layer's kernel and stride over the grid of
                  the capsule layer before it (Hinton et al. 2018's ConvCaps); None otherwise
     coordinate_addition: class capsules of EM routing whose votes get the scaled centre of
@@ -174,10 +211,8 @@ class CapsuleLayer:
     types: int
     pose_size: int
     activation: str
-    routing: str | None = None
-    routing_iterations: int = 0
+    routing: RoutingWeights | None = None
     receptive_field: ReceptiveField | None = None
-    routing_softmax: str = "classes"
     kernel_size: tuple[int, int] | None = None
     strides: tuple[int, int] | None = None
     coordinate_addition: bool = False
@@ -222,8 +257,9 @@ class ModelDescription:
         for layer in self.capsule_layers:
             _check(layer.pose, POSE_KINDS, f"capsule layer {layer.name}: pose")
             _check(layer.activation, ACTIVATION_KINDS, f"capsule layer {layer.name}: activation")
-            if layer.routing is not None:
-                _check(layer.routing, ROUTING_KINDS, f"capsule layer {layer.name}: routing")
+            if layer.routing is not None and not isinstance(layer.routing, RoutingWeights):
+                raise ValueError(f"capsule layer {layer.name}: routing must be RoutingWeights. "
+                                 f"Received: {layer.routing!r}")
         _check(self.head.kind, HEAD_KINDS, "head")
         names = [layer.name for layer in (*self.conv_layers, *self.capsule_layers)]
         if len(set(names)) != len(names):
@@ -246,13 +282,12 @@ class ModelDescription:
         if self.primary_capsules is not None:
             found.add("primary_capsules")
         found.add("class_capsules" if self.head.kind == "capsules" else "logits")
-        routing = {c.routing for c in self.capsule_layers} - {None}
+        routing = [c.routing for c in self.capsule_layers if c.routing is not None]
         if routing:
             found.add("routing_weights")
-        found.update({"coupling": "dynamic_routing", "em_assignments": "em_routing",
-                      "attention": "attention"}[r] for r in routing)
-        if routing and routing <= {"coupling", "em_assignments"}:
-            found.add("routing_paths")
+            found.update(r.kind for r in routing)
+            if all(r.paths for r in routing):
+                found.add("routing_paths")
         if self.decoder is not None:
             found.add("decoder")
         if self.class_features is not None:
@@ -261,6 +296,12 @@ class ModelDescription:
                 or {"class_capsules", "matrix_capsules"} <= found:   # poses as 16 values
             found.add("class_vectors")
         return frozenset(found)
+
+    @property
+    def routed_layers(self) -> tuple[CapsuleLayer, ...]:
+        """The capsule layers whose routing weights lead from child to parent (`paths`), in
+        model order: those the probe gives "routing:<layer>" for."""
+        return tuple(c for c in self.capsule_layers if c.routing is not None and c.routing.paths)
 
     @property
     def conv_layer_names(self) -> tuple[str, ...]:
@@ -299,6 +340,33 @@ class ModelDescription:
     def receptive_field(self, name: str) -> ReceptiveField | None:
         """The receptive field of the grid cells of layer `name` (None for a class layer)."""
         return self.layer(name).receptive_field
+
+
+def one_hop_of_lengths(description) -> bool:
+    """Routing from the primary capsules straight into class capsules whose activations are
+    their lengths (Sabour et al. 2017): Routing Path Visualization's formula in l_i, c_ij, l_j
+    (reportgen.techniques.rpv)."""
+    routed, classes = description.routed_layers, description.class_capsules
+    return len(routed) == 1 and routed[0] is description.primary_capsules \
+        and classes is not None and classes.activation == "length"
+
+
+def routing_kinds() -> dict:
+    """{kind: RoutingWeights} of every kind of routing the registered families declare."""
+    from reportgen.settings.families import family, registered
+
+    return {w.kind: w for name in registered() for w in family(name).routing}
+
+
+def feature_words() -> dict[str, str]:
+    """Every feature a technique may require: FEATURES, then the routing kinds."""
+    return {**FEATURES, **{k: f"the routing weights are {w.words}"
+                           for k, w in routing_kinds().items()}}
+
+
+def lacks_words() -> dict[str, str]:
+    """LACKS, then what a model without each routing kind lacks (most fundamental first)."""
+    return {**LACKS, **{k: w.lacks for k, w in routing_kinds().items()}}
 
 
 def _check(value, allowed, what: str) -> None:

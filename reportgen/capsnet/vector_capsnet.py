@@ -29,7 +29,7 @@ def build_vector_capsnet(params) -> Network:
     primary_caps, primary = primary_capsules(params, description, x)
     c = params.class_caps
     class_caps = ClassCaps(class_desc.types, class_desc.pose_size,
-                           routing_iterations=primary_desc.routing_iterations,
+                           routing_iterations=primary_desc.routing.iterations,
                            weight_sharing=bool(c.weight_sharing),
                            # "all" (Aff-CapsNet): one matrix per class for every capsule
                            capsule_types=1 if c.weight_sharing == "all" else primary_desc.types,

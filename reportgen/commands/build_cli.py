@@ -21,7 +21,7 @@ import click
               help="Only these techniques (repeatable); default: all non-experimental.")
 @click.option("--experimental", is_flag=True, help="Include activation maximization.")
 @click.option("--analyses", default="spread", show_default=True,
-              help="Steps that get the dataset-level analyses (routing diagnostics, fidelity, "
+              help="Steps that get the dataset-level analyses (routing entropy, fidelity, "
                    "robustness): spread = 5 chosen steps spread over training (spread:N for "
                    "N), last, all chosen steps, or none; 0-0 always when saved.")
 @click.option("--eval-images", type=click.IntRange(min=10), default=None,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Callable
 
 from reportgen.cache.keys import hash_json
-from reportgen.capsnet.description import LACKS, NUMERICS_VERSION, describe
+from reportgen.capsnet.description import NUMERICS_VERSION, describe, lacks_words
 
 
 def model_digest(params) -> str:
@@ -69,7 +69,8 @@ def not_applicable_reason(missing: frozenset[str]) -> str:
     for name, reason in _LABEL_REASONS.items():
         if name in missing:
             return reason
-    lacking = [LACKS[f] for f in LACKS if f in missing] + sorted(set(missing) - set(LACKS))
+    lacks = lacks_words()
+    lacking = [lacks[f] for f in lacks if f in missing] + sorted(set(missing) - set(lacks))
     if not lacking:
         return "it does not apply here"
     return f"it has no {lacking[0]}"

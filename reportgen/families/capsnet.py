@@ -7,12 +7,23 @@ from __future__ import annotations
 
 import math
 
-from reportgen.capsnet.description import (CapsuleLayer, Head, ModelDescription, capsule_convs,
-                                           decoder_of)
+from reportgen.capsnet.description import (CapsuleLayer, Head, ModelDescription, RoutingWeights,
+                                           capsule_convs, decoder_of)
 from reportgen.settings.families import Family, FamilyCosts
 from reportgen.settings.model_params import check_primary_fits, conv_grid
 
 NAME = "capsnet"
+
+
+def dynamic_routing(iterations: int, softmax: str = "classes") -> RoutingWeights:
+    """The coupling coefficients c_ij of dynamic routing (Sabour et al. 2017, Procedure 1)
+    after `iterations` iterations (1: uniform, Gu 2022's No-R). `softmax` "classes": each
+    primary capsule's couplings sum to 1 (the paper); "inputs": each class's couplings over
+    the primary capsules do (some PyTorch implementations a model can be imported from)."""
+    return RoutingWeights(kind="dynamic_routing", words="coupling coefficients of dynamic routing",
+                          lacks="dynamic routing",
+                          sums_over="parents" if softmax == "classes" else "children",
+                          paths=True, iterations=iterations, symbol="c", output="coupling")
 
 
 def describe(params) -> ModelDescription:
@@ -23,10 +34,10 @@ def describe(params) -> ModelDescription:
     primary_conv = convs[-1]
     primary = CapsuleLayer(name="primary_caps", pose="vector", grid=primary_conv.grid,
                            types=p.types, pose_size=p.dims, activation="length",
-                           routing="coupling",
-                           routing_iterations=1 if c.routing == "none" else c.routing_iterations,
-                           receptive_field=primary_conv.receptive_field,
-                           routing_softmax=c.routing_softmax)
+                           routing=dynamic_routing(
+                               1 if c.routing == "none" else c.routing_iterations,
+                               c.routing_softmax),
+                           receptive_field=primary_conv.receptive_field)
     classes = CapsuleLayer(name="class_caps", pose="vector", grid=None,
                            types=params.num_classes, pose_size=c.dims, activation="length")
     return ModelDescription(input_shape=tuple(params.input_shape), conv_layers=convs,
@@ -83,4 +94,5 @@ COSTS = FamilyCosts(reference={"model": 6.9, "step": 0.2, "input": 0.098, "analy
 
 FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_params,
                 display_name=display_name, check=check, costs=COSTS,
+                routing=(dynamic_routing(3),),
                 modules=(__name__, "reportgen.capsnet.vector_capsnet"))

@@ -36,12 +36,22 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from reportgen.capsnet.description import (POSE, PRIMARY_CHANNELS, CapsuleLayer, Head,
-                                           ModelDescription, capsule_convs, conv_output)
+                                           ModelDescription, RoutingWeights, capsule_convs,
+                                           conv_output)
 from reportgen.errors import ReportgenError
 from reportgen.settings.families import Family, FamilyCosts
 from reportgen.settings.model_params import DecoderParams, conv_grid, fail, parse_section
 
 NAME = "em"
+
+
+def em_assignments(iterations: int) -> RoutingWeights:
+    """The assignments R_ij of EM routing (Hinton et al. 2018, Procedure 1) after `iterations`
+    EM iterations: each child's over the parents that see it sum to 1. The model outputs them
+    as "<layer>_routing" (reportgen.capsnet.em_capsnet)."""
+    return RoutingWeights(kind="em_routing", words="EM assignments", lacks="EM routing",
+                          sums_over="parents", paths=True, iterations=iterations,
+                          symbol="R")
 
 
 @dataclass(frozen=True)
@@ -138,7 +148,7 @@ def describe(params) -> ModelDescription:
     convs, primary_conv = primary_conv_layer(params)
     grid, field = primary_conv.grid, primary_conv.receptive_field
     routed = dict(pose="matrix4x4", pose_size=POSE, activation="logistic",
-                  routing="em_assignments", routing_iterations=em.routing_iterations)
+                  routing=em_assignments(em.routing_iterations))
     layers = [CapsuleLayer(name="primary_caps", grid=grid, types=params.primary.types,
                            receptive_field=field, **routed)]
     for i, c in enumerate(em.conv_caps):
@@ -193,6 +203,6 @@ COSTS = FamilyCosts(seconds_per_eval_image=3.0)
 
 FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_params,
                 display_name=lambda params: "EM-CapsNet", table="em", settings=EMParams,
-                parse=parse, check=check, costs=COSTS,
+                parse=parse, check=check, costs=COSTS, routing=(em_assignments(3),),
                 modules=(__name__, "reportgen.capsnet.em_capsnet", "reportgen.capsnet.em_routing",
                          "reportgen.capsnet.matrix_layers"))

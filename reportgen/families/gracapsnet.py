@@ -12,14 +12,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reportgen.capsnet.description import (CapsuleLayer, Head, ModelDescription, capsule_convs,
-                                           decoder_of)
+from reportgen.capsnet.description import (CapsuleLayer, Head, ModelDescription, RoutingWeights,
+                                           capsule_convs, decoder_of)
 from reportgen.capsnet.network import conv_param_count, decoder_param_count
 from reportgen.errors import ReportgenError
 from reportgen.settings.families import Family
 from reportgen.settings.model_params import check_primary_fits, conv_grid
 
 NAME = "gracapsnet"
+# Graph pooling's attention Att^l: per head and class, a softmax over the grid nodes, so each
+# parent's weights over its children sum to 1; they pool, rather than route each child to
+# its parents, so no routing path is followed through them.
+GRAPH_ATTENTION = RoutingWeights(kind="attention", words="attention weights",
+                                 lacks="attention weights", sums_over="children", paths=False,
+                                 symbol="Att", output="attention")
 
 
 @dataclass(frozen=True)
@@ -41,7 +47,7 @@ def describe(params) -> ModelDescription:
     convs = capsule_convs(params, p.dims, p.activation)
     primary = CapsuleLayer(name="primary_caps", pose="vector", grid=convs[-1].grid,
                            types=p.types, pose_size=p.dims, activation="length",
-                           routing="attention", receptive_field=convs[-1].receptive_field)
+                           routing=GRAPH_ATTENTION, receptive_field=convs[-1].receptive_field)
     classes = CapsuleLayer(name="class_caps", pose="vector", grid=None,
                            types=params.num_classes, pose_size=params.class_caps.dims,
                            activation="length")
@@ -76,5 +82,5 @@ def build(params):
 
 FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_params,
                 display_name=lambda params: "GraCapsNet", table="graph", settings=GraphParams,
-                check=check, modules=(__name__, "reportgen.capsnet.gracapsnet",
-                                      "reportgen.capsnet.graph_pooling"))
+                check=check, routing=(GRAPH_ATTENTION,),
+                modules=(__name__, "reportgen.capsnet.gracapsnet", "reportgen.capsnet.graph_pooling"))

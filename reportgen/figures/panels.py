@@ -17,6 +17,7 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 
+from reportgen.capsnet.description import one_hop_of_lengths
 from reportgen.figures.colormaps import (
     COLOUR_LEVELS, DIVERGING, FONT_SIZE, TEXT_COLOR, apply_colormap, apply_diverging, colorbar_array,
     draw_texts, fmt, quantise, text_size,
@@ -544,11 +545,14 @@ def render_rpv(result, params, ctx: RenderContext) -> list[Figure]:
     method = str(_get(params, "method", "modified"))
     formula = "l_i (c_ij l_j)^2" if method == "original" else "l_i c_ij l_j"
     through = ""
-    if ctx.description is not None and "em_routing" in ctx.description.features:
-        # Hinton et al. 2018: assignments R and logistic activations a, hop by hop
-        formula = "a_i prod (R a)^2" if method == "original" else "a_i prod R a"
+    description = ctx.description
+    if description is not None and description.routed_layers \
+            and not one_hop_of_lengths(description):
+        # routing weights w (EM: assignments R) and activations a, hop by hop
+        w = description.routed_layers[-1].routing.symbol
+        formula = f"a_i prod ({w} a)^2" if method == "original" else f"a_i prod {w} a"
         through = (" summed over the paths through every convolutional capsule layer, one "
-                   "factor R a per hop,")
+                   f"factor {w} a per hop,")
     labels = [_class_name(ctx, k) for k in range(classes)]
     canvas, where, norm, cmap, alpha = _overlay_figure("path strength m", maps, labels, ctx,
                                                        _last_rf(ctx), params)

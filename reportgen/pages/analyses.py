@@ -1,8 +1,8 @@
 """Helpers for panels made of several files: naming each figure of a panel, grouping its
 downloads, and the numbers (JSON + CSV) behind the plots drawn across steps or models.
 
-A dataset-level analysis often draws several figures (e.g. routing diagnostics: entropy, vote
-agreement, dead units), each as PNG and SVG, plus its numbers as JSON and CSV; the assembler
+A dataset-level analysis often draws several figures (e.g. routing entropy: into the classes
+and per routed layer; vote agreement: over the set and per image), each as PNG and SVG, plus its numbers as JSON and CSV; the assembler
 names them `<technique>[-<variant>]-<figure>.<kind>` and the numbers `<technique>[-<variant>]
 .<kind>`. A trend (over training) or comparison (across models) panel is drawn from the per-step
 summaries, which the build does not export again: `derived_numbers` gathers them from the

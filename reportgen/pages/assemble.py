@@ -28,7 +28,7 @@ from reportgen.pages.sitedata import FigureFile, Panel, Prediction
 from reportgen.techniques.base import Figure, RenderContext
 from reportgen.techniques.compute import params_dict, variant_label
 
-FIGURES_VERSION = 21     # bump when drawing changes: figures are redrawn, arrays are kept
+FIGURES_VERSION = 22     # bump when drawing changes: figures are redrawn, arrays are kept
 # What a panel hands on (`Technique.numbers` and `.data`): one small entry per figure entry.
 HANDED_ON_VERSION = 1
 HANDED_ON_FILE = "handed_on.json"

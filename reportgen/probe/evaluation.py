@@ -48,10 +48,13 @@ class EvalBatch:
         A pass keeps only the tensors asked for (conv maps of 500 images are ~0.2 GB each), so
         callers that know what several analyses need ask for the union once (see `prefetch`);
         gradients are taken only when asked for ("grad[true]:<layer>" against `labels`).
+        A family-neutral name ("routing:<layer>") is read from the tensor that holds it for this
+        model (reportgen.probe.probe.resolve) and returned under the name asked for.
         """
-        from reportgen.probe.probe import run_probe
+        from reportgen.probe.probe import resolve, run_probe
 
-        missing = [n for n in names if n not in self._tensors]
+        held = {n: resolve(n, self.net.description) for n in names}
+        missing = sorted({held[n] for n in names if held[n] not in self._tensors})
         if missing:
             parts: dict[str, list[np.ndarray]] = {}
             chunk = self.chunk_size()
@@ -67,7 +70,7 @@ class EvalBatch:
                 if n not in self._tensors:
                     raise KeyError(f"The probe has no tensor '{n}' for this model. Known: "
                                    f"{sorted(self._tensors)}")
-        return {n: self._tensors[n] for n in names}
+        return {n: self._tensors[held[n]] for n in names}
 
     def restricted(self, declared, reader: str = "this technique") -> RestrictedEvaluation:
         """This evaluation set, where asking for a tensor not in `declared` raises
@@ -107,10 +110,11 @@ class RestrictedEvaluation:
         return self.evaluation.chunk_size()
 
     def tensors(self, *names: str) -> dict[str, np.ndarray]:
-        from reportgen.probe.probe import check_declared
+        from reportgen.probe.probe import check_declared, resolve
 
-        for n in names:
-            check_declared(n, self.declared, self.reader)
+        for n in names:          # declared under either name (needs are stored resolved)
+            if resolve(n, self.net.description) not in self.declared:
+                check_declared(n, self.declared, self.reader)
         return self.evaluation.tensors(*names)
 
 

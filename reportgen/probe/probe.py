@@ -43,9 +43,10 @@ TENSORS = {
                                "capsule lengths, or logistic activations",
                                ("primary_capsules",)),
     "routing:<routed>": ("(B, children, parents) the routing weights from a capsule layer into "
-                         "the next: coupling coefficients c_ij or EM assignments R_ij (0 where "
-                         "a child cannot route); children in the layer's capsule order, parents "
-                         "in the next layer's", ("routing_weights",)),
+                         "the next, whatever its RoutingWeights say they are (coupling "
+                         "coefficients c_ij, EM assignments R_ij, ...; 0 where a child cannot "
+                         "route); children in the layer's capsule order, parents in the next "
+                         "layer's", ("routing_weights",)),
     "routing_entropy:<routed>": ("(B, children) entropy (nats) of each child's routing weights "
                                  "over the parents it can route to", ("routing_weights",)),
     "predicted": ("(B,) int64 the predicted class: argmax of the lengths (of a CNN's logits)",
@@ -68,7 +69,7 @@ TENSORS = {
 GRADIENT = re.compile(r"^grad(?:\[(true|all)\])?:(.+)$")
 LAYER_PLACEHOLDER = "<layer>"
 CAPSULES_PLACEHOLDER = "<capsules>"       # every capsule layer on a grid
-ROUTED_PLACEHOLDER = "<routed>"           # every capsule layer with coupling / EM routing weights
+ROUTED_PLACEHOLDER = "<routed>"           # every capsule layer whose routing weights have paths
 _PER_CAPSULE_LAYER = {"activations:": CAPSULES_PLACEHOLDER, "routing:": ROUTED_PLACEHOLDER,
                       "routing_entropy:": ROUTED_PLACEHOLDER}
 
@@ -95,25 +96,27 @@ def grid_capsule_layers(description) -> tuple[str, ...]:
 
 
 def routed_layers(description) -> tuple[str, ...]:
-    """The capsule layers whose routing weights the probe gives (coupling, EM assignments)."""
-    return tuple(c.name for c in description.capsule_layers
-                 if c.routing in ("coupling", "em_assignments"))
+    """The capsule layers whose routing weights the probe gives: those whose weights lead from
+    child to parent (RoutingWeights.paths), whatever kind of routing they are."""
+    return tuple(c.name for c in description.routed_layers)
 
 
 def resolve(name: str, description) -> str:
     """The tensor holding `name` for this model. The family-neutral names are served by the
     tensors of the same meaning where they exist: "activations" is "lengths"; for vector
     capsules (Sabour et al. 2017) "activations:<primary>" is "primary_lengths" and
-    "routing:<primary>" is "coupling". Any other name is itself."""
+    "routing:<layer>" is the probe tensor its RoutingWeights name as their `output` (dynamic
+    routing's "coupling"), if there is one. Any other name is itself."""
     if name == "activations":
         return "lengths"
+    if name.startswith("routing:"):
+        layer = next((c for c in description.routed_layers if f"routing:{c.name}" == name), None)
+        output = None if layer is None else layer.routing.output
+        return output if output in TENSORS else name
     primary = description.primary_capsules
-    if primary is None or primary.activation != "length":
-        return name
-    if name == f"activations:{primary.name}":
+    if primary is not None and primary.activation == "length" \
+            and name == f"activations:{primary.name}":
         return "primary_lengths"
-    if name == f"routing:{primary.name}" and primary.routing == "coupling":
-        return "coupling"
     return name
 
 
@@ -331,8 +334,7 @@ def _capsule_layer_tensors(description, outputs, wanted) -> dict[str, np.ndarray
         asked = {f"routing:{layer.name}", f"routing_entropy:{layer.name}"} & wanted
         if not asked:
             continue
-        source = resolve(f"routing:{layer.name}", description)
-        weights = np.asarray(outputs[source if source == "coupling" else f"{layer.name}_routing"])
+        weights = np.asarray(outputs[layer.routing.output_of(layer.name)])
         windows = None
         if weights.ndim == 7:         # window form into a convolutional capsule layer
             from reportgen.capsnet.em_description import windows_between

@@ -20,7 +20,7 @@ from reportgen.results.explanation_fidelity import METHOD_LABELS
 UNTRAINED = "0-0"                  # the step `reportgen train` saves before any update
 ROUTING_NATS = 0.05                # mean coupling entropy this close to log K counts as uniform
 DEAD_SHARE = 0.05                  # a share of dead filters / inactive types above this is flagged
-DEAD_TYPE_LENGTH = 1e-3            # routing_diagnostics' default: a type never longer is inactive
+DEAD_TYPE_LENGTH = 1e-3            # dead_units' default: a type never more active is inactive
 AOPC_MARGIN = 0.05                 # deletion AOPC / insertion AUC differences below this are ties
 AGREEMENT = 0.5                    # mean Spearman correlation from which two maps "agree"
 AFFINE_POINTS = 0.05               # a factor "holds" when its mean accuracy is this close to clean
@@ -151,12 +151,11 @@ def untrained_finding(verdict: UntrainedVerdict) -> Finding:
 
 
 # --------------------------------------------------------------------------------------------
-# Routing and dead units (routing_diagnostics)
+# Routing (routing_entropy) and dead units (dead_units)
 
 
 def _routing_gaps(summary: dict) -> list[float] | None:
-    """uniform - mean entropy (nats) per routed layer: one for dynamic routing, one per EM
-    layer (its last is the class layer)."""
+    """uniform - mean entropy (nats) per routed layer (the last is the one into the classes)."""
     means = summary.get("entropy_mean_per_layer")
     uniforms = summary.get("entropy_uniform_per_layer")
     if isinstance(means, list) and isinstance(uniforms, list) and means:
@@ -168,8 +167,8 @@ def _routing_gaps(summary: dict) -> list[float] | None:
 
 def routing_finding(summary: dict | None, classes: int,
                     untrained: dict | None = None) -> Finding | None:
-    """Whether routing departs from uniform couplings: log K minus the mean entropy of the
-    coupling coefficients (or of the EM assignments, per routed layer)."""
+    """Whether routing departs from uniform weights: the uniform entropy minus the mean entropy
+    of the routing weights, per routed layer."""
     gaps = _routing_gaps(summary or {})
     if not gaps:
         return None
@@ -188,7 +187,7 @@ def routing_finding(summary: dict | None, classes: int,
                 f"uniform entropy; threshold {threshold}): input capsules send more of their "
                 f"output to some parents than to others.")
     before = _routing_gaps(untrained) if untrained else None
-    return Finding("routing", text, threshold, "routing_diagnostics",
+    return Finding("routing", text, threshold, "routing_entropy",
                    _untrained(None if not before else
                               f"{max(before):.2g} nats from uniform"))
 
@@ -241,7 +240,7 @@ def dead_units_finding(summary: dict | None, untrained: dict | None = None) -> F
             f"{verdict}.")
     before = "; ".join(text for _, text, _ in _dead_parts(untrained, share=False)) \
         if untrained else ""
-    return Finding("dead_units", text, f"{_pct(DEAD_SHARE, 0)} of units", "routing_diagnostics",
+    return Finding("dead_units", text, f"{_pct(DEAD_SHARE, 0)} of units", "dead_units",
                    _untrained(before or None))
 
 
@@ -478,9 +477,9 @@ def findings(summaries: dict[str, dict], classes: int, *, accuracy: float | None
     out = [pairs or accuracy_finding(accuracy, classes, images, untrained_accuracy)]
     if predicts_nothing is not None:
         return [f for f in out if f is not None] + [untrained_finding(predicts_nothing)]
-    routing = summaries.get("routing_diagnostics")
-    out.append(routing_finding(routing, classes, before.get("routing_diagnostics")))
-    out.append(dead_units_finding(routing, before.get("routing_diagnostics")))
+    out.append(routing_finding(summaries.get("routing_entropy"), classes,
+                               before.get("routing_entropy")))
+    out.append(dead_units_finding(summaries.get("dead_units"), before.get("dead_units")))
     out.extend(explanation_findings(summaries.get("explanation_fidelity"),
                                     before.get("explanation_fidelity"))
                if "explanation_fidelity" in summaries else [])

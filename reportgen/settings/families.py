@@ -54,6 +54,9 @@ class Family:
     display_name:  ModelParams -> the model's kind in tables and comparisons ("CapsNet",
                    "ConvNet-Avg", ...).
     costs:         its build-time costs (FamilyCosts).
+    routing:       the kinds of routing weights its capsule layers have
+                   (reportgen.capsnet.description.RoutingWeights; their `kind`s become model
+                   features techniques can require, with their words for "not applicable").
     modules:       the reportgen modules that are this family's own (they may name it).
     """
 
@@ -67,6 +70,7 @@ class Family:
     parse: Callable[[Any, str], Any] | None = None
     check: Callable[[Any, dict, str], Any] | None = None
     costs: FamilyCosts = field(default_factory=FamilyCosts)
+    routing: tuple[Any, ...] = ()
     modules: tuple[str, ...] = ()
 
 

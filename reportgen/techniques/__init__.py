@@ -24,7 +24,9 @@ TECHNIQUE_MODULES = (
     "multimnist_pair",
     "activation_maximization",
     # dataset level, over the evaluation set
-    "routing_diagnostics",
+    "routing_entropy",
+    "vote_agreement",
+    "dead_units",
     "capsule_semantics",
     "explanation_fidelity",
     "affine_robustness",

@@ -11,7 +11,8 @@ A technique says what it reads and what it needs of a model, and the engine obey
 - `needs`: the probe tensors it reads (names of reportgen.probe.probe.TENSORS; "<layer>" stands
   for every conv layer of the model). The probe computes only what the techniques being
   computed declared, and hands each technique a view of the batch that refuses the rest.
-- `applies_to`: features of reportgen.capsnet.description.FEATURES the model must have;
+- `applies_to`: features the model must have (reportgen.capsnet.description.feature_words:
+  FEATURES and the kinds of routing weights the families declare);
   `applicable(description)` is the one test, and `variants(model)` is [] for a model it does
   not apply to.
 """
@@ -24,7 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from reportgen.capsnet.description import FEATURES, ModelDescription
+from reportgen.capsnet.description import FEATURES, ModelDescription, feature_words
 # Figure and RenderContext are the figures' data types; re-exported for older imports.
 from reportgen.figures.figure import Figure, RenderContext  # noqa: F401
 from reportgen.probe.probe import expand_needs
@@ -133,10 +134,13 @@ class Technique:
             raise ValueError(f"Technique {self.name}: scope must be one of {SCOPES}. "
                              f"Received: {self.scope}")
         applies_to = frozenset(self.applies_to)
+        # the routing kinds (declared by the families) are looked up only when needed
         unknown = sorted(applies_to - set(FEATURES))
         if unknown:
+            unknown = sorted(applies_to - set(feature_words()))
+        if unknown:
             raise ValueError(f"Technique {self.name}: applies_to must name features of "
-                             f"{sorted(FEATURES)}. Received: {unknown}")
+                             f"{sorted(feature_words())}. Received: {unknown}")
         object.__setattr__(self, "applies_to", applies_to)
         if not callable(self.needs):
             object.__setattr__(self, "needs", frozenset(self.needs))

@@ -7,9 +7,10 @@ c_ij, a routing path's strength is
 and the map of class j at grid location h is the mean of m_ij over the primary capsules at h
 (all capsule types).
 
-Matrix capsules with EM routing (Hinton et al. 2018) route through several layers (primary ->
-ConvCaps ... -> classes) with assignments R and logistic activations a in place of c and l. A
-path i -> p -> … -> j multiplies one factor per hop, R_e a_head (modified) or (R_e a_head)^2
+Any other routing whose weights lead from children to parents (RoutingWeights.paths: EM
+assignments R of matrix capsules, Hinton et al. 2018, through several layers primary ->
+ConvCaps ... -> classes) has weights w and activations a in place of c and l. A path
+i -> p -> … -> j multiplies one factor per hop, w_e a_head (modified) or (w_e a_head)^2
 (original), and m_ij = a_i times the sum over all paths from i to j: with one routing layer this
 is exactly the formula above. The sums are matrix products of the hops, top layer first.
 """
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reportgen.capsnet.description import one_hop_of_lengths
 from reportgen.techniques.base import Technique, lazy, model_description
 from reportgen.techniques.compute import check_option
 
@@ -42,15 +44,17 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
     """{"maps": (B, classes, grid_h, grid_w)} mean routing-path strength per grid location."""
     params = params or Params()
     check_option("rpv", "method", params.method, METHODS)
-    if "em_routing" in model_description(batch.net).features:
-        return {"maps": _em_maps(batch, params)}
-    primary = np.asarray(batch["primary_lengths"], np.float32)          # (B, gh, gw, T)
+    description = model_description(batch.net)
+    if not one_hop_of_lengths(description):
+        return {"maps": _path_maps(batch, params)}
+    layer = description.primary_capsules
+    primary = np.asarray(batch[f"activations:{layer.name}"], np.float32)   # (B, gh, gw, T)
     b, gh, gw, types = primary.shape
     # l_j as the exact norm: the model's "lengths" add a 1e-7 guard under the square root, which
     # visibly biases the short class capsules of an untrained model.
     lengths = np.linalg.norm(np.asarray(batch["class_capsules"], np.float32), axis=-1)   # (B, K)
     # Capsule i = (row * gw + col) * types + type, so the coupling reshapes onto the grid.
-    coupling = np.asarray(batch["coupling"], np.float32).reshape(b, gh, gw, types, -1)
+    coupling = np.asarray(batch[f"routing:{layer.name}"], np.float32).reshape(b, gh, gw, types, -1)
     if params.method == "modified":
         paths = np.einsum("bhwt,bhwtk->bkhw", primary, coupling)
         scale = lengths
@@ -61,8 +65,8 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
     return {"maps": maps.astype(np.float32, copy=False)}
 
 
-def _em_maps(batch, params: Params) -> np.ndarray:
-    """Path strengths from the primary capsules through every EM routing layer (module
+def _path_maps(batch, params: Params) -> np.ndarray:
+    """Path strengths from the primary capsules through every routed layer (module
     docstring), averaged over the types at each primary grid location."""
     layers = model_description(batch.net).capsule_layers
     power = 1 if params.method == "modified" else 2
@@ -86,10 +90,10 @@ TECHNIQUE = Technique(
     title="Routing Path Visualization",
     layer="class",
     scope="input",
-    # Vector capsules read the first three; matrix capsules the per-layer activations and
-    # assignments (for vector capsules those are the same tensors: reportgen.probe.probe.resolve).
-    needs=frozenset({"primary_lengths", "coupling", "class_capsules", "activations",
-                     "activations:<capsules>", "routing:<routed>"}),
+    # Vector capsules' lengths and couplings are "primary_lengths" and "coupling" under these
+    # family-neutral names (reportgen.probe.probe.resolve); their l_j are the class capsules'.
+    needs=frozenset({"class_capsules", "activations", "activations:<capsules>",
+                     "routing:<routed>"}),
     applies_to=frozenset({"primary_capsules", "class_capsules", "routing_paths"}),
     params_type=Params,
     version=1,
@@ -100,7 +104,8 @@ TECHNIQUE = Technique(
                 "location, the mean strength of the routing paths from its capsules to the class "
                 "capsule, from the capsule lengths and the final coupling coefficients of dynamic "
                 "routing. Original method (Bhullar 2020): l_i (c_ij l_j)^2; modified method "
-                "(default, sharper): l_i c_ij l_j. For matrix capsules with EM routing the "
-                "paths run through every convolutional capsule layer, with the assignments R "
-                "and the logistic activations a in place of c and l.",
+                "(default, sharper): l_i c_ij l_j. For any other routing whose weights lead from "
+                "children to parents (matrix capsules with EM routing) the paths run through "
+                "every routed layer, with its routing weights and activations a in place of c "
+                "and l.",
 )

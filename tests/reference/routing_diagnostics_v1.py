@@ -1,29 +1,6 @@
-"""Routing diagnostics over the evaluation set (Sabour et al. 2017, Procedure 1).
-
-Three dataset-level questions about how a CapsNet routes:
-
-1. How decided is routing? The entropy of each input (primary) capsule's final coupling
-   coefficients, H_i = -sum_j c_ij log c_ij: log(#classes) for uniform couplings (what one
-   routing iteration gives), 0 when a capsule sends everything to one class. Its distribution is
-   drawn per class capsule, grouping input capsules by the class they couple to most
-   ("argmax") or counting every capsule in every class with weight c_ij ("weighted").
-2. Do the votes agree with the class capsule they build? For the true class t and the strongest
-   wrong class w of each image, the cosine between v_j and every vote u_hat[j|i] = W_ij u_i, in
-   equal bins over [-1, 1]; per bin the share of votes, their mean length and mean c_ij.
-   Votes are recomputed from the primary capsules a chunk of images at a time (an LPcaps image
-   has 10,368 x 10 votes of 16 values, 6.6 MB): the votes of the whole set never exist at once.
-3. What never fires? Conv filters whose post-ReLU output is 0 at every position of every image
-   (dead filters), and primary capsule types whose length stays below a threshold everywhere.
-
-Matrix capsules with EM routing (Hinton et al. 2018) route through several layers, each child
-sharing itself out over the parents that see it (every class for the class capsules; the output
-types at every position whose kernel covers it for a convolutional capsule layer). For every
-routed layer: the entropy of each child's final assignments R_ij, against the uniform
-log(#parents of the child) (what one EM iteration gives), as a histogram of H / H_uniform
-and its means (plain and weighted by the child's activation); and the capsule types of every
-grid layer whose activation stays below the threshold everywhere. Votes are not compared with
-the poses (there is no dynamic-routing agreement to check).
-"""
+"""The routing diagnostics as reportgen computed them in one technique before they were split
+(routing_entropy, vote_agreement, dead_units): kept verbatim, TensorFlow-free apart from the
+votes, as the reference the split techniques must reproduce on tiny nets."""
 
 from __future__ import annotations
 
@@ -34,8 +11,8 @@ import numpy as np
 
 from reportgen.console import progress
 from reportgen.errors import ReportgenError
-from reportgen.results.routing_diagnostics import FILTER_PREFIX, dead_filter_summary, dead_units
-from reportgen.techniques.base import Technique, lazy, model_description
+from reportgen.results.dead_units import FILTER_PREFIX, dead_filter_summary, dead_units
+from reportgen.techniques.base import model_description
 from reportgen.techniques.compute import check_option, check_positive, finite_number, require_images
 
 NAME = "routing_diagnostics"
@@ -394,46 +371,3 @@ def summarize(arrays, params: Params | None = None) -> dict:
         "dead_types": dead["types"],
     }
     return summary
-
-
-def _render(arrays, params, ctx):
-    module = "em_routing_diagnostics" if "layer_entropy_mean" in arrays else "routing_diagnostics"
-    return lazy(f"reportgen.figures.{module}", "render", Params)(arrays, params, ctx)
-
-
-def _over(kind: str):
-    """render_trend / render_compare: the EM charts when every summary is of EM routing."""
-    def draw(series, params, ctx):
-        em = bool(series) and all("layers" in summary for _, summary in series)
-        module = "em_routing_diagnostics" if em else "routing_diagnostics"
-        return lazy(f"reportgen.figures.{module}", kind, Params)(series, params, ctx)
-
-    draw.__name__ = kind
-    return draw
-
-
-TECHNIQUE = Technique(
-    name=NAME,
-    title="Routing diagnostics",
-    layer="class",
-    scope="dataset",
-    needs=needs,
-    applies_to=frozenset({"primary_capsules", "class_capsules", "routing_paths"}),
-    params_type=Params,
-    version=1,
-    compute=compute,
-    render=_render,
-    variants=variants,
-    summarize=summarize,
-    render_trend=_over("render_trend"),
-    render_compare=_over("render_compare"),
-    description="How decided and how consistent dynamic routing is over the evaluation set: the "
-                "entropy of every primary capsule's final coupling coefficients (log #classes = "
-                "uniform, 0 = all to one class) per class capsule; how well the votes for the "
-                "true and the strongest wrong class agree with that class capsule (cosine "
-                "histogram with the votes' mean length and coupling per bin); and the conv "
-                "filters and primary capsule types that never activate. For EM routing "
-                "(matrix capsules): the entropy of every child's assignments in every routed "
-                "layer against uniform, and the capsule types of every layer that never "
-                "activate.",
-)

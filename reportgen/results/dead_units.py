@@ -1,10 +1,12 @@
-"""Routing diagnostics results: the per-layer filter keys and the dead units they imply."""
+"""Dead units results (reportgen.techniques.dead_units): the per-layer keys and the dead units
+they imply."""
 
 from __future__ import annotations
 
 import numpy as np
 
 FILTER_PREFIX = "filter_max_"             # + conv layer name: (filters,) max output over the set
+TYPE_PREFIX = "type_max_activation_"      # + grid capsule layer: (types,) max activation
 
 
 def dead_units(arrays) -> dict:
