@@ -16,7 +16,7 @@ import keras
 from keras import ops
 
 from reportgen.capsnet.description import COORDINATE_ENTRIES
-from reportgen.capsnet.em_routing import ConvWindows, em_routing
+from reportgen.capsnet.em_routing import ConvWindows, em_routing, route_windows
 
 PACKAGE = "reportgen"
 POSE = 16
@@ -144,13 +144,22 @@ class ConvCaps(keras.layers.Layer):
 
     def votes(self, poses, windows: ConvWindows):
         """V = M W for every window entry: (B, Ph, Pw, K, K, Tin, Tout, 16)."""
+        ph, pw = windows.parent_grid
+        k, tin = self.kernel_size, self.input_types
+        votes = ops.reshape(self.votes_by_parent(poses, windows),
+                            (-1, ph, pw, self.types, k, k, tin, POSE))
+        return ops.transpose(votes, (0, 1, 2, 4, 5, 6, 3, 7))
+
+    def votes_by_parent(self, poses, windows: ConvWindows):
+        """The votes laid out as EM routing reads them: (B, Ph*Pw, Tout, K*K*Tin, 16)
+        (reportgen.capsnet.em_routing.route_windows)."""
         h, w = windows.child_grid
         tin, k = self.input_types, self.kernel_size
         ph, pw = windows.parent_grid
         flat = ops.reshape(poses, (-1, h, w, tin * POSE))
         matrices = ops.reshape(windows.unfold(flat), (-1, ph, pw, k, k, tin, 4, 4))
-        votes = ops.einsum("bpqklirc,klioce->bpqkliore", matrices, self.kernel)
-        return ops.reshape(votes, (-1, ph, pw, k, k, tin, self.types, POSE))
+        votes = ops.einsum("bpqklirc,klioce->bpqoklire", matrices, self.kernel)
+        return ops.reshape(votes, (-1, ph * pw, self.types, k * k * tin, POSE))
 
     def call(self, inputs):
         return _eagerly_compiled(self, self._route, inputs)
@@ -164,10 +173,9 @@ class ConvCaps(keras.layers.Layer):
     def _route(self, inputs):
         poses, activations = inputs
         windows = self.windows(poses.shape[1:3])
-        out_activations, out_poses, assignments = em_routing(
-            self.votes(poses, windows), activations, self.beta_u, self.beta_a,
-            self.routing_iterations, self.inverse_temperature, windows=windows,
-            detach_assignments=self.detach_assignments)
+        out_activations, out_poses, assignments = route_windows(
+            self.votes_by_parent(poses, windows), activations, self.beta_u, self.beta_a,
+            self.routing_iterations, self.inverse_temperature, windows, self.detach_assignments)
         return out_poses, out_activations, assignments
 
     def get_config(self):

@@ -1,5 +1,5 @@
-"""The EM-routing capsule layers as reportgen computed them before the speed-up (keras.ops,
-float32): the reference that the faster layers must match, gradients included. Kept verbatim
+"""The EM-routing capsule layers as reportgen computed them before the speed-up (keras.ops;
+float32, or float64 given float64): the reference that the faster layers must match, gradients included. Kept verbatim
 in its arithmetic (window form: votes (B, Ph, Pw, K, K, Tin, Tout, 16), the child normaliser
 by 0/1 selection matrices); the equations are those of tests/reference/em_routing.py.
 Never imports reportgen."""
@@ -38,12 +38,14 @@ class Windows:
         return np.einsum("ky,lx->klyx", self.rows.sum(0), self.cols.sum(0)).astype(np.float32)
 
     def unfold(self, x):
-        x = ops.einsum("pky,bywc->bpkwc", ops.convert_to_tensor(self.rows), x)
-        return ops.einsum("qlx,bpkxc->bpqklc", ops.convert_to_tensor(self.cols), x)
+        x = ops.einsum("pky,bywc->bpkwc", ops.convert_to_tensor(self.rows, x.dtype), x)
+        return ops.einsum("qlx,bpkxc->bpqklc", ops.convert_to_tensor(self.cols, x.dtype), x)
 
     def child_logsumexp(self, values):
-        placed = ops.einsum("pky,bpqklc->bklyqc", ops.convert_to_tensor(self.rows), values)
-        placed = ops.einsum("qlx,bklyqc->bklyxc", ops.convert_to_tensor(self.cols), placed)
+        rows = ops.convert_to_tensor(self.rows, values.dtype)
+        cols = ops.convert_to_tensor(self.cols, values.dtype)
+        placed = ops.einsum("pky,bpqklc->bklyqc", rows, values)
+        placed = ops.einsum("qlx,bklyqc->bklyxc", cols, placed)
         covered = ops.convert_to_tensor(self.coverage())[None, :, :, :, :, None]
         placed = ops.where(covered > 0, placed, MASKED)
         k, (h, w) = self.kernel, self.grid
@@ -92,7 +94,8 @@ def conv_caps(poses, activations, kernel, beta_u, beta_a, stride, iterations,
     slot_activations = ops.reshape(win.unfold(activations), (-1, groups, slots))
     fan_out = np.maximum(win.coverage().sum((0, 1)), 1)[:, :, None] * tout
     fan_out = np.broadcast_to(fan_out, (h, w, tin)).astype(np.float32)
-    log_start = ops.reshape(win.unfold(ops.convert_to_tensor(-np.log(fan_out)[None])),
+    log_start = ops.reshape(win.unfold(ops.convert_to_tensor(-np.log(fan_out)[None],
+                                                             poses.dtype)),
                             (1, groups, slots, 1))
 
     def normaliser(slot_lse):
@@ -114,10 +117,10 @@ def class_caps(poses, activations, kernel, beta_u, beta_a, offsets, iterations,
     matrices = ops.reshape(poses, (-1, h, w, tin, 4, 4))
     votes = ops.einsum("byxirc,ioce->byxiore", matrices, kernel)
     if offsets is not None:
-        votes = votes + ops.convert_to_tensor(offsets)
+        votes = votes + ops.convert_to_tensor(offsets, votes.dtype)
     votes = ops.reshape(votes, (-1, 1, h * w * tin, classes, 16))
     flat = ops.reshape(activations, (-1, 1, h * w * tin))
-    log_start = ops.full((1, 1, h * w * tin, 1), -math.log(classes), "float32")
+    log_start = ops.full((1, 1, h * w * tin, 1), -math.log(classes), poses.dtype)
     a, mu, r = route(votes, flat, beta_u, beta_a, iterations, inverse_temperature, log_start,
                      lambda lse: lse, detach)
     return mu[:, 0], a[:, 0], r[:, 0]
