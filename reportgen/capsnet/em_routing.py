@@ -278,7 +278,11 @@ def _route(votes, activations, beta_u, beta_a, iterations, inverse_temperature, 
         mass = ops.sum(r, axis=-1)                                              # (B, G, m)
         safe = ops.maximum(mass, MIN_MASS)[..., None]
         mu = ops.einsum("bgmn,bgmnd->bgmd", r, votes) / safe                    # (B, G, m, D)
-        deviation = ops.square(votes - mu[:, :, :, None])                      # (B, G, m, n, D)
+        # The derivative of sigma2 with respect to mu, -2 sum_i r_ij (V_ij - mu_j) / sum_i r_ij,
+        # is 0 (mu is the r-weighted mean): mu enters the deviations as a constant, which spares
+        # the gradient a pass over the votes (the E-step adds back what it needs, below).
+        fixed_mu = ops.stop_gradient(mu)
+        deviation = ops.square(votes - fixed_mu[:, :, :, None])                # (B, G, m, n, D)
         sigma2 = ops.einsum("bgmn,bgmnd->bgmd", r, deviation) / safe + EPSILON
         log_sigma2 = ops.log(sigma2)
         cost = ops.sum((beta_u[..., None] + 0.5 * log_sigma2) * mass[..., None], axis=-1)
@@ -286,8 +290,15 @@ def _route(votes, activations, beta_u, beta_a, iterations, inverse_temperature, 
         if t == len(temperatures):
             return ops.sigmoid(logit), mu, assignments
         # E-step, in the log domain
-        log_p = -ops.einsum("bgmnd,bgmd->bgmn", deviation, 0.5 / sigma2) \
+        half_precision = 0.5 / sigma2
+        log_p = -ops.einsum("bgmnd,bgmd->bgmn", deviation, half_precision) \
             - 0.5 * ops.sum(_LOG_2PI + log_sigma2, axis=-1)[..., None]         # (B, G, m, n)
+        # ... plus 0 whose derivative with respect to mu is that of ln p_ij, 2 (V_ij - mu_j) /
+        # (2 sigma2_j), as a matrix product of the votes (no product the size of the votes).
+        shift = ops.stop_gradient(half_precision) * (mu - fixed_mu)             # 0
+        log_p = log_p + 2.0 * (
+            ops.einsum("bgmnd,bgmd->bgmn", ops.stop_gradient(votes), shift)
+            - ops.sum(fixed_mu * shift, axis=-1)[..., None])
         log_weight = ops.log_sigmoid(logit)[..., None] + log_p
         if mask is not None:
             log_weight = ops.where(mask > 0, log_weight, _MASKED)
