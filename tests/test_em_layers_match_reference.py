@@ -98,10 +98,17 @@ def test_outputs_and_gradients_match_the_earlier_computation(shape, compiled, de
     for key, value in want.items():
         np.testing.assert_allclose(np.asarray(out[key]), np.asarray(value), rtol=1e-4,
                                    atol=1e-5, err_msg=key)
+    errors, earlier = {}, {}
+    # A gradient far smaller than the largest (beta_u: a sum of cancelling terms) is measured
+    # against 1% of the largest: its float32 error is that of the terms, not of the sum.
+    largest = max(float(np.abs(np.asarray(g)).max()) for g in grads["float64"])
     for var, g, g32, g64 in zip(net.model.trainable_variables, grads["model"],
                                 grads["float32"], grads["float64"]):
         assert g is not None and g32 is not None and g64 is not None, var.path
         g, g32, g64 = (np.asarray(x, np.float64) for x in (g, g32, g64))
-        scale = max(np.abs(g64).max(), 1e-6)
-        error, earlier = np.abs(g - g64).max() / scale, np.abs(g32 - g64).max() / scale
-        assert error <= max(5 * earlier, 2e-4), (var.path, error, earlier)
+        scale = max(np.abs(g64).max(), 1e-2 * largest)
+        errors[var.path] = np.abs(g - g64).max() / scale
+        earlier[var.path] = np.abs(g32 - g64).max() / scale
+    # Each weight's gradient within a few times the earlier computation's worst float32 error.
+    bound = max(5 * max(earlier.values()), 1e-4)
+    assert max(errors.values()) <= bound, (errors, earlier)

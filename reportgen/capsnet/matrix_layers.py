@@ -59,6 +59,31 @@ def _eagerly_compiled(layer, route, inputs):
     return compiled(inputs)
 
 
+@ops.custom_gradient
+def _matrix_votes(matrices, transforms):
+    """V[b, g, o, n] = M[b, g, n] W[n, o] for 4x4 matrices: matrices (B, G, n, 4, 4), transforms
+    (n, O, 4, 4) -> votes (B, G, O, n, 4, 4), laid out as EM routing reads them.
+
+    The votes are written by one elementwise pass (a sum of four products per value); a
+    batched matrix product over n with 4-long rows would need a second pass to transpose its
+    output. The gradient is the two matrix products, where XLA's own derivative of the
+    elementwise form would sum vote-sized products over the batch."""
+    batch, groups, n = ops.shape(matrices)[0], matrices.shape[1], matrices.shape[2]
+    rows = ops.reshape(matrices, (-1, 1, n, 4, 4))                        # (B*G, 1, n, 4, 4)
+    by_parent = ops.transpose(transforms, (1, 0, 2, 3))[None]              # (1, O, n, 4, 4)
+    # Rank-5 products (TensorFlow's eager kernels broadcast no more axes).
+    votes = sum(rows[..., c, None] * by_parent[:, :, :, None, c] for c in range(4))
+    votes = ops.reshape(votes, (batch, groups, transforms.shape[1], n, 4, 4))
+
+    def grad(*args, upstream=None):
+        if upstream is None:
+            (upstream,) = args
+        return (ops.einsum("bgonre,noce->bgnrc", upstream, transforms),
+                ops.einsum("bgnrc,bgonre->noce", matrices, upstream))
+
+    return votes, grad
+
+
 def _transforms(layer, name, shape, stddev):
     return layer.add_weight(name=name, shape=shape,
                             initializer=keras.initializers.RandomNormal(stddev=stddev))
@@ -157,8 +182,10 @@ class ConvCaps(keras.layers.Layer):
         tin, k = self.input_types, self.kernel_size
         ph, pw = windows.parent_grid
         flat = ops.reshape(poses, (-1, h, w, tin * POSE))
-        matrices = ops.reshape(windows.unfold(flat), (-1, ph, pw, k, k, tin, 4, 4))
-        votes = ops.einsum("bpqklirc,klioce->bpqoklire", matrices, self.kernel)
+        matrices = ops.reshape(windows.unfold(flat), (-1, ph * pw, k * k * tin, 4, 4))
+        transforms = ops.reshape(ops.convert_to_tensor(self.kernel),
+                                 (k * k * tin, self.types, 4, 4))
+        votes = _matrix_votes(matrices, transforms)                  # (B, G, Tout, n, 4, 4)
         return ops.reshape(votes, (-1, ph * pw, self.types, k * k * tin, POSE))
 
     def call(self, inputs):
