@@ -28,6 +28,10 @@ position, kernel offset, child type, parent type); the E-step's normaliser of a 
 window entries that are that child (`ConvWindows`). The dense form (B, children, parents, 16)
 with an optional (children, parents) mask is the same computation (tests/test_em_routing.py
 checks one against the other and both against a NumPy oracle).
+
+Internally the votes are laid out by parent, (B, groups, parents, children, 16), so that every
+sum over children is a batched matrix-vector product (`_route`); the layers compute their votes
+in that layout (`route_windows`), `em_routing` transposes what it is given.
 """
 
 from __future__ import annotations
