@@ -1,6 +1,6 @@
 """The EM-routing capsule layers as reportgen computed them before the speed-up (keras.ops;
-float32, or float64 given float64): the reference that the faster layers must match, gradients included. Kept verbatim
-in its arithmetic (window form: votes (B, Ph, Pw, K, K, Tin, Tout, 16), the child normaliser
+float32, or float64 given float64): the reference that the faster layers must match, gradients
+included. Kept verbatim in its arithmetic (window form: votes (B, Ph, Pw, K, K, Tin, Tout, 16), the child normaliser
 by 0/1 selection matrices); the equations are those of tests/reference/em_routing.py.
 Never imports reportgen."""
 
@@ -73,7 +73,8 @@ def route(votes, activations, beta_u, beta_a, iterations, inverse_temperature, l
         log_p = -ops.sum(deviation * (0.5 / sigma2)[:, :, None], axis=-1) \
             - 0.5 * ops.sum(LOG_2PI + log_sigma2, axis=-1)[:, :, None, :]
         log_weight = ops.log_sigmoid(logit)[:, :, None, :] + log_p
-        assignments = ops.exp(log_weight - normaliser(ops.logsumexp(log_weight, axis=-1))[..., None])
+        child_lse = normaliser(ops.logsumexp(log_weight, axis=-1))
+        assignments = ops.exp(log_weight - child_lse[..., None])
         if detach:
             assignments = ops.stop_gradient(assignments)
 
