@@ -281,6 +281,8 @@ def test_eager_calls_of_big_vote_tensors_run_compiled_with_the_same_values(image
     monkeypatch.setattr(matrix_layers, "COMPILE_FROM", 0)
     compiled, compiled_grad = run()
     assert "_compiled_route" in net.capsule_layers["conv_caps1"].__dict__
+    # XLA fuses the votes' multiply-adds (one rounding, not two): 1-ulp differences in the
+    # votes, which routing at a low temperature magnifies to about 1e-5 in R_ij.
     for key in plain:
-        np.testing.assert_allclose(compiled[key], plain[key], rtol=1e-5, atol=1e-6, err_msg=key)
+        np.testing.assert_allclose(compiled[key], plain[key], rtol=1e-4, atol=1e-5, err_msg=key)
     np.testing.assert_allclose(compiled_grad, plain_grad, rtol=1e-4, atol=1e-6)

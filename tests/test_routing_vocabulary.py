@@ -22,8 +22,10 @@ from reportgen.settings.families import Family, register, registered, unregister
 from reportgen.techniques import get_technique
 from reportgen.techniques.base import Technique
 
-SELF_ROUTING = RoutingWeights(kind="self_routing", words="self-routing coupling coefficients",
-                              lacks="self-routing", sums_over="parents", paths=True,
+# a kind of its own (the real Self-Routing family, reportgen.families.self_routing, declares
+# "self_routing"): what a new family brings, declared here
+SELF_ROUTING = RoutingWeights(kind="toy_routing", words="toy coupling coefficients",
+                              lacks="toy routing", sums_over="parents", paths=True,
                               iterations=0, symbol="c")
 CLASSES, TYPES, DIMS, CLASS_DIMS = 3, 2, 4, 5
 FAMILY = "toy_self_routing"
@@ -103,25 +105,25 @@ def _reference(net, images):
 
 def test_a_routing_kind_declared_by_its_family_is_a_feature(declared):
     description = _describe()
-    assert {"routing_weights", "routing_paths", "self_routing"} <= description.features
+    assert {"routing_weights", "routing_paths", "toy_routing"} <= description.features
     assert not {"dynamic_routing", "em_routing", "attention"} & description.features
-    assert feature_words()["self_routing"] == \
-        "the routing weights are self-routing coupling coefficients"
+    assert feature_words()["toy_routing"] == \
+        "the routing weights are toy coupling coefficients"
     # a technique may require it once its family is registered ...
     Technique(name="sr_only", title="t", layer="class", scope="input", needs=frozenset(),
-              applies_to=frozenset({"self_routing"}), params_type=object, version=1,
+              applies_to=frozenset({"toy_routing"}), params_type=object, version=1,
               compute=lambda b, p: {}, render=lambda a, p, c: [])
     # ... and a model without it is told so in one plain clause
-    assert not_applicable_reason(frozenset({"self_routing"})) == "it has no self-routing"
-    assert not_applicable_reason(frozenset({"self_routing", "capsules"})) == \
+    assert not_applicable_reason(frozenset({"toy_routing"})) == "it has no toy routing"
+    assert not_applicable_reason(frozenset({"toy_routing", "capsules"})) == \
         "it has no capsule layers"
 
 
 def test_an_undeclared_routing_kind_is_refused():
     assert FAMILY not in registered()
-    with pytest.raises(ValueError, match="applies_to must name features.*'self_routing'"):
+    with pytest.raises(ValueError, match="applies_to must name features.*'toy_routing'"):
         Technique(name="sr_only", title="t", layer="class", scope="input", needs=frozenset(),
-                  applies_to=frozenset({"self_routing"}), params_type=object, version=1,
+                  applies_to=frozenset({"toy_routing"}), params_type=object, version=1,
                   compute=lambda b, p: {}, render=lambda a, p, c: [])
     with pytest.raises(ValueError, match="sums_over"):
         RoutingWeights(kind="x", words="x", lacks="x", sums_over="classes", paths=True)

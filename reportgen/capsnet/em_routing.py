@@ -28,6 +28,10 @@ position, kernel offset, child type, parent type); the E-step's normaliser of a 
 window entries that are that child (`ConvWindows`). The dense form (B, children, parents, 16)
 with an optional (children, parents) mask is the same computation (tests/test_em_routing.py
 checks one against the other and both against a NumPy oracle).
+
+Internally the votes are laid out by parent, (B, groups, parents, children, 16), so that every
+sum over children is a batched matrix-vector product (`_route`); the layers compute their votes
+in that layout (`route_windows`), `em_routing` transposes what it is given.
 """
 
 from __future__ import annotations
@@ -120,6 +124,15 @@ class ConvWindows:
         placed = ops.reshape(placed, (-1, k * k, height, width, ops.shape(values)[-1]))
         return ops.logsumexp(placed, axis=1)
 
+    def log_start(self, types_in: int, types_out: int) -> np.ndarray:
+        """(1, Ph*Pw, 1, K*K*Tin) float32: ln of every window entry's starting R, one over the
+        number of parents (positions x types_out) that see its child."""
+        fan_out = np.maximum(self.parents_per_position(), 1) * types_out          # (H, W)
+        rows, cols = self.selection(0), self.selection(1)
+        per_entry = np.einsum("pky,qlx,yx->pqkl", rows, cols, -np.log(fan_out))
+        per_entry = np.broadcast_to(per_entry[..., None], (*per_entry.shape, types_in))
+        return per_entry.reshape(1, -1, 1, self.kernel ** 2 * types_in).astype(np.float32)
+
     def dense_mask(self, types_in: int, types_out: int) -> np.ndarray:
         """(children, parents) bool: child (y, x, i) may route to parent (p, q, o). Children and
         parents are numbered row-major with the type fastest."""
@@ -179,8 +192,15 @@ def em_routing(votes, activations, beta_u, beta_a, iterations: int = 3,
     else:
         if mask is not None:
             raise ValueError("Give either a mask (dense votes) or windows, not both.")
-        out = _windowed(votes, activations, beta_u, beta_a, iterations, inverse_temperature,
-                        windows, detach_assignments)
+        if len(votes.shape) != 8 or len(activations.shape) != 4:
+            raise ValueError("Windowed EM routing takes votes (batch, Ph, Pw, K, K, Tin, Tout, "
+                             "16) and activations (batch, H, W, Tin). Received: "
+                             f"{tuple(votes.shape)} and {tuple(activations.shape)}")
+        _, ph, pw, k, _, tin, tout, dims = votes.shape
+        by_parent = ops.reshape(ops.transpose(votes, (0, 1, 2, 6, 3, 4, 5, 7)),
+                                (-1, ph * pw, tout, k * k * tin, dims))
+        out = route_windows(by_parent, activations, beta_u, beta_a, iterations,
+                            inverse_temperature, windows, detach_assignments)
     if as_numpy:
         return tuple(ops.convert_to_numpy(x) for x in out)
     return out
@@ -193,84 +213,101 @@ def _dense(votes, activations, beta_u, beta_a, iterations, inverse_temperature, 
                          f"{tuple(activations.shape)}")
     children, parents = votes.shape[1], votes.shape[2]
     if mask is None:
-        log_start = ops.full((1, children, 1), -math.log(parents), "float32")
+        log_start = ops.full((1, 1, 1, children), -math.log(parents), "float32")
         slot_mask = None
     else:
         mask = np.asarray(mask, bool)
         if mask.shape != (children, parents):
             raise ValueError(f"mask must be (children, parents) = {(children, parents)}. "
                              f"Received: {mask.shape}")
-        fan_out = np.maximum(mask.sum(1, keepdims=True), 1)
-        log_start = ops.convert_to_tensor(-np.log(fan_out)[None].astype(np.float32))
-        slot_mask = ops.convert_to_tensor(mask[None].astype(np.float32))
-    a, mu, r = _route(votes[:, None], activations[:, None], beta_u, beta_a, iterations,
+        fan_out = np.maximum(mask.sum(1), 1)
+        log_start = ops.convert_to_tensor(-np.log(fan_out).astype(np.float32)[None, None, None])
+        slot_mask = ops.convert_to_tensor(mask.T[None, None].astype(np.float32))
+    by_parent = ops.transpose(votes, (0, 2, 1, 3))[:, None]               # (B, 1, P, N, D)
+    a, mu, r = _route(by_parent, activations[:, None], beta_u, beta_a, iterations,
                       inverse_temperature, log_start, slot_mask, lambda lse: lse, detach)
-    return a[:, 0], mu[:, 0], r[:, 0]
+    return a[:, 0], mu[:, 0], ops.transpose(r[:, 0], (0, 2, 1))
 
 
-def _windowed(votes, activations, beta_u, beta_a, iterations, inverse_temperature,
-              windows: ConvWindows, detach):
-    if len(votes.shape) != 8 or len(activations.shape) != 4:
-        raise ValueError("Windowed EM routing takes votes (batch, Ph, Pw, K, K, Tin, Tout, 16) "
-                         "and activations (batch, H, W, Tin). Received: "
-                         f"{tuple(votes.shape)} and {tuple(activations.shape)}")
-    _, ph, pw, k, _, tin, tout, dims = votes.shape
-    if (ph, pw) != windows.parent_grid or k != windows.kernel or \
-            tuple(activations.shape[1:3]) != windows.child_grid or activations.shape[3] != tin:
+def route_windows(votes, activations, beta_u, beta_a, iterations: int,
+                  inverse_temperature: float, windows: ConvWindows, detach: bool = False):
+    """EM routing in a convolutional capsule layer from votes laid out by parent: (B, Ph*Pw,
+    Tout, K*K*Tin, 16), entry (p*Pw + q, o, (ky*K + kx)*Tin + i) the vote of the child at
+    window entry (p, q, ky, kx) of type i for parent type o. Returns what `em_routing` returns
+    for window-form votes (the layers compute their votes in this layout directly)."""
+    if len(votes.shape) != 5 or len(activations.shape) != 4:
+        raise ValueError("Windowed EM routing takes votes (batch, Ph*Pw, Tout, K*K*Tin, 16) and "
+                         f"activations (batch, H, W, Tin). Received: {tuple(votes.shape)} and "
+                         f"{tuple(activations.shape)}")
+    _, groups, tout, slots, dims = votes.shape
+    ph, pw = windows.parent_grid
+    k, tin = windows.kernel, activations.shape[3]
+    if groups != ph * pw or slots != k * k * tin or \
+            tuple(activations.shape[1:3]) != windows.child_grid:
         raise ValueError(f"Votes {tuple(votes.shape)} and activations "
                          f"{tuple(activations.shape)} do not fit {windows}.")
-    groups, slots = ph * pw, k * k * tin
-    grouped = ops.reshape(votes, (-1, groups, slots, tout, dims))
     slot_activations = ops.reshape(windows.unfold(activations), (-1, groups, slots))
-    # Start: uniform over every parent that sees the child (positions x parent types).
-    fan_out = np.maximum(windows.parents_per_position(), 1)[:, :, None] * tout
-    fan_out = np.broadcast_to(fan_out, (*windows.child_grid, tin)).astype(np.float32)
-    log_start = ops.reshape(windows.unfold(ops.convert_to_tensor(-np.log(fan_out)[None])),
-                            (1, groups, slots, 1))
+    log_start = ops.convert_to_tensor(windows.log_start(tin, tout))
 
     def normaliser(slot_lse):                      # (B, G, n) -> (B, G, n)
         per_entry = ops.reshape(slot_lse, (-1, ph, pw, k, k, tin))
         per_child = windows.child_logsumexp(per_entry)                  # (B, H, W, Tin)
         return ops.reshape(windows.unfold(per_child), (-1, groups, slots))
 
-    a, mu, r = _route(grouped, slot_activations, beta_u, beta_a, iterations,
+    a, mu, r = _route(votes, slot_activations, beta_u, beta_a, iterations,
                       inverse_temperature, log_start, None, normaliser, detach)
-    return (ops.reshape(a, (-1, ph, pw, tout)), ops.reshape(mu, (-1, ph, pw, tout, dims)),
-            ops.reshape(r, (-1, ph, pw, k, k, tin, tout)))
+    r = ops.transpose(ops.reshape(r, (-1, ph, pw, tout, k, k, tin)), (0, 1, 2, 4, 5, 6, 3))
+    return ops.reshape(a, (-1, ph, pw, tout)), ops.reshape(mu, (-1, ph, pw, tout, dims)), r
 
 
 def _route(votes, activations, beta_u, beta_a, iterations, inverse_temperature, log_start,
            mask, normaliser, detach):
-    """The procedure on grouped votes (B, G, n, m, D): G groups of n child entries and m parents
-    (dense: one group), entry activations (B, G, n), the log of the starting R broadcastable to
-    (B, G, n, m), an optional 0/1 mask (1, G, n, m), and `normaliser` turning each entry's
-    log-sum-exp over its m parents into its child's log-sum-exp over all the child's parents.
-    `detach`: the gradient treats each E-step's assignments as constants."""
+    """The procedure on votes laid out by parent, (B, G, m, n, D): G groups of m parents and n
+    child entries (dense: one group), entry activations (B, G, n), the log of the starting R
+    broadcastable to (B, G, m, n), an optional 0/1 mask (1, G, m, n), and `normaliser` turning
+    each entry's log-sum-exp over its m parents into its child's log-sum-exp over all the
+    child's parents. Returns (a (B, G, m), mu (B, G, m, D), R (B, G, m, n)). `detach`: the
+    gradient treats each E-step's assignments as constants.
+
+    Every sum over the children (and the E-step's over the 16 pose values) is a batched
+    matrix-vector product of a (n, D) block: on CPU the matrix kernels run them several times
+    faster than XLA's fused reductions, which write each weighted product to memory first."""
     assignments = ops.exp(log_start) * ops.ones_like(votes[..., 0])
     if mask is not None:
         assignments = assignments * mask
     temperatures = inverse_temperatures(iterations, inverse_temperature)
     for t, lam in enumerate(temperatures, start=1):
         # M-step
-        r = assignments * activations[..., None]                                # (B, G, n, m)
-        mass = ops.sum(r, axis=2)                                               # (B, G, m)
+        r = assignments * activations[:, :, None, :]                            # (B, G, m, n)
+        mass = ops.sum(r, axis=-1)                                              # (B, G, m)
         safe = ops.maximum(mass, MIN_MASS)[..., None]
-        mu = ops.sum(r[..., None] * votes, axis=2) / safe                       # (B, G, m, D)
-        deviation = ops.square(votes - mu[:, :, None])                         # (B, G, n, m, D)
-        sigma2 = ops.sum(r[..., None] * deviation, axis=2) / safe + EPSILON
+        mu = ops.einsum("bgmn,bgmnd->bgmd", r, votes) / safe                    # (B, G, m, D)
+        # The derivative of sigma2 with respect to mu, -2 sum_i r_ij (V_ij - mu_j) / sum_i r_ij,
+        # is 0 (mu is the r-weighted mean): mu enters the deviations as a constant, which spares
+        # the gradient a pass over the votes (the E-step adds back what it needs, below).
+        fixed_mu = ops.stop_gradient(mu)
+        deviation = ops.square(votes - fixed_mu[:, :, :, None])                # (B, G, m, n, D)
+        sigma2 = ops.einsum("bgmn,bgmnd->bgmd", r, deviation) / safe + EPSILON
         log_sigma2 = ops.log(sigma2)
         cost = ops.sum((beta_u[..., None] + 0.5 * log_sigma2) * mass[..., None], axis=-1)
         logit = lam * (beta_a - cost)                                           # (B, G, m)
         if t == len(temperatures):
             return ops.sigmoid(logit), mu, assignments
         # E-step, in the log domain
-        log_p = -ops.sum(deviation * (0.5 / sigma2)[:, :, None], axis=-1) \
-            - 0.5 * ops.sum(_LOG_2PI + log_sigma2, axis=-1)[:, :, None, :]     # (B, G, n, m)
-        log_weight = ops.log_sigmoid(logit)[:, :, None, :] + log_p
+        half_precision = 0.5 / sigma2
+        log_p = -ops.einsum("bgmnd,bgmd->bgmn", deviation, half_precision) \
+            - 0.5 * ops.sum(_LOG_2PI + log_sigma2, axis=-1)[..., None]         # (B, G, m, n)
+        # ... plus 0 whose derivative with respect to mu is that of ln p_ij, 2 (V_ij - mu_j) /
+        # (2 sigma2_j), as a matrix product of the votes (no product the size of the votes).
+        shift = ops.stop_gradient(half_precision) * (mu - fixed_mu)             # 0
+        log_p = log_p + 2.0 * (
+            ops.einsum("bgmnd,bgmd->bgmn", ops.stop_gradient(votes), shift)
+            - ops.sum(fixed_mu * shift, axis=-1)[..., None])
+        log_weight = ops.log_sigmoid(logit)[..., None] + log_p
         if mask is not None:
             log_weight = ops.where(mask > 0, log_weight, _MASKED)
-        child_lse = normaliser(ops.logsumexp(log_weight, axis=-1))              # (B, G, n)
-        assignments = ops.exp(log_weight - child_lse[..., None])
+        child_lse = normaliser(ops.logsumexp(log_weight, axis=2))               # (B, G, n)
+        assignments = ops.exp(log_weight - child_lse[:, :, None])
         if detach:
             assignments = ops.stop_gradient(assignments)
         if mask is not None:

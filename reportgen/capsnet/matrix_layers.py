@@ -16,7 +16,7 @@ import keras
 from keras import ops
 
 from reportgen.capsnet.description import COORDINATE_ENTRIES
-from reportgen.capsnet.em_routing import ConvWindows, em_routing
+from reportgen.capsnet.em_routing import ConvWindows, em_routing, route_windows
 
 PACKAGE = "reportgen"
 POSE = 16
@@ -57,6 +57,31 @@ def _eagerly_compiled(layer, route, inputs):
         compiled = tf.function(route, jit_compile=True, reduce_retracing=True)
         layer.__dict__["_compiled_route"] = compiled
     return compiled(inputs)
+
+
+@ops.custom_gradient
+def _matrix_votes(matrices, transforms):
+    """V[b, g, o, n] = M[b, g, n] W[n, o] for 4x4 matrices: matrices (B, G, n, 4, 4), transforms
+    (n, O, 4, 4) -> votes (B, G, O, n, 4, 4), laid out as EM routing reads them.
+
+    The votes are written by one elementwise pass (a sum of four products per value); a
+    batched matrix product over n with 4-long rows would need a second pass to transpose its
+    output. The gradient is the two matrix products, where XLA's own derivative of the
+    elementwise form would sum vote-sized products over the batch."""
+    batch, groups, n = ops.shape(matrices)[0], matrices.shape[1], matrices.shape[2]
+    rows = ops.reshape(matrices, (-1, 1, n, 4, 4))                        # (B*G, 1, n, 4, 4)
+    by_parent = ops.transpose(transforms, (1, 0, 2, 3))[None]              # (1, O, n, 4, 4)
+    # Rank-5 products (TensorFlow's eager kernels broadcast no more axes).
+    votes = sum(rows[..., c, None] * by_parent[:, :, :, None, c] for c in range(4))
+    votes = ops.reshape(votes, (batch, groups, transforms.shape[1], n, 4, 4))
+
+    def grad(*args, upstream=None):
+        if upstream is None:
+            (upstream,) = args
+        return (ops.einsum("bgonre,noce->bgnrc", upstream, transforms),
+                ops.einsum("bgnrc,bgonre->noce", matrices, upstream))
+
+    return votes, grad
 
 
 def _transforms(layer, name, shape, stddev):
@@ -144,13 +169,24 @@ class ConvCaps(keras.layers.Layer):
 
     def votes(self, poses, windows: ConvWindows):
         """V = M W for every window entry: (B, Ph, Pw, K, K, Tin, Tout, 16)."""
+        ph, pw = windows.parent_grid
+        k, tin = self.kernel_size, self.input_types
+        votes = ops.reshape(self.votes_by_parent(poses, windows),
+                            (-1, ph, pw, self.types, k, k, tin, POSE))
+        return ops.transpose(votes, (0, 1, 2, 4, 5, 6, 3, 7))
+
+    def votes_by_parent(self, poses, windows: ConvWindows):
+        """The votes laid out as EM routing reads them: (B, Ph*Pw, Tout, K*K*Tin, 16)
+        (reportgen.capsnet.em_routing.route_windows)."""
         h, w = windows.child_grid
         tin, k = self.input_types, self.kernel_size
         ph, pw = windows.parent_grid
         flat = ops.reshape(poses, (-1, h, w, tin * POSE))
-        matrices = ops.reshape(windows.unfold(flat), (-1, ph, pw, k, k, tin, 4, 4))
-        votes = ops.einsum("bpqklirc,klioce->bpqkliore", matrices, self.kernel)
-        return ops.reshape(votes, (-1, ph, pw, k, k, tin, self.types, POSE))
+        matrices = ops.reshape(windows.unfold(flat), (-1, ph * pw, k * k * tin, 4, 4))
+        transforms = ops.reshape(ops.convert_to_tensor(self.kernel),
+                                 (k * k * tin, self.types, 4, 4))
+        votes = _matrix_votes(matrices, transforms)                  # (B, G, Tout, n, 4, 4)
+        return ops.reshape(votes, (-1, ph * pw, self.types, k * k * tin, POSE))
 
     def call(self, inputs):
         return _eagerly_compiled(self, self._route, inputs)
@@ -164,10 +200,9 @@ class ConvCaps(keras.layers.Layer):
     def _route(self, inputs):
         poses, activations = inputs
         windows = self.windows(poses.shape[1:3])
-        out_activations, out_poses, assignments = em_routing(
-            self.votes(poses, windows), activations, self.beta_u, self.beta_a,
-            self.routing_iterations, self.inverse_temperature, windows=windows,
-            detach_assignments=self.detach_assignments)
+        out_activations, out_poses, assignments = route_windows(
+            self.votes_by_parent(poses, windows), activations, self.beta_u, self.beta_a,
+            self.routing_iterations, self.inverse_temperature, windows, self.detach_assignments)
         return out_poses, out_activations, assignments
 
     def get_config(self):

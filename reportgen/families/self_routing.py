@@ -34,16 +34,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from reportgen.capsnet.description import CapsuleLayer, ConvLayer, Head, ModelDescription
+from reportgen.capsnet.description import (CapsuleLayer, ConvLayer, Head, ModelDescription,
+                                           RoutingWeights)
 from reportgen.capsnet.description import INPUT_FIELD
 from reportgen.settings.families import Family
 from reportgen.settings.model_params import DecoderParams, fail
 
 NAME = "self_routing"
-# The routing weights, in the vocabulary the analyses read today: each child's weights sum to
-# 1 over its parents, as EM assignments do (the multi-layer routing paths and the entropy
-# against uniform per child); to become Self-Routing's own kind of routing weight.
-ROUTING = "em_assignments"
+# The couplings c_ij = softmax_j(W2_i u_i + beta_i): predicted by each child from its own pose,
+# no iterations; each child's sum to 1 over its parents (Hahn, Pyeon & Kim 2019, eq. 2). A
+# child seen by several windows has its couplings divided among them, so its weights into the
+# next layer still sum to 1 (the entropy against uniform stays per child).
+ROUTING = RoutingWeights(kind="self_routing", words="self-routing coupling coefficients",
+                         lacks="self-routing", sums_over="parents", paths=True, iterations=0,
+                         symbol="c")
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,7 @@ def describe(params) -> ModelDescription:
                   "primary_caps", grid, field)
     activations = _conv("primary_activation_conv", p.types, p.kernel_size, p.strides, pad,
                         "sigmoid", "primary_caps", grid, field)
-    routed = dict(pose="vector", activation="logistic", routing=ROUTING, routing_iterations=1)
+    routed = dict(pose="vector", activation="logistic", routing=ROUTING)
     primary = CapsuleLayer(name="primary_caps", grid=poses.grid, types=p.types,
                            pose_size=p.dims, receptive_field=poses.receptive_field, **routed)
     k, s = sr.conv_caps_kernel_size, sr.conv_caps_strides
@@ -160,7 +164,7 @@ def build(params):
 
 FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_params,
                 display_name=lambda params: "Self-Routing", table=NAME,
-                settings=SelfRoutingParams, check=check,
+                settings=SelfRoutingParams, check=check, routing=(ROUTING,),
                 # reportgen.capsnet re-exports the routing function for notebooks
                 modules=(__name__, "reportgen.capsnet.self_routing_capsnet",
                          "reportgen.capsnet"))
