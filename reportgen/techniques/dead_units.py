@@ -76,6 +76,10 @@ def summarize(arrays, params: Params | None = None) -> dict:
             **{f"dead_types_{layer}": v for layer, v in inactive.items()}}
 
 
+def variants(description) -> list[Params]:
+    return [Params()]
+
+
 TECHNIQUE = Technique(
     name=NAME,
     title="Dead units",
@@ -84,6 +88,7 @@ TECHNIQUE = Technique(
     needs=needs,
     applies_to=frozenset({"primary_capsules"}),
     params_type=Params,
+    variants=variants,
     version=1,
     compute=compute,
     render=lazy("reportgen.figures.dead_units", "render", Params),

@@ -167,6 +167,10 @@ def summarize(arrays, params: Params | None = None) -> dict:
             "agreement_wrong_coupling_weighted_cos": finite_number(weighted[1])}
 
 
+def variants(description) -> list[Params]:
+    return [Params()]
+
+
 TECHNIQUE = Technique(
     name=NAME,
     title="Vote agreement",
@@ -175,6 +179,7 @@ TECHNIQUE = Technique(
     needs=needs,
     applies_to=frozenset({"primary_capsules", "class_capsules", "dynamic_routing"}),
     params_type=Params,
+    variants=variants,
     version=1,
     compute=compute,
     render=lazy("reportgen.figures.vote_agreement", "render", Params),
