@@ -33,7 +33,8 @@ def _setup(tmp_path, name, params, key_name, shape):
     tech = get_technique(name)
     description = describe(parse_model_params(SMALL_CAPSNET))     # conv1 20x20, 6x6x8 capsules
     dataset = SimpleNamespace(class_names=[str(k) for k in range(10)])
-    item = SimpleNamespace(key="test-0", label="test #0", image=np.zeros((28, 28, 1)))
+    item = SimpleNamespace(key="test-0", label="test #0", image=np.zeros((28, 28, 1)),
+                           known_classes=())
     rng = np.random.default_rng(0)
     steps, stored = [], []
     for i, (step, peak) in enumerate(zip(STEPS, PEAKS)):
