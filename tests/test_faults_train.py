@@ -30,31 +30,13 @@ import pytest
 from history_values import approx_or_none
 from reportgen.training.checkpoints import Step, list_steps
 from reportgen.training.run_state import STATE_FILE, is_temporary
+from test_training import TINY_TOML
 
 pytestmark = [pytest.mark.faults, pytest.mark.slow]
 
-TOML = """
-dataset = "{data}"
-input_shape = [12, 12, 1]
-num_classes = 3
-[[conv]]
-filters = 8
-kernel_size = 3
-[primary]
-types = 4
-dims = 4
-kernel_size = 3
-strides = 2
-[class_caps]
-dims = 4
-[decoder]
-units = [16]
-[training]
-epochs = 3
-batch_size = 10
-save_every = 1
-learning_rate = 0.01
-"""
+# the tiny CapsNet of test_training, three epochs with a step saved after every batch
+TOML = TINY_TOML.replace("epochs = 1", "epochs = 3").replace("save_every = 2", "save_every = 1")
+assert "epochs = 3" in TOML and "save_every = 1" in TOML
 # 48 training images (60, 20% held out), batch 10: 5 batches an epoch, a step saved after each
 EXPECTED = ["0-0"] + [f"{e}-{b}" for e in (1, 2, 3) for b in range(1, 6)]
 TRAIN = ["train", "Tiny"]

@@ -11,7 +11,8 @@ import math
 import numpy as np
 
 from reportgen.figures.encode import new_figure
-from reportgen.figures.plots import figure_pair, legend_below, styled, summary_value
+from reportgen.figures.plots import (figure_pair, legend_below, lines_over_steps, styled,
+                                     summary_value)
 from reportgen.probe.affine import FACTORS
 from reportgen.figures.figure import Figure
 
@@ -96,11 +97,8 @@ def render_trend(series, params, ctx) -> list[Figure]:
         ax = fig.subplots()
         ax.plot(x, [summary_value(s, "clean_accuracy") for _, s in series], color="0.2",
                 linestyle="--", marker="o", markersize=3, linewidth=1.2, label="clean")
-        for factor in factors:
-            ax.plot(x, [summary_value(s, f"{factor}_mean_accuracy") for _, s in series], marker="o",
-                    markersize=3, linewidth=1.0, label=f"{factor} (mean over sweep)")
-        ax.set_xticks(x, steps, rotation=60 if len(steps) > 6 else 0)
-        ax.set_xlabel("training step")
+        lines_over_steps(ax, series, [(f"{factor}_mean_accuracy", f"{factor} (mean over sweep)")
+                                      for factor in factors])
         ax.set_ylabel("accuracy")
         ax.set_ylim(-0.02, 1.02)
         ax.legend(frameon=False, fontsize=6)

@@ -9,7 +9,8 @@ import numpy as np
 
 from reportgen.figures.encode import new_figure
 from reportgen.figures.figure import Figure
-from reportgen.figures.plots import figure_pair, legend_below, styled, summary_value
+from reportgen.figures.plots import (figure_pair, grouped_bars, legend_below, lines_over_steps,
+                                     styled, summary_value)
 from reportgen.results.dead_units import FILTER_PREFIX, TYPE_PREFIX
 
 DEAD_COLOUR = "#dc1414"       # panels.DEAD
@@ -78,17 +79,12 @@ def render_trend(series, params, ctx) -> list[Figure]:
     if len(series) < 2:
         return []
     steps = [str(s) for s, _ in series]
-    x = np.arange(len(steps))
     fig = new_figure(4.8, 3.0)
     with styled():
         ax = fig.subplots(1, 1)
-        for key, label in FRACTIONS:
-            ax.plot(x, [summary_value(s, key) for _, s in series], marker="o", markersize=3,
-                    linewidth=1.0, label=label)
+        lines_over_steps(ax, series, FRACTIONS)
         ax.set_ylim(-0.02, 1.02)
         ax.set_ylabel("fraction")
-        ax.set_xticks(x, steps, rotation=60 if len(steps) > 6 else 0)
-        ax.set_xlabel("training step")
         ax.legend(frameon=False, fontsize=6)
         fig.suptitle(f"Dead units over training, {ctx.model}".strip(", "), fontsize=9)
         fig.tight_layout()
@@ -104,15 +100,10 @@ def render_compare(series, params, ctx) -> list[Figure]:
         return []
     models = [str(m) for m, _ in series]
     fig = new_figure(4.8, 3.3)
-    width = 0.8 / len(models)
     with styled():
         ax = fig.subplots(1, 1)
-        xm = np.arange(len(FRACTIONS))
-        for m, (model, summary) in enumerate(series):
-            ax.bar(xm + (m - (len(models) - 1) / 2) * width,
-                   [summary_value(summary, k) for k, _ in FRACTIONS], width=width,
-                   label=str(model), color=f"C{m % 10}")
-        ax.set_xticks(xm, [label for _, label in FRACTIONS])
+        grouped_bars(ax, series, lambda summary: [summary_value(summary, k) for k, _ in FRACTIONS])
+        ax.set_xticks(np.arange(len(FRACTIONS)), [label for _, label in FRACTIONS])
         ax.set_ylabel("fraction")
         ax.axhline(0, color="0.5", linewidth=0.6)
         fig.suptitle("Dead units, models compared", fontsize=9)

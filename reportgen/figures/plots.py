@@ -84,3 +84,37 @@ def summary_value(summary: dict, key: str) -> float:
     """summary[key] as a float; NaN when missing or None."""
     value = summary.get(key)
     return float(value) if value is not None else float("nan")
+
+
+# --- trend (over training steps) and compare (across models) charts ----------------------------
+
+def step_axis(ax, steps: list[str]) -> None:
+    """A categorical x axis of training steps, in the given order (labels turned when many)."""
+    import numpy as np
+
+    ax.set_xticks(np.arange(len(steps)), steps, rotation=60 if len(steps) > 6 else 0)
+    ax.set_xlabel("training step")
+
+
+def lines_over_steps(ax, series, keys) -> None:
+    """One line per (summary key, label) of `keys` against the steps of `series` ((step,
+    summary) pairs), with step_axis."""
+    import numpy as np
+
+    x = np.arange(len(series))
+    for key, label in keys:
+        ax.plot(x, [summary_value(s, key) for _, s in series], marker="o", markersize=3,
+                linewidth=1.0, label=label)
+    step_axis(ax, [str(step) for step, _ in series])
+
+
+def grouped_bars(ax, series, values, label=lambda model, summary: str(model)) -> None:
+    """Bars grouped by position, one bar per model of `series` ((model, summary) pairs) in each
+    group: `values(summary)` gives the model's value per group, in the colour C<m>."""
+    import numpy as np
+
+    width = 0.8 / len(series)
+    for m, (model, summary) in enumerate(series):
+        heights = values(summary)
+        ax.bar(np.arange(len(heights)) + (m - (len(series) - 1) / 2) * width, heights,
+               width=width, label=label(model, summary), color=f"C{m % 10}")

@@ -11,7 +11,8 @@ import numpy as np
 
 from reportgen.figures.encode import new_figure
 from reportgen.figures.figure import Figure
-from reportgen.figures.plots import figure_pair, legend_below, styled, summary_value
+from reportgen.figures.plots import (figure_pair, grouped_bars, legend_below, lines_over_steps,
+                                     step_axis, styled, summary_value)
 
 DEFICIT_FLOOR_SHOWN = 1e-9    # compare chart: normalised deficits below this are drawn at it
 
@@ -179,10 +180,9 @@ def render_trend(series, params, ctx) -> list[Figure]:
     fig = new_figure(6.4 if count > 1 else 4.8, 3.0)
     with styled():
         axes = list(np.atleast_1d(fig.subplots(1, 2 if count > 1 else 1)))
-        for key, label in (("entropy_mean", "mean H"),
-                           ("entropy_length_weighted_mean", "mean H, weighted by activation")):
-            axes[0].plot(x, [summary_value(s, key) for _, s in series], marker="o", markersize=3,
-                         linewidth=1.0, label=label)
+        lines_over_steps(axes[0], series, (("entropy_mean", "mean H"),
+                                           ("entropy_length_weighted_mean",
+                                            "mean H, weighted by activation")))
         log_k = max((summary_value(s, "entropy_max") for _, s in series), default=float("nan"))
         axes[0].axhline(log_k, color="0.4", linestyle=":", linewidth=0.8,
                         label=f"log K = {log_k:.3f} (uniform)")
@@ -195,8 +195,7 @@ def render_trend(series, params, ctx) -> list[Figure]:
             axes[1].axhline(1.0, color="0.4", linestyle=":", linewidth=0.8, label="uniform")
             axes[1].set_ylabel("mean H / H_uniform")
         for ax in axes:
-            ax.set_xticks(x, steps, rotation=60 if len(steps) > 6 else 0)
-            ax.set_xlabel("training step")
+            step_axis(ax, steps)
             ax.legend(frameon=False, fontsize=6)
         fig.suptitle(f"Routing entropy over training, {ctx.model}".strip(", "), fontsize=9)
         fig.tight_layout()
@@ -229,13 +228,11 @@ def render_compare(series, params, ctx) -> list[Figure]:
         axes[0].set_xticks(x, models, rotation=20, ha="right")
         axes[0].set_ylabel("1 − mean H / log K (log scale)")
         axes[0].set_title("distance from uniform routing")
-        width = 0.8 / len(models)
         if count > 1:
             layers = np.arange(count)
-            for m, (model, summary) in enumerate(series):
-                axes[1].bar(layers + (m - (len(models) - 1) / 2) * width,
-                            _layer_values(summary, "entropy_normalized_per_layer", count),
-                            width=width, label=str(model), color=f"C{m % 10}")
+            grouped_bars(axes[1], series,
+                         lambda summary: _layer_values(summary, "entropy_normalized_per_layer",
+                                                       count))
             axes[1].axhline(1.0, color="0.4", linestyle=":", linewidth=0.8)
             axes[1].set_xticks(layers, [f"routed layer {i + 1}" for i in layers])
             axes[1].set_ylabel("mean H / H_uniform")

@@ -9,7 +9,8 @@ import numpy as np
 
 from reportgen.figures.encode import new_figure
 from reportgen.figures.figure import Figure
-from reportgen.figures.plots import figure_pair, legend_below, styled, summary_value
+from reportgen.figures.plots import (figure_pair, grouped_bars, legend_below, lines_over_steps,
+                                     styled, summary_value)
 
 TRUE_COLOUR = "#d95f02"       # panels.HIGHLIGHT: the true class
 WRONG_COLOUR = "#5a7bb0"      # the strongest wrong class
@@ -104,15 +105,10 @@ def render_trend(series, params, ctx) -> list[Figure]:
     if len(series) < 2:
         return []
     steps = [str(s) for s, _ in series]
-    x = np.arange(len(steps))
     fig = new_figure(4.8, 3.0)
     with styled():
         ax = fig.subplots(1, 1)
-        for key, label in COSINES:
-            ax.plot(x, [summary_value(s, key) for _, s in series], marker="o", markersize=3,
-                    linewidth=1.0, label=label)
-        ax.set_xticks(x, steps, rotation=60 if len(steps) > 6 else 0)
-        ax.set_xlabel("training step")
+        lines_over_steps(ax, series, COSINES)
         ax.set_ylabel("cosine")
         ax.legend(frameon=False, fontsize=6)
         fig.suptitle(f"Vote agreement over training, {ctx.model}".strip(", "), fontsize=9)
@@ -129,15 +125,10 @@ def render_compare(series, params, ctx) -> list[Figure]:
         return []
     models = [str(m) for m, _ in series]
     fig = new_figure(4.8, 3.3)
-    width = 0.8 / len(models)
     with styled():
         ax = fig.subplots(1, 1)
-        xm = np.arange(len(COSINES))
-        for m, (model, summary) in enumerate(series):
-            ax.bar(xm + (m - (len(models) - 1) / 2) * width,
-                   [summary_value(summary, k) for k, _ in COSINES], width=width,
-                   label=str(model), color=f"C{m % 10}")
-        ax.set_xticks(xm, [label for _, label in COSINES], rotation=20, ha="right")
+        grouped_bars(ax, series, lambda summary: [summary_value(summary, k) for k, _ in COSINES])
+        ax.set_xticks(np.arange(len(COSINES)), [label for _, label in COSINES], rotation=20, ha="right")
         ax.set_ylabel("cosine")
         ax.axhline(0, color="0.5", linewidth=0.6)
         fig.suptitle("Vote agreement, models compared", fontsize=9)
