@@ -1,6 +1,6 @@
-"""A tiny model of matrix capsules with EM routing trained a few steps by `reportgen train`
-(spread loss, the margin schedule, no decoder) and built into a site by `reportgen build`:
-every analysis that applies runs, the ones that do not are reported with their reason."""
+"""A tiny model of matrix capsules with EM routing trained a few steps by `reportgen train`:
+the spread loss, its margin schedule and the learning-rate decay, no decoder. Its build (every
+analysis that applies, the others reported with their reason) is in test_family_builds."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from em_fixture import TINY_EM_TOML
 from test_training import _tiny_data
 
 from reportgen.catalog import Catalog
-from reportgen.commands.build import BuildOptions, build
 
 pytestmark = pytest.mark.slow
 
@@ -58,35 +57,3 @@ def test_training_steps_the_spread_loss_margin_and_saves(trained, monkeypatch):
     assert seen == pytest.approx([0.0, 0.25, 0.5, 0.75, 1.0])
     # learning_rate_decay = 0.5: the rate falls linearly to half of params.toml's 0.01
     assert rates == pytest.approx([1.0, 0.875, 0.75, 0.625, 0.5])
-
-
-def test_build_makes_every_applicable_page(trained, tmp_path):
-    root, _ = trained
-    options = BuildOptions(models="TinyEM", steps="last", images="test:0-1", analyses="last",
-                           eval_images=12, render_site=True, cache_dir=str(tmp_path / "cache"),
-                           project_dir=str(tmp_path / "mkdocs"), site_dir=str(tmp_path / "site"))
-    summary = build(Catalog(root), options)
-    assert summary.ok, summary.failed
-    artifacts = tmp_path / "mkdocs" / "docs" / "artifacts" / "TinyEM"
-    names = {p.name for p in artifacts.rglob("*.png")}
-    for expected in ("predictions.png", "class_capsules.png", "rpv-modified.png",
-                     "rpv-original.png", "gradcam_pp-conv1.png", "primary_heatmaps-per_layer.png",
-                     "primary_heatmaps-per_layer-conv_caps1.png",
-                     "primary_heatmaps-per_layer-conv_caps2.png",
-                     "routing_entropy-argmax-entropy.png",
-                     "routing_entropy-argmax-routing_entropy_layers.png",
-                     "dead_units.png", "affine_robustness.png"):
-        assert expected in names, expected
-    site = tmp_path / "site" / "models" / "TinyEM"
-    pages = {p.name: p.read_text(encoding="utf-8") for p in site.glob("*.html")}
-    # the ConvCaps layers' heatmaps on their own layer page, the primary capsules' on theirs
-    assert "conv_caps1" in pages["conv-caps.html"] and "conv_caps2" in pages["conv-caps.html"]
-    assert "primary_heatmaps-per_layer-conv_caps1" not in pages["primary-caps.html"]
-    assert "primary_heatmaps-per_layer.png" in pages["primary-caps.html"]
-    # titled for their layer: ConvCaps heatmaps there, primary-capsule heatmaps here
-    assert "ConvCaps heatmaps" in pages["conv-caps.html"]
-    assert "Primary-capsule heatmaps" not in pages["conv-caps.html"]
-    assert "Primary-capsule heatmaps" in pages["primary-caps.html"]
-    # what does not apply is said, with why (no decoder, no vector capsules)
-    assert "Not applicable to this model: it has no reconstruction decoder" in pages["index.html"]
-    assert "Not applicable to this model" in pages["analyses.html"]
