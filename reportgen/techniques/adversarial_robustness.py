@@ -7,10 +7,14 @@ Attacks (L-infinity, untargeted, on the true label y, inputs kept in [0, 1]):
                                     `pgd_steps` steps of alpha = 2.5 eps / steps (default);
                                     the LAST iterate is evaluated.
 The loss L is the cross-entropy of softmax(logits) with y, for two attack targets:
-    "capsules": logits = log of the class-capsule lengths — the real model, routing included;
+    "capsules": logits = log of the class scores — the real model, routing included. The scores
+                are what the model predicts by: class-capsule lengths, the activations of
+                class capsules whose activation is a unit of its own (matrix capsules;
+                Self-Routing, whose activations sum to 1 over the classes, so L is its training
+                loss -log a_y), or a CNN's class probabilities;
     "votes":    logits = log |squash(mean_i u_hat[j|i])| — the votes of all primary capsules
                 averaged per class and squashed, bypassing routing (Gu 2022, "vote attack").
-Every adversarial example is then classified by the REAL model (argmax of the lengths): the
+Every adversarial example is then classified by the REAL model (argmax of the scores): the
 vote attack only chooses the perturbation. Gu 2022 reports attacking the votes is much stronger
 (CIFAR-10, PGD: 17.3% robust accuracy through the output capsules vs 4.83% through the votes).
 
@@ -110,8 +114,9 @@ def variants(description) -> list[Params]:
 # --- the attack targets (keras.ops) and the attacks ---------------------------------------------
 
 def capsule_logits(net):
-    """x -> log of the class-capsule lengths (the real model, routing included); for a CNN the
-    log of its class probabilities (for a softmax: the logits up to a constant)."""
+    """x -> log of the class scores the encoder gives (the real model, routing included):
+    class-capsule lengths or activations; for a CNN the log of its class probabilities (for a
+    softmax: the logits up to a constant)."""
     from reportgen.capsnet.ops import log_length
 
     def logits(x):
