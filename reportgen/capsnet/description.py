@@ -304,10 +304,19 @@ class ModelDescription:
             found.add("decoder")
         if self.class_features is not None:
             found.add("class_features")
-        classes = self.class_capsules          # matrix poses are read as 16 values
-        if self.class_features is not None or (classes is not None and classes.pose != "none"):
+        if self.class_vectors is not None:
             found.add("class_vectors")
         return frozenset(found)
+
+    @property
+    def class_vectors(self) -> str | None:
+        """The probe tensor holding a vector per class: "class_capsules" (the class capsules'
+        poses; matrices read as 16 values), "features" (a CNN's class-by-dimension units,
+        `class_features`), or None (class capsules without a pose, a CNN's bare logits)."""
+        if self.class_features is not None:
+            return "features"
+        classes = self.class_capsules
+        return "class_capsules" if classes is not None and classes.pose != "none" else None
 
     @property
     def routed_layers(self) -> tuple[CapsuleLayer, ...]:

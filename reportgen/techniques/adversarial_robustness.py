@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reportgen.capsnet.description import one_hop_of_lengths
 from reportgen.errors import ReportgenError
 from reportgen.results.adversarial_robustness import ATTACKS, TARGETS, metric_key
 from reportgen.techniques.base import Technique, lazy
@@ -103,10 +104,16 @@ class Params:
             2.5 * float(epsilon) / self.pgd_steps
 
 
+def has_votes(description) -> bool:
+    """Whether the vote attack applies: the primary capsules vote straight for class capsules
+    whose lengths are their activations, so their votes averaged and squashed score the classes
+    as the model does (Sabour et al. 2017's routing, any iterations); a CNN has no votes."""
+    return one_hop_of_lengths(description)
+
+
 def variants(description) -> list[Params]:
-    """Both targets for dynamic-routing capsules; only the model's output for the others (the
-    vote attack needs the votes of dynamic routing; a CNN has none)."""
-    if "dynamic_routing" in description.features:
+    """Both targets for a model with votes (`has_votes`); only its output for the others."""
+    if has_votes(description):
         return [Params()]
     return [Params(targets=("capsules",))]
 
@@ -269,9 +276,10 @@ def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
 
     params = params or Params()
     net = eval_batch.net
-    if "votes" in params.targets and "dynamic_routing" not in net.description.features:
-        raise ReportgenError("The vote attack needs the votes of dynamic routing, which this "
-                             "model does not have.", expected="targets = ['capsules']",
+    if "votes" in params.targets and not has_votes(net.description):
+        raise ReportgenError("The vote attack needs the primary capsules' votes for class "
+                             "capsules whose lengths are their activations, which this model "
+                             "does not have.", expected="targets = ['capsules']",
                              received=repr(list(params.targets)))
     has_decoder = net.decoder is not None
     names = ("lengths", "predicted") + (("reconstruction",) if has_decoder else ())
