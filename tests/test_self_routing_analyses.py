@@ -68,8 +68,8 @@ def test_the_attack_loss_is_the_negative_log_activation_of_the_true_class(net):
     assert np.ptp(scores, axis=1).min() > 1e-3              # the classes are told apart
     logits = np.asarray(ar.capsule_logits(net)(images), np.float64)
     log_softmax = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
-    np.testing.assert_allclose(-log_softmax[np.arange(4), LABELS], _attack_loss(net, images, LABELS),
-                               rtol=1e-4)
+    np.testing.assert_allclose(-log_softmax[np.arange(4), LABELS],
+                               _attack_loss(net, images, LABELS), rtol=1e-4)
 
 
 def test_the_attack_gradient_is_that_of_the_oracle_loss(net):
