@@ -203,6 +203,14 @@ def test_layer_lookup_names_the_known_layers():
                                                       types=2, pose_size=4,
                                                       activation="length"),),
                          head=Head("capsules", 2, "x"))
+    for pose, size, activation in (("none", 4, "logistic"), ("vector", 0, "logistic"),
+                                   ("none", 0, "length")):    # no pose: an activation only
+        with pytest.raises(ValueError, match="without a pose"):
+            ModelDescription(input_shape=(8, 8, 1), conv_layers=(),
+                             capsule_layers=(CapsuleLayer(name="x", pose=pose, grid=None,
+                                                          types=2, pose_size=size,
+                                                          activation=activation),),
+                             head=Head("capsules", 2, "x"))
     assert INPUT_FIELD.through((3, 3), (2, 2), (0, 0)) == ReceptiveField((0, 0), (3, 3), (2, 2))
     assert isinstance(describe(_params()).conv_layers[0], ConvLayer)
 
@@ -257,3 +265,34 @@ def test_not_applicable_names_the_most_fundamental_lack():
     assert not_applicable_reason(frozenset({"vector_capsules", "decoder"})) == \
         "it has no reconstruction decoder"
     assert not_applicable_reason(frozenset()) == "it does not apply here"
+
+
+def test_what_each_family_declares_picks_the_techniques_paths():
+    """The class vectors, the vote attack and the built-in explanation follow from what a
+    description declares (poses, routing weights), the same for every family as before they
+    were read from routing names: RPV and votes for routing straight into length-activated
+    class capsules (whichever axis its softmax runs over), the pooling map for GraCapsNet,
+    neither for EM or Self-Routing, whose class capsules have no pose."""
+    from em_fixture import TINY_EM
+    from family_nets import TINY_GRACAPS, TINY_SELF_ROUTING, tiny_cnn
+
+    from reportgen.techniques.adversarial_robustness import has_votes
+    from reportgen.techniques.explanation_fidelity import builtin_explanation
+
+    inputs_softmax = {**TINY_PARAMS, "class_caps": {**TINY_PARAMS["class_caps"],
+                                                    "routing_softmax": "inputs"}}
+    models = {"capsnet": (TINY_PARAMS, "class_capsules", True, "rpv_modified"),
+              "capsnet_inputs": (inputs_softmax, "class_capsules", True, "rpv_modified"),
+              "gracaps": (TINY_GRACAPS, "class_capsules", False, "gracaps_attention"),
+              "em": (TINY_EM, "class_capsules", False, None),
+              "self_routing": (TINY_SELF_ROUTING, None, False, None),
+              "cnn_cr": (tiny_cnn("cr"), "features", False, None),
+              "cnn_avg": (tiny_cnn("avg"), None, False, None)}
+    for name, (raw, vectors, votes, builtin) in models.items():
+        description = describe(parse_model_params(raw))
+        got = (description.class_vectors, has_votes(description),
+               builtin_explanation(description))
+        assert got == (vectors, votes, builtin), name
+        assert ("class_vectors" in description.features) == (vectors is not None), name
+    assert describe(parse_model_params(inputs_softmax)).primary_capsules.routing.sums_over \
+        == "children"

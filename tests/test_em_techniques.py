@@ -217,7 +217,7 @@ def test_class_poses_give_coordinate_addition_its_own_scale(net):
 def test_routing_entropy_against_uniform(net):
     """With one EM iteration the assignments are uniform: every routed layer's entropy ratio is
     1. With two it is below 1, and the means are those of the probe's entropies."""
-    from reportgen.capsnet.em_description import parents_per_child
+    from reportgen.capsnet.description import parents_per_child
 
     rng = np.random.default_rng(2)
     x, y = rng.random((6, 12, 12, 1), dtype=np.float32), rng.integers(0, 3, 6)

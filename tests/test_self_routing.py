@@ -13,7 +13,7 @@ from family_nets import TINY_SELF_ROUTING
 from reference import self_routing as oracle
 
 import reportgen.capsnet as capsnet
-from reportgen.capsnet.em_description import parents_per_child
+from reportgen.capsnet.description import parents_per_child
 from reportgen.errors import ReportgenError
 from reportgen.settings.families import family_of
 from reportgen.settings.model_params import load_model_params, parse_model_params

@@ -15,7 +15,9 @@ every shape against the built model).
 Capsule families and their words (one word per concept):
 - vector capsules (Sabour, Frosst & Hinton 2017): pose = a vector, activation = its length;
 - matrix capsules (Hinton, Sabour & Frosst 2018): pose = a 4x4 matrix, activation = a logistic
-  unit.
+  unit;
+- capsules without a pose (Hahn, Pyeon & Kim 2019's Self-Routing class capsules): an activation
+  only; it is then the class score, and no vector per class is left to study.
 What a routed layer's routing weights are (coupling coefficients of dynamic routing, EM
 assignments, attention weights, …) is not a closed list: each family describes its own in a
 RoutingWeights (what they are called, over which axis they sum to 1, whether routing paths
@@ -29,7 +31,8 @@ from dataclasses import dataclass
 
 from reportgen.errors import ReportgenError
 
-POSE_KINDS = ("vector", "matrix4x4")
+# "none": an activation only (pose_size 0)
+POSE_KINDS = ("vector", "matrix4x4", "none")
 ACTIVATION_KINDS = ("length", "logistic")
 # Over which axis routing weights sum to 1: each child's over the parents it routes to, or
 # each parent's over its children (or the grid nodes it pools).
@@ -55,7 +58,8 @@ FEATURES = {
                      "routing paths lead from the primary capsules to the classes",
     "decoder": "a reconstruction decoder",
     "class_features": "a CNN head whose features are classes x dims units (ConvNet-R, -CR, -CR-SF)",
-    "class_vectors": "a vector per class to study (a class capsule, or a CNN's feature units)",
+    "class_vectors": "a vector per class to study (a class capsule's pose, or a CNN's feature "
+                     "units)",
 }
 
 
@@ -69,7 +73,8 @@ FEATURES = {
 LACKS = {
     "capsules": "capsule layers",
     "decoder": "reconstruction decoder",
-    "class_vectors": "vector per class (no class capsules and no class-by-dimension features)",
+    "class_vectors": "vector per class (no class-capsule poses and no class-by-dimension "
+                     "features)",
     "class_capsules": "class capsules",
     "vector_capsules": "vector capsules (whose lengths are activations)",
     "matrix_capsules": "matrix capsules",
@@ -193,9 +198,10 @@ class RoutingWeights:
 class CapsuleLayer:
     """A layer of capsules. `grid` is None for a class-capsule layer (one capsule per class).
 
-    pose:        "vector" (pose_size values) or "matrix4x4" (pose_size = 16)
+    pose:        "vector" (pose_size values), "matrix4x4" (pose_size = 16) or "none" (an
+                 activation only, pose_size = 0)
     activation:  "length" (|pose|, Sabour et al. 2017) or "logistic" (a separate unit, Hinton
-                 et al. 2018)
+                 et al. 2018; Hahn et al. 2019)
     routing:     what the routing weights from this layer into the next one are
                  (RoutingWeights), or None (the last layer, or no routing)
     kernel_size, strides: a convolutional capsule layer's kernel and stride over the grid of
@@ -257,6 +263,12 @@ class ModelDescription:
         for layer in self.capsule_layers:
             _check(layer.pose, POSE_KINDS, f"capsule layer {layer.name}: pose")
             _check(layer.activation, ACTIVATION_KINDS, f"capsule layer {layer.name}: activation")
+            if (layer.pose == "none") != (layer.pose_size == 0) or \
+                    (layer.pose == "none" and layer.activation == "length"):
+                raise ValueError(f"capsule layer {layer.name}: a capsule without a pose has "
+                                 f"pose_size 0 and an activation of its own, and only it. "
+                                 f"Received: pose {layer.pose!r}, pose_size {layer.pose_size}, "
+                                 f"activation {layer.activation!r}")
             if layer.routing is not None and not isinstance(layer.routing, RoutingWeights):
                 raise ValueError(f"capsule layer {layer.name}: routing must be RoutingWeights. "
                                  f"Received: {layer.routing!r}")
@@ -292,10 +304,19 @@ class ModelDescription:
             found.add("decoder")
         if self.class_features is not None:
             found.add("class_features")
-        if self.class_features is not None or {"class_capsules", "vector_capsules"} <= found \
-                or {"class_capsules", "matrix_capsules"} <= found:   # poses as 16 values
+        if self.class_vectors is not None:
             found.add("class_vectors")
         return frozenset(found)
+
+    @property
+    def class_vectors(self) -> str | None:
+        """The probe tensor holding a vector per class: "class_capsules" (the class capsules'
+        poses; matrices read as 16 values), "features" (a CNN's class-by-dimension units,
+        `class_features`), or None (class capsules without a pose, a CNN's bare logits)."""
+        if self.class_features is not None:
+            return "features"
+        classes = self.class_capsules
+        return "class_capsules" if classes is not None and classes.pose != "none" else None
 
     @property
     def routed_layers(self) -> tuple[CapsuleLayer, ...]:
@@ -349,6 +370,33 @@ def one_hop_of_lengths(description) -> bool:
     routed, classes = description.routed_layers, description.class_capsules
     return len(routed) == 1 and routed[0] is description.primary_capsules \
         and classes is not None and classes.activation == "length"
+
+
+def parents_per_child(description, name: str):
+    """(children,) how many parents each capsule of routed layer `name` can route to: every
+    class for the class capsules; for a convolutional capsule layer, the output types of every
+    position whose kernel covers the child (0 for an edge no window reaches). Children are
+    numbered (row * W + column) * types + type. A kernel over a zero-padded grid (Self-Routing)
+    is told by the receptive fields: the layer's starts `pad` cells of the grid before it
+    earlier. NumPy only."""
+    import numpy as np
+
+    layers = description.capsule_layers
+    index = [c.name for c in layers].index(name)
+    layer, after = layers[index], layers[index + 1]
+    if after.kernel_size is None:
+        return np.full(layer.capsules, after.types, np.int64)
+    counts = []
+    for axis, (size, kernel, stride) in enumerate(zip(layer.grid, after.kernel_size,
+                                                      after.strides)):
+        pad = (layer.receptive_field.start[axis] - after.receptive_field.start[axis]) \
+            // layer.receptive_field.stride[axis]
+        parents = after.grid[axis]
+        counts.append(np.array([sum(1 for p in range(parents)
+                                    if 0 <= y + pad - p * stride < kernel)
+                                for y in range(size)]))
+    per_position = counts[0][:, None] * counts[1][None, :] * after.types
+    return np.repeat(per_position.reshape(-1), layer.types).astype(np.int64)
 
 
 def routing_kinds() -> dict:

@@ -30,30 +30,3 @@ def windows_between(layer, after):
     from reportgen.capsnet.em_routing import ConvWindows
 
     return ConvWindows(layer.grid, after.kernel_size[0], after.strides[0])
-
-
-def parents_per_child(description, name: str):
-    """(children,) how many parents each capsule of routed layer `name` can route to: every
-    class for the class capsules; for a convolutional capsule layer, the output types of every
-    position whose kernel covers the child (0 for an edge no window reaches). Children are
-    numbered (row * W + column) * types + type. A kernel over a zero-padded grid (Self-Routing)
-    is told by the receptive fields: the layer's starts `pad` cells of the grid before it
-    earlier. NumPy only."""
-    import numpy as np
-
-    layers = description.capsule_layers
-    index = [c.name for c in layers].index(name)
-    layer, after = layers[index], layers[index + 1]
-    if after.kernel_size is None:
-        return np.full(layer.capsules, after.types, np.int64)
-    counts = []
-    for axis, (size, kernel, stride) in enumerate(zip(layer.grid, after.kernel_size,
-                                                      after.strides)):
-        pad = (layer.receptive_field.start[axis] - after.receptive_field.start[axis]) \
-            // layer.receptive_field.stride[axis]
-        parents = after.grid[axis]
-        counts.append(np.array([sum(1 for p in range(parents)
-                                    if 0 <= y + pad - p * stride < kernel)
-                                for y in range(size)]))
-    per_position = counts[0][:, None] * counts[1][None, :] * after.types
-    return np.repeat(per_position.reshape(-1), layer.types).astype(np.int64)

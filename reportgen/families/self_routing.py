@@ -95,8 +95,9 @@ def describe(params) -> ModelDescription:
                              receptive_field=primary.receptive_field.through((k, k), (s, s),
                                                                              (pad, pad)),
                              kernel_size=(k, k), strides=(s, s), **routed)
-    classes = CapsuleLayer(name="class_caps", pose="vector", grid=None,
-                           types=params.num_classes, pose_size=1, activation="logistic")
+    # The class capsules keep no pose (no W1): their activations are the class scores
+    classes = CapsuleLayer(name="class_caps", pose="none", grid=None,
+                           types=params.num_classes, pose_size=0, activation="logistic")
     return ModelDescription(input_shape=tuple(params.input_shape),
                             conv_layers=(*convs, poses, activations),
                             capsule_layers=(primary, conv_caps, classes),

@@ -22,7 +22,8 @@ COLORS = {"rpv_modified": "#d95f02", "rpv_original": "#e6ab02", "gradcam_pp": "#
 STYLES = {"rpv_modified": "-", "rpv_original": "--", "gradcam_pp": "-", "random": ":",
           "gracaps_attention": "-"}
 AGREEMENT_COLOR = "#7570b3"
-# The model's own explanation (BUILTIN of reportgen.results.explanation_fidelity), in words.
+# The model's own explanation (reportgen.techniques.explanation_fidelity.builtin_explanation),
+# in words.
 SUBJECTS = {"rpv_modified": "RPV", "gracaps_attention": "GraCapsNet's attention"}
 MAPS = {"rpv_modified": "RPV modified (l_i c_ij l_j) and original (l_i (c_ij l_j)^2)",
         "gracaps_attention": "GraCapsNet attention E (the graph-pooling attention of the class "

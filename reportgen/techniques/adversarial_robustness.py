@@ -7,10 +7,14 @@ Attacks (L-infinity, untargeted, on the true label y, inputs kept in [0, 1]):
                                     `pgd_steps` steps of alpha = 2.5 eps / steps (default);
                                     the LAST iterate is evaluated.
 The loss L is the cross-entropy of softmax(logits) with y, for two attack targets:
-    "capsules": logits = log of the class-capsule lengths — the real model, routing included;
+    "capsules": logits = log of the class scores — the real model, routing included. The scores
+                are what the model predicts by: class-capsule lengths, the activations of
+                class capsules whose activation is a unit of its own (matrix capsules;
+                Self-Routing, whose activations sum to 1 over the classes, so L is its training
+                loss -log a_y), or a CNN's class probabilities;
     "votes":    logits = log |squash(mean_i u_hat[j|i])| — the votes of all primary capsules
                 averaged per class and squashed, bypassing routing (Gu 2022, "vote attack").
-Every adversarial example is then classified by the REAL model (argmax of the lengths): the
+Every adversarial example is then classified by the REAL model (argmax of the scores): the
 vote attack only chooses the perturbation. Gu 2022 reports attacking the votes is much stronger
 (CIFAR-10, PGD: 17.3% robust accuracy through the output capsules vs 4.83% through the votes).
 
@@ -30,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reportgen.capsnet.description import one_hop_of_lengths
 from reportgen.errors import ReportgenError
 from reportgen.results.adversarial_robustness import ATTACKS, TARGETS, metric_key
 from reportgen.techniques.base import Technique, lazy
@@ -99,10 +104,16 @@ class Params:
             2.5 * float(epsilon) / self.pgd_steps
 
 
+def has_votes(description) -> bool:
+    """Whether the vote attack applies: the primary capsules vote straight for class capsules
+    whose lengths are their activations, so their votes averaged and squashed score the classes
+    as the model does (Sabour et al. 2017's routing, any iterations); a CNN has no votes."""
+    return one_hop_of_lengths(description)
+
+
 def variants(description) -> list[Params]:
-    """Both targets for dynamic-routing capsules; only the model's output for the others (the
-    vote attack needs the votes of dynamic routing; a CNN has none)."""
-    if "dynamic_routing" in description.features:
+    """Both targets for a model with votes (`has_votes`); only its output for the others."""
+    if has_votes(description):
         return [Params()]
     return [Params(targets=("capsules",))]
 
@@ -110,8 +121,9 @@ def variants(description) -> list[Params]:
 # --- the attack targets (keras.ops) and the attacks ---------------------------------------------
 
 def capsule_logits(net):
-    """x -> log of the class-capsule lengths (the real model, routing included); for a CNN the
-    log of its class probabilities (for a softmax: the logits up to a constant)."""
+    """x -> log of the class scores the encoder gives (the real model, routing included):
+    class-capsule lengths or activations; for a CNN the log of its class probabilities (for a
+    softmax: the logits up to a constant)."""
     from reportgen.capsnet.ops import log_length
 
     def logits(x):
@@ -264,9 +276,10 @@ def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
 
     params = params or Params()
     net = eval_batch.net
-    if "votes" in params.targets and "dynamic_routing" not in net.description.features:
-        raise ReportgenError("The vote attack needs the votes of dynamic routing, which this "
-                             "model does not have.", expected="targets = ['capsules']",
+    if "votes" in params.targets and not has_votes(net.description):
+        raise ReportgenError("The vote attack needs the primary capsules' votes for class "
+                             "capsules whose lengths are their activations, which this model "
+                             "does not have.", expected="targets = ['capsules']",
                              received=repr(list(params.targets)))
     has_decoder = net.decoder is not None
     names = ("lengths", "predicted") + (("reconstruction",) if has_decoder else ())

@@ -119,11 +119,12 @@ def _representatives(params, labels, predicted, lengths) -> np.ndarray:
     return np.asarray(chosen, np.int64)
 
 
-def _perturbation(net, params, vectors, predicted, dim_std, class_std, counts):
-    """Images (R, D, S, H, W, C), σ (R, D) and the multiples (S,) for vectors (R, D); for a CNN
-    σ = feature_range / sigmas, so that the offsets m·σ span ±feature_range."""
+def _perturbation(net, params, vectors, predicted, dim_std, class_std, counts, units: bool):
+    """Images (R, D, S, H, W, C), σ (R, D) and the multiples (S,) for vectors (R, D); for a CNN's
+    feature units (`units`) σ = feature_range / sigmas, so that the offsets m·σ span
+    ±feature_range."""
     multiples = np.linspace(-params.sigmas, params.sigmas, params.perturbation_steps)
-    if "logits" in net.description.features:
+    if units:
         sigma = np.full(vectors.shape, params.feature_range / params.sigmas)
     elif params.sigma == "per_class":
         sigma = np.where((counts[predicted] >= 2)[:, None], class_std[predicted], dim_std)
@@ -151,8 +152,8 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     params = params or Params()
     require_images(evaluation, NAME)
     net = evaluation.net
-    cnn = "class_features" in net.description.features
-    vectors_name = "features" if cnn else "class_capsules"
+    vectors_name = net.description.class_vectors
+    cnn = vectors_name == "features"         # a CNN's units: no bounded length
     tensors = evaluation.tensors(vectors_name, "lengths")
     capsules = np.asarray(tensors[vectors_name], np.float64)                # (N, G, D)
     lengths = np.asarray(tensors["lengths"], np.float64)
@@ -173,7 +174,8 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     if net.decoder is not None and n:      # a class-conditional decoder (not ConvNet-R's)
         reps = _representatives(params, labels, predicted, lengths)
         images, sigma, multiples = _perturbation(net, params, chosen[reps], predicted[reps],
-                                                 np.sqrt(dim_var), np.sqrt(class_var), counts)
+                                                 np.sqrt(dim_var), np.sqrt(class_var), counts,
+                                                 cnn)
         if cnn:                # offsets in absolute units (the drawing says so)
             out["perturbation_absolute"] = np.float64(params.feature_range)
         out.update(perturbation_images=images, perturbation_sigma=sigma,

@@ -39,8 +39,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reportgen.results.explanation_fidelity import (BUILTIN, METHODS, area_under_curve,
-                                                    builtin_method, deletion_aopc, own_methods)
+from reportgen.capsnet.description import one_hop_of_lengths
+from reportgen.results.explanation_fidelity import (METHODS, area_under_curve, builtin_method,
+                                                    deletion_aopc, own_methods)
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_option, check_positive, rounded_number
 
@@ -69,12 +70,31 @@ class Params:
         check_positive("explanation_fidelity", "blur_sigma", self.blur_sigma, kind=float)
 
 
+def builtin_explanation(description) -> str | None:
+    """The model's own explanation (a METHODS name), from what its primary capsules' routing
+    weights are: Routing Path Visualization ("rpv_modified", with "rpv_original" beside it)
+    when they route each primary capsule straight to class capsules whose lengths are their
+    activations (`one_hop_of_lengths`); the pooling map E ("gracaps_attention": each class's
+    weights over the grid nodes, averaged over heads) when they pool the primary grid straight
+    into the class capsules, each parent's weights summing to 1 over its children and no path
+    followed through them; None otherwise."""
+    if one_hop_of_lengths(description):
+        return "rpv_modified"
+    primary, layers = description.primary_capsules, description.capsule_layers
+    routing = None if primary is None else primary.routing
+    if routing is None or routing.paths or routing.sums_over != "children":
+        return None
+    after = layers.index(primary) + 1
+    pools_into_classes = after < len(layers) and layers[after] is description.class_capsules
+    return "gracaps_attention" if pools_into_classes else None
+
+
 def variants(description) -> list[Params]:
     """Grad-CAM++ of conv1 (the thesis's layer) when the model has it, else its default layer;
-    none for routing weights without a built-in explanation here (BUILTIN)."""
+    none without a built-in explanation here (`builtin_explanation`)."""
     from reportgen.techniques.gradcam_pp import default_layer
 
-    if not set(BUILTIN) & description.features:
+    if builtin_explanation(description) is None:
         return []
 
     names = description.conv_layer_names
@@ -311,9 +331,8 @@ def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
     targets = labels if params.target == "true" else predicted
     n = len(index)
 
-    features = description.features
-    builtin = next(BUILTIN[f] for f in BUILTIN if f in features)
-    if "dynamic_routing" in features:
+    builtin = builtin_explanation(description)
+    if builtin == "rpv_modified":
         grid_maps = {m: rpv_maps(eval_batch, index, targets, m.split("_")[1])
                      for m in ("rpv_modified", "rpv_original")}
     else:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reportgen.capsnet.description import parents_per_child
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import (check_option, check_positive, finite_number,
                                           require_images)
@@ -159,8 +160,6 @@ def _into_classes(weights_all, activations_all, types: int, params: Params) -> d
 
 def _per_layer(description, routed, tensors, bins: int) -> dict:
     """The per-routed-layer arrays of `compute`."""
-    from reportgen.capsnet.em_description import parents_per_child
-
     n = len(tensors[f"routing_entropy:{routed[0]}"])
     hist = np.zeros((len(routed), bins))
     stats = {k: np.full(len(routed), np.nan) for k in

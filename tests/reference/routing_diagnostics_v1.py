@@ -261,7 +261,7 @@ def compute_em(evaluation, params: Params) -> dict[str, np.ndarray]:
     each image's mean H / H_uniform over every routed child; type_max_activation_<layer>
     (types,) for every grid layer, type_max_length = the primary capsules' (dead types);
     filter_max_<layer> for every ReLU conv layer; dead_type_threshold."""
-    from reportgen.capsnet.em_description import parents_per_child
+    from reportgen.capsnet.description import parents_per_child
     from reportgen.probe.probe import grid_capsule_layers, routed_layers
 
     require_images(evaluation, NAME)
