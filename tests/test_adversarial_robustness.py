@@ -193,3 +193,29 @@ def test_drawing_never_imports_tensorflow():
     code = ("import sys, reportgen.figures.adversarial_robustness, reportgen.techniques.adversarial_robustness; "
             "assert not any(m.split('.')[0] in ('tensorflow', 'keras') for m in sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_caption_names_the_scores_each_family_classifies_by():
+    """The loss and the prediction rule in the words of the model's own scores: lengths for
+    vector capsules, activations for EM and Self-Routing, probabilities for a CNN; the votes
+    only where the vote attack runs."""
+    from conftest import TINY_PARAMS
+    from em_fixture import TINY_EM
+    from family_nets import TINY_SELF_ROUTING, tiny_cnn
+
+    from reportgen.capsnet.description import describe
+    from reportgen.figures.adversarial_robustness import procedure
+    from reportgen.settings.model_params import parse_model_params
+
+    expected = {"capsnet": (TINY_PARAMS, "class-capsule lengths", "class-capsule length"),
+                "em": (TINY_EM, "class-capsule activations", "class-capsule activation"),
+                "self_routing": (TINY_SELF_ROUTING, "class-capsule activations",
+                                 "class-capsule activation"),
+                "cnn": (tiny_cnn("avg"), "class probabilities", "class probability")}
+    for name, (raw, scores, largest) in expected.items():
+        description = describe(parse_model_params(raw))
+        params = ar.variants(description)[0]
+        text = procedure(params, 10, description)
+        assert f"softmax of the log {scores} with the true label" in text, name
+        assert text.endswith(f"(the largest {largest})."), name
+        assert ("through the votes" in text) == ar.has_votes(description), name

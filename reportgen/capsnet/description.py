@@ -319,6 +319,15 @@ class ModelDescription:
         return "class_capsules" if classes is not None and classes.pose != "none" else None
 
     @property
+    def class_scores(self) -> str:
+        """What scores the classes, in words (the prediction is the largest score): the class
+        capsules' lengths or activations, or a CNN's class probabilities."""
+        classes = self.class_capsules
+        if classes is None:
+            return "class probabilities"
+        return "class-capsule " + ("lengths" if classes.activation == "length" else "activations")
+
+    @property
     def routed_layers(self) -> tuple[CapsuleLayer, ...]:
         """The capsule layers whose routing weights lead from child to parent (`paths`), in
         model order: those the probe gives "routing:<layer>" for."""

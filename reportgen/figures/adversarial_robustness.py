@@ -38,19 +38,28 @@ def _eps_list(epsilons) -> str:
     return ", ".join(f"{float(e):g}" for e in epsilons)
 
 
-def procedure(params, images: int | str) -> str:
-    """Every procedure choice, for the captions."""
+# The class scores when the caption covers several models (compare) or none is described.
+ANY_SCORES = "class scores (class-capsule lengths or activations, a CNN's class probabilities)"
+
+
+def procedure(params, images: int | str, description=None) -> str:
+    """Every procedure choice, for the captions; the class scores named from the model's
+    `description` when given (reportgen.capsnet.description.ModelDescription.class_scores)."""
     step = ("alpha = 2.5 eps / steps" if params.pgd_step_size == 0
             else f"alpha = {float(params.pgd_step_size):g}")
     start = "a uniform random point of the eps-ball" if params.random_start else "the clean input"
+    scores = description.class_scores if description is not None else ANY_SCORES
+    plural = scores.split(" (")[0]
+    largest = plural[:-3] + "y" if plural.endswith("ies") else plural[:-1]
+    through = ("through the output capsules (routing included) or through the votes (Gu 2022: "
+               "the votes u_hat[j|i] of all primary capsules averaged per class and squashed, "
+               "bypassing routing)" if "votes" in params.targets else "through the model's output")
     return (f"Untargeted L-infinity attacks on the true label, {images} evaluation images, "
             f"pixels in [0, 1], eps in {{{_eps_list(params.epsilons)}}}: FGSM (one signed "
             f"gradient step of size eps) and PGD ({params.pgd_steps} signed steps of {step} from "
             f"{start}, projected on the eps-ball and [0, 1]; the last iterate is used). Loss: "
-            f"cross-entropy of softmax(log lengths) with the true label, through the output "
-            f"capsules (routing included) or through the votes (Gu 2022: the votes u_hat[j|i] of "
-            f"all primary capsules averaged per class and squashed, bypassing routing). Every "
-            f"adversarial example is classified by the real model (longest class capsule).")
+            f"cross-entropy of the softmax of the log {scores} with the true label, {through}. "
+            f"Every adversarial example is classified by the real model (the largest {largest}).")
 
 
 def _detection_text(arrays) -> str:
@@ -78,7 +87,7 @@ def render(arrays, params, ctx) -> list[Figure]:
     n = len(np.asarray(arrays["labels"]))
     clean_accuracy = float(np.asarray(arrays["clean_accuracy"]))
     prefix = _model_prefix(ctx)
-    text = procedure(params, n)
+    text = procedure(params, n, getattr(ctx, "description", None))
 
     fig = new_figure(5.6, 3.4, dpi=DPI)
     ax = fig.subplots()
@@ -258,7 +267,7 @@ def render_trend(history, params, ctx) -> list[Figure]:
     images = history[-1][1].get("images", "?")
     caption = (f"Adversarial robustness over training steps{' of ' + model if model else ''}: "
                f"accuracy at each eps, one panel per attack and attack target. "
-               f"{procedure(params, images)} {GU_2022}")
+               f"{procedure(params, images, getattr(ctx, 'description', None))} {GU_2022}")
     return figure_pair(fig, "trend", caption, svg_size=False)
 
 
