@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import TINY_PARAMS
 from family_nets import TINY_SELF_ROUTING
 from reference import self_routing as oracle
 
@@ -96,7 +97,8 @@ def test_adversarial_examples_are_classified_by_the_class_activations(net):
 
 
 def test_capsule_semantics_is_not_applicable_and_names_the_missing_class_poses(net):
-    """The class layer has W2 and beta but no W1: no pose per class, only the activation."""
+    """The class layer has W2 and beta but no W1: no pose per class, only the activation;
+    neither capsule semantics nor the class-capsule pose panel applies (a CapsNet has both)."""
     description = describe(parse_model_params(TINY_SELF_ROUTING))
     classes = description.class_capsules
     assert (classes.pose, classes.pose_size, classes.activation) == ("none", 0, "logistic")
@@ -107,3 +109,6 @@ def test_capsule_semantics_is_not_applicable_and_names_the_missing_class_poses(n
     assert missing == {"class_vectors"}
     assert not_applicable_reason(missing) == ("it has no vector per class (no class-capsule "
                                               "poses and no class-by-dimension features)")
+    for name in ("capsule_semantics", "class_capsules"):
+        assert not get_technique(name).applicable(net.description), name
+        assert get_technique(name).applicable(describe(parse_model_params(TINY_PARAMS))), name

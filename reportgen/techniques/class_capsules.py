@@ -62,7 +62,9 @@ TECHNIQUE = Technique(
     layer="class",
     scope="input",
     needs=frozenset({"class_capsules", "lengths"}),
-    applies_to=frozenset({"class_capsules"}),
+    # class capsules with a pose: Self-Routing's have only an activation (the predictions
+    # panel shows it), which this panel would draw as a 1-dimensional "pose"
+    applies_to=frozenset({"class_capsules", "class_vectors"}),
     params_type=Params,
     version=1,
     compute=compute,
