@@ -6,7 +6,7 @@ pooling layer is reportgen.capsnet.graph_pooling.
 from __future__ import annotations
 
 from reportgen.capsnet.description import describe
-from reportgen.capsnet.network import Network, capsule_losses
+from reportgen.capsnet.network import Network
 
 
 def build_gracapsnet(params) -> Network:
@@ -17,8 +17,9 @@ def build_gracapsnet(params) -> Network:
     import keras
 
     from reportgen.capsnet.graph_pooling import GraphPooling
-    from reportgen.capsnet.layers import Length, Mask
-    from reportgen.capsnet.network import build_convs, build_decoder, primary_capsules
+    from reportgen.capsnet.layers import Length
+    from reportgen.capsnet.network import build_convs, primary_capsules
+    from reportgen.capsnet.vector_capsnet import vector_network
 
     description = describe(params)
     primary_desc, class_desc = description.primary_capsules, description.class_capsules
@@ -33,14 +34,5 @@ def build_gracapsnet(params) -> Network:
     lengths = Length(name="lengths")(capsules)
     outputs.update(primary_capsules=primary, attention=attention, class_capsules=capsules,
                    lengths=lengths)
-    decoder = None
-    if description.decoder is not None:
-        decoder = build_decoder(description.decoder)
-        outputs["reconstruction"] = decoder(Mask(name="mask_longest")(capsules))
-    model = keras.Model(image, outputs, name="gracapsnet")
-    encoder = keras.Model(image, [capsules, lengths], name="gracapsnet_encoder")
-    primary_conv = next(convs[c.name] for c in description.conv_layers
-                        if c.capsules == primary_desc.name)
-    return Network(params=params, description=description, model=model, encoder=encoder,
-                   decoder=decoder, primary_conv=primary_conv, primary_caps=primary_caps,
-                   class_caps=pooling, training_losses=capsule_losses(params, encoder, decoder))
+    return vector_network(params, description, image, outputs, convs, primary_caps, pooling,
+                          name="gracapsnet")
