@@ -351,6 +351,7 @@ class _Build:
             self.settings.analysed(step, prepared.steps), digest=self.digests.digest)
 
     def model(self, entry: ModelEntry):
+        from reportgen.data.label_arity import model_label_arity
         from reportgen.pages.sitedata import ModelData
 
         settings = self.settings
@@ -408,7 +409,8 @@ class _Build:
             latest_val_accuracy=accs[-1] if accs else None,
             best_val_accuracy=max(accs) if accs else None, errors=errors,
             not_applicable=assembly.not_applicable(chosen), kind=model_kind(params),
-            training=training_run(entry), sources=sources)
+            training=training_run(entry), sources=sources,
+            labels_per_image=model_label_arity(params))
         built = {s: self.assembler.step_keys[(entry.name, str(s))] for s in steps
                  if (entry.name, str(s)) in self.assembler.step_keys}
         filmstrip_started = time.monotonic()

@@ -23,7 +23,8 @@ from reportgen.pages.page_table import (ANALYSES_STEM, ANALYSES_TITLE, BESIDE_EV
                                         LayerPage)
 from reportgen.pages.sitedata import FigureFile, ModelData, Panel, SiteData, StepData
 from reportgen.pages.urls import panel_id, png_size, unique_slugs, url
-from reportgen.results.findings import UNTRAINED, findings, untrained_verdict
+from reportgen.results.findings import (UNTRAINED, findings, untrained_pair_verdict,
+                                        untrained_verdict)
 
 MIN_DISPLAY = 160                        # images narrower than this are shown upscaled, pixelated
 CARD_WIDTHS = (240, 900)                 # a card's preferred width: its image's, within these
@@ -512,12 +513,11 @@ def model_findings(info: ModelInfo, root: str) -> list[dict]:
     before = untrained_step(model, step)
     kind = getattr(model, "kind", "") or ""
     reference = (kind, *TABLE1_REFERENCE[kind]) if kind in TABLE1_REFERENCE else None
-    images = sum(sum(row) for row in step.confusion_matrix) if step.confusion_matrix else None
     found = findings(summaries_at(step), len(model.class_names), accuracy=step.accuracy,
-                     images=images, untrained=summaries_at(before) or None,
+                     images=evaluation_images(step), untrained=summaries_at(before) or None,
                      untrained_accuracy=before.accuracy if before else None,
-                     reference=reference,
-                     predicts_nothing=untrained_verdict(step.confusion_matrix, model.class_names))
+                     reference=reference, predicts_nothing=step_verdict(model, step),
+                     labels_per_image=model.labels_per_image)
     folder = f"{root}{url(info.folder)}"
     anchors = {}
     for meta in info.dataset_panels:
@@ -535,6 +535,22 @@ def model_findings(info: ModelInfo, root: str) -> list[dict]:
     return out
 
 
+def evaluation_images(step: StepData) -> int | None:
+    """How many images a step's evaluation counted (None: not evaluated)."""
+    if step.confusion_matrix:
+        return sum(sum(row) for row in step.confusion_matrix)
+    return (step.predicted_pair or {}).get("images")
+
+
+def step_verdict(model: ModelData, step: StepData):
+    """Whether a step's predictions say its network is untrained (an UntrainedVerdict or None):
+    from its confusion matrix, or for images of two digits its top-2 accuracy and most often
+    predicted pair."""
+    if step.predicted_pair is not None:
+        return untrained_pair_verdict(step.accuracy, step.predicted_pair, model.class_names)
+    return untrained_verdict(step.confusion_matrix, model.class_names)
+
+
 def untrained_banners(info: ModelInfo) -> list[dict]:
     """[{step, headline, details, shown}] of the built steps whose predictions over the
     evaluation set are one class or at chance (reportgen.results.findings.untrained_verdict):
@@ -543,7 +559,7 @@ def untrained_banners(info: ModelInfo) -> list[dict]:
     default = info.default_step.step if info.default_step else ""
     out = []
     for step in info.model.steps:
-        verdict = untrained_verdict(step.confusion_matrix, info.model.class_names)
+        verdict = step_verdict(info.model, step)
         if verdict is not None:
             out.append({"step": step.step, "headline": verdict.headline,
                         "details": verdict.details, "kind": verdict.kind,
