@@ -96,5 +96,12 @@ def test_a_constant_two_digit_model_is_flagged_untrained_in_top2_words(tmp_path)
     assert re.search(r"Top-2 accuracy is \d+\.\d% on 20 evaluation images, no better than "
                      r"chance \(2\.2% = 1/45", findings)
     assert "This step predicts one pair of classes" in findings
+    # the rendered overview and Home call its accuracy top-2, beside 1/45
+    evaluation = page[page.index('id="evaluation"'):page.index('id="inputs"')]
+    assert "Per-class top-2 accuracy</h2>" in evaluation
+    assert re.search(r"Step <b>1-0</b>: top-2 accuracy <b>\d+\.\d\d%</b> \(chance 2\.2% = "
+                     r"1/45\) on 20 evaluation images", evaluation)
+    assert "Not evaluated" not in evaluation
     home = (site / "index.html").read_text("utf-8")
     assert "<b>Step 1-0</b> (the step its pages open at): this step predicts one pair" in home
+    assert '<div class="rg-muted">top-2 accuracy; chance 2.2% = 1/45</div>' in home

@@ -23,8 +23,8 @@ from reportgen.pages.page_table import (ANALYSES_STEM, ANALYSES_TITLE, BESIDE_EV
                                         LayerPage)
 from reportgen.pages.sitedata import FigureFile, ModelData, Panel, SiteData, StepData
 from reportgen.pages.urls import panel_id, png_size, unique_slugs, url
-from reportgen.results.findings import (UNTRAINED, findings, untrained_pair_verdict,
-                                        untrained_verdict)
+from reportgen.results.findings import (UNTRAINED, accuracy_name, chance_of, findings,
+                                        untrained_pair_verdict, untrained_verdict)
 
 MIN_DISPLAY = 160                        # images narrower than this are shown upscaled, pixelated
 CARD_WIDTHS = (240, 900)                 # a card's preferred width: its image's, within these
@@ -349,7 +349,17 @@ def model_view(info: ModelInfo, root: str) -> dict:
             "links": model_links(info, root),
             "latest_step": steps[-1] if steps else None,
             "findings": model_findings(info, root), "findings_step": findings_step(info),
-            "untrained_banners": untrained_banners(info)}
+            "untrained_banners": untrained_banners(info), "accuracy": accuracy_label(model)}
+
+
+def accuracy_label(model: ModelData) -> dict:
+    """What the pages call the model's accuracy: {"name", "chance"}. Images of two digits are
+    scored by top-2 accuracy, whose chance is 1/C(K, 2) (2.2% = 1/45 for ten digits), said
+    beside every such number; one class per image: plain "accuracy", no chance said."""
+    if model.labels_per_image != 2:
+        return {"name": accuracy_name(1), "chance": ""}
+    chance, fraction = chance_of(len(model.class_names), 2)
+    return {"name": accuracy_name(2), "chance": f"{100 * chance:.1f}% = {fraction}"}
 
 
 NOT_RECORDED = "not recorded"          # a training fact an older run did not record
@@ -570,6 +580,15 @@ def untrained_banners(info: ModelInfo) -> list[dict]:
 def findings_step(info: ModelInfo) -> str:
     step = analysed_step(info.model)
     return step.step if step else ""
+
+
+def per_class_view(step: StepData, class_names: list[str]) -> list[dict]:
+    """Images of two digits (no confusion matrix): per class, the share of its images whose
+    top-2 holds it, as [{name, accuracy, bar}]."""
+    return [{"name": class_names[i] if i < len(class_names) else str(i), "accuracy": share,
+             "bar": round(100 * share, 1)}
+            for i, share in enumerate(step.per_class_accuracy or [])] \
+        if step.predicted_pair is not None else []
 
 
 def confusion_view(step: StepData, class_names: list[str]) -> dict | None:
