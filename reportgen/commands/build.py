@@ -187,19 +187,23 @@ def _match_models(catalog: Catalog, pattern: str, summary: BuildSummary) -> list
         raise
 
 
-def _plan(name: str, params, steps, settings: BuildSettings, inputs: int):
-    """What this model's build will do (printed before it starts; reportgen.commands.build_plan)."""
+def _plan(name: str, params, steps, settings: BuildSettings, inputs: int, chosen):
+    """What this model's build will do (printed before it starts; reportgen.commands.build_plan);
+    `chosen` the techniques' plan for it (reportgen.engine.step.plan): the estimate counts the
+    dataset analyses that apply to it, not those skipped as not applicable."""
     from reportgen.capsnet.param_count import count_trainable_params
-    from reportgen.commands.build_plan import ModelPlan
+    from reportgen.commands.build_plan import ModelPlan, dataset_analyses
     from reportgen.commands.build_settings import default_techniques, fitted_eval_images
 
     analysed = [s for s in steps if settings.analysed(s, steps)]
     trainable = count_trainable_params(params)
     family = params.family
     eval_images = settings.eval_images or fitted_eval_images(trainable, len(analysed), family)
-    group = build_time.cost_group(family, trainable, settings.techniques, default_techniques())
+    analyses, skipped = dataset_analyses(chosen)
+    group = build_time.cost_group(family, trainable, settings.techniques, default_techniques(),
+                                  skipped)
     return ModelPlan(name, steps, analysed, inputs, eval_images, settings.eval_images is None,
-                     trainable, family, group)
+                     trainable, family, group, analyses)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -336,7 +340,7 @@ class _Build:
                              list(settings.transforms), params.input_shape)
         for line in assembly.warn_polarity(inputs, dataset):
             console.notice(line)
-        plan = _plan(entry.name, params, steps, settings, len(inputs))
+        plan = _plan(entry.name, params, steps, settings, len(inputs), chosen)
         evaluation = assembly.evaluation_set(dataset, plan.eval_images)
         prepared = _Prepared(steps, handle, chosen, dataset, inputs, evaluation,
                              plan.with_eval_images(len(evaluation.y)),
