@@ -417,6 +417,16 @@ def test_a_two_digit_step_at_chance_or_on_one_pair_is_called_untrained():
     labels[:480] = [3, 5]
     assert verdict(_pair_scores(labels, 500, rng)) is None
     assert predicted_pairs(constant, labels[:, 0]) is None           # one class per image
+    # 20 evaluation images at 5% is chance (threshold 12.1%); the step's MultiMNIST analysis
+    # over 500 test pairs, 6.4% against a threshold of 4.2%, is not: the finding reads that
+    few = {"images": 20, "pair": [0, 1], "predicted": 2, "labelled": 0}
+    assert F.untrained_pair_verdict(0.05, few, names).kind == "chance"
+    assert F.untrained_pair_verdict(0.05, few, names,
+                                    {"top2_accuracy": 0.064, "images": 500}) is None
+    low = F.untrained_pair_verdict(0.5, few, names, {"top2_accuracy": 0.03, "images": 500})
+    assert low.details.startswith("top-2 accuracy 3.0% on 500 MultiMNIST test pairs")
+    assert F.untrained_pair_verdict(0.05, few, names, {"top2_accuracy": 0.9, "images": 10}) \
+        .kind == "chance"                                       # fewer pairs: not read
     assert F.untrained_pair_verdict(0.5, None, names) is None
 
 

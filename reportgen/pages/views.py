@@ -555,9 +555,11 @@ def evaluation_images(step: StepData) -> int | None:
 def step_verdict(model: ModelData, step: StepData):
     """Whether a step's predictions say its network is untrained (an UntrainedVerdict or None):
     from its confusion matrix, or for images of two digits its top-2 accuracy and most often
-    predicted pair."""
+    predicted pair (and its MultiMNIST analysis' top-2 accuracy, over more pairs, when the
+    step has one)."""
     if step.predicted_pair is not None:
-        return untrained_pair_verdict(step.accuracy, step.predicted_pair, model.class_names)
+        return untrained_pair_verdict(step.accuracy, step.predicted_pair, model.class_names,
+                                      summaries_at(step).get("multimnist_segmentation"))
     return untrained_verdict(step.confusion_matrix, model.class_names)
 
 

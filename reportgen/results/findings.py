@@ -166,17 +166,25 @@ def untrained_verdict(confusion_matrix: list[list[int]] | None,
 
 
 def untrained_pair_verdict(top2_accuracy: float | None, predicted_pair: dict | None,
-                           class_names: list[str] | tuple[str, ...]) -> UntrainedVerdict | None:
+                           class_names: list[str] | tuple[str, ...],
+                           scored: dict | None = None) -> UntrainedVerdict | None:
     """`untrained_verdict` for images of two digits (MultiMNIST), which have no confusion
     matrix: from the step's top-2 accuracy and its most often predicted unordered pair
     (`predicted_pair`, reportgen.pages.assemble.predicted_pairs). One pair predicted for at
     least ONE_CLASS_SHARE of the images (unless that pair is as common among the true pairs),
     or a top-2 accuracy no better than chance, 1/C(K, 2) (1/45 for ten digits), plus
-    CHANCE_SIGMAS standard errors. None otherwise, or without an evaluation."""
+    CHANCE_SIGMAS standard errors. `scored`: the step's multimnist_segmentation summary, whose
+    top-2 accuracy over more test pairs than the evaluation set decides the second rule (the
+    finding reads that one: banner and finding must not disagree). None otherwise, or without
+    an evaluation."""
     classes = len(class_names)
     images = int((predicted_pair or {}).get("images") or 0)
     if top2_accuracy is None or images < 1 or classes < 3:
         return None
+    accuracy, count, over = top2_accuracy, images, "evaluation images"
+    pairs, more = _num(scored, "top2_accuracy"), int(_num(scored, "images") or 0)
+    if pairs is not None and more > images:
+        accuracy, count, over = pairs, more, "MultiMNIST test pairs"
     share = predicted_pair["predicted"] / images
     if share >= ONE_CLASS_SHARE and predicted_pair["labelled"] / images < ONE_CLASS_SHARE:
         names = " and ".join(class_names[k] for k in predicted_pair["pair"])
@@ -186,12 +194,12 @@ def untrained_pair_verdict(top2_accuracy: float | None, predicted_pair: dict | N
             f"classes {names} for {_pct(share)} of the {images} evaluation images; threshold "
             f"{_pct(ONE_CLASS_SHARE, 0)}")
     chance, fraction = chance_of(classes, 2)
-    margin = _margin(chance, images)
-    if top2_accuracy <= chance + margin:
+    margin = _margin(chance, count)
+    if accuracy <= chance + margin:
         return UntrainedVerdict(
             "chance", "this step predicts at chance level: its analyses describe an untrained "
             "network",
-            f"top-2 accuracy {_pct(top2_accuracy)} on {images} evaluation images, chance "
+            f"top-2 accuracy {_pct(accuracy)} on {count} {over}, chance "
             f"{_pct(chance)} = {fraction}; threshold: {CHANCE_SIGMAS} standard errors above "
             f"chance, {_pct(chance + margin)}")
     return None
