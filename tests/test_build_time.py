@@ -4,6 +4,7 @@ as the steps finish. Hand-made measurements only: nothing here is timed."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -338,3 +339,65 @@ def test_the_run_queue_tells_this_process_from_the_others():
     time.sleep(0.1)
     sampler.stop()
     assert sampler.slowdown() >= 1.0
+
+
+# --- the estimate counts what applies to the model ------------------------------------------
+
+def _model_plan(name: str):
+    """The build's own plan of a bundled model (reportgen.commands.build._plan, from the
+    techniques' plan the build computes it with), for 5 steps, 16 inputs, default options."""
+    from reportgen.commands.build import _plan as build_plan
+    from reportgen.commands.build_settings import BuildOptions, settle
+    from reportgen.engine import step as engine_step
+    from reportgen.engine.model import ModelHandle
+    from reportgen.settings.model_params import load_model_params
+    from reportgen.techniques import get_technique
+
+    settings = settle(BuildOptions())
+    params = load_model_params(f"models/{name}/params.toml")
+    chosen = engine_step.plan([get_technique(t) for t in settings.techniques],
+                              ModelHandle(params, build=None))
+    return build_plan(name, params, STEPS, settings, 16, chosen), chosen
+
+
+def test_a_two_digit_models_estimate_leaves_out_the_analyses_that_do_not_apply():
+    """MULTIMNIST_CapsNet runs one dataset analysis (its segmentation) of the nine asked for:
+    its estimate holds 1/9 of the reference costs' dataset work, the rest of its work whole."""
+    plan, chosen = _model_plan("MULTIMNIST_CapsNet")
+    runs = {t.name for t, _ in chosen.variants if t.scope == "dataset"}
+    skipped = {t.name for t, _ in chosen.not_applicable if t.scope == "dataset"}
+    assert runs == {"multimnist_segmentation"} and len(skipped) == 8
+    assert plan.analyses == (1, 9)
+    costs = Costs({}, slowness=1.0, busy=1.0)
+    # the reference costs at its size, as build_time documents them, kind by kind
+    scale = plan.trainable_params / DEMO_PARAMS
+    per_unit = {kind: REFERENCE("capsnet", kind) / REFERENCE_SLOWDOWN
+                * scale ** build_time.SIZE_EXPONENTS[kind] for kind in build_time.KINDS[1:]}
+    work = plan.work()
+    whole = {kind: work[kind] * per_unit[kind] for kind in work}
+    expected = sum(whole.values()) - (8 / 9) * (whole["analysed_step"] + whole["eval_image"])
+    assert plan.seconds(costs) == pytest.approx(expected)
+    # every analysis counted (as before), the estimate was several times longer
+    every = dataclasses.replace(plan, analyses=()).seconds(costs)
+    assert every == pytest.approx(sum(whole.values())) and every > 3 * expected
+    assert "(1 of 9 apply to it)" in plan.line(costs)
+    # its measured costs are kept apart from a single-label model's of its size ...
+    single, _ = _model_plan("MNIST40_CapsNet")
+    assert build_time.size_class(single.trainable_params) == \
+        build_time.size_class(plan.trainable_params)
+    assert single.cost_group == "capsnet@1" and plan.cost_group.startswith("capsnet@1-")
+    # ... and, measured, are its own work already: no share taken of them
+    measured = Costs({plan.cost_group: {"eval_image": {"seconds": 0.4, "units": 10}}},
+                     slowness=1.0, busy=1.0)
+    assert plan.seconds(measured, {"eval_image": 10}) == pytest.approx(
+        10 * 0.4 * scale ** build_time.SIZE_EXPONENTS["eval_image"])
+
+
+def test_a_model_every_analysis_applies_to_keeps_its_estimate_and_group():
+    plan, chosen = _model_plan("MNIST_Demo")
+    assert plan.analyses[0] == plan.analyses[1] == len(
+        {t.name for t, _ in chosen.variants if t.scope == "dataset"})
+    assert plan.cost_group == "capsnet@0"        # the calibration files' key, as before
+    costs = Costs({}, slowness=1.0, busy=1.0)
+    assert "apply to it" not in plan.line(costs)
+    assert plan.seconds(costs) == dataclasses.replace(plan, analyses=()).seconds(costs)

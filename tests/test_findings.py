@@ -360,3 +360,88 @@ def test_a_real_build_flags_a_constant_model_and_not_a_trained_one(tmp_path):
     home = (site / "index.html").read_text("utf-8")
     rows = home[home.index("<tbody>"):home.index("</tbody>")].split("<tr>")
     assert [bool(banners(r)) for r in rows if "rg-model-link" in r] == [True, False]
+
+
+# --- images of two digits (MultiMNIST): top-2 accuracy, no confusion matrix ------------------
+
+def _pair_scores(labels: np.ndarray, right: int, rng) -> np.ndarray:
+    """Class scores whose top-2 is the true pair on the first `right` images and a random
+    other pair on the rest."""
+    scores = rng.uniform(0, 0.5, (len(labels), 10))
+    for i, (a, b) in enumerate(labels):
+        if i >= right:
+            a, b = next(p for p in (rng.choice(10, 2, replace=False) for _ in range(100))
+                        if sorted(p) != sorted((a, b)))
+        scores[i, [a, b]] = 1.0
+    return scores
+
+
+def test_a_two_digit_step_at_chance_or_on_one_pair_is_called_untrained():
+    """The rule for top-2 accuracy (chance 1/C(10, 2) = 1/45) on stand-in class scores, the
+    most often predicted pair counted against collections.Counter."""
+    from collections import Counter
+
+    from reportgen.pages.assemble import evaluation_tables, predicted_pairs
+
+    rng = np.random.default_rng(0)
+    names = [str(d) for d in range(10)]
+    labels = np.array([rng.choice(10, 2, replace=False) for _ in range(500)])
+
+    def verdict(scores):
+        accuracy = evaluation_tables(scores, labels, 10)[0]
+        return F.untrained_pair_verdict(accuracy, predicted_pairs(scores, labels), names)
+
+    # a random network: top-2 right about 1 time in 45
+    noise = rng.uniform(size=(500, 10))
+    counted = Counter(tuple(sorted(np.argsort(-s, kind="stable")[:2])) for s in noise)
+    (pair, times), = counted.most_common(1)
+    found = predicted_pairs(noise, labels)
+    assert found["images"] == 500 and found["predicted"] == times
+    assert found["labelled"] == Counter(tuple(sorted(p)) for p in labels)[tuple(found["pair"])]
+    at_chance = verdict(noise)
+    margin = 3 * math.sqrt((1 / 45) * (44 / 45) / 500)             # 1.98%
+    assert at_chance.kind == "chance" and "top-2 accuracy" in at_chance.details
+    assert at_chance.details.endswith(f"chance 2.2% = 1/45; threshold: 3 standard errors above "
+                                      f"chance, {100 * (1 / 45 + margin):.1f}%")
+    # every image given the same pair (as by a network whose class capsules are all zero)
+    constant = np.zeros((500, 10))
+    one = verdict(constant)
+    assert one.kind == "one_pair" and one.headline.startswith("this step predicts one pair")
+    assert one.details == "classes 0 and 1 for 100.0% of the 500 evaluation images; threshold 95%"
+    # a trained network: 80% of the pairs right, the rest spread; and the margin's edge
+    assert verdict(_pair_scores(labels, 400, rng)) is None
+    edge = math.floor(500 * (1 / 45 + margin))                   # 21 of 500 = 4.2%: at chance
+    assert verdict(_pair_scores(labels, edge, rng)).kind == "chance"
+    assert verdict(_pair_scores(labels, edge + 1, rng)) is None
+    # one pair predicted for 96% of images whose true pair it is: right, not untrained
+    labels[:480] = [3, 5]
+    assert verdict(_pair_scores(labels, 500, rng)) is None
+    assert predicted_pairs(constant, labels[:, 0]) is None           # one class per image
+    # 20 evaluation images at 5% is chance (threshold 12.1%); the step's MultiMNIST analysis
+    # over 500 test pairs, 6.4% against a threshold of 4.2%, is not: the finding reads that
+    few = {"images": 20, "pair": [0, 1], "predicted": 2, "labelled": 0}
+    assert F.untrained_pair_verdict(0.05, few, names).kind == "chance"
+    assert F.untrained_pair_verdict(0.05, few, names,
+                                    {"top2_accuracy": 0.064, "images": 500}) is None
+    low = F.untrained_pair_verdict(0.5, few, names, {"top2_accuracy": 0.03, "images": 500})
+    assert low.details.startswith("top-2 accuracy 3.0% on 500 MultiMNIST test pairs")
+    assert F.untrained_pair_verdict(0.05, few, names, {"top2_accuracy": 0.9, "images": 10}) \
+        .kind == "chance"                                       # fewer pairs: not read
+    assert F.untrained_pair_verdict(0.5, None, names) is None
+
+
+def test_findings_of_a_two_digit_model_read_top2_accuracy_against_1_in_45():
+    read = F.findings({"routing_entropy": ROUTING}, 10, accuracy=0.03, images=500,
+                      labels_per_image=2)
+    assert read[0].text == ("Top-2 accuracy is 3.0% on 500 evaluation images, no better than "
+                            "chance (2.2% = 1/45; threshold: 3 standard errors, ±2.0%).")
+    assert F.findings({}, 10, accuracy=0.5, images=500, labels_per_image=2)[0].text.startswith(
+        "Top-2 accuracy is 50.0% on 500 evaluation images, well above chance (2.2% = 1/45")
+    verdict = F.untrained_pair_verdict(0.03, {"images": 500, "pair": [0, 1], "predicted": 20,
+                                              "labelled": 11}, [str(d) for d in range(10)])
+    found = F.findings({"routing_entropy": ROUTING}, 10, accuracy=0.03, images=500,
+                       predicts_nothing=verdict, labels_per_image=2)
+    assert [f.topic for f in found] == ["accuracy", "untrained"]
+    assert found[1].text.startswith("This step predicts at chance level: its analyses describe "
+                                     "an untrained network (top-2 accuracy 3.0% on 500 "
+                                     "evaluation images, chance 2.2% = 1/45;")

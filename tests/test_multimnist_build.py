@@ -59,3 +59,49 @@ def test_pairs_segmented_and_scored_on_the_site(built):
     # the Compare table: each score beside its baseline and the untrained step's value
     assert "top-2 accuracy" in compare and "chance (1/C(K, 2))" in compare and "2.2%" in compare
     assert "segmentation IoU (mean)" in compare and "not analysed" not in compare
+
+
+@pytest.mark.slow
+def test_a_constant_two_digit_model_is_flagged_untrained_in_top2_words(tmp_path):
+    """A two-label CapsNet whose class capsules are all zero (every length 0: every image gets
+    the pair 0 and 1) is flagged on its pages and on Home, its findings reading top-2
+    accuracy against 1/45 (reportgen.results.findings.untrained_pair_verdict)."""
+    import re
+
+    import numpy as np
+
+    from reportgen.capsnet.architecture import build_capsnet
+    from reportgen.model_folder import Step
+    from reportgen.training.checkpoints import save_weights
+
+    models = tmp_path / "models"
+    write_model(models, "Constant", TINY_PAIR, "multimnist")
+    entry = Catalog(models).get("Constant")
+    net = build_capsnet(entry.params)
+    net.class_caps.kernel.assign(np.zeros(net.class_caps.kernel.shape, np.float32))
+    save_weights(net, entry.weights_path(Step(1, 0)))
+    site = tmp_path / "site"
+    summary = build(Catalog(models), BuildOptions(
+        steps="last", images="test:0", techniques=("predictions",), analyses="last",
+        eval_images=20, cache_dir=str(tmp_path / "cache"), site_dir=str(site)))
+    assert summary.ok, summary.failed
+    page = (site / "models" / "Constant" / "index.html").read_text("utf-8")
+    [banner] = re.findall(r'<div class="rg-untrained" role="note"[^>]*>.*?</div>', page)
+    assert 'data-rg-step="1-0">' in banner
+    assert "This step predicts one pair of classes: its analyses describe an untrained " \
+           "network" in banner
+    assert "(step 1-0: classes 0 and 1 for 100.0% of the 20 evaluation images; threshold " \
+           "95%)" in banner
+    findings = page[page.index('id="findings"'):page.index('id="training-curves"')]
+    assert re.search(r"Top-2 accuracy is \d+\.\d% on 20 evaluation images, no better than "
+                     r"chance \(2\.2% = 1/45", findings)
+    assert "This step predicts one pair of classes" in findings
+    # the rendered overview and Home call its accuracy top-2, beside 1/45
+    evaluation = page[page.index('id="evaluation"'):page.index('id="inputs"')]
+    assert "Per-class top-2 accuracy</h2>" in evaluation
+    assert re.search(r"Step <b>1-0</b>: top-2 accuracy <b>\d+\.\d\d%</b> \(chance 2\.2% = "
+                     r"1/45\) on 20 evaluation images", evaluation)
+    assert "Not evaluated" not in evaluation
+    home = (site / "index.html").read_text("utf-8")
+    assert "<b>Step 1-0</b> (the step its pages open at): this step predicts one pair" in home
+    assert '<div class="rg-muted">top-2 accuracy; chance 2.2% = 1/45</div>' in home

@@ -187,19 +187,23 @@ def _match_models(catalog: Catalog, pattern: str, summary: BuildSummary) -> list
         raise
 
 
-def _plan(name: str, params, steps, settings: BuildSettings, inputs: int):
-    """What this model's build will do (printed before it starts; reportgen.commands.build_plan)."""
+def _plan(name: str, params, steps, settings: BuildSettings, inputs: int, chosen):
+    """What this model's build will do (printed before it starts; reportgen.commands.build_plan);
+    `chosen` the techniques' plan for it (reportgen.engine.step.plan): the estimate counts the
+    dataset analyses that apply to it, not those skipped as not applicable."""
     from reportgen.capsnet.param_count import count_trainable_params
-    from reportgen.commands.build_plan import ModelPlan
+    from reportgen.commands.build_plan import ModelPlan, dataset_analyses
     from reportgen.commands.build_settings import default_techniques, fitted_eval_images
 
     analysed = [s for s in steps if settings.analysed(s, steps)]
     trainable = count_trainable_params(params)
     family = params.family
     eval_images = settings.eval_images or fitted_eval_images(trainable, len(analysed), family)
-    group = build_time.cost_group(family, trainable, settings.techniques, default_techniques())
+    analyses, skipped = dataset_analyses(chosen)
+    group = build_time.cost_group(family, trainable, settings.techniques, default_techniques(),
+                                  skipped)
     return ModelPlan(name, steps, analysed, inputs, eval_images, settings.eval_images is None,
-                     trainable, family, group)
+                     trainable, family, group, analyses)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -336,7 +340,7 @@ class _Build:
                              list(settings.transforms), params.input_shape)
         for line in assembly.warn_polarity(inputs, dataset):
             console.notice(line)
-        plan = _plan(entry.name, params, steps, settings, len(inputs))
+        plan = _plan(entry.name, params, steps, settings, len(inputs), chosen)
         evaluation = assembly.evaluation_set(dataset, plan.eval_images)
         prepared = _Prepared(steps, handle, chosen, dataset, inputs, evaluation,
                              plan.with_eval_images(len(evaluation.y)),
@@ -351,6 +355,7 @@ class _Build:
             self.settings.analysed(step, prepared.steps), digest=self.digests.digest)
 
     def model(self, entry: ModelEntry):
+        from reportgen.data.label_arity import model_label_arity
         from reportgen.pages.sitedata import ModelData
 
         settings = self.settings
@@ -408,7 +413,8 @@ class _Build:
             latest_val_accuracy=accs[-1] if accs else None,
             best_val_accuracy=max(accs) if accs else None, errors=errors,
             not_applicable=assembly.not_applicable(chosen), kind=model_kind(params),
-            training=training_run(entry), sources=sources)
+            training=training_run(entry), sources=sources,
+            labels_per_image=model_label_arity(params))
         built = {s: self.assembler.step_keys[(entry.name, str(s))] for s in steps
                  if (entry.name, str(s)) in self.assembler.step_keys}
         filmstrip_started = time.monotonic()

@@ -12,6 +12,7 @@ from reportgen.commands.build_time import KINDS, Costs, build_group, duration
 from reportgen.settings.families import DEFAULT_FAMILY
 
 MODEL_KINDS = tuple(k for k in KINDS if k != "build")     # the kinds of work of one model
+DATASET_KINDS = ("analysed_step", "eval_image")            # the dataset analyses' work
 REFERENCE_COSTS = Costs(slowness=1.0, busy=1.0)   # an idle reference machine's (no probe)
 
 
@@ -26,6 +27,9 @@ class ModelPlan:
     trainable_params: int
     family: str = DEFAULT_FAMILY   # params.toml's family: some cost more than their size says
     group: str = ""             # its unit costs' group (build_time.cost_group); "" = the family
+    # (dataset analyses that apply to it, those asked for): what of the reference costs'
+    # dataset work it does (`dataset_analyses`; a MultiMNIST model runs 1 of 9); () = all
+    analyses: tuple[int, int] = ()
 
     def with_eval_images(self, count: int) -> "ModelPlan":
         """The plan with the evaluation set's real size (a test split can be smaller)."""
@@ -46,10 +50,17 @@ class ModelPlan:
         return {"step": 1, "input": self.inputs, "analysed_step": int(analysed),
                 "eval_image": self.eval_images if analysed else 0}
 
+    def share(self, kind: str) -> float:
+        """The part of a reference unit cost of `kind` that applies to this model: its share
+        of the dataset analyses asked for, for their work; 1 for the rest."""
+        applying, asked = self.analyses or (1, 1)
+        return applying / asked if kind in DATASET_KINDS and asked else 1.0
+
     def seconds(self, costs: Costs = REFERENCE_COSTS, work: dict | None = None) -> float:
         """Approximate time of `work` (default: the model's whole cold build, start-up and the
         site aside)."""
-        return sum(units * costs.unit(self.cost_group, self.family, kind, self.trainable_params)
+        return sum(units * costs.unit(self.cost_group, self.family, kind, self.trainable_params,
+                                      self.share(kind))
                    for kind, units in (self.work() if work is None else work).items())
 
     def line(self, costs: Costs = REFERENCE_COSTS) -> str:
@@ -60,6 +71,9 @@ class ModelPlan:
                               f"({', '.join(map(str, self.analysed))})")
         else:
             where_analysed = "no dataset analyses"
+        applying, asked = self.analyses or (0, 0)
+        if self.analyses and applying < asked:
+            where_analysed += f" ({applying} of {asked} apply to it)"
         over = (f"{self.eval_images} evaluation images"
                 + (" (fitted to the time budget; --eval-images to choose)" if self.fitted else ""))
         where = ("measured on this machine" if costs.from_here(self.cost_group, MODEL_KINDS)
@@ -92,3 +106,12 @@ def _steps(steps: list) -> str:
     if len(steps) == 1:
         return f"step {steps[0]}"
     return f"{len(steps)} steps ({steps[0]} … {steps[-1]})"
+
+
+def dataset_analyses(chosen) -> tuple[tuple[int, int], tuple[str, ...]]:
+    """((dataset analyses that apply, those asked for), the names of those that do not) of a
+    model's plan (reportgen.engine.step.plan, the build's own: its variants and what is not
+    applicable to the model)."""
+    runs = {t.name for t, _ in chosen.variants if t.scope == "dataset"}
+    skipped = {t.name for t, _ in chosen.not_applicable if t.scope == "dataset"} - runs
+    return (len(runs), len(runs | skipped)), tuple(sorted(skipped))

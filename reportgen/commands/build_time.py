@@ -90,17 +90,21 @@ def build_group(trainable_params: list[int]) -> str:
 
 
 def cost_group(family: str, trainable_params: int, techniques: tuple[str, ...],
-               default: tuple[str, ...]) -> str:
+               default: tuple[str, ...], skipped: tuple[str, ...] = ()) -> str:
     """What a unit cost is kept under: the family, the model's size class (its parameters
     within a factor of 2 of MNIST_Demo's: class 0, of 4x MNIST_Demo's: class 1, ...; what a
     test's 3 k-parameter net measured must not teach the estimate of a 2 M-parameter one),
-    and the technique set unless it is the default (three techniques cost less than all)."""
-    group = f"{family}@{size_class(trainable_params)}"
-    if tuple(techniques) == tuple(default):
-        return group
+    the technique set unless it is the default (three techniques cost less than all), and the
+    dataset analyses `skipped` as not applicable to the model (a MultiMNIST model runs one of
+    them: its costs must not teach those of a single-label model of its size)."""
     from reportgen.cache.keys import hash_json
 
-    return f"{group}+{hash_json(sorted(techniques))[:8]}"
+    group = f"{family}@{size_class(trainable_params)}"
+    if tuple(techniques) != tuple(default):
+        group += f"+{hash_json(sorted(techniques))[:8]}"
+    if skipped:
+        group += f"-{hash_json(sorted(skipped))[:8]}"
+    return group
 
 
 # --------------------------------------------------------------------------------------------
@@ -266,8 +270,11 @@ class Costs:
     def measured_here(self, group: str, kind: str) -> dict | None:
         return self.calibration.get(group, {}).get(kind)
 
-    def unit(self, group: str, family: str, kind: str, trainable_params: int) -> float:
-        """Seconds per unit of `kind` of work for this model on this machine."""
+    def unit(self, group: str, family: str, kind: str, trainable_params: int,
+             share: float = 1.0) -> float:
+        """Seconds per unit of `kind` of work for this model on this machine. `share`: the
+        part of the reference cost's work that applies to the model (the reference costs are
+        the whole technique suite's; a cost measured here is its group's own work already)."""
         entry = self.measured_here(group, kind)
         if entry is not None:
             seconds = float(entry["seconds"])
@@ -276,7 +283,7 @@ class Costs:
                 seconds = REFERENCE_BUILD_S
             else:
                 seconds = reference_seconds(family, kind)
-            seconds *= self.slowness / REFERENCE_SLOWDOWN
+            seconds *= share * self.slowness / REFERENCE_SLOWDOWN
         return seconds * self.busy * size_factor(kind, trainable_params)
 
     def from_here(self, group: str, kinds=KINDS) -> bool:

@@ -99,7 +99,7 @@ def step_data(assembler, model: str, step, description, variants, inputs, datase
     Raises reportgen.pages.assemble.MissingResult when a stored result is gone. `seconds`, when
     given, receives the time spent on the dataset panels ("dataset") and on the inputs' panels
     ("inputs"), for the build's time estimate."""
-    from reportgen.pages.assemble import evaluation_tables, prediction
+    from reportgen.pages.assemble import evaluation_tables, predicted_pairs, prediction
 
     seconds = {} if seconds is None else seconds
     data = StepData(step=str(step))
@@ -149,6 +149,7 @@ def step_data(assembler, model: str, step, description, variants, inputs, datase
     evaluation = assembler.arrays(keys.evaluation, f"the evaluation ({model}, step {step})")
     data.accuracy, data.per_class_accuracy, data.confusion_matrix = evaluation_tables(
         evaluation["lengths"], evaluation["labels"], description.classes)
+    data.predicted_pair = predicted_pairs(evaluation["lengths"], evaluation["labels"])
     return data
 
 

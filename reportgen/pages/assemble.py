@@ -318,6 +318,23 @@ def prediction(lengths: np.ndarray, true_class: int | None, class_names,
                       correct=None if true_class is None else predicted == true_class)
 
 
+def predicted_pairs(lengths: np.ndarray, labels: np.ndarray) -> dict | None:
+    """For images of two digits (labels (N, 2)): the evaluation's size and the unordered pair
+    its top-2 names most often, {"images": N, "pair": [i, j] (i < j), "predicted": images
+    given that pair, "labelled": images whose true pair it is}; the untrained-step banner reads
+    it (reportgen.results.findings.untrained_pair_verdict). None for one class per image."""
+    labels = np.asarray(labels)
+    if labels.ndim != 2 or not len(labels):
+        return None
+    top2 = np.sort(np.argsort(-np.asarray(lengths), axis=1, kind="stable")[:, :2], axis=1)
+    pairs, counts = np.unique(top2, axis=0, return_counts=True)
+    most = int(np.argmax(counts))          # ties: the lowest pair, as np.unique sorts them
+    pair = pairs[most]
+    labelled = int((np.sort(labels, axis=1) == pair).all(axis=1).sum())
+    return {"images": int(len(labels)), "pair": [int(pair[0]), int(pair[1])],
+            "predicted": int(counts[most]), "labelled": labelled}
+
+
 def evaluation_tables(lengths: np.ndarray, labels: np.ndarray, classes: int):
     """(accuracy, per-class accuracy, confusion matrix rows=true, cols=predicted).
 

@@ -111,7 +111,8 @@ def thresholds() -> list[dict]:
         {"what": "a step's analyses describe an untrained network (banner)",
          "value": f"one class predicted for at least {100 * findings.ONE_CLASS_SHARE:g}% of the "
                   f"evaluation images, or accuracy within {findings.CHANCE_SIGMAS} standard "
-                  f"errors above chance"},
+                  f"errors above chance (images of two digits: one pair of classes, top-2 "
+                  f"accuracy against 1/C(K, 2))"},
         {"what": "routing counts as uniform",
          "value": f"mean coupling entropy within {findings.ROUTING_NATS:g} nats of log K"},
         {"what": "dead units worth flagging",

@@ -48,9 +48,10 @@ from reportgen.pages.site_index import index_js, index_json, model_index
 from reportgen.pages.sitedata import FigureFile, Panel, SiteData
 from reportgen.pages.svg_charts import overlay_curves_svg, training_curves_svg
 from reportgen.pages.urls import file_part, model_slug, panel_id, step_key
-from reportgen.pages.views import (ANALYSES_NOTE, ModelInfo, SiteContext, card_min, common,
-                                   confusion_view, find_dataset_panel, find_panel, input_view,
-                                   model_info, model_view, pages_for_model, picture,
+from reportgen.pages.views import (ANALYSES_NOTE, ModelInfo, SiteContext, accuracy_label,
+                                   card_min, common, confusion_view, evaluation_images,
+                                   find_dataset_panel, find_panel, input_view, model_info,
+                                   model_view, pages_for_model, per_class_view, picture,
                                    technique_list, training_view, baseline_rows)
 
 # Imported from here by `reportgen build`, the tests and older code.
@@ -169,7 +170,9 @@ def _render_model(env, ctx: SiteContext, info: ModelInfo) -> str:
     model = info.model
     default = info.default_step
     steps = [{"step": step.step, "accuracy": step.accuracy,
-              "confusion": confusion_view(step, model.class_names), "default": step is default}
+              "confusion": confusion_view(step, model.class_names),
+              "per_class": per_class_view(step, model.class_names),
+              "images": evaluation_images(step), "default": step is default}
              for step in model.steps]
     gallery = []
     for inp in model.inputs:
@@ -177,8 +180,10 @@ def _render_model(env, ctx: SiteContext, info: ModelInfo) -> str:
         gallery.append({"key": inp.key, "label": inp.label, "true_class": inp.true_class,
                         "image": ctx.image(inp.image, root), "prediction": pred})
     selected = default.step if default else None
+    label = accuracy_label(model)
     curves = [c for c in (training_curves_svg(model.history, "loss", selected),
-                          training_curves_svg(model.history, "accuracy", selected)) if c]
+                          training_curves_svg(model.history, "accuracy", selected,
+                                              accuracy=label["name"])) if c]
     return _template(env, "model").render(
         **common(ctx.site, root, "model"), model=model_view(info, root),
         architecture=model.architecture, step_views=steps, gallery=gallery, curves=curves,
@@ -258,7 +263,11 @@ def _render_compare(env, ctx: SiteContext, infos: list[ModelInfo], files: dict[s
     baselines = {view.anchor: baseline_rows(models, p)
                  for view, p in zip(compare, ctx.site.compare_panels)}
     runs = [(info.model.name, info.model.history) for info in infos]
-    curves = [c for c in (overlay_curves_svg(runs, "accuracy"), overlay_curves_svg(runs, "loss"))
+    # a two-digit model's accuracy is top-2: its legend row says so, with its chance
+    labels = [accuracy_label(info.model) for info in infos]
+    scored = [(f"{name} ({label['name']}, chance {label['chance']})" if label["chance"]
+               else name, history) for (name, history), label in zip(runs, labels)]
+    curves = [c for c in (overlay_curves_svg(scored, "accuracy"), overlay_curves_svg(runs, "loss"))
               if c]
     return _template(env, "compare").render(
         **common(ctx.site, root, "compare"), curves=curves, cards=cards if choice else [],

@@ -74,6 +74,9 @@ class StepData:
     accuracy: float | None = None
     per_class_accuracy: list[float] | None = None
     confusion_matrix: list[list[int]] | None = None   # rows = true class, cols = predicted
+    # images of two digits (no confusion matrix): the evaluation's size and its most often
+    # predicted pair (reportgen.pages.assemble.predicted_pairs); None for one class per image
+    predicted_pair: dict | None = None
     # dataset-level analyses over the evaluation set at this step, page order
     dataset_panels: list[Panel] = field(default_factory=list)
     # the confusion matrix as paper figures (PNG, SVG, PDF, CSV), linked from the overview
@@ -119,6 +122,9 @@ class ModelData:
     # an imported model's steps: the file each was converted from and its SHA-256, as
     # `reportgen import` recorded them ([{step, file, sha256, layout, project}])
     sources: list[dict] = field(default_factory=list)
+    # classes named per image: 1, or 2 for images of two overlapping digits (MultiMNIST),
+    # whose accuracy is top-2 (reportgen.data.label_arity)
+    labels_per_image: int = 1
 
 
 @dataclass

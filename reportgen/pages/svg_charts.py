@@ -36,14 +36,16 @@ def _fmt(value: float) -> str:
 
 
 def training_curves_svg(history: list[dict], kind: str, selected_step: str | None = None,
-                        width: int = 560, height: int = 260) -> Markup:
+                        width: int = 560, height: int = 260, accuracy: str = "accuracy") -> Markup:
     """One chart ("loss" or "accuracy") of ModelData.history as an inline SVG.
 
     x = images seen when the history records it, else the record's position; one polyline per
     series, a dot per saved step (hover: step and value), a vertical marker on the chosen step
-    (moved by the slider through `data-x`).
+    (moved by the slider through `data-x`). `accuracy`: what the accuracies count ("top-2
+    accuracy" for images of two digits), in the title and legend.
     """
-    series = [(key, label, colour) for key, label, colour in CURVE_SERIES[kind]
+    series = [(key, label.replace("accuracy", accuracy), colour)
+              for key, label, colour in CURVE_SERIES[kind]
               if any(isinstance(r.get(key), (int, float)) for r in history)]
     if not history or not series:
         return Markup("")
@@ -73,8 +75,8 @@ def training_curves_svg(history: list[dict], kind: str, selected_step: str | Non
     xs = {str(r.get("step", i)): px(x) for i, (r, x) in enumerate(zip(history, xs_raw))}
     out = [f'<svg class="rg-chart" viewBox="0 0 {width} {height}" width="{width}" '
            f'height="{height}" role="img" xmlns="http://www.w3.org/2000/svg">',
-           f"<title>{escape('Loss' if kind == 'loss' else 'Accuracy')} over training steps"
-           "</title>"]
+           f"<title>{escape('Loss' if kind == 'loss' else accuracy[:1].upper() + accuracy[1:])}"
+           " over training steps</title>"]
     for tick in ticks:
         y = py(tick)
         label = f"{tick:.0%}" if kind == "accuracy" else _fmt(tick)

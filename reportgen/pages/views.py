@@ -23,7 +23,8 @@ from reportgen.pages.page_table import (ANALYSES_STEM, ANALYSES_TITLE, BESIDE_EV
                                         LayerPage)
 from reportgen.pages.sitedata import FigureFile, ModelData, Panel, SiteData, StepData
 from reportgen.pages.urls import panel_id, png_size, unique_slugs, url
-from reportgen.results.findings import UNTRAINED, findings, untrained_verdict
+from reportgen.results.findings import (UNTRAINED, accuracy_name, chance_of, findings,
+                                        untrained_pair_verdict, untrained_verdict)
 
 MIN_DISPLAY = 160                        # images narrower than this are shown upscaled, pixelated
 CARD_WIDTHS = (240, 900)                 # a card's preferred width: its image's, within these
@@ -348,7 +349,17 @@ def model_view(info: ModelInfo, root: str) -> dict:
             "links": model_links(info, root),
             "latest_step": steps[-1] if steps else None,
             "findings": model_findings(info, root), "findings_step": findings_step(info),
-            "untrained_banners": untrained_banners(info)}
+            "untrained_banners": untrained_banners(info), "accuracy": accuracy_label(model)}
+
+
+def accuracy_label(model: ModelData) -> dict:
+    """What the pages call the model's accuracy: {"name", "chance"}. Images of two digits are
+    scored by top-2 accuracy, whose chance is 1/C(K, 2) (2.2% = 1/45 for ten digits), said
+    beside every such number; one class per image: plain "accuracy", no chance said."""
+    if model.labels_per_image != 2:
+        return {"name": accuracy_name(1), "chance": ""}
+    chance, fraction = chance_of(len(model.class_names), 2)
+    return {"name": accuracy_name(2), "chance": f"{100 * chance:.1f}% = {fraction}"}
 
 
 NOT_RECORDED = "not recorded"          # a training fact an older run did not record
@@ -512,12 +523,11 @@ def model_findings(info: ModelInfo, root: str) -> list[dict]:
     before = untrained_step(model, step)
     kind = getattr(model, "kind", "") or ""
     reference = (kind, *TABLE1_REFERENCE[kind]) if kind in TABLE1_REFERENCE else None
-    images = sum(sum(row) for row in step.confusion_matrix) if step.confusion_matrix else None
     found = findings(summaries_at(step), len(model.class_names), accuracy=step.accuracy,
-                     images=images, untrained=summaries_at(before) or None,
+                     images=evaluation_images(step), untrained=summaries_at(before) or None,
                      untrained_accuracy=before.accuracy if before else None,
-                     reference=reference,
-                     predicts_nothing=untrained_verdict(step.confusion_matrix, model.class_names))
+                     reference=reference, predicts_nothing=step_verdict(model, step),
+                     labels_per_image=model.labels_per_image)
     folder = f"{root}{url(info.folder)}"
     anchors = {}
     for meta in info.dataset_panels:
@@ -535,6 +545,24 @@ def model_findings(info: ModelInfo, root: str) -> list[dict]:
     return out
 
 
+def evaluation_images(step: StepData) -> int | None:
+    """How many images a step's evaluation counted (None: not evaluated)."""
+    if step.confusion_matrix:
+        return sum(sum(row) for row in step.confusion_matrix)
+    return (step.predicted_pair or {}).get("images")
+
+
+def step_verdict(model: ModelData, step: StepData):
+    """Whether a step's predictions say its network is untrained (an UntrainedVerdict or None):
+    from its confusion matrix, or for images of two digits its top-2 accuracy and most often
+    predicted pair (and its MultiMNIST analysis' top-2 accuracy, over more pairs, when the
+    step has one)."""
+    if step.predicted_pair is not None:
+        return untrained_pair_verdict(step.accuracy, step.predicted_pair, model.class_names,
+                                      summaries_at(step).get("multimnist_segmentation"))
+    return untrained_verdict(step.confusion_matrix, model.class_names)
+
+
 def untrained_banners(info: ModelInfo) -> list[dict]:
     """[{step, headline, details, shown}] of the built steps whose predictions over the
     evaluation set are one class or at chance (reportgen.results.findings.untrained_verdict):
@@ -543,7 +571,7 @@ def untrained_banners(info: ModelInfo) -> list[dict]:
     default = info.default_step.step if info.default_step else ""
     out = []
     for step in info.model.steps:
-        verdict = untrained_verdict(step.confusion_matrix, info.model.class_names)
+        verdict = step_verdict(info.model, step)
         if verdict is not None:
             out.append({"step": step.step, "headline": verdict.headline,
                         "details": verdict.details, "kind": verdict.kind,
@@ -554,6 +582,15 @@ def untrained_banners(info: ModelInfo) -> list[dict]:
 def findings_step(info: ModelInfo) -> str:
     step = analysed_step(info.model)
     return step.step if step else ""
+
+
+def per_class_view(step: StepData, class_names: list[str]) -> list[dict]:
+    """Images of two digits (no confusion matrix): per class, the share of its images whose
+    top-2 holds it, as [{name, accuracy, bar}]."""
+    return [{"name": class_names[i] if i < len(class_names) else str(i), "accuracy": share,
+             "bar": round(100 * share, 1)}
+            for i, share in enumerate(step.per_class_accuracy or [])] \
+        if step.predicted_pair is not None else []
 
 
 def confusion_view(step: StepData, class_names: list[str]) -> dict | None:

@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 
 from reportgen.results.explanation_fidelity import METHOD_LABELS
+from reportgen.results.multimnist import top2_chance
 
 UNTRAINED = "0-0"                  # the step `reportgen train` saves before any update
 ROUTING_NATS = 0.05                # mean coupling entropy this close to log K counts as uniform
@@ -63,19 +64,41 @@ def _untrained(text: str | None) -> str:
 # Accuracy against chance
 
 
+def _margin(chance: float, images: int) -> float:
+    """CHANCE_SIGMAS standard errors of a guesser right with probability `chance`."""
+    return CHANCE_SIGMAS * math.sqrt(chance * (1 - chance) / max(images, 1))
+
+
 def chance_margin(classes: int, images: int) -> float:
     """CHANCE_SIGMAS standard errors of a classifier at chance (1/K) over `images` images."""
-    p = 1.0 / classes
-    return CHANCE_SIGMAS * math.sqrt(p * (1 - p) / max(images, 1))
+    return _margin(1.0 / classes, images)
+
+
+def chance_of(classes: int, labels_per_image: int = 1) -> tuple[float, str]:
+    """(chance, "1/K") of the accuracy a model is read by: 1/K for one class per image, top-2
+    accuracy's 1/C(K, 2) (1/45 for ten digits) for images of two (Sabour et al. 2017, section
+    6)."""
+    if labels_per_image == 2:
+        chance = top2_chance(classes)
+        return chance, f"1/{round(1 / chance)}"
+    return 1.0 / classes, f"1/{classes}"
+
+
+def accuracy_name(labels_per_image: int = 1) -> str:
+    """What a model's accuracy counts: "top-2 accuracy" for images of two digits (both classes
+    among its two highest scores), else "accuracy"."""
+    return "top-2 accuracy" if labels_per_image == 2 else "accuracy"
 
 
 def accuracy_finding(accuracy: float | None, classes: int, images: int | None,
-                     untrained: float | None = None) -> Finding | None:
-    """Accuracy over the evaluation set beside chance (1/K)."""
-    if accuracy is None or classes < 2:
+                     untrained: float | None = None,
+                     labels_per_image: int = 1) -> Finding | None:
+    """Accuracy over the evaluation set beside chance (1/K; top-2 accuracy beside 1/C(K, 2)
+    for images of two digits)."""
+    if accuracy is None or classes < (3 if labels_per_image == 2 else 2):
         return None
-    chance = 1.0 / classes
-    margin = chance_margin(classes, images or 0)
+    chance, fraction = chance_of(classes, labels_per_image)
+    margin = _margin(chance, images or 0)
     over = f" on {images} evaluation images" if images else ""
     if accuracy > chance + margin:
         verdict = "well above"
@@ -83,8 +106,10 @@ def accuracy_finding(accuracy: float | None, classes: int, images: int | None,
         verdict = "below"
     else:
         verdict = "no better than"
-    text = (f"Accuracy is {_pct(accuracy)}{over}, {verdict} chance ({_pct(chance)} = 1/{classes}; "
-            f"threshold: {CHANCE_SIGMAS} standard errors, ±{_pct(margin)}).")
+    name = accuracy_name(labels_per_image)
+    text = (f"{name[0].upper()}{name[1:]} is {_pct(accuracy)}{over}, {verdict} chance "
+            f"({_pct(chance)} = {fraction}; threshold: {CHANCE_SIGMAS} standard errors, "
+            f"±{_pct(margin)}).")
     return Finding("accuracy", text, f"chance ± {_pct(margin)}", "",
                    _untrained(None if untrained is None else _pct(untrained)))
 
@@ -140,12 +165,52 @@ def untrained_verdict(confusion_matrix: list[list[int]] | None,
     return None
 
 
+def untrained_pair_verdict(top2_accuracy: float | None, predicted_pair: dict | None,
+                           class_names: list[str] | tuple[str, ...],
+                           scored: dict | None = None) -> UntrainedVerdict | None:
+    """`untrained_verdict` for images of two digits (MultiMNIST), which have no confusion
+    matrix: from the step's top-2 accuracy and its most often predicted unordered pair
+    (`predicted_pair`, reportgen.pages.assemble.predicted_pairs). One pair predicted for at
+    least ONE_CLASS_SHARE of the images (unless that pair is as common among the true pairs),
+    or a top-2 accuracy no better than chance, 1/C(K, 2) (1/45 for ten digits), plus
+    CHANCE_SIGMAS standard errors. `scored`: the step's multimnist_segmentation summary, whose
+    top-2 accuracy over more test pairs than the evaluation set decides the second rule (the
+    finding reads that one: banner and finding must not disagree). None otherwise, or without
+    an evaluation."""
+    classes = len(class_names)
+    images = int((predicted_pair or {}).get("images") or 0)
+    if top2_accuracy is None or images < 1 or classes < 3:
+        return None
+    accuracy, count, over = top2_accuracy, images, "evaluation images"
+    pairs, more = _num(scored, "top2_accuracy"), int(_num(scored, "images") or 0)
+    if pairs is not None and more > images:
+        accuracy, count, over = pairs, more, "MultiMNIST test pairs"
+    share = predicted_pair["predicted"] / images
+    if share >= ONE_CLASS_SHARE and predicted_pair["labelled"] / images < ONE_CLASS_SHARE:
+        names = " and ".join(class_names[k] for k in predicted_pair["pair"])
+        return UntrainedVerdict(
+            "one_pair", "this step predicts one pair of classes: its analyses describe an "
+            "untrained network",
+            f"classes {names} for {_pct(share)} of the {images} evaluation images; threshold "
+            f"{_pct(ONE_CLASS_SHARE, 0)}")
+    chance, fraction = chance_of(classes, 2)
+    margin = _margin(chance, count)
+    if accuracy <= chance + margin:
+        return UntrainedVerdict(
+            "chance", "this step predicts at chance level: its analyses describe an untrained "
+            "network",
+            f"top-2 accuracy {_pct(accuracy)} on {count} {over}, chance "
+            f"{_pct(chance)} = {fraction}; threshold: {CHANCE_SIGMAS} standard errors above "
+            f"chance, {_pct(chance + margin)}")
+    return None
+
+
 def untrained_finding(verdict: UntrainedVerdict) -> Finding:
     """The one finding of a step whose predictions say its network is untrained."""
     text = (f"{verdict.headline[0].upper()}{verdict.headline[1:]} ({verdict.details}). Its "
             f"routing, explanation, robustness and compactness numbers are not read as "
             f"properties of the model.")
-    threshold = (_pct(ONE_CLASS_SHARE, 0) + " of images" if verdict.kind == "one_class"
+    threshold = (_pct(ONE_CLASS_SHARE, 0) + " of images" if verdict.kind != "chance"
                  else f"chance + {CHANCE_SIGMAS} standard errors")
     return Finding("untrained", text, threshold, "")
 
@@ -364,7 +429,7 @@ def multimnist_finding(summary: dict | None,
     if accuracy is None or chance is None:
         return None
     images = int(_num(s, "images") or 0)
-    margin = CHANCE_SIGMAS * math.sqrt(chance * (1 - chance) / max(images, 1))
+    margin = _margin(chance, images)
     verdict = ("well above" if accuracy > chance + margin else
                "below" if accuracy < chance - margin else "no better than")
     text = (f"Top-2 accuracy is {_pct(accuracy)} on {images} MultiMNIST test pairs, {verdict} "
@@ -464,17 +529,19 @@ def findings(summaries: dict[str, dict], classes: int, *, accuracy: float | None
              images: int | None = None, untrained: dict[str, dict] | None = None,
              untrained_accuracy: float | None = None,
              reference: tuple | None = None,
-             predicts_nothing: UntrainedVerdict | None = None) -> list[Finding]:
+             predicts_nothing: UntrainedVerdict | None = None,
+             labels_per_image: int = 1) -> list[Finding]:
     """Every finding the numbers support, in reading order. `summaries` and `untrained`:
     {technique name: its summary} at the analysed step and at 0-0; `reference`: Gu's Table 1
     row for the model's kind (see `affnist_finding`). `predicts_nothing` (`untrained_verdict` of
     the analysed step): the accuracy and that verdict only, since the other numbers then
-    describe an untrained network."""
+    describe an untrained network. `labels_per_image` 2: `accuracy` is top-2 accuracy."""
     before = untrained or {}
     # two digits per image: the accuracy is top-2, whose chance is 1/C(K, 2), not 1/K
     pairs = multimnist_finding(summaries.get("multimnist_segmentation"),
                                before.get("multimnist_segmentation"))
-    out = [pairs or accuracy_finding(accuracy, classes, images, untrained_accuracy)]
+    out = [pairs or accuracy_finding(accuracy, classes, images, untrained_accuracy,
+                                     labels_per_image)]
     if predicts_nothing is not None:
         return [f for f in out if f is not None] + [untrained_finding(predicts_nothing)]
     out.append(routing_finding(summaries.get("routing_entropy"), classes,
