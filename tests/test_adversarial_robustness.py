@@ -219,3 +219,4 @@ def test_the_caption_names_the_scores_each_family_classifies_by():
         assert f"softmax of the log {scores} with the true label" in text, name
         assert text.endswith(f"(the largest {largest})."), name
         assert ("through the votes" in text) == ar.has_votes(description), name
+        assert ("vote attack" in ar.TECHNIQUE.title_of(params)) == ar.has_votes(description)

@@ -175,7 +175,7 @@ def compute_step(model, weights_path, variants, inputs, eval_set, keys: StepKeys
                          {"lengths": evaluation.tensors("lengths")["lengths"], "labels": eval_y},
                          {**meta, "technique": EVALUATION})
     for t, p in missing_dataset:
-        console.notice(f"  {meta.get('model')} {meta.get('step')}: {t.title} "
+        console.notice(f"  {meta.get('model')} {meta.get('step')}: {t.title_of(p)} "
                        f"over {len(eval_y)} images")
         view = evaluation.restricted(t.needs_for(p, net), f"Technique '{t.name}'")
         store.put_arrays(keys.dataset[(t.name, p)], _float32(t.compute(view, p)),

@@ -205,8 +205,7 @@ class Assembler:
         files.sort(key=lambda f: f.kind != "png")   # the first file is the one shown
         caption = next((f["caption"] for f in figures if f["caption"]), "")
         return Panel(technique=tech.name, variant=label,
-                     title=(tech.title_for(params) if tech.title_for is not None
-                            else tech.title) + (f" ({label})" if label else ""),
+                     title=tech.title_of(params) + (f" ({label})" if label else ""),
                      layer=tech.layer_for(params),
                      caption=caption, figures=files, experimental=tech.experimental)
 

@@ -418,7 +418,9 @@ def summarize(arrays: dict, params: Params | None = None) -> dict:
 
 TECHNIQUE = Technique(
     name="adversarial_robustness",
-    title="Adversarial robustness (FGSM, PGD; vote attack; reconstruction detection)",
+    title="Adversarial robustness (FGSM, PGD)",
+    title_for=lambda params: "Adversarial robustness (FGSM, PGD" + (
+        "; vote attack" if "votes" in params.targets else "") + ")",
     layer="model",
     scope="dataset",
     needs=frozenset({"lengths", "predicted", "reconstruction"}),

@@ -120,11 +120,11 @@ class Technique:
     """(arrays of one item, params, ctx) -> bulky JSON-ready data one page reads (`Panel.data`:
     the live decoder's quantised weights); kept in the store, not in the site's record."""
     page_layer: Callable[..., str] | None = None
+    """(params) -> the layer page of one variant when variants belong on different pages
+    (capsule heatmaps of the primary and of the convolutional capsule layers); else `layer`."""
     title_for: Callable[..., str] | None = None
     """(params) -> the title of one variant where it is not `title` (the capsule heatmaps of a
     convolutional capsule layer are not primary-capsule heatmaps)."""
-    """(params) -> the layer page of one variant when variants belong on different pages
-    (capsule heatmaps of the primary and of the convolutional capsule layers); else `layer`."""
 
     def __post_init__(self):
         if self.layer not in LAYERS:
@@ -150,6 +150,10 @@ class Technique:
             object.__setattr__(self, "labels", (1,) if self.scope == "dataset" else (1, 2))
         object.__setattr__(self, "variants",
                            ModelVariants(self.name, applies_to, choose, tuple(self.labels)))
+
+    def title_of(self, params) -> str:
+        """The title of one variant: `title_for(params)`, else `title`."""
+        return self.title_for(params) if self.title_for is not None else self.title
 
     def layer_for(self, params) -> str:
         """The layer page a variant's results are shown on."""
