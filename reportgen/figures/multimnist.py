@@ -91,8 +91,8 @@ def render_pair(result, params, ctx: RenderContext) -> list[Figure]:
                f"class capsule masked, drawn over each other on white (where both draw, the "
                f"colours mix to brown); pixel values clipped to 0 … 1, no normalisation. The "
                f"top-2 prediction is the two longest class capsules"
-               + ("." if right else f"; it is not the true pair, so the reconstructions of the "
-                                     f"two predicted classes are drawn on the right."))
+               + ("." if right else "; it is not the true pair, so the reconstructions of the "
+                                     "two predicted classes are drawn on the right."))
     return [_png_figure("multimnist_pair.png", _compose(blocks), caption)]
 
 
