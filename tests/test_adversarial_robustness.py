@@ -220,3 +220,5 @@ def test_the_caption_names_the_scores_each_family_classifies_by():
         assert text.endswith(f"(the largest {largest})."), name
         assert ("through the votes" in text) == ar.has_votes(description), name
         assert ("vote attack" in ar.TECHNIQUE.title_of(params)) == ar.has_votes(description)
+    # a compare or trend panel spans models: no variant, the plain title
+    assert ar.TECHNIQUE.title_of(None) == "Adversarial robustness (FGSM, PGD)"

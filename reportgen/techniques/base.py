@@ -152,8 +152,10 @@ class Technique:
                            ModelVariants(self.name, applies_to, choose, tuple(self.labels)))
 
     def title_of(self, params) -> str:
-        """The title of one variant: `title_for(params)`, else `title`."""
-        return self.title_for(params) if self.title_for is not None else self.title
+        """The title of one variant: `title_for(params)`, else `title` (also for params None:
+        a trend or compare panel over several variants)."""
+        return self.title_for(params) if self.title_for is not None and params is not None \
+            else self.title
 
     def layer_for(self, params) -> str:
         """The layer page a variant's results are shown on."""
