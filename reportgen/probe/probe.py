@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from reportgen.capsnet.compiled import compiled, run_in_buckets
+
 # Tensors a technique can ask for (Technique.needs): shape for batch B, and the model features
 # (reportgen.capsnet.description.FEATURES) a model needs to have the tensor.
 TENSORS = {
@@ -270,6 +272,8 @@ def run_probe(net, images: np.ndarray, needs=None, *, labels=None,
     `needs` None keeps every tensor the model has, with predicted-class gradients of every conv
     layer unless `gradients` is False. Names the model cannot have (a reconstruction without a
     decoder) are skipped. `labels` (B,) are the true classes, for "grad[true]:<layer>".
+    The pass is a compiled function of the network, made once per set of tensors kept and
+    reused for every batch and checkpoint (reportgen.capsnet.compiled).
     """
     description = net.description
     wanted = all_tensors(description, gradients) if needs is None else \
@@ -282,25 +286,21 @@ def run_probe(net, images: np.ndarray, needs=None, *, labels=None,
     if "true" in grads and labels is None:
         raise ValueError("The probe needs the true labels for 'grad[true]:...' tensors.")
     images = np.asarray(images, np.float32)
-    outputs, scores, tape = _forward(net, images, grads, labels)
     tensors = {"images": images}
-    for target, layers in grads.items():
-        layers = _in_model_order(layers, description)
-        sources = [outputs[n] for n in layers]
-        if target == "all":
-            per_class = [tape.gradient(score, sources) for score in scores[target]]
-            for i, name in enumerate(layers):
-                tensors[f"grad[all]:{name}"] = np.stack([g[i].numpy() for g in per_class], axis=1)
-        else:
-            prefix = "grad:" if target == "predicted" else "grad[true]:"
-            for name, grad in zip(layers, tape.gradient(scores[target], sources)):
-                tensors[prefix + name] = grad.numpy()
-    del tape
+    if len(images) == 0:
+        return ProbeBatch(net=net, images=images, tensors=tensors)
+    targets = tuple((t, tuple(_in_model_order(grads[t], description))) for t in sorted(grads))
+    truth = np.zeros(len(images), np.int64) if labels is None else np.asarray(labels, np.int64)
+    outputs, gradient = run_in_buckets(_probe_pass(net, wanted, targets), images, truth)
+    for target, layers in targets:
+        prefix = {"predicted": "grad:", "true": "grad[true]:", "all": "grad[all]:"}[target]
+        for name, grad in zip(layers, gradient[target]):
+            tensors[prefix + name] = grad
     for name in description.conv_layer_names:
         if f"conv:{name}" in wanted:
-            tensors[f"conv:{name}"] = outputs[name].numpy()
+            tensors[f"conv:{name}"] = outputs[name]
     if wanted & {"primary_capsules", "primary_lengths"}:
-        primary = outputs["primary_capsules"].numpy()
+        primary = outputs["primary_capsules"]
         if "primary_capsules" in wanted:
             tensors["primary_capsules"] = primary
         if "primary_lengths" in wanted:
@@ -308,18 +308,91 @@ def run_probe(net, images: np.ndarray, needs=None, *, labels=None,
             gh, gw = layer.grid
             tensors["primary_lengths"] = np.sqrt(np.sum(primary ** 2, axis=-1)).reshape(
                 -1, gh, gw, layer.types)
-    for name in ("coupling", "class_capsules", "lengths", "reconstruction", "attention",
-                 "logits", "probabilities", "features"):
+    for name in _SOURCES:
         if name in wanted:
-            source = name
-            if name == "lengths" and "lengths" not in outputs:   # what the model predicts by
-                source = "probabilities" if "probabilities" in outputs else "activations"
-            tensors[name] = outputs[source].numpy()
+            tensors[name] = outputs[name]
     tensors.update(_capsule_layer_tensors(description, outputs, wanted))
     if "predicted" in wanted:
-        scores = outputs[score_output(description)].numpy()
+        scores = outputs[score_output(description)]
         tensors["predicted"] = np.argmax(scores, axis=1).astype(np.int64)
     return ProbeBatch(net=net, images=images, tensors=tensors)
+
+
+# Probe tensors that are model outputs of the same name ("lengths": of the output the model
+# predicts by, `_source`).
+_SOURCES = ("coupling", "class_capsules", "lengths", "reconstruction", "attention", "logits",
+            "probabilities", "features")
+
+
+def _source(name: str, outputs) -> str:
+    """The model output holding the probe tensor `name` of _SOURCES."""
+    if name == "lengths" and "lengths" not in outputs:    # what the model predicts by
+        return "probabilities" if "probabilities" in outputs else "activations"
+    return name
+
+
+def _kept_outputs(description, wanted, outputs) -> dict:
+    """The model outputs the tensors `wanted` are read from (`outputs`: the model's), under the
+    names run_probe reads them by: only these leave the compiled pass."""
+    keys = {n for n in description.conv_layer_names if f"conv:{n}" in wanted}
+    if wanted & {"primary_capsules", "primary_lengths"}:
+        keys.add("primary_capsules")
+    kept = {name: outputs[_source(name, outputs)] for name in _SOURCES if name in wanted}
+    layers = description.capsule_layers
+    for layer, _ in zip(layers, layers[1:]):
+        if f"activations:{layer.name}" in wanted:
+            keys.add(f"{layer.name}_activations")
+        if {f"routing:{layer.name}", f"routing_entropy:{layer.name}"} & wanted:
+            keys.add(layer.routing.output_of(layer.name))
+    if "predicted" in wanted:
+        keys.add(score_output(description))
+    return {**{k: outputs[k] for k in keys}, **kept}
+
+
+def _probe_pass(net, wanted: frozenset, targets: tuple):
+    """The compiled pass (images, true labels) -> (kept model outputs, {target: gradients of
+    its class score with respect to each of its conv layers' outputs}) for `targets`
+    ((target, layers) pairs: "predicted", "true" or "all", the latter's gradients stacked over
+    the classes on axis 1)."""
+    description = net.description
+
+    def make():
+        import tensorflow as tf
+
+        def probe_pass(x, labels):
+            if not targets:
+                return _kept_outputs(description, wanted, net.model(x, training=False)), {}
+            scores = {}
+            # persistent only when several backward passes read the same tape
+            persistent = len(targets) > 1 or targets[0][0] == "all"
+            with tf.GradientTape(watch_accessed_variables=False,
+                                 persistent=persistent) as tape:
+                tape.watch(x)  # records the path from the input through every conv output
+                outputs = net.model(x, training=False)
+                lengths = outputs[score_output(description)]
+                for target, _ in targets:
+                    if target == "predicted":
+                        scores[target] = tf.gather(lengths, tf.argmax(lengths, axis=1), axis=1,
+                                                   batch_dims=1)
+                    elif target == "true":
+                        scores[target] = tf.gather(lengths, labels, axis=1, batch_dims=1)
+                    else:
+                        scores[target] = [lengths[:, k] for k in range(int(lengths.shape[1]))]
+            gradient = {}
+            for target, layers in targets:
+                sources = [outputs[n] for n in layers]
+                if target == "all":
+                    per_class = [tape.gradient(score, sources) for score in scores[target]]
+                    gradient[target] = [tf.stack([g[i] for g in per_class], axis=1)
+                                        for i in range(len(layers))]
+                else:
+                    gradient[target] = tape.gradient(scores[target], sources)
+            del tape
+            return _kept_outputs(description, wanted, outputs), gradient
+
+        return probe_pass
+
+    return compiled(net, ("probe", wanted, targets), make, gradients=bool(targets))
 
 
 def _capsule_layer_tensors(description, outputs, wanted) -> dict[str, np.ndarray]:
@@ -330,7 +403,7 @@ def _capsule_layer_tensors(description, outputs, wanted) -> dict[str, np.ndarray
     layers = description.capsule_layers
     for layer, after in zip(layers, layers[1:]):
         if f"activations:{layer.name}" in wanted:
-            out[f"activations:{layer.name}"] = outputs[f"{layer.name}_activations"].numpy()
+            out[f"activations:{layer.name}"] = outputs[f"{layer.name}_activations"]
         asked = {f"routing:{layer.name}", f"routing_entropy:{layer.name}"} & wanted
         if not asked:
             continue
@@ -365,31 +438,6 @@ def routing_entropy(weights: np.ndarray, windows=None) -> np.ndarray:
             y, x = p * windows.stride, q * windows.stride
             children[:, y:y + k, x:x + k] += per_entry[:, p, q]
     return children.reshape(b, -1).astype(np.float32)
-
-
-def _forward(net, images, grads, labels):
-    """The model's outputs and, under one tape, the gradient targets asked for."""
-    import tensorflow as tf
-
-    x = tf.convert_to_tensor(images)
-    if not grads:
-        return net.model(x, training=False), {}, None
-    scores = {}
-    # persistent only when several backward passes read the same tape
-    persistent = "all" in grads or len(grads) > 1
-    with tf.GradientTape(watch_accessed_variables=False, persistent=persistent) as tape:
-        tape.watch(x)  # records the path from the input through every conv output
-        outputs = net.model(x, training=False)
-        lengths = outputs[score_output(net.description)]
-        if "predicted" in grads:
-            predicted = tf.argmax(lengths, axis=1)
-            scores["predicted"] = tf.gather(lengths, predicted, axis=1, batch_dims=1)
-        if "true" in grads:
-            scores["true"] = tf.gather(lengths, tf.constant(np.asarray(labels, np.int64)),
-                                       axis=1, batch_dims=1)
-        if "all" in grads:
-            scores["all"] = [lengths[:, k] for k in range(int(lengths.shape[1]))]
-    return outputs, scores, tape
 
 
 def _in_model_order(layers, description) -> list[str]:
