@@ -2,9 +2,9 @@
 
 Every technique reads from the ProbeBatch this returns; none runs the network forward for itself.
 The pass keeps only the tensors asked for (the union of what the techniques being computed
-declared in `needs`); gradients are taken in the same pass, and only when some "grad" tensor is
-asked for: of each image's target class-capsule length with respect to the named conv layers'
-outputs. The target is the predicted class ("grad:<layer>"), the true class
+declared in `needs`); gradients are taken by a second compiled pass, and only when some "grad"
+tensor is asked for: of each image's target class-capsule length with respect to the named conv
+layers' outputs. The target is the predicted class ("grad:<layer>"), the true class
 ("grad[true]:<layer>", when labels are given) or every class in turn ("grad[all]:<layer>").
 
 A technique receives `batch.restricted(needs)`: the same batch, where reading a tensor it did
@@ -272,8 +272,8 @@ def run_probe(net, images: np.ndarray, needs=None, *, labels=None,
     `needs` None keeps every tensor the model has, with predicted-class gradients of every conv
     layer unless `gradients` is False. Names the model cannot have (a reconstruction without a
     decoder) are skipped. `labels` (B,) are the true classes, for "grad[true]:<layer>".
-    The pass is a compiled function of the network, made once per set of tensors kept and
-    reused for every batch and checkpoint (reportgen.capsnet.compiled).
+    The forward and the gradients are compiled functions of the network, made once and reused
+    for every batch and checkpoint (reportgen.capsnet.compiled).
     """
     description = net.description
     wanted = all_tensors(description, gradients) if needs is None else \
@@ -289,13 +289,19 @@ def run_probe(net, images: np.ndarray, needs=None, *, labels=None,
     tensors = {"images": images}
     if len(images) == 0:
         return ProbeBatch(net=net, images=images, tensors=tensors)
-    targets = tuple((t, tuple(_in_model_order(grads[t], description))) for t in sorted(grads))
-    truth = np.zeros(len(images), np.int64) if labels is None else np.asarray(labels, np.int64)
-    outputs, gradient = run_in_buckets(_probe_pass(net, wanted, targets), images, truth)
-    for target, layers in targets:
+    outputs = run_in_buckets(_forward_pass(net), images)
+    scores = outputs[score_output(description)]
+    for target, layers in grads.items():
+        layers = _in_model_order(layers, description)
+        if target == "all":
+            found = run_in_buckets(_gradient_pass(net, every_class=True), images)
+        else:
+            classes = np.argmax(scores, axis=1) if target == "predicted" else labels
+            found = run_in_buckets(_gradient_pass(net, every_class=False), images,
+                                   np.asarray(classes, np.int64))
         prefix = {"predicted": "grad:", "true": "grad[true]:", "all": "grad[all]:"}[target]
-        for name, grad in zip(layers, gradient[target]):
-            tensors[prefix + name] = grad
+        for name in layers:
+            tensors[prefix + name] = found[name]
     for name in description.conv_layer_names:
         if f"conv:{name}" in wanted:
             tensors[f"conv:{name}"] = outputs[name]
@@ -308,91 +314,61 @@ def run_probe(net, images: np.ndarray, needs=None, *, labels=None,
             gh, gw = layer.grid
             tensors["primary_lengths"] = np.sqrt(np.sum(primary ** 2, axis=-1)).reshape(
                 -1, gh, gw, layer.types)
-    for name in _SOURCES:
+    for name in ("coupling", "class_capsules", "lengths", "reconstruction", "attention",
+                 "logits", "probabilities", "features"):
         if name in wanted:
-            tensors[name] = outputs[name]
+            source = name
+            if name == "lengths" and "lengths" not in outputs:   # what the model predicts by
+                source = "probabilities" if "probabilities" in outputs else "activations"
+            tensors[name] = outputs[source]
     tensors.update(_capsule_layer_tensors(description, outputs, wanted))
     if "predicted" in wanted:
-        scores = outputs[score_output(description)]
         tensors["predicted"] = np.argmax(scores, axis=1).astype(np.int64)
     return ProbeBatch(net=net, images=images, tensors=tensors)
 
 
-# Probe tensors that are model outputs of the same name ("lengths": of the output the model
-# predicts by, `_source`).
-_SOURCES = ("coupling", "class_capsules", "lengths", "reconstruction", "attention", "logits",
-            "probabilities", "features")
+# The compiled passes of the probe (reportgen.capsnet.compiled). Every tensor comes from the
+# same function whatever else was asked for: values never depend on which analyses were
+# computed together (XLA fuses a pass differently when it keeps other outputs).
+
+def _forward_pass(net):
+    """images -> every model output."""
+    return compiled(net, "probe_forward",
+                    lambda: (lambda x: net.model(x, training=False)), gradients=False)
 
 
-def _source(name: str, outputs) -> str:
-    """The model output holding the probe tensor `name` of _SOURCES."""
-    if name == "lengths" and "lengths" not in outputs:    # what the model predicts by
-        return "probabilities" if "probabilities" in outputs else "activations"
-    return name
-
-
-def _kept_outputs(description, wanted, outputs) -> dict:
-    """The model outputs the tensors `wanted` are read from (`outputs`: the model's), under the
-    names run_probe reads them by: only these leave the compiled pass."""
-    keys = {n for n in description.conv_layer_names if f"conv:{n}" in wanted}
-    if wanted & {"primary_capsules", "primary_lengths"}:
-        keys.add("primary_capsules")
-    kept = {name: outputs[_source(name, outputs)] for name in _SOURCES if name in wanted}
-    layers = description.capsule_layers
-    for layer, _ in zip(layers, layers[1:]):
-        if f"activations:{layer.name}" in wanted:
-            keys.add(f"{layer.name}_activations")
-        if {f"routing:{layer.name}", f"routing_entropy:{layer.name}"} & wanted:
-            keys.add(layer.routing.output_of(layer.name))
-    if "predicted" in wanted:
-        keys.add(score_output(description))
-    return {**{k: outputs[k] for k in keys}, **kept}
-
-
-def _probe_pass(net, wanted: frozenset, targets: tuple):
-    """The compiled pass (images, true labels) -> (kept model outputs, {target: gradients of
-    its class score with respect to each of its conv layers' outputs}) for `targets`
-    ((target, layers) pairs: "predicted", "true" or "all", the latter's gradients stacked over
-    the classes on axis 1)."""
+def _gradient_pass(net, every_class: bool):
+    """(images, classes) -> {conv layer: d score[class] / d its output}, or with
+    `every_class`, images -> {conv layer: (B, classes, ...) the gradients of every class's
+    score, stacked on axis 1}. Scores as `score_output` names them."""
     description = net.description
 
     def make():
         import tensorflow as tf
 
-        def probe_pass(x, labels):
-            if not targets:
-                return _kept_outputs(description, wanted, net.model(x, training=False)), {}
-            scores = {}
-            # persistent only when several backward passes read the same tape
-            persistent = len(targets) > 1 or targets[0][0] == "all"
+        layers = description.conv_layer_names
+
+        def gradients(x, classes=None):
+            # persistent when one backward pass per class reads the tape
             with tf.GradientTape(watch_accessed_variables=False,
-                                 persistent=persistent) as tape:
+                                 persistent=every_class) as tape:
                 tape.watch(x)  # records the path from the input through every conv output
                 outputs = net.model(x, training=False)
-                lengths = outputs[score_output(description)]
-                for target, _ in targets:
-                    if target == "predicted":
-                        scores[target] = tf.gather(lengths, tf.argmax(lengths, axis=1), axis=1,
-                                                   batch_dims=1)
-                    elif target == "true":
-                        scores[target] = tf.gather(lengths, labels, axis=1, batch_dims=1)
-                    else:
-                        scores[target] = [lengths[:, k] for k in range(int(lengths.shape[1]))]
-            gradient = {}
-            for target, layers in targets:
-                sources = [outputs[n] for n in layers]
-                if target == "all":
-                    per_class = [tape.gradient(score, sources) for score in scores[target]]
-                    gradient[target] = [tf.stack([g[i] for g in per_class], axis=1)
-                                        for i in range(len(layers))]
+                scores = outputs[score_output(description)]
+                if every_class:
+                    targets = [scores[:, k] for k in range(int(scores.shape[1]))]
                 else:
-                    gradient[target] = tape.gradient(scores[target], sources)
+                    target = tf.gather(scores, classes, axis=1, batch_dims=1)
+            sources = [outputs[n] for n in layers]
+            if not every_class:
+                return dict(zip(layers, tape.gradient(target, sources)))
+            per_class = [tape.gradient(t, sources) for t in targets]
             del tape
-            return _kept_outputs(description, wanted, outputs), gradient
+            return {n: tf.stack([g[i] for g in per_class], axis=1) for i, n in enumerate(layers)}
 
-        return probe_pass
+        return (lambda x: gradients(x)) if every_class else gradients
 
-    return compiled(net, ("probe", wanted, targets), make, gradients=bool(targets))
+    return compiled(net, ("probe_gradients", every_class), make, gradients=True)
 
 
 def _capsule_layer_tensors(description, outputs, wanted) -> dict[str, np.ndarray]:
