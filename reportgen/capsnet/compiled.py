@@ -46,10 +46,11 @@ def compiled(net, key, make: Callable[[], Callable], gradients: bool):
     return found
 
 
-def run_in_buckets(function, images: np.ndarray, *per_image: np.ndarray):
+def run_in_buckets(function, images: np.ndarray, *per_image: np.ndarray, keep=None):
     """`function(images, *per_image)` over every image, called on bucket-shaped batches;
     its outputs (any nesting of tensors with the batch axis first) as NumPy arrays of the
-    real rows, in order. `images` must hold at least one image."""
+    real rows, in order; with `keep` (names), only those of a dict's entries (that it has) are
+    copied out. `images` must hold at least one image."""
     import tensorflow as tf
 
     arrays = (np.asarray(images), *(np.asarray(a) for a in per_image))
@@ -61,6 +62,8 @@ def run_in_buckets(function, images: np.ndarray, *per_image: np.ndarray):
             chunk = [np.concatenate([a, np.zeros((size - rows, *a.shape[1:]), a.dtype)])
                      for a in chunk]
         out = function(*chunk)
+        if keep is not None:
+            out = {name: out[name] for name in keep if name in out}
         parts.append(tf.nest.map_structure(lambda t, rows=rows: np.asarray(t)[:rows], out))
     if len(parts) == 1:
         return parts[0]

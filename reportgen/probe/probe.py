@@ -289,7 +289,8 @@ def run_probe(net, images: np.ndarray, needs=None, *, labels=None,
     tensors = {"images": images}
     if len(images) == 0:
         return ProbeBatch(net=net, images=images, tensors=tensors)
-    outputs = run_in_buckets(_forward_pass(net), images)
+    outputs = run_in_buckets(_forward_pass(net), images,
+                             keep=_outputs_read(description, wanted))
     scores = outputs[score_output(description)]
     for target, layers in grads.items():
         layers = _in_model_order(layers, description)
@@ -325,6 +326,27 @@ def run_probe(net, images: np.ndarray, needs=None, *, labels=None,
     if "predicted" in wanted:
         tensors["predicted"] = np.argmax(scores, axis=1).astype(np.int64)
     return ProbeBatch(net=net, images=images, tensors=tensors)
+
+
+def _outputs_read(description, wanted) -> set[str]:
+    """The model outputs run_probe reads for the tensors `wanted`, and the class scores (the
+    prediction, which predicted-class gradients target); those the model lacks are left out."""
+    read = {score_output(description)} | {n for n in description.conv_layer_names if f"conv:{n}" in wanted}
+    if wanted & {"primary_capsules", "primary_lengths"}:
+        read.add("primary_capsules")
+    for name in ("coupling", "class_capsules", "reconstruction", "attention", "logits",
+                 "probabilities", "features"):
+        if name in wanted:
+            read.add(name)
+    if "lengths" in wanted:
+        read.update({"lengths", "probabilities", "activations"})
+    layers = description.capsule_layers
+    for layer, _ in zip(layers, layers[1:]):
+        if f"activations:{layer.name}" in wanted:
+            read.add(f"{layer.name}_activations")
+        if {f"routing:{layer.name}", f"routing_entropy:{layer.name}"} & wanted:
+            read.add(layer.routing.output_of(layer.name))
+    return read
 
 
 # The compiled passes of the probe (reportgen.capsnet.compiled). Every tensor comes from the
