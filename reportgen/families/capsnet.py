@@ -92,9 +92,9 @@ def build(params):
 COSTS = FamilyCosts(reference={"model": 6.9, "step": 0.2, "input": 0.098, "analysed_step": 14.3,
                                "eval_image": 0.85})
 
-# bench/bench_xla.py, XLA / the best of eager and tf.function, busy 2-core CPU: forward 1.53x
-# (MNIST_Demo), 1.65x (MNIST), 1.25x (MNIST_NoR), 1.40x (MNIST_AffCaps); forward + backward
-# 0.16x, 0.05x, 0.05x, 0.04x (XLA's CPU backward of the 9x9 convolutions).
+# bench/bench_xla.py, XLA / the best of eager and tf.function, busy 2-core CPU: forward 1.66x
+# (MNIST_Demo), 1.44x (MNIST), 1.54x (MNIST_NoR), 1.37x (MNIST_AffCaps); forward + backward
+# 0.31x, 0.04x, 0.05x, 0.05x (XLA's CPU backward of the 9x9 convolutions).
 XLA_PASSES = XLA(forward=True, gradients=False)
 
 FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_params,

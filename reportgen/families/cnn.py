@@ -96,7 +96,7 @@ COSTS = FamilyCosts(reference={"model": 4.8, "step": 0.18, "input": 0.026,
                                "analysed_step": 6.7, "eval_image": 0.25})
 
 # bench/bench_xla.py on MNIST_ConvNet_R, XLA / the best of eager and tf.function, busy 2-core
-# CPU: forward 1.28x; forward + backward 0.05x (XLA's CPU backward of the 9x9 convolutions).
+# CPU: forward 1.24x; forward + backward 0.04x (XLA's CPU backward of the 9x9 convolutions).
 XLA_PASSES = XLA(forward=True, gradients=False)
 
 FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_params,

@@ -201,9 +201,9 @@ def build(params):
 # than its size says (reportgen.commands.build_settings).
 COSTS = FamilyCosts(seconds_per_eval_image=3.0)
 
-# bench/bench_xla.py on MNIST_EM, busy 2-core CPU: forward XLA 131 img/s, tf.function 53,
-# eager 127 (eager calls compile each layer's routing: reportgen.capsnet.matrix_layers);
-# forward + backward 3.73x (EM routing's chains of elementwise operations fuse).
+# bench/bench_xla.py on MNIST_EM, busy 2-core CPU: forward XLA 260 img/s, tf.function 97,
+# eager 261 (eager calls compile each layer's routing: reportgen.capsnet.matrix_layers);
+# forward + backward 3.06x (EM routing's chains of elementwise operations fuse).
 XLA_PASSES = XLA(forward=True, gradients=True)
 
 FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_params,

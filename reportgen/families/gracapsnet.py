@@ -81,7 +81,7 @@ def build(params):
 
 
 # bench/bench_xla.py on MNIST_GraCaps, XLA / the best of eager and tf.function, busy 2-core
-# CPU: forward 0.72x, forward + backward 0.77x: no XLA.
+# CPU: forward 0.68x, forward + backward 0.93x: no XLA.
 XLA_PASSES = XLA(forward=False, gradients=False)
 
 FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_params,

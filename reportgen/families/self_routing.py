@@ -163,7 +163,7 @@ def build(params):
 
 
 # bench/bench_xla.py on MNIST_SelfRouting, XLA / the best of eager and tf.function, busy
-# 2-core CPU: forward 0.94x, forward + backward 0.84x: no XLA.
+# 2-core CPU: forward 0.94x, forward + backward 0.76x: no XLA.
 XLA_PASSES = XLA(forward=False, gradients=False)
 
 FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_params,

@@ -331,7 +331,8 @@ def run_probe(net, images: np.ndarray, needs=None, *, labels=None,
 def _outputs_read(description, wanted) -> set[str]:
     """The model outputs run_probe reads for the tensors `wanted`, and the class scores (the
     prediction, which predicted-class gradients target); those the model lacks are left out."""
-    read = {score_output(description)} | {n for n in description.conv_layer_names if f"conv:{n}" in wanted}
+    read = {score_output(description)}
+    read.update(n for n in description.conv_layer_names if f"conv:{n}" in wanted)
     if wanted & {"primary_capsules", "primary_lengths"}:
         read.add("primary_capsules")
     for name in ("coupling", "class_capsules", "reconstruction", "attention", "logits",
@@ -351,7 +352,9 @@ def _outputs_read(description, wanted) -> set[str]:
 
 # The compiled passes of the probe (reportgen.capsnet.compiled). Every tensor comes from the
 # same function whatever else was asked for: values never depend on which analyses were
-# computed together (XLA fuses a pass differently when it keeps other outputs).
+# computed together (XLA fuses a pass differently when it keeps other outputs). Gradients are
+# taken for every conv layer, in a pass of their own (one more forward: the XLA forward is
+# kept where the family's backward is faster without XLA).
 
 def _forward_pass(net):
     """images -> every model output."""
