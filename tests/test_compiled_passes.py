@@ -15,11 +15,12 @@ TINY_BY_FAMILY = {"capsnet": TINY_PARAMS, "gracapsnet": TINY_GRACAPS,
                   "self_routing": TINY_SELF_ROUTING, "cnn": tiny_cnn("r"), "em": TINY_EM}
 
 
-def _switched_on() -> list[str]:
+def _switched_on() -> list:
+    """The families with XLA on; those that also compile a backward pass take ~15 s: slow."""
     from reportgen.settings.families import family
 
-    return [name for name in TINY_BY_FAMILY
-            if family(name).xla.forward or family(name).xla.gradients]
+    return [pytest.param(name, marks=[pytest.mark.slow] if family(name).xla.gradients else [])
+            for name in TINY_BY_FAMILY if family(name).xla.forward or family(name).xla.gradients]
 
 
 def _eager_reference(net, images):
