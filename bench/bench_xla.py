@@ -138,7 +138,7 @@ def engine_forward(model: str, n: int, rounds: int) -> dict:
     seconds = interleaved({"engine": lambda: run_probe(net, images, needs=needs),
                            "bare": bare_call}, rounds, seconds=2.0)
     return {"engine": seconds["engine"], "bare": seconds["bare"], "first_engine": first_engine,
-            "first_bare": first_bare, "xla": net.jit_compile}
+            "first_bare": first_bare, "xla": net.uses_xla(gradients=False)}
 
 
 def forward_flops(net) -> int:
