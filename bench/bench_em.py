@@ -70,14 +70,13 @@ def bench_inference(net, batches: int, repeats: int, batch: int = 250) -> tuple[
     """(images per second, seconds of the first call) of the evaluation's compiled encoder."""
     import numpy as np
 
-    from reportgen.training.evaluate import _compiled_encoder
+    from reportgen.capsnet.compiled import encoder_scores
 
-    encoder = _compiled_encoder(net)
     images = np.random.default_rng(1).random((batch, *net.params.input_shape), dtype=np.float32)
     start = time.perf_counter()
-    np.asarray(encoder(images)[1])
+    encoder_scores(net, images)
     compile_seconds = time.perf_counter() - start
-    return _best_rate(lambda: np.asarray(encoder(images)[1]), batch, batches, repeats), \
+    return _best_rate(lambda: encoder_scores(net, images), batch, batches, repeats), \
         compile_seconds
 
 

@@ -112,10 +112,12 @@ def test_probe_routing_tensors_are_the_dense_assignments(net, images, outputs):
     batch = run_probe(net, images, needs={"routing:primary_caps", "routing:conv_caps1",
                                           "routing:conv_caps2", "routing_entropy:primary_caps"})
     r0 = _dense(outputs["primary_caps_routing"], (10, 10), 3, 2)
-    np.testing.assert_allclose(batch["routing:primary_caps"], r0, atol=1e-7)
+    # the probe's pass is XLA-compiled (Family.xla): float32 rounding differs from eager calls
+    np.testing.assert_allclose(batch["routing:primary_caps"], r0, atol=1e-5)
     np.testing.assert_allclose(batch["routing:conv_caps1"],
-                               _dense(outputs["conv_caps1_routing"], (4, 4), 2, 1), atol=1e-7)
-    np.testing.assert_allclose(batch["routing:conv_caps2"], outputs["conv_caps2_routing"])
+                               _dense(outputs["conv_caps1_routing"], (4, 4), 2, 1), atol=1e-5)
+    np.testing.assert_allclose(batch["routing:conv_caps2"], outputs["conv_caps2_routing"],
+                               atol=1e-5)
     terms = np.where(r0 > 0, -r0 * np.log(np.where(r0 > 0, r0, 1)), 0.0)
     np.testing.assert_allclose(batch["routing_entropy:primary_caps"], terms.sum(-1), atol=1e-5)
 
@@ -145,7 +147,7 @@ def test_rpv_multiplies_every_hop(method, power, net, images, outputs):
 def test_heatmaps_and_class_poses_are_the_layers_outputs(net, images, outputs):
     probe = run_probe(net, images)
     heatmaps = get_technique("primary_heatmaps")
-    close = dict(rtol=1e-5, atol=1e-7)       # the probe's pass also takes gradients
+    close = dict(rtol=1e-5, atol=1e-5)       # the probe's pass is XLA-compiled (Family.xla)
     for params in heatmaps.variants(net):
         layer = params.layer or "primary_caps"
         got = heatmaps.compute(probe, params)["lengths"]

@@ -23,11 +23,9 @@ from reportgen.capsnet.network import Network, build_convs
 @dataclass
 class EMNetwork(Network):
     """A Network (reportgen.capsnet.network) whose spread-loss margin and learning rate follow
-    the share of training done; compiled with XLA (EM routing's chains of elementwise
-    operations over the vote tensors fuse, and a step takes about a third of the time)."""
+    the share of training done."""
 
     margin: Any = None                 # a non-trainable variable (never saved with the weights)
-    jit_compile: bool = True
 
     def set_training_progress(self, progress: float) -> None:
         """Share of training done (0 … 1): the spread-loss margin follows it linearly."""

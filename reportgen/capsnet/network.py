@@ -34,11 +34,18 @@ class Network:
     pair_logits: Any = None
     # The capsule layers by name, for families whose analyses reach into them.
     capsule_layers: dict[str, Any] = field(default_factory=dict)
-    # Whether the trainer and the evaluation compile with XLA (e.g. EM routing, whose chains of
-    # elementwise operations over the vote tensors fuse: a step takes a third of the time).
-    jit_compile: bool = False
-    # The XLA-compiled encoder, made on first use (reportgen.training.evaluate).
-    compiled_encoder: Callable | None = field(default=None, repr=False, compare=False)
+    # Which passes run XLA-compiled (reportgen.settings.families.XLA); None: the family's.
+    xla: Any = None
+    # The compiled passes, made on first use and reused (reportgen.capsnet.compiled).
+    compiled_passes: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def uses_xla(self, gradients: bool) -> bool:
+        """Whether passes with (the training step, the probe's gradients) or without gradients
+        (the probe's forward, the evaluation) are XLA-compiled for this network."""
+        from reportgen.settings.families import family_of
+
+        xla = self.xla if self.xla is not None else family_of(self.params).xla
+        return xla.gradients if gradients else xla.forward
 
     def set_training_progress(self, progress: float) -> None:
         """Share of training done (0 … 1), told before every batch: families whose loss changes

@@ -19,12 +19,16 @@ def dynamic_routing(votes, iterations: int, softmax_over: str = "classes"):
     if softmax_over not in ("classes", "inputs"):
         raise ValueError(f"softmax_over must be 'classes' or 'inputs'. Received: {softmax_over!r}")
     axis = 2 if softmax_over == "classes" else 1
-    batch_shape = ops.shape(votes)[:3]
-    logits = ops.zeros(batch_shape, dtype=votes.dtype)
+    # The first iteration's softmax of b_ij = 0 is uniform: a constant, which XLA would
+    # otherwise fold at compile time, slowly.
+    coupling = ops.ones_like(votes[..., 0]) / votes.shape[axis]
+    logits = None
     for iteration in range(iterations):
-        coupling = ops.softmax(logits, axis=axis)
+        if iteration:
+            coupling = ops.softmax(logits, axis=axis)
         s = ops.einsum("bij,bijd->bjd", coupling, votes)
         v = squash(s)
         if iteration < iterations - 1:
-            logits = logits + ops.einsum("bijd,bjd->bij", votes, v)
+            agreement = ops.einsum("bijd,bjd->bij", votes, v)
+            logits = agreement if logits is None else logits + agreement
     return v, coupling

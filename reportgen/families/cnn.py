@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from reportgen.capsnet.description import Head, ModelDescription, conv_stack, decoder_of
 from reportgen.capsnet.network import conv_param_count, decoder_param_count, dense_param_count
-from reportgen.settings.families import Family, FamilyCosts
+from reportgen.settings.families import XLA, Family, FamilyCosts
 from reportgen.settings.model_params import choices, conv_grid
 
 NAME = "cnn"
@@ -95,7 +95,11 @@ def build(params):
 COSTS = FamilyCosts(reference={"model": 4.8, "step": 0.18, "input": 0.026,
                                "analysed_step": 6.7, "eval_image": 0.25})
 
+# bench/bench_xla.py on MNIST_ConvNet_R, XLA / the best of eager and tf.function, busy 2-core
+# CPU: forward 1.24x; forward + backward 0.04x (XLA's CPU backward of the 9x9 convolutions).
+XLA_PASSES = XLA(forward=True, gradients=False)
+
 FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_params,
                 display_name=lambda params: HEAD_NAMES[params.family_settings.head],
-                table="cnn", settings=CNNParams, check=check, costs=COSTS,
+                table="cnn", settings=CNNParams, check=check, costs=COSTS, xla=XLA_PASSES,
                 modules=(__name__, "reportgen.capsnet.cnn", "reportgen.capsnet.cnn_layers"))

@@ -26,12 +26,15 @@ class EvalBatch:
         return len(self.images)
 
     def chunk_size(self) -> int:
-        """Images per probe pass: 100 for the baseline's 1,152 primary capsules, fewer for
-        bigger grids (MNIST_LPcaps' 10,368 capsules make votes of 6.6 MB per image)."""
+        """Images per probe pass: 64 for the baseline's 1,152 primary capsules, fewer for
+        bigger grids (MNIST_LPcaps' 10,368 capsules make votes of 6.6 MB per image); one of the
+        compiled passes' batch shapes, so that no chunk is padded (reportgen.capsnet.compiled)."""
+        from reportgen.capsnet.compiled import fitting_bucket
+
         description = self.net.description
         primary = description.primary_capsules
         capsules = (primary.capsules if primary is not None else 1) * description.classes
-        return int(max(8, min(CHUNK, CHUNK * 11_520 // max(capsules, 1))))
+        return fitting_bucket(int(max(8, min(CHUNK, CHUNK * 11_520 // max(capsules, 1)))))
 
     def prefetch(self, needs) -> None:
         """Compute, in one pass, every tensor of `needs` this model has ("<layer>" stands for

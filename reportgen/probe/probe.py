@@ -2,9 +2,9 @@
 
 Every technique reads from the ProbeBatch this returns; none runs the network forward for itself.
 The pass keeps only the tensors asked for (the union of what the techniques being computed
-declared in `needs`); gradients are taken in the same pass, and only when some "grad" tensor is
-asked for: of each image's target class-capsule length with respect to the named conv layers'
-outputs. The target is the predicted class ("grad:<layer>"), the true class
+declared in `needs`); gradients are taken by a second compiled pass, and only when some "grad"
+tensor is asked for: of each image's target class-capsule length with respect to the named conv
+layers' outputs. The target is the predicted class ("grad:<layer>"), the true class
 ("grad[true]:<layer>", when labels are given) or every class in turn ("grad[all]:<layer>").
 
 A technique receives `batch.restricted(needs)`: the same batch, where reading a tensor it did
@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from reportgen.capsnet.compiled import compiled, run_in_buckets
 
 # Tensors a technique can ask for (Technique.needs): shape for batch B, and the model features
 # (reportgen.capsnet.description.FEATURES) a model needs to have the tensor.
@@ -270,6 +272,8 @@ def run_probe(net, images: np.ndarray, needs=None, *, labels=None,
     `needs` None keeps every tensor the model has, with predicted-class gradients of every conv
     layer unless `gradients` is False. Names the model cannot have (a reconstruction without a
     decoder) are skipped. `labels` (B,) are the true classes, for "grad[true]:<layer>".
+    The forward and the gradients are compiled functions of the network, made once and reused
+    for every batch and checkpoint (reportgen.capsnet.compiled).
     """
     description = net.description
     wanted = all_tensors(description, gradients) if needs is None else \
@@ -282,25 +286,28 @@ def run_probe(net, images: np.ndarray, needs=None, *, labels=None,
     if "true" in grads and labels is None:
         raise ValueError("The probe needs the true labels for 'grad[true]:...' tensors.")
     images = np.asarray(images, np.float32)
-    outputs, scores, tape = _forward(net, images, grads, labels)
     tensors = {"images": images}
+    if len(images) == 0:
+        return ProbeBatch(net=net, images=images, tensors=tensors)
+    outputs = run_in_buckets(_forward_pass(net), images,
+                             keep=_outputs_read(description, wanted))
+    scores = outputs[score_output(description)]
     for target, layers in grads.items():
         layers = _in_model_order(layers, description)
-        sources = [outputs[n] for n in layers]
         if target == "all":
-            per_class = [tape.gradient(score, sources) for score in scores[target]]
-            for i, name in enumerate(layers):
-                tensors[f"grad[all]:{name}"] = np.stack([g[i].numpy() for g in per_class], axis=1)
+            found = run_in_buckets(_gradient_pass(net, every_class=True), images)
         else:
-            prefix = "grad:" if target == "predicted" else "grad[true]:"
-            for name, grad in zip(layers, tape.gradient(scores[target], sources)):
-                tensors[prefix + name] = grad.numpy()
-    del tape
+            classes = np.argmax(scores, axis=1) if target == "predicted" else labels
+            found = run_in_buckets(_gradient_pass(net, every_class=False), images,
+                                   np.asarray(classes, np.int64))
+        prefix = {"predicted": "grad:", "true": "grad[true]:", "all": "grad[all]:"}[target]
+        for name in layers:
+            tensors[prefix + name] = found[name]
     for name in description.conv_layer_names:
         if f"conv:{name}" in wanted:
-            tensors[f"conv:{name}"] = outputs[name].numpy()
+            tensors[f"conv:{name}"] = outputs[name]
     if wanted & {"primary_capsules", "primary_lengths"}:
-        primary = outputs["primary_capsules"].numpy()
+        primary = outputs["primary_capsules"]
         if "primary_capsules" in wanted:
             tensors["primary_capsules"] = primary
         if "primary_lengths" in wanted:
@@ -314,12 +321,79 @@ def run_probe(net, images: np.ndarray, needs=None, *, labels=None,
             source = name
             if name == "lengths" and "lengths" not in outputs:   # what the model predicts by
                 source = "probabilities" if "probabilities" in outputs else "activations"
-            tensors[name] = outputs[source].numpy()
+            tensors[name] = outputs[source]
     tensors.update(_capsule_layer_tensors(description, outputs, wanted))
     if "predicted" in wanted:
-        scores = outputs[score_output(description)].numpy()
         tensors["predicted"] = np.argmax(scores, axis=1).astype(np.int64)
     return ProbeBatch(net=net, images=images, tensors=tensors)
+
+
+def _outputs_read(description, wanted) -> set[str]:
+    """The model outputs run_probe reads for the tensors `wanted`, and the class scores (the
+    prediction, which predicted-class gradients target); those the model lacks are left out."""
+    read = {score_output(description)}
+    read.update(n for n in description.conv_layer_names if f"conv:{n}" in wanted)
+    if wanted & {"primary_capsules", "primary_lengths"}:
+        read.add("primary_capsules")
+    for name in ("coupling", "class_capsules", "reconstruction", "attention", "logits",
+                 "probabilities", "features"):
+        if name in wanted:
+            read.add(name)
+    if "lengths" in wanted:
+        read.update({"lengths", "probabilities", "activations"})
+    layers = description.capsule_layers
+    for layer, _ in zip(layers, layers[1:]):
+        if f"activations:{layer.name}" in wanted:
+            read.add(f"{layer.name}_activations")
+        if {f"routing:{layer.name}", f"routing_entropy:{layer.name}"} & wanted:
+            read.add(layer.routing.output_of(layer.name))
+    return read
+
+
+# The compiled passes of the probe (reportgen.capsnet.compiled). Every tensor comes from the
+# same function whatever else was asked for: values never depend on which analyses were
+# computed together (XLA fuses a pass differently when it keeps other outputs). Gradients are
+# taken for every conv layer, in a pass of their own (one more forward: the XLA forward is
+# kept where the family's backward is faster without XLA).
+
+def _forward_pass(net):
+    """images -> every model output."""
+    return compiled(net, "probe_forward",
+                    lambda: (lambda x: net.model(x, training=False)), gradients=False)
+
+
+def _gradient_pass(net, every_class: bool):
+    """(images, classes) -> {conv layer: d score[class] / d its output}, or with
+    `every_class`, images -> {conv layer: (B, classes, ...) the gradients of every class's
+    score, stacked on axis 1}. Scores as `score_output` names them."""
+    description = net.description
+
+    def make():
+        import tensorflow as tf
+
+        layers = description.conv_layer_names
+
+        def gradients(x, classes=None):
+            # persistent when one backward pass per class reads the tape
+            with tf.GradientTape(watch_accessed_variables=False,
+                                 persistent=every_class) as tape:
+                tape.watch(x)  # records the path from the input through every conv output
+                outputs = net.model(x, training=False)
+                scores = outputs[score_output(description)]
+                if every_class:
+                    targets = [scores[:, k] for k in range(int(scores.shape[1]))]
+                else:
+                    target = tf.gather(scores, classes, axis=1, batch_dims=1)
+            sources = [outputs[n] for n in layers]
+            if not every_class:
+                return dict(zip(layers, tape.gradient(target, sources)))
+            per_class = [tape.gradient(t, sources) for t in targets]
+            del tape
+            return {n: tf.stack([g[i] for g in per_class], axis=1) for i, n in enumerate(layers)}
+
+        return (lambda x: gradients(x)) if every_class else gradients
+
+    return compiled(net, ("probe_gradients", every_class), make, gradients=True)
 
 
 def _capsule_layer_tensors(description, outputs, wanted) -> dict[str, np.ndarray]:
@@ -330,7 +404,7 @@ def _capsule_layer_tensors(description, outputs, wanted) -> dict[str, np.ndarray
     layers = description.capsule_layers
     for layer, after in zip(layers, layers[1:]):
         if f"activations:{layer.name}" in wanted:
-            out[f"activations:{layer.name}"] = outputs[f"{layer.name}_activations"].numpy()
+            out[f"activations:{layer.name}"] = outputs[f"{layer.name}_activations"]
         asked = {f"routing:{layer.name}", f"routing_entropy:{layer.name}"} & wanted
         if not asked:
             continue
@@ -365,31 +439,6 @@ def routing_entropy(weights: np.ndarray, windows=None) -> np.ndarray:
             y, x = p * windows.stride, q * windows.stride
             children[:, y:y + k, x:x + k] += per_entry[:, p, q]
     return children.reshape(b, -1).astype(np.float32)
-
-
-def _forward(net, images, grads, labels):
-    """The model's outputs and, under one tape, the gradient targets asked for."""
-    import tensorflow as tf
-
-    x = tf.convert_to_tensor(images)
-    if not grads:
-        return net.model(x, training=False), {}, None
-    scores = {}
-    # persistent only when several backward passes read the same tape
-    persistent = "all" in grads or len(grads) > 1
-    with tf.GradientTape(watch_accessed_variables=False, persistent=persistent) as tape:
-        tape.watch(x)  # records the path from the input through every conv output
-        outputs = net.model(x, training=False)
-        lengths = outputs[score_output(net.description)]
-        if "predicted" in grads:
-            predicted = tf.argmax(lengths, axis=1)
-            scores["predicted"] = tf.gather(lengths, predicted, axis=1, batch_dims=1)
-        if "true" in grads:
-            scores["true"] = tf.gather(lengths, tf.constant(np.asarray(labels, np.int64)),
-                                       axis=1, batch_dims=1)
-        if "all" in grads:
-            scores["all"] = [lengths[:, k] for k in range(int(lengths.shape[1]))]
-    return outputs, scores, tape
 
 
 def _in_model_order(layers, description) -> list[str]:

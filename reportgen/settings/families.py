@@ -36,6 +36,19 @@ class FamilyCosts:
 
 
 @dataclass(frozen=True)
+class XLA:
+    """Which of a family's passes run XLA-compiled (`tf.function(jit_compile=True)`) rather
+    than as a plain tf.function, decided by measuring the family's MNIST model
+    (bench/bench_xla.py), not guessed. `forward`: the probe's passes without gradients and the
+    evaluation; `gradients`: the probe's passes with gradients and the training step (XLA's
+    CPU backward of the vector capsules' convolutions runs several times slower than
+    TensorFlow's own kernels)."""
+
+    forward: bool = False
+    gradients: bool = False
+
+
+@dataclass(frozen=True)
 class Family:
     """One model family.
 
@@ -58,6 +71,8 @@ class Family:
                    (reportgen.capsnet.description.RoutingWeights; their `kind`s become model
                    features techniques can require, with their words for "not applicable").
     modules:       the reportgen modules that are this family's own (they may name it).
+    xla:           which of its passes are XLA-compiled (XLA), with the measured ratio beside
+                   the setting in its module.
     """
 
     name: str
@@ -72,6 +87,7 @@ class Family:
     costs: FamilyCosts = field(default_factory=FamilyCosts)
     routing: tuple[Any, ...] = ()
     modules: tuple[str, ...] = ()
+    xla: XLA = field(default_factory=XLA)
 
 
 _REGISTRY: dict[str, Family] = {}

@@ -410,7 +410,10 @@ def make_train_step(net, optimizer):
     variables = net.model.trainable_variables
     losses = net.training_losses      # the family's loss (reportgen.capsnet.network.Network)
 
-    @tf.function(jit_compile=net.jit_compile or None)
+    # XLA where the family's passes with gradients gain from it (Family.xla). Batches are not
+    # padded (batch norm in training reads the batch's own statistics): an epoch's short last
+    # batch traces once more, and that trace is reused by every later epoch.
+    @tf.function(jit_compile=net.uses_xla(gradients=True) or None)
     def train_step(images, one_hot):
         with tf.GradientTape() as tape:
             margin, rec, lengths = losses(images, one_hot)
@@ -441,7 +444,7 @@ def make_pair_train_step(name: str, net, optimizer):
             fix="Give it a single-label data set, or train a MULTIMNIST_* model.")
     variables = net.model.trainable_variables
 
-    @tf.function(jit_compile=net.jit_compile or None)
+    @tf.function(jit_compile=net.uses_xla(gradients=True) or None)
     def train_step(images, labels, sources):
         with tf.GradientTape() as tape:
             classification, rec, scores = losses(images, labels, sources)
