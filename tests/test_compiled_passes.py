@@ -142,3 +142,23 @@ def test_run_in_buckets_pads_splits_and_drops_padding():
     assert shapes == [64, 8]
     assert [bucket(n) for n in (1, 8, 9, 33, 64)] == [8, 8, 16, 64, 64]
     assert [fitting_bucket(n) for n in (3, 8, 100, 20)] == [8, 8, 64, 16]
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if n == "em" else [])
+                                  for n in TINY_BY_FAMILY])
+def test_encoder_outputs_equal_the_eager_encoder(name, images):
+    """What the robustness, benchmark, fidelity and segmentation analyses classify with: the
+    compiled encoder pass gives the eager encoder's class vectors and scores (5 images run as
+    8), and empty arrays of the right shapes for no image."""
+    from reportgen.capsnet.compiled import encoder_outputs, encoder_scores
+
+    net = build(TINY_BY_FAMILY[name])
+    vectors, scores = (np.asarray(t) for t in net.encoder(images, training=False))
+    got_vectors, got_scores = encoder_outputs(net, images)
+    close = dict(rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got_vectors, vectors, **close)
+    np.testing.assert_allclose(got_scores, scores, **close)
+    np.testing.assert_allclose(encoder_scores(net, images), scores, **close)
+    none_vectors, none_scores = encoder_outputs(net, images[:0])
+    assert none_vectors.shape == (0, *vectors.shape[1:])
+    assert none_scores.shape == (0, *scores.shape[1:])

@@ -70,6 +70,22 @@ def run_in_buckets(function, images: np.ndarray, *per_image: np.ndarray, keep=No
     return tf.nest.map_structure(lambda *xs: np.concatenate(xs), *parts)
 
 
+def encoder_outputs(net, images: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(class vectors, class scores (N, classes)) that `net.encoder` gives `images` at
+    evaluation, through one compiled pass (what the analyses that classify many transformed or
+    perturbed images call, chunk after chunk)."""
+    images = np.asarray(images, np.float32)
+    if len(images) == 0:        # the shapes from one eager call of a blank image
+        vectors, scores = net.encoder(np.zeros((1, *images.shape[1:]), np.float32),
+                                      training=False)
+        return (np.zeros((0, *vectors.shape[1:]), np.float32),
+                np.zeros((0, scores.shape[1]), np.float32))
+    both = compiled(net, "encoder_outputs",
+                    lambda: (lambda x: tuple(net.encoder(x, training=False))), gradients=False)
+    vectors, scores = run_in_buckets(both, images)
+    return vectors, scores
+
+
 def encoder_scores(net, images: np.ndarray) -> np.ndarray:
     """The class scores (N, classes) `net.encoder` gives `images` at evaluation."""
     if len(images) == 0:

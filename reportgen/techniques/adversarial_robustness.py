@@ -204,13 +204,13 @@ def pgd(gradient, x: np.ndarray, y: np.ndarray, epsilon: float, steps: int, step
 def classify(net, images: np.ndarray):
     """(predicted (n,), distances (n,) or None, reconstructions or None) on the real model;
     the distance is |x - reconstruction from the predicted class capsule|_2."""
+    from reportgen.capsnet.compiled import encoder_outputs
     from reportgen.techniques.compute import decode, masked_inputs
 
     predicted, distances, reconstructions = [], [], []
     for start in range(0, len(images), EVAL_CHUNK):
         x = np.asarray(images[start:start + EVAL_CHUNK], np.float32)
-        capsules, lengths = net.encoder(x, training=False)
-        capsules, lengths = np.asarray(capsules), np.asarray(lengths)
+        capsules, lengths = encoder_outputs(net, x)
         pred = lengths.argmax(axis=1)
         predicted.append(pred)
         if net.decoder is not None:

@@ -80,9 +80,12 @@ def sweep(net, images: np.ndarray, factor: str, values, chunk: int, bar=None):
     (a CNN: its class vectors as its encoder gives them, and its class probabilities).
 
     The S x N transformed images are made and classified `chunk` at a time (at most; see
-    forward_chunk), one eager call of net.encoder per chunk (never predict()), so neither the
-    transformed set nor its activations exist in full.
+    forward_chunk), each through the network's compiled encoder pass
+    (reportgen.capsnet.compiled.encoder_outputs), so neither the transformed set nor its
+    activations exist in full.
     """
+    from reportgen.capsnet.compiled import encoder_outputs
+
     values = np.asarray(values, np.float64)
     chunk = forward_chunk(net, chunk)
     n, s = len(images), len(values)
@@ -92,13 +95,13 @@ def sweep(net, images: np.ndarray, factor: str, values, chunk: int, bar=None):
     for start in range(0, n * s, chunk):
         part = slice(start, start + chunk)
         x = factor_batch(images[which_image[part]], factor, values[which_value[part]])
-        vectors, scores = net.encoder(x, training=False)
+        vectors, scores = encoder_outputs(net, x)
         capsules.append(np.asarray(vectors))
         lengths.append(np.asarray(scores))
         if bar is not None:
             bar.update(len(x))
     if not capsules:
-        vectors, scores = net.encoder(np.zeros((1, *images.shape[1:]), np.float32))
+        vectors, scores = encoder_outputs(net, images[:0])
         return (np.zeros((s, n, *vectors.shape[1:]), np.float32),
                 np.zeros((s, n, scores.shape[1]), np.float32))
     capsules = np.concatenate(capsules)

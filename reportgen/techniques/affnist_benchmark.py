@@ -22,7 +22,6 @@ from reportgen.techniques.compute import check_positive, rounded_number
 NAME = "affnist_benchmark"
 CANVAS = (40, 40)
 EXAMPLES = 8
-CHUNK = 100
 
 
 @dataclass(frozen=True)
@@ -57,6 +56,7 @@ def affine_test_set(dataset: str, seed: int):
 def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     """affnist_accuracy (), clean_accuracy (), class_accuracy (K,), labels / predicted (N,),
     example_images (E, H, W, C), example_labels / example_predicted (E,)."""
+    from reportgen.capsnet.compiled import encoder_scores
     from reportgen.probe.evaluation import stratified_sample
 
     params = params or Params()
@@ -64,9 +64,7 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     x, y, _ = affine_test_set(net.params.dataset, params.seed)
     index = stratified_sample(y, params.images, seed=params.seed)
     images, labels = np.asarray(x[index], np.float32), np.asarray(y[index], np.int64)
-    predicted = np.concatenate([
-        np.asarray(net.encoder(images[s:s + CHUNK], training=False)[1]).argmax(1)
-        for s in range(0, len(images), CHUNK)]) if len(images) else np.zeros(0, np.int64)
+    predicted = encoder_scores(net, images).argmax(1)
     correct = predicted == labels
     classes = net.description.classes
     counts = np.bincount(labels, minlength=classes)

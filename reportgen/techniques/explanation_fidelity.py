@@ -305,6 +305,7 @@ def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
     "predicted" (N,); "grid_shape", "patch_grid" (2,); "example_*" for the example figure.
     """
     from reportgen import console
+    from reportgen.capsnet.compiled import encoder_scores
     from reportgen.probe.evaluation import stratified_sample
     from reportgen.probe.probe import available
     from reportgen.techniques.compute import check_conv_layer
@@ -355,8 +356,8 @@ def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
         else np.zeros_like(images)
 
     def score(batch, image_index):
-        _, lengths = net.encoder(batch, training=False)
-        return np.take_along_axis(np.asarray(lengths), targets[image_index][:, None], axis=1)
+        return np.take_along_axis(encoder_scores(net, batch), targets[image_index][:, None],
+                                  axis=1)
 
     curves = {mode: np.full((len(METHODS), n, ph * pw + 1), np.nan, np.float32)
               for mode in MODES}

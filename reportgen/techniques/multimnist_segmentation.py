@@ -22,7 +22,6 @@ from reportgen.techniques.compute import check_positive, decode, masked_inputs, 
 
 NAME = "multimnist_segmentation"
 EXAMPLES = 4
-CHUNK = 100
 
 
 @dataclass(frozen=True)
@@ -60,18 +59,14 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     correct (N,), iou (N, 2), labels / top2 (N, 2), and EXAMPLES example pairs: example_images,
     example_labels, example_top2, example_reconstructions and
     example_predicted_reconstructions (E, 2, H, W, C)."""
+    from reportgen.capsnet.compiled import encoder_outputs
     from reportgen.results.multimnist import segmentation_iou, top2_chance
 
     params = params or Params()
     net = evaluation.net
     x, labels, sources = pair_sample(net.params.dataset, params.images, params.seed)
     classes = net.description.classes
-    vectors, scores = [], []
-    for s in range(0, len(x), CHUNK):
-        v, k = net.encoder(x[s:s + CHUNK], training=False)
-        vectors.append(np.asarray(v, np.float32))
-        scores.append(np.asarray(k, np.float32))
-    vectors, scores = np.concatenate(vectors), np.concatenate(scores)
+    vectors, scores = encoder_outputs(net, x)
     top2 = np.argsort(-scores, axis=1, kind="stable")[:, :2]      # ties: lower class first
     correct = np.sort(top2, axis=1) == np.sort(labels, axis=1)
     correct = correct.all(axis=1)
