@@ -21,14 +21,16 @@ def _panel(technique, numbers):
                  figures=[], numbers=numbers)
 
 
-def _model(name, kind, history, analysed, params=1000):
-    """A built model: `history` [(step, val_accuracy)], `analysed` {step: {technique: numbers}}."""
+def _model(name, kind, history, analysed, params=1000, until_accuracy=None):
+    """A built model: `history` [(step, val_accuracy)], `analysed` {step: {technique: numbers}},
+    `until_accuracy` the target its training run recorded (reportgen train --until-accuracy)."""
     steps = [StepData(step=s, dataset_panels=[_panel(t, n) for t, n in analysed.get(s, {}).items()])
              for s, _ in history]
     return ModelData(name=name, dataset="mnist40", description="", params=params,
                      class_names=[str(k) for k in range(10)], architecture=[],
                      history=[{"step": s, "val_accuracy": a} for s, a in history],
-                     steps=steps, inputs=[], kind=kind)
+                     steps=steps, inputs=[], kind=kind,
+                     training={"until_accuracy": until_accuracy})
 
 
 CAPS = _model("MNIST40_AffCapsNet", "Aff-CapsNet",
@@ -85,6 +87,59 @@ def test_table1_reads_each_model_at_its_matched_step(site):
     assert cnn[4] == ["60.00%", "Gu:", "94.11%", "untrained:", "not", "analysed"]
     assert cr[4] == ["—", "untrained:", "not", "analysed"]             # no 40x40 benchmark
     assert "this build did not analyse step 0-0" in html
+
+
+def test_without_a_recorded_target_the_models_are_matched_at_gus(site):
+    html = (site / "capsules-vs-cnns.html").read_text("utf-8")
+    said = re.search(r'<p class="rg-matched-target">(.*?)</p>', html, re.S).group(1)
+    assert re.sub(r"<[^>]+>", "", said) == "Matched at 99.22% (Gu: 99.22%)."
+    assert "no model here was trained with" in html
+
+
+def test_the_target_is_the_accuracy_the_models_were_trained_to():
+    """ModelRecords alone (no TensorFlow): the lowest --until-accuracy the runs recorded, the
+    matched step the first analysed one at or above it, Gu's 99.22% only when none was."""
+    from reportgen.results.capsules_vs_cnns import (MATCHED_ACCURACY, TARGET_GU,
+                                                    TARGET_TRAINED, ModelRecord,
+                                                    matched_target, table1, table5)
+
+    history = [{"step": s, "val_accuracy": a}
+               for s, a in [("0-0", 0.1), ("1-20", 0.88), ("1-40", 0.91), ("2-40", 0.995)]]
+    analysed = {s: {"affnist_benchmark": {"affnist_accuracy": a / 2},
+                    "capsule_semantics": {"compactness_rotation": a / 10}}
+                for s, a in [("1-20", 0.88), ("1-40", 0.91), ("2-40", 0.995)]}
+
+    def record(name, until):
+        return ModelRecord(name, "CapsNet", 10, history, analysed, 10, until_accuracy=until)
+
+    trained = [record("A", 0.95), record("B", 0.9), record("C", None)]
+    assert matched_target(trained) == (0.9, TARGET_TRAINED)
+    assert matched_target([record("C", None)]) == (MATCHED_ACCURACY, TARGET_GU)
+    target, _ = matched_target(trained)
+    row = table1(trained, target)[0]
+    assert (row["step"], row["reached"], row["target"]) == ("1-40", True, 0.9)
+    assert row["affnist_accuracy"] == 0.455
+    assert table5(trained, target)[0]["compactness"] == 0.091
+    # at Gu's target the same history is matched at its 99.5% step
+    assert table1(trained)[0]["step"] == "2-40"
+
+
+def test_the_page_says_the_trained_target_beside_gus(tmp_path):
+    analysed = {"1-40": {"affnist_benchmark": {"affnist_accuracy": 0.6, "clean_accuracy": 0.9}},
+                "2-40": {"affnist_benchmark": {"affnist_accuracy": 0.7, "clean_accuracy": 0.95}}}
+    caps = _model("MNIST40_CapsNet", "CapsNet", [("0-0", 0.1), ("1-40", 0.905), ("2-40", 0.95)],
+                  analysed, until_accuracy=0.9)
+    cnn = _model("MNIST40_ConvNet_Avg", "ConvNet-Avg", [("0-0", 0.1), ("1-40", 0.85)],
+                 {"1-40": {"affnist_benchmark": {"affnist_accuracy": 0.5}}}, until_accuracy=0.9)
+    render_site(SiteData(title="t", models=[caps, cnn], techniques=[]), tmp_path / "docs")
+    page = (tmp_path / "docs" / "capsules-vs-cnns.md").read_text("utf-8")
+    said = re.search(r'<p class="rg-matched-target">(.*?)</p>', page, re.S).group(1)
+    assert re.sub(r"<[^>]+>", "", said).startswith("Matched at 90.00% (Gu: 99.22%): ")
+    assert "the accuracy the models were trained to" in page
+    table1 = list(csv.DictReader(io.StringIO(
+        (tmp_path / "docs" / "numbers" / "capsules-vs-cnns-table1.csv").read_text("utf-8"))))
+    assert [(r["step"], r["reached"], r["target"], r["affnist_accuracy"]) for r in table1] == [
+        ("1-40", "True", "0.9", "0.6"), ("1-40", "False", "0.9", "0.5")]
 
 
 def test_table5_and_the_csv_behind_both(site):

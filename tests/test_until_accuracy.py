@@ -65,7 +65,10 @@ def _run(models_dir, *args):
 def test_stops_at_the_first_step_reaching_the_accuracy(models_dir):
     done = _run(models_dir, "--until-accuracy", "0.9")
     assert done.returncode == 0, done.stderr
-    records = json.loads((models_dir / "Tiny" / "history.json").read_text())["records"]
+    document = json.loads((models_dir / "Tiny" / "history.json").read_text())
+    records = document["records"]
+    # the target is recorded: "Capsules vs CNNs" matches the models at it
+    assert document["training"]["until_accuracy"] == 0.9
     accuracies = [r["val_accuracy"] for r in records]
     assert accuracies[-1] >= 0.9 and all(a < 0.9 for a in accuracies[:-1])
     # 48 images, batch 10: 5 batches an epoch, 3 epochs = 9 saves after 0-0 without the option
@@ -89,3 +92,11 @@ def test_out_of_range_is_one_line(models_dir, value):
 def test_the_cli_refuses_out_of_range(models_dir):
     done = _run(models_dir, "--until-accuracy", "1.5")
     assert done.returncode == 2 and "until-accuracy" in done.stderr
+
+
+def test_the_overview_says_the_target_only_when_the_run_had_one():
+    from reportgen.pages.views import training_view
+
+    facts = {f["label"]: f["value"] for f in training_view({"until_accuracy": 0.9})}
+    assert facts["Trained until"] == "validation accuracy ≥ 90% (--until-accuracy)"
+    assert "Trained until" not in {f["label"] for f in training_view({"until_accuracy": None})}

@@ -10,7 +10,8 @@ import csv
 import io
 
 from reportgen.results.capsules_vs_cnns import (ATTACKS, MATCHED_ACCURACY, TABLE5_FACTOR,
-                                                compares, record_from_site, table1, table5)
+                                                TARGET_TRAINED, compares, matched_target,
+                                                record_from_site, table1, table5)
 
 STEM = "capsules-vs-cnns"
 TITLE = "Capsules vs CNNs"
@@ -54,8 +55,9 @@ def comparison(models) -> dict | None:
     records = [record_from_site(m) for m in models if getattr(m, "labels_per_image", 1) == 1]
     if not compares(records):
         return None
+    target, source = matched_target(records)
     accuracy = []
-    for row in table1(records):
+    for row in table1(records, target):
         accuracy.append({
             **row, "parameters_text": f"{row['parameters']:,}",
             "step_text": row["step"] or "—",
@@ -74,8 +76,11 @@ def comparison(models) -> dict | None:
                                    _untrained_text(row, "untrained", _compact)),
                     "chance_text": _compact(row["chance"]),
                     "chance_mean_text": _compact(row["chance_mean"]),
-                    "reference_text": _compact(row["reference"])} for row in table5(records)]
-    return {"target": MATCHED_ACCURACY, "target_text": _pct(MATCHED_ACCURACY),
+                    "reference_text": _compact(row["reference"])}
+                   for row in table5(records, target)]
+    return {"target": target, "target_text": _pct(target),
+            "target_trained": source == TARGET_TRAINED,
+            "reference_target_text": _pct(MATCHED_ACCURACY),
             "attacks": [f"{a.upper()} ε = {e:g}" for a, e in ATTACKS],
             "accuracy": accuracy, "compactness": compactness, "factor": TABLE5_FACTOR,
             "untrained_missing": any(not r["untrained_analysed"] for r in accuracy),

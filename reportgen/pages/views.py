@@ -390,6 +390,10 @@ def training_view(training: dict) -> list[dict]:
     epochs, trained = t.get("epochs"), t.get("epochs_trained")
     rate = t.get("learning_rate")
     wall = t.get("wall_seconds")
+    until = t.get("until_accuracy")
+    # only when given: older runs did not record whether they had a target
+    stop = [fact("Trained until", until, f"validation accuracy ≥ {100 * until:g}% "
+                 "(--until-accuracy)")] if isinstance(until, (int, float)) else []
     return [
         fact("Training data", t.get("dataset") or t.get("data")),
         fact("Training images", images, f"{images:,}{limit}" if images is not None else None),
@@ -401,6 +405,7 @@ def training_view(training: dict) -> list[dict]:
         fact("Saved every", t.get("save_every"),
              f"{t['save_every']} batches" if t.get("save_every") is not None else None),
         fact("Seed", t.get("seed")),
+        *stop,
     ]
 
 

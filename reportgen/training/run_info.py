@@ -18,18 +18,21 @@ from reportgen.model_folder import ModelFolder
 RUN_SECTION = "training"           # history.json's top-level key of the run's facts
 # What a run's facts hold (None = not recorded), in the order the overview shows them.
 FIELDS = ("data", "dataset", "training_images", "limit", "epochs", "epochs_trained",
-          "batch_size", "learning_rate", "save_every", "seed", "wall_seconds")
+          "batch_size", "learning_rate", "save_every", "seed", "wall_seconds", "until_accuracy")
 
 
-def run_facts(settings: dict, source: str, training_images: int, epochs: int) -> dict:
+def run_facts(settings: dict, source: str, training_images: int, epochs: int,
+              until_accuracy: float | None = None) -> dict:
     """The "training" section the trainer writes: the run's settings (data, seed, batch_size,
     limit, learning_rate, save_every), the data set's description, the number of training
-    images after --limit and the epochs asked for."""
+    images after --limit, the epochs asked for and the --until-accuracy target (None without
+    one: "Capsules vs CNNs" matches models at the accuracy they were trained to)."""
     return {"data": settings.get("data"), "dataset": source, "training_images": training_images,
             "limit": settings.get("limit"), "epochs": epochs,
             "batch_size": settings.get("batch_size"),
             "learning_rate": settings.get("learning_rate"),
-            "save_every": settings.get("save_every"), "seed": settings.get("seed")}
+            "save_every": settings.get("save_every"), "seed": settings.get("seed"),
+            "until_accuracy": until_accuracy}
 
 
 def _state_settings(folder: ModelFolder) -> dict:

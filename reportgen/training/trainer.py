@@ -308,7 +308,7 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
     # record it
     before = 0.0 if run.resumed_from is None else \
         (history[-1].get("wall_seconds") if history else None)
-    facts = run_facts(settings, run.source, n, run.epochs)
+    facts = run_facts(settings, run.source, n, run.epochs, run.until_accuracy)
     sums = np.zeros(4)
     seen = 0
 
