@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -10,6 +11,13 @@ import numpy as np
 import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+# Tests send Ctrl-C (SIGINT) to reportgen subprocesses. A shell starting pytest in the
+# background without job control (`cmd &`, nohup) sets SIGINT to "ignore", which every child
+# inherits, so reportgen would never see it: give this process Python's handler, so children
+# start with the default disposition.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # tests/reference/ holds the NumPy oracles; make `import reference` work in every import mode.
 _TESTS = str(Path(__file__).resolve().parent)
