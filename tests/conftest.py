@@ -28,8 +28,8 @@ if _TESTS not in sys.path:
 # the newest releases the bounds in pyproject.toml allow, and a failure is read against them.
 _REPORTED_DISTRIBUTIONS = ("tensorflow-cpu", "keras", "numpy", "h5py", "jinja2", "matplotlib",
                            "pillow", "click", "mkdocs", "mkdocs-material", "mlxtend", "dask",
-                           "fsspec", "filelock", "scipy", "pytest", "playwright", "tf-keras-vis",
-                           "moto", "s3fs", "safetensors", "torch")
+                           "fsspec", "filelock", "scipy", "pytest", "pytest-xdist", "playwright",
+                           "tf-keras-vis", "moto", "s3fs", "safetensors", "torch")
 
 
 def pytest_report_header(config):

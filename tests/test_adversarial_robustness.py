@@ -92,6 +92,30 @@ def test_attacks_stay_in_the_ball_and_raise_the_loss(eval_batch):
             assert loss(adversarial).mean() > loss(x).mean()
 
 
+def test_budgets_attacked_together_equal_one_budget_at_a_time(eval_batch):
+    """compute() runs every epsilon in one batch (FGSM from one gradient, PGD stacked); the
+    plain loop, one budget and one call per attack, gives the same adversarial images."""
+    x, y = eval_batch.images, eval_batch.labels
+    attacked = [e for e in EPSILONS if e > 0]
+    for target in ar.TARGETS:
+        gradient = ar.loss_gradient(ar.logits_function(eval_batch.net, target))
+        for attack in ar.ATTACKS:
+            together = ar.attack_all(gradient, attack, x, y, attacked, PARAMS, chunk=100,
+                                     rng=np.random.default_rng(0))
+            for epsilon, adversarial in zip(attacked, together):
+                alone = ar.fgsm(gradient, x, y, epsilon) if attack == "fgsm" else \
+                    ar.pgd(gradient, x, y, epsilon, PARAMS.pgd_steps, PARAMS.step_size(epsilon))
+                # equal but for a gradient sign that a batch's float rounding may flip
+                assert np.mean(np.abs(adversarial - alone) > 1e-6) < 1e-3, (target, attack)
+    result = ar.compute(eval_batch, PARAMS)
+    t, a = PARAMS.targets.index("capsules"), PARAMS.attacks.index("pgd")
+    e = EPSILONS.index(0.05)
+    alone = ar.pgd(ar.loss_gradient(ar.capsule_logits(eval_batch.net)), x, y, 0.05,
+                   PARAMS.pgd_steps, PARAMS.step_size(0.05))
+    predicted, _, _ = ar.classify(eval_batch.net, alone)
+    assert np.mean(result["predicted"][t, a, e] == predicted) >= 0.98
+
+
 def test_vote_attack_ranks_classes_like_the_model_with_one_routing_iteration(make_net):
     # One iteration: couplings are uniform (1/classes), so s_j = (N/classes) * mean_i u_hat[j|i]
     # and the squash keeps the order of lengths.

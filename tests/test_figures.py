@@ -562,3 +562,34 @@ def test_class_pose_activations_are_at_least_10_px_tall_at_1x():
     frame = np.flatnonzero((rgb == panels.HIGHLIGHT).all(-1).sum(1) >= 40)   # predicted's frame
     name, activation = _ink_bands(grey[:frame.min(), :])[:2]
     assert activation >= 10, (name, activation)
+
+
+def test_pdf_font_subsets_are_reused_and_the_pdf_bytes_stay_the_same(monkeypatch):
+    """Each set of glyphs is subset once per process (reportgen.figures.pdf_fonts); a PDF made
+    with a reused subset equals the one matplotlib makes on its own, and embeds the font."""
+    from matplotlib.backends import _backend_pdf_ps
+
+    from reportgen.figures import pdf_fonts
+
+    def figure(title):
+        fig = new_figure(4, 3)
+        ax = fig.add_subplot()
+        ax.plot([0, 1, 2], [0.2, 0.5, 0.4], label="PGD")
+        ax.set_title(title)
+        ax.legend()
+        return fig
+
+    titles = ["step 1-40", "step 2-40", "step 1-40", "Ünïcode ε"]
+    original = _backend_pdf_ps.get_glyphs_subset
+    monkeypatch.setattr(pdf_fonts, "_installed", True)        # matplotlib's own subsetting
+    plain = [matplotlib_bytes(figure(t), "pdf") for t in titles]
+    monkeypatch.setattr(pdf_fonts, "_installed", False)
+    monkeypatch.setattr(pdf_fonts, "_subsets", type(pdf_fonts._subsets)())
+    monkeypatch.setattr(pdf_fonts, "stats", {"made": 0, "reused": 0})
+    monkeypatch.setattr(_backend_pdf_ps, "get_glyphs_subset", original)
+    reused = [matplotlib_bytes(figure(t), "pdf") for t in titles]
+    assert reused == plain
+    assert b"/FontFile2" in reused[0]                         # a TrueType font is embedded
+    if _backend_pdf_ps.get_glyphs_subset is not original:     # installed (matplotlib >= 3.11)
+        # the same glyphs ("step 1-40" twice) are subset once
+        assert pdf_fonts.stats["reused"] >= 1

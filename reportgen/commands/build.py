@@ -250,17 +250,24 @@ class _Build:
         self.keep_measurements()
 
     def _run(self, entries) -> None:
+        from reportgen.pages.drawing_pool import DrawingPool
+
         models = []
         try:
-            self.say_plan(entries)
+            plans = self.say_plan(entries)
             if self.cluster is not None:   # the steps' results first, then the site as always
                 self.cluster.compute(self, entries)
+            else:
+                self.assembler.drawing = DrawingPool(self.drawing_processes(plans))
             for entry in entries:
                 data = self.model_or_failure(entry)
                 if data is not None:
                     models.append(data)
         finally:
             self.digests.save()
+            if self.assembler.drawing is not None:
+                self.assembler.drawing.close()
+                self.assembler.drawing = None
         self.summary.steps_built = sum(len(m.steps) for m in models)
         if self.settings.render_site:
             self.site(models)
@@ -284,6 +291,16 @@ class _Build:
             console.notice(whole_build_line(plans, self.clock.costs))
             self.clock.total_estimate = build_seconds(plans, self.clock.costs)
             self.summary.estimate = self.clock.total_estimate
+        return plans
+
+    def drawing_processes(self, plans) -> int:
+        """Worker processes drawing the dataset analyses' figures ahead (drawing_pool): one
+        when the plans expect much drawing."""
+        from reportgen.pages.drawing_pool import processes_for
+
+        return processes_for(sum(plan.seconds(self.clock.costs,
+                                              {"analysed_step": len(plan.analysed)})
+                                 for plan in plans))
 
     def keep_measurements(self) -> None:
         """What this build measured, for the next estimate on this machine
@@ -471,7 +488,10 @@ class _Build:
                                      analysed, digest=self.digests.digest)
         # computed on the cluster: found stored here, counted as computed (or its failure)
         remote = 0 if self.cluster is None else self.cluster.computed(entry.name, step)
-        counts = self.compute(entry, handle, variants, step, inputs, evaluation, keys)
+        ctx = assembly.context(entry.name, str(step), handle.description, dataset)
+        counts = self.compute(entry, handle, variants, step, inputs, evaluation, keys,
+                              lambda t, p, key, arrays: self.assembler.draw_ahead(t, p, key,
+                                                                                  arrays, ctx))
         self.summary.computed += remote
         self.summary.reused += counts.reused - remote
         drawing: dict[str, float] = {}
@@ -503,11 +523,13 @@ class _Build:
         self.record(plan, "analysed_step", figures, work["analysed_step"])
         self.record(plan, "step", wall - keras - per_input - analyses - figures, 1)
 
-    def compute(self, entry, handle, variants, step, inputs, evaluation, keys):
-        """What the store lacks of one step, computed and counted."""
+    def compute(self, entry, handle, variants, step, inputs, evaluation, keys, analysed=None):
+        """What the store lacks of one step, computed and counted (`analysed`: see
+        engine_step.compute_step)."""
         counts = engine_step.compute_step(
             handle, entry.weights_path(step), variants, inputs, evaluation.as_tuple(), keys,
-            self.store, self.settings.batch_size, {"model": entry.name, "step": str(step)})
+            self.store, self.settings.batch_size, {"model": entry.name, "step": str(step)},
+            analysed)
         self.summary.computed += counts.computed
         return counts
 

@@ -104,9 +104,11 @@ def step_keys(model_digest, weights_path, variants, inputs, eval_digest,
 
 
 def compute_step(model, weights_path, variants, inputs, eval_set, keys: StepKeys, store,
-                 batch_size: int, meta: dict) -> StepCounts:
+                 batch_size: int, meta: dict, analysed=None) -> StepCounts:
     """Fill the store with every result of `keys` that is missing; returns the counts.
-    `model` is a CapsNet or a ModelHandle (built only if something is missing)."""
+    `model` is a CapsNet or a ModelHandle (built only if something is missing). `analysed`,
+    if given, is called with (technique, params, key, arrays) as each dataset analysis is
+    stored (the build starts drawing it while the next one computes)."""
     counts = StepCounts()
     present = {k for group in (keys.inputs, keys.checkpoint, keys.dataset)
                for k in group.values() if store.has_arrays(k)}
@@ -178,9 +180,11 @@ def compute_step(model, weights_path, variants, inputs, eval_set, keys: StepKeys
         console.notice(f"  {meta.get('model')} {meta.get('step')}: {t.title_of(p)} "
                        f"over {len(eval_y)} images")
         view = evaluation.restricted(t.needs_for(p, net), f"Technique '{t.name}'")
-        store.put_arrays(keys.dataset[(t.name, p)], _float32(t.compute(view, p)),
-                         {**meta, "technique": t.name})
+        arrays = _float32(t.compute(view, p))
+        store.put_arrays(keys.dataset[(t.name, p)], arrays, {**meta, "technique": t.name})
         counts.computed += 1
+        if analysed is not None:
+            analysed(t, p, keys.dataset[(t.name, p)], arrays)
     counts.seconds["dataset"] = time.perf_counter() - started
     return counts
 

@@ -181,6 +181,10 @@ def matplotlib_bytes(fig, kind: str, dpi: float | None = None) -> bytes:
     metadata = {"png": {"Software": None},
                 "svg": {"Date": None, "Creator": None},
                 "pdf": {"CreationDate": None, "Creator": None, "Producer": None}}[kind]
+    if kind == "pdf":
+        from reportgen.figures import pdf_fonts
+
+        pdf_fonts.install()             # each set of glyphs subset once per process
     buffer = io.BytesIO()
     # TrueType (42) rather than Type 3 fonts in PDFs: selectable text, and accepted by
     # publishers' PDF checks that refuse Type 3.

@@ -63,6 +63,7 @@ class Assembler:
         self._inputs: dict[Path, np.ndarray] = {}       # docs target -> input image
         self._lock = threading.Lock()
         self.step_keys: dict[tuple[str, str], object] = {}   # (model, step) -> its array keys
+        self.drawing = None         # the build's reportgen.pages.drawing_pool.DrawingPool
 
     # -- reading the store ---------------------------------------------------------------------
     def arrays(self, key: str, what: str) -> dict[str, np.ndarray]:
@@ -72,15 +73,30 @@ class Assembler:
             raise MissingResult(what, key)
         return arrays
 
+    @staticmethod
+    def figure_key(params, array_key: str, ctx: RenderContext) -> str:
+        """The store key of the figures drawn from one stored result in one context."""
+        return hash_json({"arrays": array_key, "figures": FIGURES_VERSION,
+                          "model": ctx.model, "step": ctx.step, "input": ctx.input_label,
+                          "classes": ctx.class_names, "params": params_dict(params),
+                          **({"range": list(ctx.value_range)} if ctx.value_range else {}),
+                          **({"thumbnail": True} if ctx.thumbnail else {})})
+
+    def draw_ahead(self, tech, params, array_key: str, arrays: dict,
+                   ctx: RenderContext) -> None:
+        """Start drawing the panel of arrays just computed in the build's drawing pool (if it
+        has one and the figures are not stored yet); `panel` takes what it drew."""
+        if self.drawing is None:
+            return
+        fig_key = self.figure_key(params, array_key, ctx)
+        if self.store.get_figures(fig_key) is None:
+            self.drawing.submit(fig_key, tech.name, arrays, params, ctx)
+
     def panel(self, tech, params, array_key: str, ctx: RenderContext, out_dir: Path, *,
               draw: bool = True) -> Panel | None:
         """The panel of one stored result: drawn once, then reused (`draw=False`: None when
         it has not been drawn yet)."""
-        fig_key = hash_json({"arrays": array_key, "figures": FIGURES_VERSION,
-                             "model": ctx.model, "step": ctx.step, "input": ctx.input_label,
-                             "classes": ctx.class_names, "params": params_dict(params),
-                             **({"range": list(ctx.value_range)} if ctx.value_range else {}),
-                             **({"thumbnail": True} if ctx.thumbnail else {})})
+        fig_key = self.figure_key(params, array_key, ctx)
         what = f"{tech.name} ({ctx.model}, step {ctx.step}" + (
             f", {ctx.input_label})" if ctx.input_label else ")")
         for attempt in range(_ATTEMPTS):
@@ -89,7 +105,9 @@ class Assembler:
                 if not draw:
                     return None
                 arrays = self.arrays(array_key, what)
-                drawn = list(tech.render(arrays, params, ctx))
+                drawn = self.drawing.take(fig_key) if self.drawing is not None else None
+                if drawn is None:
+                    drawn = list(tech.render(arrays, params, ctx))
                 summary = tech.summarize(arrays, params) if tech.summarize is not None else None
                 if summary is not None:
                     drawn += export_figures(tech.name, summary)

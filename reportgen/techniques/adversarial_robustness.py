@@ -176,29 +176,70 @@ def loss_gradient(logits):
     return call
 
 
-def fgsm(gradient, x: np.ndarray, y: np.ndarray, epsilon: float) -> np.ndarray:
+def fgsm(gradient, x: np.ndarray, y: np.ndarray, epsilon) -> np.ndarray:
+    """One signed-gradient step of size epsilon (a number, or one per row of x)."""
+    return fgsm_many(gradient, x, y, [epsilon])[0]
+
+
+def fgsm_many(gradient, x: np.ndarray, y: np.ndarray, epsilons) -> list[np.ndarray]:
+    """FGSM at each epsilon from ONE gradient: x + eps sign(grad_x L) all start from x."""
     x = np.asarray(x, np.float32)
-    if epsilon == 0:
-        return x.copy()
-    return np.clip(x + np.float32(epsilon) * np.sign(gradient(x, y)), 0.0, 1.0)
+    if all(np.all(np.asarray(e) == 0) for e in epsilons):
+        return [x.copy() for _ in epsilons]
+    sign = np.sign(gradient(x, y))
+    return [np.clip(x + _per_row(e, x) * sign, 0.0, 1.0) for e in epsilons]
 
 
-def pgd(gradient, x: np.ndarray, y: np.ndarray, epsilon: float, steps: int, step_size: float,
+def _per_row(value, x: np.ndarray) -> np.ndarray:
+    """A number, or one number per row of x, shaped to broadcast over x's rows."""
+    value = np.asarray(value, np.float32)
+    return value.reshape((-1,) + (1,) * (x.ndim - 1)) if value.ndim else value
+
+
+def pgd(gradient, x: np.ndarray, y: np.ndarray, epsilon, steps: int, step_size,
         random_start: bool = False, rng: np.random.Generator | None = None) -> np.ndarray:
+    """PGD; epsilon and step_size are numbers or one per row of x, so one batch can hold the
+    same images at several budgets (each row's iterates depend on that row alone)."""
     x = np.asarray(x, np.float32)
-    if epsilon == 0:
+    epsilon, step_size = _per_row(epsilon, x), _per_row(step_size, x)
+    if np.all(epsilon == 0):
         return x.copy()
-    low = np.clip(x - np.float32(epsilon), 0.0, 1.0)
-    high = np.clip(x + np.float32(epsilon), 0.0, 1.0)
+    low = np.clip(x - epsilon, 0.0, 1.0)
+    high = np.clip(x + epsilon, 0.0, 1.0)
     adversarial = x.copy()
     if random_start:
         rng = rng if rng is not None else np.random.default_rng(0)
-        noise = rng.uniform(-epsilon, epsilon, x.shape).astype(np.float32)
+        noise = rng.uniform(-1.0, 1.0, x.shape).astype(np.float32) * epsilon
         adversarial = np.clip(x + noise, low, high)
     for _ in range(int(steps)):
-        adversarial = adversarial + np.float32(step_size) * np.sign(gradient(adversarial, y))
+        adversarial = adversarial + step_size * np.sign(gradient(adversarial, y))
         adversarial = np.clip(adversarial, low, high)
     return adversarial
+
+
+def attack_all(gradient, attack: str, images: np.ndarray, labels: np.ndarray, epsilons,
+               params: Params, chunk: int, rng: np.random.Generator, bar=None) -> list:
+    """Adversarial images for every epsilon (> 0), in as few gradient calls as the batch allows:
+    FGSM takes one gradient per chunk for all budgets; PGD stacks the chunk once per budget into
+    one batch of at most `chunk` rows."""
+    parts: list[list[np.ndarray]] = [[] for _ in epsilons]
+    per_chunk = chunk if attack == "fgsm" else max(1, chunk // len(epsilons))
+    for start in range(0, len(images), per_chunk):
+        x, y = images[start:start + per_chunk], labels[start:start + per_chunk]
+        if attack == "fgsm":
+            found = fgsm_many(gradient, x, y, epsilons)
+        else:
+            rows = np.repeat(np.asarray(epsilons, np.float32), len(x))
+            steps = np.asarray([params.step_size(e) for e in epsilons], np.float32)
+            stacked = pgd(gradient, np.concatenate([x] * len(epsilons)),
+                          np.concatenate([y] * len(epsilons)), rows, params.pgd_steps,
+                          np.repeat(steps, len(x)), params.random_start, rng)
+            found = np.split(stacked, len(epsilons))
+        for e, adversarial in enumerate(found):
+            parts[e].append(adversarial)
+        if bar is not None:
+            bar.update(len(x) * len(epsilons))
+    return [np.concatenate(p) for p in parts]
 
 
 def classify(net, images: np.ndarray):
@@ -319,23 +360,21 @@ def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
         for t, target in enumerate(params.targets):
             gradient = loss_gradient(logits_function(net, target)) if attacked and n else None
             for a, attack in enumerate(params.attacks):
+                found = dict(zip(attacked, attack_all(gradient, attack, images, labels,
+                                                      attacked, params, chunk, rng, bar))) \
+                    if gradient is not None else {}
+                # every budget's adversarials classified in one pass
+                together = classify(net, np.concatenate(list(found.values()))) if found else None
                 for e, epsilon in enumerate(epsilons):
                     if epsilon == 0:                   # nothing to attack: the clean results
                         predicted, distances = clean_predicted, clean_distances
                         adversarial, recon = images, clean_recon
                     else:
-                        parts = []
-                        for start in range(0, n, chunk):
-                            x, y = images[start:start + chunk], labels[start:start + chunk]
-                            if attack == "fgsm":
-                                parts.append(fgsm(gradient, x, y, epsilon))
-                            else:
-                                parts.append(pgd(gradient, x, y, epsilon, params.pgd_steps,
-                                                 params.step_size(epsilon), params.random_start,
-                                                 rng))
-                            bar.update(len(x))
-                        adversarial = np.concatenate(parts)
-                        predicted, distances, recon = classify(net, adversarial)
+                        adversarial = found[epsilon]
+                        k = attacked.index(epsilon)
+                        rows = slice(k * n, (k + 1) * n)
+                        predicted, distances, recon = (None if part is None else part[rows]
+                                                       for part in together)
                         if distances is None:
                             distances = np.full(n, np.nan)
                     success = (predicted != labels) & correct

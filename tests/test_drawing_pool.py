@@ -1,0 +1,83 @@
+"""Dataset panels drawn ahead in a worker process (reportgen.pages.drawing_pool) give the same
+site, byte for byte, as drawing them in the build's own process."""
+
+from __future__ import annotations
+
+import pytest
+
+from reportgen.errors import ReportgenError
+from reportgen.pages import drawing_pool
+from test_training import TINY_TOML, _tiny_data
+
+
+def test_processes_follow_the_estimate_and_the_environment(monkeypatch):
+    monkeypatch.delenv(drawing_pool.ENVIRONMENT, raising=False)
+    monkeypatch.setattr(drawing_pool.os, "cpu_count", lambda: 2)
+    assert drawing_pool.processes_for(drawing_pool.WORTH_A_PROCESS_S - 1) == 0
+    assert drawing_pool.processes_for(drawing_pool.WORTH_A_PROCESS_S + 1) == 1
+    monkeypatch.setattr(drawing_pool.os, "cpu_count", lambda: 1)    # no second core to use
+    assert drawing_pool.processes_for(1000) == 0
+    monkeypatch.setenv(drawing_pool.ENVIRONMENT, "2")
+    assert drawing_pool.processes_for(0) == 2
+    monkeypatch.setenv(drawing_pool.ENVIRONMENT, "0")
+    assert drawing_pool.processes_for(1000) == 0
+    monkeypatch.setenv(drawing_pool.ENVIRONMENT, "many")
+    with pytest.raises(ReportgenError, match=drawing_pool.ENVIRONMENT):
+        drawing_pool.processes_for(0)
+
+
+def _tree(folder):
+    return {p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.slow
+def test_a_site_drawn_ahead_in_a_worker_equals_one_drawn_in_the_build(tmp_path, monkeypatch):
+    from reportgen.catalog import Catalog
+    from reportgen.commands.build import run_build
+    from reportgen.training.trainer import TrainOptions, train
+
+    models = tmp_path / "models"
+    (models / "Tiny").mkdir(parents=True)
+    (models / "Tiny" / "params.toml").write_text(
+        TINY_TOML.format(data=_tiny_data(tmp_path / "toy.npz")))
+    train(Catalog(models).get("Tiny"), TrainOptions(epochs=1))
+
+    taken = []
+    original = drawing_pool.DrawingPool.take
+
+    def take(self, key):
+        started = key in self._pending
+        figures = original(self, key)
+        taken.append((started, figures is not None))
+        return figures
+
+    monkeypatch.setattr(drawing_pool.DrawingPool, "take", take)
+    def plan(name):
+        from reportgen.commands.build_settings import default_techniques
+        from reportgen.engine.model import ModelHandle
+        from reportgen.engine.step import plan as engine_plan
+        from reportgen.techniques import get_technique
+
+        return engine_plan([get_technique(t) for t in default_techniques()],
+                           ModelHandle(Catalog(models).get(name).params)).variants
+
+    sites = {}
+    for processes in ("1", "0"):
+        monkeypatch.setenv(drawing_pool.ENVIRONMENT, processes)
+        project = tmp_path / f"project-{processes}"
+        project.mkdir()
+        monkeypatch.chdir(project)
+        summary = run_build(models_dir=models, models="Tiny", steps="last", images="test:0-1",
+                            analyses="last", eval_images=12, site_dir="site",
+                            cache_dir=str(project / "cache"))
+        assert summary.ok
+        sites[processes] = _tree(project / "site")
+        if processes == "1":      # every dataset panel (2 steps) came from the worker
+            analyses = sum(t.scope == "dataset" for t, _ in plan("Tiny"))
+            assert [got for started, got in taken if started] == [True] * (2 * analyses)
+            taken.clear()
+    assert not any(started for started, _ in taken)     # no worker: nothing drawn ahead
+    assert sites["1"].keys() == sites["0"].keys()
+    different = [name for name in sites["1"] if sites["1"][name] != sites["0"][name]]
+    assert different == []
