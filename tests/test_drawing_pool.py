@@ -1,5 +1,5 @@
-"""Dataset panels drawn ahead in a worker process (reportgen.pages.drawing_pool) give the same
-site, byte for byte, as drawing them in the build's own process."""
+"""Panels drawn ahead in a worker process (reportgen.pages.drawing_pool) give the same site,
+byte for byte, as drawing them in the build's own process."""
 
 from __future__ import annotations
 
@@ -10,20 +10,19 @@ from reportgen.pages import drawing_pool
 from test_training import TINY_TOML, _tiny_data
 
 
-def test_processes_follow_the_estimate_and_the_environment(monkeypatch):
+def test_one_worker_where_there_is_a_second_core_unless_the_environment_says(monkeypatch):
     monkeypatch.delenv(drawing_pool.ENVIRONMENT, raising=False)
     monkeypatch.setattr(drawing_pool.os, "cpu_count", lambda: 2)
-    assert drawing_pool.processes_for(drawing_pool.WORTH_A_PROCESS_S - 1) == 0
-    assert drawing_pool.processes_for(drawing_pool.WORTH_A_PROCESS_S + 1) == 1
+    assert drawing_pool.processes_for() == 1
     monkeypatch.setattr(drawing_pool.os, "cpu_count", lambda: 1)    # no second core to use
-    assert drawing_pool.processes_for(1000) == 0
+    assert drawing_pool.processes_for() == 0
     monkeypatch.setenv(drawing_pool.ENVIRONMENT, "2")
-    assert drawing_pool.processes_for(0) == 2
+    assert drawing_pool.processes_for() == 2
     monkeypatch.setenv(drawing_pool.ENVIRONMENT, "0")
-    assert drawing_pool.processes_for(1000) == 0
+    assert drawing_pool.processes_for() == 0
     monkeypatch.setenv(drawing_pool.ENVIRONMENT, "many")
     with pytest.raises(ReportgenError, match=drawing_pool.ENVIRONMENT):
-        drawing_pool.processes_for(0)
+        drawing_pool.processes_for()
 
 
 def _tree(folder):
@@ -73,9 +72,10 @@ def test_a_site_drawn_ahead_in_a_worker_equals_one_drawn_in_the_build(tmp_path, 
                             cache_dir=str(project / "cache"))
         assert summary.ok
         sites[processes] = _tree(project / "site")
-        if processes == "1":      # every dataset panel (2 steps) came from the worker
+        if processes == "1":      # panels drawn ahead: taken from the worker, or withdrawn
             analyses = sum(t.scope == "dataset" for t, _ in plan("Tiny"))
-            assert [got for started, got in taken if started] == [True] * (2 * analyses)
+            assert sum(started for started, _ in taken) >= 2 * analyses
+            assert any(got for _, got in taken), "the worker drew nothing"
             taken.clear()
     assert not any(started for started, _ in taken)     # no worker: nothing drawn ahead
     assert sites["1"].keys() == sites["0"].keys()

@@ -250,15 +250,15 @@ class _Build:
         self.keep_measurements()
 
     def _run(self, entries) -> None:
-        from reportgen.pages.drawing_pool import DrawingPool
+        from reportgen.pages.drawing_pool import DrawingPool, processes_for
 
         models = []
         try:
-            plans = self.say_plan(entries)
+            self.say_plan(entries)
             if self.cluster is not None:   # the steps' results first, then the site as always
                 self.cluster.compute(self, entries)
-            else:
-                self.assembler.drawing = DrawingPool(self.drawing_processes(plans))
+            else:                          # started with the first model that computes
+                self.assembler.drawing = DrawingPool(processes_for())
             for entry in entries:
                 data = self.model_or_failure(entry)
                 if data is not None:
@@ -291,16 +291,7 @@ class _Build:
             console.notice(whole_build_line(plans, self.clock.costs))
             self.clock.total_estimate = build_seconds(plans, self.clock.costs)
             self.summary.estimate = self.clock.total_estimate
-        return plans
 
-    def drawing_processes(self, plans) -> int:
-        """Worker processes drawing the dataset analyses' figures ahead (drawing_pool): one
-        when the plans expect much drawing."""
-        from reportgen.pages.drawing_pool import processes_for
-
-        return processes_for(sum(plan.seconds(self.clock.costs,
-                                              {"analysed_step": len(plan.analysed)})
-                                 for plan in plans))
 
     def keep_measurements(self) -> None:
         """What this build measured, for the next estimate on this machine
@@ -460,6 +451,8 @@ class _Build:
         another."""
         from reportgen.engine.model import build_keras_model
 
+        if self.assembler.drawing is not None:   # something to compute: something to draw
+            self.assembler.drawing.start()
         started = time.monotonic()
         if "tensorflow" not in sys.modules:     # its import is the build's, not the model's
             from reportgen.tf_quiet import import_tensorflow_quietly

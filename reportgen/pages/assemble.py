@@ -86,7 +86,7 @@ class Assembler:
                    ctx: RenderContext) -> None:
         """Start drawing the panel of arrays just computed in the build's drawing pool (if it
         has one and the figures are not stored yet); `panel` takes what it drew."""
-        if self.drawing is None:
+        if self.drawing is None or not self.drawing.processes:
             return
         fig_key = self.figure_key(params, array_key, ctx)
         if self.store.get_figures(fig_key) is None:

@@ -1,14 +1,17 @@
-"""Drawing dataset panels in a worker process while the build computes the next analysis.
+"""Drawing the dataset analyses' panels in a worker process while the next analysis computes.
 
 A cold build spends about as long drawing the dataset analyses' figures (matplotlib: Python,
-one core) as computing them (TensorFlow). As soon as an analysis' arrays are stored, the build
-hands them to a worker process (`DrawingPool.submit`); when the step's panels are assembled,
-`take` returns what the worker drew, and the store keeps it exactly as if drawn in the build's
-own process (same renderers, same bytes). Renderers never import TensorFlow, so a worker
-starts in about a second: it is started only for builds with much to draw (`worth_a_process`).
+one core) as computing them (TensorFlow, seconds per analysis). As soon as an analysis' arrays
+are stored, the build hands them to a worker process (`DrawingPool.submit`); when the step's
+panels are assembled, `take` returns what the worker drew, and the store keeps it exactly as
+if drawn in the build's own process (same renderers, same bytes). Figures the worker has not
+begun by then are withdrawn and drawn by the build itself, so both cores draw. Renderers never
+import TensorFlow: a worker starts in about a second, while the build imports TensorFlow.
+(The inputs' panels are drawn in the build's process: handed to the worker, during the probe
+pass or after it, they did not make a cold build faster per image; README, Benchmarks.)
 
-`REPORTGEN_DRAWING_PROCESSES` overrides the choice: 0 draws everything in the build's process,
-N > 0 uses N workers whatever the build's size.
+`REPORTGEN_DRAWING_PROCESSES` overrides the choice of one worker on a machine with two cores
+or more: 0 draws everything in the build's process, N > 0 uses N workers.
 """
 
 from __future__ import annotations
@@ -17,13 +20,11 @@ import os
 import signal
 
 ENVIRONMENT = "REPORTGEN_DRAWING_PROCESSES"
-# Estimated seconds of dataset figures below which a worker does not pay for its start (~1 s
-# of CPU importing NumPy, matplotlib and the renderers) and the second core it takes.
-WORTH_A_PROCESS_S = 30.0
 
 
-def processes_for(estimated_drawing_seconds: float) -> int:
-    """Worker processes for a build expected to draw its dataset figures for that long."""
+def processes_for() -> int:
+    """Worker processes for a build: one where there is a second core, unless the environment
+    says otherwise."""
     chosen = os.environ.get(ENVIRONMENT, "").strip()
     if chosen:
         try:
@@ -35,9 +36,7 @@ def processes_for(estimated_drawing_seconds: float) -> int:
                                  received=repr(chosen),
                                  fix=f"set {ENVIRONMENT}=0 (draw in the build's process) or "
                                      f"a number of worker processes, or unset it") from None
-    if (os.cpu_count() or 1) < 2 or estimated_drawing_seconds < WORTH_A_PROCESS_S:
-        return 0
-    return 1
+    return 1 if (os.cpu_count() or 1) >= 2 else 0
 
 
 class DrawingPool:
@@ -48,26 +47,35 @@ class DrawingPool:
         self._executor = None
         self._pending: dict = {}
 
+    def start(self) -> None:
+        """Start the workers (each imports the renderers: about a second, while the build
+        imports TensorFlow and builds its first model)."""
+        if self.processes <= 0 or self._executor is not None:
+            return
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        # spawn, not fork: the build's process runs TensorFlow's threads
+        self._executor = ProcessPoolExecutor(
+            self.processes, mp_context=multiprocessing.get_context("spawn"),
+            initializer=_worker_started)
+        for _ in range(self.processes):
+            self._executor.submit(_warm_up)
+
     def submit(self, key: str, technique: str, arrays: dict, params, ctx) -> None:
         """Start drawing `technique`'s figures of `arrays` (what `Technique.render` gets)."""
         if self.processes <= 0 or key in self._pending:
             return
-        if self._executor is None:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            # spawn, not fork: the build's process runs TensorFlow's threads
-            self._executor = ProcessPoolExecutor(
-                self.processes, mp_context=multiprocessing.get_context("spawn"),
-                initializer=_worker_started)
+        self.start()
         self._pending[key] = self._executor.submit(_draw, technique, arrays, params, ctx)
 
     def take(self, key: str):
         """The figures drawn for `key` (a list of techniques.base.Figure), or None when none
-        were started or drawing failed (the caller draws them itself and reports any error
-        as a build always does)."""
+        were started, the worker has not begun them (they are withdrawn: the caller draws
+        them itself, so both cores draw) or drawing failed (the caller draws them and reports
+        any error as a build always does)."""
         future = self._pending.pop(key, None)
-        if future is None:
+        if future is None or future.cancel():
             return None
         try:
             return future.result()
@@ -86,6 +94,13 @@ def _worker_started() -> None:
     # Ctrl-C at the terminal reaches the whole process group: the build handles it and stops
     # its workers; a worker must not print a traceback of its own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _warm_up() -> None:
+    import reportgen.figures.plots  # noqa: F401  (matplotlib and the shared chart helpers)
+    from reportgen.techniques import all_techniques
+
+    all_techniques()
 
 
 def _draw(technique: str, arrays: dict, params, ctx) -> list:
