@@ -7,6 +7,9 @@ panels are assembled, `take` returns what the worker drew, and the store keeps i
 if drawn in the build's own process (same renderers, same bytes). Figures the worker has not
 begun by then are withdrawn and drawn by the build itself, so both cores draw. Renderers never
 import TensorFlow: a worker starts in about a second, while the build imports TensorFlow.
+A worker is `python -m reportgen.pages.drawing_pool` reading pickled jobs on its standard input
+(not a multiprocessing pool: that re-imports the caller's main script in the worker, which
+reruns a user's unguarded script and could wait for the build's own lock).
 (The inputs' panels are drawn in the build's process: handed to the worker, during the probe
 pass or after it, they did not make a cold build faster per image; README, Benchmarks.)
 
@@ -17,9 +20,18 @@ or more: 0 draws everything in the build's process, N > 0 uses N workers.
 from __future__ import annotations
 
 import os
+import pickle
 import signal
+import struct
+import subprocess
+import sys
+import threading
+from collections import deque
+from concurrent.futures import Future
+from pathlib import Path
 
 ENVIRONMENT = "REPORTGEN_DRAWING_PROCESSES"
+_HEADER = struct.Struct("!Q")          # each message: its length, then a pickle
 
 
 def processes_for() -> int:
@@ -39,41 +51,71 @@ def processes_for() -> int:
     return 1 if (os.cpu_count() or 1) >= 2 else 0
 
 
+def _send(stream, message) -> None:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(data)) + data)
+    stream.flush()
+
+
+def _receive(stream):
+    """The next message, or None at the end of the stream."""
+    header = stream.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        return None
+    (size,) = _HEADER.unpack(header)
+    data = stream.read(size)
+    return pickle.loads(data) if len(data) == size else None
+
+
 class DrawingPool:
-    """Figures drawn ahead in worker processes, keyed by their figure entry's key."""
+    """Figures drawn ahead in worker processes, keyed by their figure entry's key.
+
+    Jobs wait here, in order, until a worker is free: one still waiting can be withdrawn
+    (`take` draws it in the build's process instead)."""
 
     def __init__(self, processes: int):
         self.processes = processes
-        self._executor = None
-        self._pending: dict = {}
+        self._pending: dict[str, Future] = {}
+        self._queue: deque = deque()
+        self._ready = threading.Condition()
+        self._workers: list[subprocess.Popen] = []
+        self._threads: list[threading.Thread] = []
+        self._closing = False
 
     def start(self) -> None:
         """Start the workers (each imports the renderers: about a second, while the build
         imports TensorFlow and builds its first model)."""
-        if self.processes <= 0 or self._executor is not None:
+        if self.processes <= 0 or self._workers:
             return
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        # spawn, not fork: the build's process runs TensorFlow's threads
-        self._executor = ProcessPoolExecutor(
-            self.processes, mp_context=multiprocessing.get_context("spawn"),
-            initializer=_worker_started)
+        package_root = str(Path(__file__).resolve().parents[2])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            [package_root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                              if p])}
         for _ in range(self.processes):
-            self._executor.submit(_warm_up)
+            worker = subprocess.Popen([sys.executable, "-m", "reportgen.pages.drawing_pool"],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+            thread = threading.Thread(target=self._serve, args=(worker,), daemon=True,
+                                      name="reportgen-drawing")
+            self._workers.append(worker)
+            self._threads.append(thread)
+            thread.start()
 
     def submit(self, key: str, technique: str, arrays: dict, params, ctx) -> None:
         """Start drawing `technique`'s figures of `arrays` (what `Technique.render` gets)."""
         if self.processes <= 0 or key in self._pending:
             return
         self.start()
-        self._pending[key] = self._executor.submit(_draw, technique, arrays, params, ctx)
+        future: Future = Future()
+        self._pending[key] = future
+        with self._ready:
+            self._queue.append((future, (technique, arrays, params, ctx)))
+            self._ready.notify()
 
     def take(self, key: str):
         """The figures drawn for `key` (a list of techniques.base.Figure), or None when none
-        were started, the worker has not begun them (they are withdrawn: the caller draws
-        them itself, so both cores draw) or drawing failed (the caller draws them and reports
-        any error as a build always does)."""
+        were started, no worker has begun them (they are withdrawn: the caller draws them
+        itself, so both cores draw) or drawing failed (the caller draws them and reports any
+        error as a build always does)."""
         future = self._pending.pop(key, None)
         if future is None or future.cancel():
             return None
@@ -84,16 +126,58 @@ class DrawingPool:
 
     def close(self) -> None:
         """Stop the workers; figures never taken are dropped (they are drawn when needed)."""
+        with self._ready:
+            self._closing = True
+            for future, _ in self._queue:
+                future.cancel()
+            self._queue.clear()
+            self._ready.notify_all()
         self._pending.clear()
-        if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
-            self._executor = None
+        for worker in self._workers:
+            try:
+                worker.stdin.close()            # the worker's end of input: it exits
+            except OSError:
+                pass
+        for worker, thread in zip(self._workers, self._threads):
+            try:
+                worker.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+                worker.wait()
+            thread.join(timeout=5)
+            if worker.stdout is not None:
+                worker.stdout.close()
+        self._workers, self._threads = [], []
 
+    def _serve(self, worker: subprocess.Popen) -> None:
+        """Hand one worker the next job whenever it is free, until the pool closes."""
+        while True:
+            with self._ready:
+                while not self._queue and not self._closing:
+                    self._ready.wait()
+                if self._closing:
+                    return
+                future, job = self._queue.popleft()
+            if not future.set_running_or_notify_cancel():
+                continue                        # withdrawn by `take`
+            try:
+                _send(worker.stdin, job)
+                reply = _receive(worker.stdout)
+            except (OSError, ValueError) as exc:  # the worker is gone (or the pool closed)
+                reply = ("error", repr(exc))
+            if reply is None or reply[0] != "ok":
+                future.set_exception(RuntimeError(f"drawing worker: {reply!r}"[:500]))
+                if reply is None:
+                    return self._fail_waiting()
+            else:
+                future.set_result(reply[1])
 
-def _worker_started() -> None:
-    # Ctrl-C at the terminal reaches the whole process group: the build handles it and stops
-    # its workers; a worker must not print a traceback of its own.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    def _fail_waiting(self) -> None:
+        """A worker died: what waits for it is drawn by the build (its `take` gets None)."""
+        with self._ready:
+            for future, _ in self._queue:
+                future.cancel()
+            self._queue.clear()
 
 
 def _warm_up() -> None:
@@ -107,3 +191,29 @@ def _draw(technique: str, arrays: dict, params, ctx) -> list:
     from reportgen.techniques import get_technique
 
     return list(get_technique(technique).render(arrays, params, ctx))
+
+
+def _worker() -> None:
+    """A worker's loop: a job in on standard input, its figures (or the error) out."""
+    # Ctrl-C at the terminal reaches the whole process group: the build handles it and closes
+    # the pool; a worker must not print a traceback of its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    requests, replies = sys.stdin.buffer, os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())   # a stray print cannot break a reply
+    _warm_up()
+    while True:
+        job = _receive(requests)
+        if job is None:
+            return
+        try:
+            reply = ("ok", _draw(*job))
+        except Exception as exc:                # noqa: BLE001 (the build draws it again)
+            reply = ("error", f"{type(exc).__name__}: {exc}")
+        try:
+            _send(replies, reply)
+        except OSError:                         # the build is gone (killed): so is its work
+            return
+
+
+if __name__ == "__main__":
+    _worker()
