@@ -52,8 +52,9 @@ def test_a_site_drawn_ahead_in_a_worker_equals_one_drawn_in_the_build(tmp_path, 
         return figures
 
     monkeypatch.setattr(drawing_pool.DrawingPool, "take", take)
+    from reportgen.commands.build_settings import default_techniques
+
     def plan(name):
-        from reportgen.commands.build_settings import default_techniques
         from reportgen.engine.model import ModelHandle
         from reportgen.engine.step import plan as engine_plan
         from reportgen.techniques import get_technique
@@ -61,15 +62,20 @@ def test_a_site_drawn_ahead_in_a_worker_equals_one_drawn_in_the_build(tmp_path, 
         return engine_plan([get_technique(t) for t in default_techniques()],
                            ModelHandle(Catalog(models).get(name).params)).variants
 
+    from reportgen.techniques import get_technique
+
+    dataset = tuple(name for name in default_techniques()
+                    if get_technique(name).scope == "dataset")
     sites = {}
     for processes in ("1", "0"):
         monkeypatch.setenv(drawing_pool.ENVIRONMENT, processes)
         project = tmp_path / f"project-{processes}"
         project.mkdir()
         monkeypatch.chdir(project)
-        summary = run_build(models_dir=models, models="Tiny", steps="last", images="test:0-1",
-                            analyses="last", eval_images=12, site_dir="site",
-                            cache_dir=str(project / "cache"))
+        # every dataset analysis (the panels the worker draws), no inputs: a shorter test
+        summary = run_build(models_dir=models, models="Tiny", steps="last", images="none",
+                            techniques=dataset, analyses="last", eval_images=12,
+                            site_dir="site", cache_dir=str(project / "cache"))
         assert summary.ok
         sites[processes] = _tree(project / "site")
         if processes == "1":      # panels drawn ahead: taken from the worker, or withdrawn
