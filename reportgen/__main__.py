@@ -2,5 +2,5 @@
 
 from reportgen.cli import main
 
-if __name__ == "__main__":      # not when a worker process re-imports the main module
+if __name__ == "__main__":      # importing the module runs nothing
     main()

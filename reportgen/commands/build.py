@@ -292,7 +292,6 @@ class _Build:
             self.clock.total_estimate = build_seconds(plans, self.clock.costs)
             self.summary.estimate = self.clock.total_estimate
 
-
     def keep_measurements(self) -> None:
         """What this build measured, for the next estimate on this machine
         (reportgen.commands.build_time): not from a cluster (its steps ran elsewhere); the

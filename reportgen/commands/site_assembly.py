@@ -117,9 +117,7 @@ def step_data(assembler, model: str, step, description, variants, inputs, datase
             seconds["dataset"] = seconds.get("dataset", 0.0) + time.perf_counter() - started
     started = time.perf_counter()
     # NumPy and zlib release the GIL, so a second thread overlaps part of the drawing (under
-    # 10 % on two cores: most of it is Python). Handing them to the build's drawing worker
-    # (reportgen.pages.drawing_pool) as the dataset panels above did not pay: measured, the
-    # per-image time stayed the same (README, Benchmarks).
+    # 10 % on two cores: most of it is Python); not in the drawing worker (drawing_pool).
     jobs = [(item, t, p) for item in inputs for t, p in variants
             if t.scope == "input" and (t.name, p, item.key) in keys.inputs]
     contexts = {item.key: context(model, str(step), description, dataset, item)

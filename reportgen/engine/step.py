@@ -108,9 +108,8 @@ def compute_step(model, weights_path, variants, inputs, eval_set, keys: StepKeys
     """Fill the store with every result of `keys` that is missing; returns the counts.
     `model` is a CapsNet or a ModelHandle (built only if something is missing). `analysed`,
     if given, is called with (technique, params, key, arrays) as each dataset analysis is
-    stored (the build starts drawing it while the next one computes: an analysis computes for
-    seconds, so the drawing overlaps it; the inputs' panels would only slow the probe pass's
-    two TensorFlow threads down)."""
+    stored (the build starts drawing it while the next one computes; reportgen.pages.drawing_pool
+    says why only these)."""
     counts = StepCounts()
     present = {k for group in (keys.inputs, keys.checkpoint, keys.dataset)
                for k in group.values() if store.has_arrays(k)}
