@@ -5,6 +5,7 @@ steps x 3 inputs) with Material and with the built-in fallback theme."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -792,3 +793,31 @@ def test_live_decoder_files_and_pickers(built):
     # the live decoder is not a picture: the filmstrip and compare pickers do not offer it
     for page in (demo / "filmstrip.html", site / "compare.html"):
         assert 'value="live_decoder"' not in page.read_text("utf-8")
+
+
+def test_figure_files_are_linked_into_the_site_and_theme_files_copied(built):
+    """MkDocs would copy every figure (reportgen.pages.linked_figures): the site shares the docs
+    folder's files (themselves the store's), while theme and page files are the site's own."""
+    _, project, site = built
+    docs = project / "docs"
+    figures = [p for p in (site / "artifacts").rglob("*") if p.is_file()]
+    assert len(figures) > 100
+    for path in figures:
+        assert os.path.samefile(path, docs / path.relative_to(site)), path
+    others = [p for p in site.rglob("*") if p.is_file() and "artifacts" not in p.parts]
+    assert others and all(p.stat().st_nlink == 1 for p in others)
+
+
+def test_an_input_png_is_replaced_not_rewritten(tmp_path):
+    """The site may link the docs folder's input images: writing one again makes a new file,
+    so a linked copy keeps what it showed."""
+    from reportgen.pages.assemble import write_input_png
+
+    path = tmp_path / "inputs" / "test-0.png"
+    write_input_png(np.zeros((4, 4, 1)), path)
+    os.link(path, tmp_path / "linked.png")
+    before = (tmp_path / "linked.png").read_bytes()
+    write_input_png(np.ones((4, 4, 1)), path)
+    assert (tmp_path / "linked.png").read_bytes() == before
+    assert path.read_bytes() != before
+    assert sorted(p.name for p in path.parent.iterdir()) == ["test-0.png"]

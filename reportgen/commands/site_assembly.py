@@ -264,14 +264,18 @@ def model_facts(handle, store) -> tuple[int, list[ArchitectureRow]]:
 # The training filmstrip
 
 
+FILMSTRIP_VERSION = 2     # 2: an input's frames of one technique in one store entry
+RANGE_FILE = "range.json"   # the frames' shared scale, [vmin, vmax] (null: nothing to scale)
+
+
 def filmstrip_frames(assembler, model: str, description, dataset, variants, inputs,
                      steps: list[StepData]) -> None:
     """Each input's frames of the techniques with a data-set colour scale, drawn again with one
     scale shared by every step (the union of the steps' ranges, reportgen.figures.shared_scale),
-    so the filmstrip's frames compare; set as `Panel.shared` of each step's panel."""
-    from dataclasses import replace
-
-    from reportgen.figures.shared_scale import RANGES, shared_range
+    so the filmstrip's frames compare; set as `Panel.shared` of each step's panel. An input's
+    frames of one technique, and their scale, are one store entry: adding a step changes the
+    scale, so they are drawn again together anyway."""
+    from reportgen.figures.shared_scale import RANGES
     from reportgen.techniques.compute import variant_label
 
     jobs = []
@@ -288,42 +292,56 @@ def filmstrip_frames(assembler, model: str, description, dataset, variants, inpu
                 key = None if keys is None else keys.inputs.get((t.name, p, item.key))
                 if panel is not None and key is not None:
                     found.append((step, panel, key))
-            if len(found) < 2:
-                continue
-            scale = _stored_range(assembler, t, p, found, lambda: shared_range(t.name, p, [
-                assembler.arrays(key, f"{t.name} ({model}, step {step.step}, {item.label})")
-                for step, _, key in found]))
-            if scale is None:
-                continue
-            jobs.extend((t, p, item, step, panel, key, scale) for step, panel, key in found)
+            if len(found) >= 2:
+                jobs.append((t, p, item, found))
 
-    def frame(job):
-        t, p, item, step, panel, key, scale = job
-        ctx = replace(context(model, step.step, description, dataset, item),
-                      value_range=scale, thumbnail=True)
-        panel.shared = assembler.panel(t, p, key, ctx, assembler.docs / "artifacts" / model
-                                       / step.step / item.key / "shared-scale")
-        panel.shared_range = scale
+    def frames(job):
+        _shared_frames(assembler, model, description, dataset, *job)
 
     with ThreadPoolExecutor(max_workers=DRAWING_THREADS) as pool:
-        list(pool.map(frame, jobs))        # threads, as step_data draws
+        list(pool.map(frames, jobs))        # threads, as step_data draws
 
 
-def _stored_range(assembler, tech, params, found, compute):
-    """The shared scale of `found` (step, panel, array key): computed from the arrays once,
-    then read from the store by the array keys (a rebuild loads no arrays for it)."""
+def _shared_frames(assembler, model: str, description, dataset, tech, params, item,
+                   found) -> None:
+    """One input's frames of `tech` at the steps `found` ((step, panel, array key)), on the
+    union of their ranges: drawn once, then read from the store by the array keys (a rebuild
+    loads no arrays)."""
+    from dataclasses import replace
+
+    from reportgen.figures.shared_scale import shared_range
+    from reportgen.pages.assemble import FIGURES_VERSION, MissingResult
     from reportgen.techniques.compute import params_dict
 
-    key = hash_json({"filmstrip_range": tech.name, "version": 1, "params": params_dict(params),
+    what = f"{tech.name} ({model}, {item.label})"
+    key = hash_json({"filmstrip": tech.name, "version": FILMSTRIP_VERSION,
+                     "figures": FIGURES_VERSION, "model": model, "input": item.label,
+                     "classes": list(dataset.class_names), "params": params_dict(params),
+                     "steps": [step.step for step, _, _ in found],
                      "arrays": [array_key for _, _, array_key in found]})
-    figures = assembler.store.get_figures(key)
-    if figures:
-        try:
-            value = json.loads(Path(figures[0]["path"]).read_bytes())
-            return None if value is None else (float(value[0]), float(value[1]))
-        except (OSError, ValueError, KeyError, TypeError, IndexError):
-            pass                       # removed or damaged: computed again below
-    scale = compute()
-    data = json.dumps(None if scale is None else [float(scale[0]), float(scale[1])])
-    assembler.store.put_figures(key, [Figure(name="range.json", data=data.encode(), kind="json")])
-    return scale
+
+    def draw():
+        arrays = [assembler.arrays(array_key, f"{what}, step {step.step}")
+                  for step, _, array_key in found]
+        scale = shared_range(tech.name, params, arrays)
+        frames = [] if scale is None else [
+            list(tech.render(values, params, replace(
+                context(model, step.step, description, dataset, item),
+                value_range=scale, thumbnail=True)))
+            for (step, _, _), values in zip(found, arrays)]
+        return frames, [Figure(name=RANGE_FILE, kind="json", data=json.dumps(
+            None if scale is None else [float(scale[0]), float(scale[1])]).encode())]
+
+    panels, own = assembler.panel_series(
+        tech, params, key, draw,
+        [assembler.docs / "artifacts" / model / step.step / item.key / "shared-scale"
+         for step, _, _ in found], about=f"the filmstrip frames of {what}")
+    try:
+        value = json.loads(Path(own[RANGE_FILE]).read_bytes())
+    except (OSError, ValueError, KeyError):
+        raise MissingResult(f"the filmstrip frames of {what}", key) from None
+    if value is None:
+        return
+    for (_, panel, _), shared in zip(found, panels):
+        panel.shared = shared
+        panel.shared_range = (float(value[0]), float(value[1]))

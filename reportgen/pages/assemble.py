@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,7 @@ FIGURES_VERSION = 22     # bump when drawing changes: figures are redrawn, array
 HANDED_ON_VERSION = 1
 HANDED_ON_FILE = "handed_on.json"
 _ATTEMPTS = 2            # a figure entry removed between listing and reading: draw it again
+_SERIES_MARK = "~"      # "3~rpv.png": panel 3's file in a series entry (panel_series)
 
 
 class MissingResult(ReportgenError):
@@ -157,6 +159,40 @@ class Assembler:
             panel = self._place(tech, params, figures, out_dir)
             panel.title = f"{panel.title} {title_suffix}".strip()
             return panel
+        raise AssertionError("unreachable")
+
+    def panel_series(self, tech, params, key: str, draw, out_dirs: list[Path],
+                     about: str) -> tuple[list[Panel | None], dict[str, str]]:
+        """Panels of one technique drawn together and kept as one store entry, `key` (the
+        filmstrip's frames of one input, a step each, on one colour scale: one entry instead
+        of one per frame). `draw()` gives a list of figures per panel (one per out_dir) and
+        figures of the whole series; it runs only when the entry is not stored. Returns the
+        panels (None where `draw` gave no figures) and {name: store path} of the series'
+        own files."""
+        for attempt in range(_ATTEMPTS):
+            figures = self.store.get_figures(key)
+            if figures is None:
+                per_panel, own = draw()
+                drawn = list(own) + [replace(fig, name=f"{i}{_SERIES_MARK}{fig.name}")
+                                     for i, figs in enumerate(per_panel) for fig in figs]
+                figures = self.store.put_figures(key, drawn, about=about)
+                with self._lock:
+                    self.drawn += len(per_panel)
+            try:
+                self._remember(figures)
+            except OSError:
+                if attempt + 1 == _ATTEMPTS:
+                    raise MissingResult(about, key) from None
+                continue
+            panels = []
+            for i, out_dir in enumerate(out_dirs):
+                prefix = f"{i}{_SERIES_MARK}"
+                mine = [{**fig, "name": fig["name"][len(prefix):]} for fig in figures
+                        if fig["name"].startswith(prefix)]
+                panels.append(self._place(tech, params, mine, out_dir) if mine else None)
+            own = {fig["name"]: fig["path"] for fig in figures
+                   if _SERIES_MARK not in fig["name"]}
+            return panels, own
         raise AssertionError("unreachable")
 
     # -- what a panel hands on to other pages: numbers and data, not read from its figures ----
@@ -315,10 +351,13 @@ def write_input_png(image: np.ndarray, path: Path) -> None:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     pixels = np.clip(np.round(np.asarray(image) * 255), 0, 255).astype(np.uint8)
+    # a new file replaces the old one (never rewritten in place: the site may link it)
+    tmp = path.with_name(path.name + ".tmp")
     if pixels.shape[-1] == 1:
-        Image.fromarray(pixels[..., 0], "L").save(path)
+        Image.fromarray(pixels[..., 0], "L").save(tmp, format="PNG")
     else:
-        Image.fromarray(pixels, "RGB").save(path)
+        Image.fromarray(pixels, "RGB").save(tmp, format="PNG")
+    tmp.replace(path)
 
 
 def prediction(lengths: np.ndarray, true_class: int | None, class_names,

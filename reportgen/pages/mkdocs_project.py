@@ -165,6 +165,7 @@ def build_site(project_dir: Path, site_dir: Path, *, strict: bool = False,
     from mkdocs.config import load_config
     from mkdocs.exceptions import MkDocsException
 
+    from reportgen.pages import linked_figures
     from reportgen.pages.site_output import staged_site
 
     project_dir, site_dir = Path(project_dir), Path(site_dir)
@@ -176,6 +177,7 @@ def build_site(project_dir: Path, site_dir: Path, *, strict: bool = False,
         try:
             config = load_config(config_file=str(config_file), site_dir=str(staging),
                                  strict=strict)
+            linked_figures.register(config)     # figure files linked, not copied
             build(config)
         except MkDocsException as exc:
             raise ReportgenError("MkDocs could not build the site.", received=str(exc),
