@@ -86,19 +86,29 @@ def test_a_summary_is_handed_on_fresh_and_from_the_store_without_the_arrays(tmp_
     # the download holds the same numbers (it is not where they are read from)
     exported = next(f for f in fresh.figures if f.kind == "json")
     assert _same(json.loads(Path(exported.source).read_bytes()), expected)
-    # a later build: the figures are stored, the numbers come from their own entry
+    # one store entry: the numbers are kept with the figures, and not placed in docs
+    entries = [p.parent for p in (tmp_path / "cache" / "figures").rglob("meta.json")]
+    assert len(entries) == 1 and (entries[0] / HANDED_ON_FILE).is_file()
+    assert HANDED_ON_FILE not in {Path(f.path).name for f in fresh.figures}
+    # a later build: the figures are stored, the numbers come from their entry
     later = _assembler(tmp_path)
     monkeypatch.setattr(ArtifactStore, "get_arrays", lambda self, key: pytest.fail("arrays"))
     cached = later.panel(SUMMARIZED, Params(), "ab" * 32, CTX, out)
     assert later.drawn == 0 and _same(cached.numbers, expected)
     monkeypatch.undo()
-    # an entry drawn before numbers were handed on: made again from the arrays, not redrawn
-    key = next(k for k in (p.parent.name for p in (tmp_path / "cache" / "figures").rglob(
-        HANDED_ON_FILE)))
-    first.store._discard(first.store._dir("figures", key))
+    # figures stored by an older reportgen, without the numbers: made again from the arrays
+    # (into an entry of their own), not redrawn; then read from there without the arrays
+    meta = json.loads((entries[0] / "meta.json").read_text())
+    meta["figures"] = [f for f in meta["figures"] if f["name"] != HANDED_ON_FILE]
+    (entries[0] / "meta.json").write_text(json.dumps(meta))
+    (entries[0] / HANDED_ON_FILE).unlink()
     again = _assembler(tmp_path)
     rebuilt = again.panel(SUMMARIZED, Params(), "ab" * 32, CTX, out)
     assert again.drawn == 0 and _same(rebuilt.numbers, expected)
+    monkeypatch.setattr(ArtifactStore, "get_arrays", lambda self, key: pytest.fail("arrays"))
+    last = _assembler(tmp_path)
+    assert _same(last.panel(SUMMARIZED, Params(), "ab" * 32, CTX, out).numbers, expected)
+    assert len(list((tmp_path / "cache" / "figures").rglob("meta.json"))) == 2
 
 
 def test_class_capsules_hand_on_their_values(tmp_path):

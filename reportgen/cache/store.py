@@ -174,8 +174,9 @@ class ArtifactStore:
 
         def fill(tmp: Path) -> None:
             np.savez(tmp / "arrays.npz", **arrays)
+            # compact: json's C encoder (indent= runs its pure-Python one, ~0.1 ms an entry)
             (tmp / "meta.json").write_text(json.dumps({**meta, "created": time.time()},
-                                                      indent=1, sort_keys=True))
+                                                      separators=(",", ":"), sort_keys=True))
         final = self._commit("arrays", key, fill)
         stamp = _stamp(final / "arrays.npz")
         if stamp is not None:
@@ -270,7 +271,7 @@ class ArtifactStore:
                                 "width": fig.width, "height": fig.height})
             meta = {"figures": listing, integrity.DIGESTS: digests,
                     **({"about": about} if about else {})}
-            (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
+            (tmp / "meta.json").write_text(json.dumps(meta, separators=(",", ":")))
         for _ in range(_PUT_ATTEMPTS):
             final, ours = self._commit_entry("figures", key, fill)
             if ours and (final / "meta.json").is_file():   # ours, whole: not read back

@@ -334,8 +334,9 @@ def _shared_frames(assembler, model: str, description, dataset, tech, params, it
 
     panels, own = assembler.panel_series(
         tech, params, key, draw,
-        [assembler.docs / "artifacts" / model / step.step / item.key / "shared-scale"
-         for step, _, _ in found], about=f"the filmstrip frames of {what}")
+        # beside the step's own figures of the input: no folder more to make for each step
+        [assembler.docs / "artifacts" / model / step.step / item.key for step, _, _ in found],
+        about=f"the filmstrip frames of {what}", prefix="shared-scale-")
     try:
         value = json.loads(Path(own[RANGE_FILE]).read_bytes())
     except (OSError, ValueError, KeyError):

@@ -113,20 +113,23 @@ class Assembler:
                 summary = tech.summarize(arrays, params) if tech.summarize is not None else None
                 if summary is not None:
                     drawn += export_figures(tech.name, summary)
-                handed_on = self._hand_on(tech, params, ctx, fig_key, what, arrays, summary)
+                handed_on, record = _handed_on_record(tech, params, ctx, arrays, summary)
+                if record is not None:      # in the figures' own entry: no second entry
+                    drawn.append(Figure(name=HANDED_ON_FILE, data=record, kind="json"))
                 figures = self.store.put_figures(fig_key, drawn, about=what)
                 with self._lock:
                     self.drawn += 1
             try:
                 if handed_on is None:
-                    handed_on = self._handed_on(tech, params, ctx, fig_key, what,
+                    handed_on = self._handed_on(tech, params, ctx, fig_key, what, figures,
                                                 lambda: self.arrays(array_key, what))
                 self._remember(figures)
             except OSError:
                 if attempt + 1 == _ATTEMPTS:
                     raise MissingResult(f"the figures of {what}", fig_key) from None
                 continue
-            panel = self._place(tech, params, figures, out_dir)
+            panel = self._place(tech, params,
+                                [f for f in figures if f["name"] != HANDED_ON_FILE], out_dir)
             panel.numbers, panel.data = handed_on
             return panel
         raise AssertionError("unreachable")
@@ -161,14 +164,14 @@ class Assembler:
             return panel
         raise AssertionError("unreachable")
 
-    def panel_series(self, tech, params, key: str, draw, out_dirs: list[Path],
-                     about: str) -> tuple[list[Panel | None], dict[str, str]]:
+    def panel_series(self, tech, params, key: str, draw, out_dirs: list[Path], about: str,
+                     prefix: str = "") -> tuple[list[Panel | None], dict[str, str]]:
         """Panels of one technique drawn together and kept as one store entry, `key` (the
         filmstrip's frames of one input, a step each, on one colour scale: one entry instead
         of one per frame). `draw()` gives a list of figures per panel (one per out_dir) and
         figures of the whole series; it runs only when the entry is not stored. Returns the
-        panels (None where `draw` gave no figures) and {name: store path} of the series'
-        own files."""
+        panels (None where `draw` gave no figures; their files named with `prefix`) and
+        {name: store path} of the series' own files."""
         for attempt in range(_ATTEMPTS):
             figures = self.store.get_figures(key)
             if figures is None:
@@ -189,38 +192,33 @@ class Assembler:
                 prefix = f"{i}{_SERIES_MARK}"
                 mine = [{**fig, "name": fig["name"][len(prefix):]} for fig in figures
                         if fig["name"].startswith(prefix)]
-                panels.append(self._place(tech, params, mine, out_dir) if mine else None)
+                panels.append(self._place(tech, params, mine, out_dir, prefix) if mine else None)
             own = {fig["name"]: fig["path"] for fig in figures
                    if _SERIES_MARK not in fig["name"]}
             return panels, own
         raise AssertionError("unreachable")
 
     # -- what a panel hands on to other pages: numbers and data, not read from its figures ----
-    def _hand_on(self, tech, params, ctx, fig_key: str, what: str, arrays,
-                 summary=None) -> tuple[dict | None, dict | None]:
-        """(numbers, data) of a result from its arrays, kept in the store beside its figures
-        (one entry per figure entry) so that a later build reads them without the arrays."""
-        if tech.numbers is not None:
-            numbers = plain(tech.numbers(arrays, params, ctx))
-        elif tech.summarize is not None:
-            numbers = plain(summary if summary is not None else tech.summarize(arrays, params))
-        else:
-            numbers = None
-        data = plain(tech.data(arrays, params, ctx)) if tech.data is not None else None
-        if numbers is not None or data is not None:
-            record = json.dumps({"numbers": numbers, "data": data}, separators=(",", ":"))
+    def _hand_on(self, tech, params, ctx, fig_key: str, what: str,
+                 arrays) -> tuple[dict | None, dict | None]:
+        """(numbers, data) of a result from its arrays, for figures stored without them (by
+        an older reportgen): kept in an entry of their own beside the figures' entry, so that
+        a later build reads them without the arrays."""
+        handed_on, record = _handed_on_record(tech, params, ctx, arrays)
+        if record is not None:
             self.store.put_figures(_handed_on_key(fig_key), [Figure(
-                name=HANDED_ON_FILE, data=record.encode("utf-8"), kind="json")],
-                about=f"the numbers of {what}")
-        return numbers, data
+                name=HANDED_ON_FILE, data=record, kind="json")], about=f"the numbers of {what}")
+        return handed_on
 
-    def _handed_on(self, tech, params, ctx, fig_key: str, what: str,
+    def _handed_on(self, tech, params, ctx, fig_key: str, what: str, figures: list[dict],
                    load) -> tuple[dict | None, dict | None]:
-        """(numbers, data) of a result whose figures were drawn before: from the store, else
-        (an entry drawn by an older reportgen, or removed) from its arrays (`load()`)."""
+        """(numbers, data) of a result whose figures were drawn before: from their entry
+        (`figures`, its listing), else from an entry of their own (figures drawn by an older
+        reportgen), else (removed meanwhile) from its arrays (`load()`)."""
         if tech.numbers is None and tech.summarize is None and tech.data is None:
             return None, None
-        listing = self.store.get_figures(_handed_on_key(fig_key))
+        listing = [f for f in figures if f["name"] == HANDED_ON_FILE] or self.store.get_figures(
+            _handed_on_key(fig_key))
         if listing:
             try:
                 record = json.loads(Path(listing[0]["path"]).read_bytes())
@@ -241,9 +239,9 @@ class Assembler:
             self.entries[folder.name] = listing
 
     # -- placing files -------------------------------------------------------------------------
-    def _place(self, tech, params, figures: list[dict], out_dir: Path):
+    def _place(self, tech, params, figures: list[dict], out_dir: Path, prefix: str = ""):
         label = variant_label(params)
-        stem = tech.name + (f"-{label}" if label else "")
+        stem = prefix + tech.name + (f"-{label}" if label else "")
         files = []
         links = {}
         for fig in figures:
@@ -283,6 +281,23 @@ class Assembler:
             link_or_copy(source, target)
         for path, image in self._inputs.items():
             write_input_png(image, path)
+
+
+def _handed_on_record(tech, params, ctx, arrays, summary=None
+                      ) -> tuple[tuple[dict | None, dict | None], bytes | None]:
+    """((numbers, data), their JSON record, None when the technique hands on nothing) of a
+    result from its arrays (`summary`: tech.summarize's, when already made)."""
+    if tech.numbers is not None:
+        numbers = plain(tech.numbers(arrays, params, ctx))
+    elif tech.summarize is not None:
+        numbers = plain(summary if summary is not None else tech.summarize(arrays, params))
+    else:
+        numbers = None
+    data = plain(tech.data(arrays, params, ctx)) if tech.data is not None else None
+    if numbers is None and data is None:
+        return (None, None), None
+    record = json.dumps({"numbers": numbers, "data": data}, separators=(",", ":"))
+    return (numbers, data), record.encode("utf-8")
 
 
 def _handed_on_key(fig_key: str) -> str:

@@ -39,11 +39,12 @@ class LinkFigures(BasePlugin):
     """Turns the docs folder's `artifacts/` files into LinkedFile (MkDocs' `on_files` event)."""
 
     def on_files(self, files, config):
-        docs = os.path.realpath(config["docs_dir"])
+        # MkDocs joins docs_dir and src_uri (normalised) into abs_src_path: no file-system calls
+        docs = os.path.join(os.path.normpath(os.path.abspath(config["docs_dir"])), "")
         for file in files:
             if (type(file) is File and file.src_uri.startswith(PREFIX)
                     and not file.is_documentation_page() and file.abs_src_path is not None
-                    and os.path.realpath(file.abs_src_path).startswith(docs + os.sep)):
+                    and os.path.normpath(file.abs_src_path).startswith(docs)):
                 file.__class__ = LinkedFile     # same object, same fields: only the copy differs
         return files
 
