@@ -20,7 +20,8 @@ build's time per input image against the model work it contains.
    what does not depend on the images, so only the chosen images' work is cold. Per image and
    step = the difference of the two builds' wall times / 30 / 2; model work = the same
    difference of the time spent computing (reportgen.engine.step.compute_step: the probe
-   pass, the techniques' arithmetic and storing their arrays); everything else is drawing (the filmstrip's frames
+   pass, the techniques' arithmetic and storing their arrays, the last also shown apart:
+   on this machine's disk its time varies most); everything else is drawing (the filmstrip's frames
    included), placing and rendering pages. The default build's figure weights the two by its
    16 plain and 5 analysed steps. Target: at most 5x the model work. This machine's times
    vary by half from run to run, and the model work with them: each pair of builds runs five
@@ -105,8 +106,10 @@ def cold_per_image(models_dir: Path) -> dict:
     from reportgen.commands.build import BuildOptions, build
     from reportgen.engine import step as engine_step
 
-    spent = [0.0]
-    original = engine_step.compute_step
+    from reportgen.cache.store import ArtifactStore
+
+    spent = [0.0, 0.0]          # computing a step; of which storing its arrays
+    original, original_put = engine_step.compute_step, ArtifactStore.put_arrays
 
     def timed(*args, **kwargs):
         start = time.perf_counter()
@@ -115,17 +118,25 @@ def cold_per_image(models_dir: Path) -> dict:
         finally:
             spent[0] += time.perf_counter() - start
 
+    def timed_put(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return original_put(*args, **kwargs)
+        finally:
+            spent[1] += time.perf_counter() - start
+
     def one_build(images: str, steps: str, analyses: str, cache: Path,
-                  site: Path) -> tuple[float, float]:
-        spent[0] = 0.0
+                  site: Path) -> tuple[float, float, float]:
+        spent[:] = [0.0, 0.0]
         start = time.perf_counter()
         summary = build(Catalog(models_dir), BuildOptions(
             models=MODEL, steps=steps, images=images, analyses=analyses, eval_images=10,
             site_dir=str(site), cache_dir=str(cache)))
         assert summary.ok, summary.failed
-        return time.perf_counter() - start, spent[0]
+        return time.perf_counter() - start, spent[0], spent[1]
 
     engine_step.compute_step = timed
+    ArtifactStore.put_arrays = timed_put
     out, spread = {}, {}
     try:
         # two steps each, so that the filmstrip's frames (one colour scale) are drawn too
@@ -152,19 +163,21 @@ def cold_per_image(models_dir: Path) -> dict:
             # per input image and built step, from each repeat's pair of builds (made one
             # after the other, so that both see the machine in the same state); the repeat
             # with the median ratio counts, and the ratios' range is shown
-            pairs = sorted((((wm - wf) / (MANY - FEW) / 2, (mm - mf) / (MANY - FEW) / 2)
-                            for (wf, mf), (wm, mm) in zip(runs["few"], runs["many"])),
+            per = (MANY - FEW) * 2
+            pairs = sorted((((wm - wf) / per, (mm - mf) / per, (sm - sf) / per)
+                            for (wf, mf, sf), (wm, mm, sm) in zip(runs["few"], runs["many"])),
                            key=lambda pair: pair[0] / max(pair[1], 1e-9))
             out[kind] = pairs[len(pairs) // 2]
-            spread[kind] = [wall / max(model, 1e-9) for wall, model in pairs]
+            spread[kind] = [wall / max(model, 1e-9) for wall, model, _ in pairs]
     finally:
-        engine_step.compute_step = original
+        engine_step.compute_step, ArtifactStore.put_arrays = original, original_put
     # the default build: 21 steps, the dataset analyses (and the perturbation grids) at 5
     mix = [(DEFAULT_STEPS - DEFAULT_ANALYSED) / DEFAULT_STEPS, DEFAULT_ANALYSED / DEFAULT_STEPS]
-    wall = mix[0] * out["plain"][0] + mix[1] * out["analysed"][0]
-    model = mix[0] * out["plain"][1] + mix[1] * out["analysed"][1]
+    wall, model, stored = (mix[0] * out["plain"][i] + mix[1] * out["analysed"][i]
+                           for i in range(3))
     return {"plain": out["plain"], "analysed": out["analysed"], "per_image_s": wall,
-            "model_s": model, "ratio": wall / max(model, 1e-9), "spread": spread}
+            "model_s": model, "stored_s": stored, "ratio": wall / max(model, 1e-9),
+            "spread": spread}
 
 
 def main() -> None:
@@ -193,11 +206,12 @@ def main() -> None:
     if not args.no_timing:
         timing = cold_per_image(args.models_dir)
         for kind in ("plain", "analysed"):
-            wall, model = timing[kind]
+            wall, model, stored = timing[kind]
             ratios = timing["spread"][kind]
             print(f"cold build per image and step, {kind} step: {wall * 1000:.0f} ms vs model "
-                  f"work {model * 1000:.1f} ms = {wall / max(model, 1e-9):.1f}x (median of "
-                  f"{len(ratios)}; {min(ratios):.1f}x to {max(ratios):.1f}x)")
+                  f"work {model * 1000:.1f} ms (storing its arrays {stored * 1000:.1f} ms) = "
+                  f"{wall / max(model, 1e-9):.1f}x (median of {len(ratios)}; "
+                  f"{min(ratios):.1f}x to {max(ratios):.1f}x)")
         print(f"cold build per image and step, the default build's mix ({DEFAULT_STEPS - DEFAULT_ANALYSED} "
               f"plain, {DEFAULT_ANALYSED} analysed steps): {timing['per_image_s'] * 1000:.0f} ms vs "
               f"model work {timing['model_s'] * 1000:.1f} ms = {timing['ratio']:.1f}x "
