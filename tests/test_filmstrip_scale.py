@@ -64,6 +64,9 @@ def test_conv_feature_maps_frames_use_one_scale(tmp_path):
         panel = step.input_panels[item.key][0]
         shared_png = next(f for f in panel.shared.figures if f.kind == "png")
         own_png = next(f for f in panel.figures if f.kind == "png")
+        # in the folder of the step's figures of the input, named after its own figure
+        assert shared_png.path == (f"artifacts/M/{step.step}/{item.key}/shared-scale-"
+                                   + Path(own_png.path).name)
         ctx = context("M", step.step, description, dataset, item)
         expected = tech.render({"maps": values}, params,
                                replace(ctx, value_range=reference, thumbnail=True))

@@ -189,9 +189,9 @@ class Assembler:
                 continue
             panels = []
             for i, out_dir in enumerate(out_dirs):
-                prefix = f"{i}{_SERIES_MARK}"
-                mine = [{**fig, "name": fig["name"][len(prefix):]} for fig in figures
-                        if fig["name"].startswith(prefix)]
+                mark = f"{i}{_SERIES_MARK}"
+                mine = [{**fig, "name": fig["name"][len(mark):]} for fig in figures
+                        if fig["name"].startswith(mark)]
                 panels.append(self._place(tech, params, mine, out_dir, prefix) if mine else None)
             own = {fig["name"]: fig["path"] for fig in figures
                    if _SERIES_MARK not in fig["name"]}
