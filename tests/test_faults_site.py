@@ -339,6 +339,33 @@ def test_a_deleted_figure_and_an_edited_page_are_built_again_then_left_alone(pro
     assert stamps(site) == before            # nothing rendered, linked or replaced
 
 
+def test_a_figure_edited_in_place_in_the_site_is_drawn_again(project, tmp_path):
+    """The site's figure files are hard links of the store's (reportgen.pages.linked_figures):
+    a figure rewritten in place (as some image editors save) changes the store's file too,
+    which the next build finds by its sha256, names, draws again and puts back in the site."""
+    good, site, cache = project / "good-site", tmp_path / "site", tmp_path / "cache"
+    shutil.copytree(project / "cache", cache)          # its own files, to be damaged
+    args = ("--site-dir", "site", "--cache-dir", str(cache), *QUICK)
+    first = Build(tmp_path, "first", *args, models=project / "models")
+    assert first.wait() == 0, first.err
+    assert digest(site) == digest(good)
+    figure = sorted((site / "artifacts" / "Tiny").rglob("*.png"))[0]
+    stored = [p for p in cache.rglob("*.png") if p.samefile(figure)]
+    assert len(stored) == 1                          # the store's file, not a copy
+    with open(figure, "r+b") as f:                   # in place: the inode stays
+        f.seek(60)
+        byte = f.read(1)
+        f.seek(60)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    repair = Build(tmp_path, "repair", *args, models=project / "models")
+    assert repair.wait() == 0, repair.err
+    assert "Damaged in the artifact store" in repair.err and "drawing it again" in repair.err
+    assert digest(site) == digest(good)
+    again = Build(tmp_path, "again", *args, models=project / "models")
+    assert again.wait() == 0, again.err
+    assert "Damaged" not in again.err and "site/ is up to date" in again.err
+
+
 def test_the_same_pages_from_another_cache_leave_the_site_as_it_is(project, tmp_path):
     good, site = project / "good-site", tmp_path / "site"
     shutil.copytree(good, site)

@@ -2,11 +2,11 @@
 
 Figures are cached separately from arrays, so a drawing change redraws without recomputing.
 Every panel carries the numbers its technique hands on (`Panel.numbers`, and bulky `Panel.data`:
-computed with the figures and kept in the artifact store beside them, never parsed back from a
-figure or download) and the store path of each file (`FigureFile.source`): nothing is read back
+computed with the figures and kept in their store entry, never parsed back from a figure or
+download) and the store path of each file (`FigureFile.source`): nothing is read back
 from the docs folder. Files are hard-linked from the store into the MkDocs docs folder (copied where
-links fail) only when the pages are rendered (`place_files`): a build whose site is up to date
-links nothing.
+links fail), and from there into the site (reportgen.pages.linked_figures), only when the pages
+are rendered (`place_files`): a build whose site is up to date links nothing.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from reportgen.techniques.base import Figure, RenderContext
 from reportgen.techniques.compute import params_dict, variant_label
 
 FIGURES_VERSION = 22     # bump when drawing changes: figures are redrawn, arrays are kept
-# What a panel hands on (`Technique.numbers` and `.data`): one small entry per figure entry.
+# What a panel hands on (`Technique.numbers` and `.data`): a file of the figures' entry (not
+# placed in docs); for figures an older reportgen stored without it, an entry of its own.
 HANDED_ON_VERSION = 1
 HANDED_ON_FILE = "handed_on.json"
 _ATTEMPTS = 2            # a figure entry removed between listing and reading: draw it again
