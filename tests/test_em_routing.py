@@ -176,3 +176,47 @@ def test_bad_shapes_are_refused():
         em_routing(np.zeros((1, 2, 2, 3, 3, 2, 3, 16), np.float32),
                    np.zeros((1, 6, 6, 2), np.float32), 0.0, 0.0,
                    windows=ConvWindows((5, 5), 3, 2))
+
+
+def test_a_pass_without_gradients_gives_the_same_values_bit_for_bit():
+    """`no_gradient_pass` leaves out the E-step term that only shapes the gradient through mu
+    (exactly 0): dense and windowed routing give identical arrays with and without it."""
+    from reportgen.capsnet.em_routing import no_gradient_pass
+
+    rng = np.random.default_rng(7)
+    dense = _random(rng, children=12, parents=5)
+    windows = ConvWindows((5, 5), 3, 1)
+    windowed = (rng.normal(size=(2, 3, 3, 3, 3, 2, 4, 16)).astype(np.float32),
+                rng.random((2, 5, 5, 2)).astype(np.float32),
+                rng.normal(size=4).astype(np.float32), 20 * rng.normal(size=4).astype(np.float32))
+    for args, kwargs in ((dense, {}), (windowed, {"windows": windows})):
+        plain = em_routing(*args, 3, 0.01, **kwargs)
+        with no_gradient_pass():
+            skipped = em_routing(*args, 3, 0.01, **kwargs)
+        for a, b in zip(plain, skipped):
+            assert np.array_equal(a, b)
+
+
+def test_passes_without_gradients_are_traced_knowing_it():
+    """reportgen.capsnet.compiled traces a pass made with gradients=False inside
+    `no_gradient_pass`, and one with gradients as it is."""
+    from types import SimpleNamespace
+
+    import tensorflow as tf
+
+    from reportgen.capsnet import em_routing as module
+    from reportgen.capsnet.compiled import compiled
+
+    seen = []
+
+    def make():
+        def double(x):
+            seen.append(getattr(module._PASS, "no_gradient", False))
+            return 2 * x
+        return double
+
+    net = SimpleNamespace(uses_xla=lambda gradients: False, compiled_passes={})
+    assert float(compiled(net, "forward", make, gradients=False)(tf.ones(()))) == 2.0
+    assert float(compiled(net, "backward", make, gradients=True)(tf.ones(()))) == 2.0
+    assert seen == [True, False]
+    assert not getattr(module._PASS, "no_gradient", False)      # reset after tracing

@@ -35,7 +35,9 @@ def writestr(self, info, data, *args, **kwargs):
     entries.append(info)
     if len(entries) == 3:
         self.fp.flush()
-        ready.write_text(str(os.getpid()))
+        partial = ready.with_name(ready.name + ".partial")   # whole or absent to the reader
+        partial.write_text(str(os.getpid()))
+        os.replace(partial, ready)
         time.sleep(600)
 
 zipfile.ZipFile.writestr = writestr
@@ -138,14 +140,19 @@ def _killed_export(built, out: Path, ready: Path) -> Path:
     proc = subprocess.Popen([sys.executable, "-c", STALLED, str(ready),
                              *_args(built, out, "--force")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=out.parent)
-    deadline = time.monotonic() + 240
-    while not ready.exists():
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the export never reached its third entry"
-        time.sleep(0.05)
-    pid = int(ready.read_text())
-    os.kill(pid, signal.SIGKILL)
-    proc.communicate(timeout=30)
+    try:
+        deadline = time.monotonic() + 240
+        while not ready.exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the export never reached its third entry"
+            time.sleep(0.05)
+        pid = int(ready.read_text())
+        os.kill(pid, signal.SIGKILL)
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:          # a failed check: no stalled export outlives the test
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == -signal.SIGKILL
     temp = out.with_name(f".{out.name}.{pid}.tmp")
     assert [n for n in _leftovers(out.parent) if n.startswith(f".{out.name}.")] == [temp.name]

@@ -35,15 +35,28 @@ def fitting_bucket(n: int) -> int:
 def compiled(net, key, make: Callable[[], Callable], gradients: bool):
     """The compiled function `make()` of `net` under `key` (what it computes), made on first
     use and kept on the network; XLA-compiled if the network's family gains from it for passes
-    with or without `gradients`."""
+    with or without `gradients`. A pass without `gradients` must never be differentiated: it
+    is traced leaving out what only gradients need."""
     xla = net.uses_xla(gradients)
     found = net.compiled_passes.get((key, xla))
     if found is None:
         import tensorflow as tf
 
-        found = tf.function(make(), jit_compile=True if xla else None)
+        function = make() if gradients else _without_gradient(make())
+        found = tf.function(function, jit_compile=True if xla else None)
         net.compiled_passes[(key, xla)] = found
     return found
+
+
+def _without_gradient(function: Callable) -> Callable:
+    """`function`, traced knowing that no gradient will be taken of it (EM routing then skips
+    work that only shapes gradients: em_routing.no_gradient_pass)."""
+    from reportgen.capsnet.em_routing import no_gradient_pass
+
+    def traced(*args):
+        with no_gradient_pass():
+            return function(*args)
+    return traced
 
 
 def run_in_buckets(function, images: np.ndarray, *per_image: np.ndarray, keep=None):

@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 import types
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,6 +51,22 @@ MIN_MASS = 1e-8         # floor of sum_i r_ij in the divisions (a parent that re
 TEMPERATURE_DECAY = 0.95
 _MASKED = -1e30         # a log-weight that exp() turns into exactly 0
 _LOG_2PI = math.log(2.0 * math.pi)
+
+
+_PASS = threading.local()
+
+
+@contextmanager
+def no_gradient_pass():
+    """While a pass that no gradient is taken of is traced (reportgen.capsnet.compiled): each
+    E-step leaves out a term that is exactly 0 and only gives the gradient its share through
+    mu (`_route`), a pass over the votes; the values are the same bit for bit."""
+    before = getattr(_PASS, "no_gradient", False)
+    _PASS.no_gradient = True
+    try:
+        yield
+    finally:
+        _PASS.no_gradient = before
 
 
 def inverse_temperatures(iterations: int, inverse_temperature: float) -> list[float]:
@@ -298,11 +316,13 @@ def _route(votes, activations, beta_u, beta_a, iterations, inverse_temperature, 
         log_p = -ops.einsum("bgmnd,bgmd->bgmn", deviation, half_precision) \
             - 0.5 * ops.sum(_LOG_2PI + log_sigma2, axis=-1)[..., None]         # (B, G, m, n)
         # ... plus 0 whose derivative with respect to mu is that of ln p_ij, 2 (V_ij - mu_j) /
-        # (2 sigma2_j), as a matrix product of the votes (no product the size of the votes).
-        shift = ops.stop_gradient(half_precision) * (mu - fixed_mu)             # 0
-        log_p = log_p + 2.0 * (
-            ops.einsum("bgmnd,bgmd->bgmn", ops.stop_gradient(votes), shift)
-            - ops.sum(fixed_mu * shift, axis=-1)[..., None])
+        # (2 sigma2_j), as a matrix product of the votes (no product the size of the votes);
+        # left out where no gradient is taken (XLA does not fold x - x for floats).
+        if not getattr(_PASS, "no_gradient", False):
+            shift = ops.stop_gradient(half_precision) * (mu - fixed_mu)         # 0
+            log_p = log_p + 2.0 * (
+                ops.einsum("bgmnd,bgmd->bgmn", ops.stop_gradient(votes), shift)
+                - ops.sum(fixed_mu * shift, axis=-1)[..., None])
         log_weight = ops.log_sigmoid(logit)[..., None] + log_p
         if mask is not None:
             log_weight = ops.where(mask > 0, log_weight, _MASKED)

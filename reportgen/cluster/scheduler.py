@@ -62,9 +62,11 @@ def open_client(spec: SchedulerSpec) -> Iterator[object]:
         if spec.kind == "local":
             console.notice(f"Starting a local Dask cluster of {spec.workers} worker "
                            f"process{'es' * (spec.workers != 1)}.")
+            # CRITICAL: a worker's heartbeat that meets the scheduler shutting down logs a
+            # traceback at ERROR; failed tasks reach the user through their results
             cluster = distributed.LocalCluster(
                 n_workers=spec.workers, threads_per_worker=1, processes=True,
-                dashboard_address=":0", silence_logs=logging.ERROR)
+                dashboard_address=":0", silence_logs=logging.CRITICAL)
             client = distributed.Client(cluster)
         else:
             try:
