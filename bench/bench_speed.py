@@ -40,7 +40,6 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 EM_BEFORE = "0243748"        # the last commit before EM routing on votes laid out by parent
 DEMO_LIMIT_S = 180
-COLD_LIMIT = 3
 
 
 def _load() -> str:
@@ -119,18 +118,8 @@ def cold(models_dir: Path) -> None:
     if not any((models_dir / "MNIST_Demo").glob("*.weights.h5")):
         print(f"skipped: MNIST_Demo has no weights in {models_dir} (run `reportgen demo`)")
         return
-    timing = weight.cold_per_image(models_dir)
-    for kind in ("plain", "analysed"):
-        wall, model, stored = timing[kind]
-        ratios = timing["spread"][kind]
-        print(f"- {kind} step: {wall * 1000:.0f} ms per image against {model * 1000:.1f} ms of "
-              f"model work (storing its arrays {stored * 1000:.1f} ms) = "
-              f"{wall / max(model, 1e-9):.1f}x (median of {len(ratios)}; "
-              f"{min(ratios):.1f}x to {max(ratios):.1f}x)")
-    print(f"- the default build's mix ({weight.DEFAULT_STEPS - weight.DEFAULT_ANALYSED} plain, "
-          f"{weight.DEFAULT_ANALYSED} analysed steps): {timing['per_image_s'] * 1000:.0f} ms "
-          f"against {timing['model_s'] * 1000:.1f} ms = **{timing['ratio']:.1f}x** "
-          f"(target <= {COLD_LIMIT}x)", flush=True)
+    for line in weight.cold_report(weight.cold_per_image(models_dir)):
+        print(f"- {line}", flush=True)
 
 
 def demo(project: Path) -> None:
