@@ -259,6 +259,24 @@ def test_the_remaining_time_follows_the_steps_done_so_far():
     assert wild.correction() == build_time.LIVE_BOUNDS[1]
 
 
+def test_the_start_up_and_site_are_not_corrected_by_the_steps_and_count_down_as_they_pass():
+    now = [0.0]
+    clock = BuildClock(Costs(HAND, probe=_no_probe), total_estimate=100.0,
+                       overhead_estimate=20.0, now=lambda: now[0])
+    assert clock.remaining() == pytest.approx(100.0)
+    now[0] = 5.0                          # the start-up: 5 s of the 20 s estimated
+    assert clock.remaining() == pytest.approx(80.0 + 15.0)
+    now[0] = 25.0
+    clock.finished(10.0, 20.0, wall=20.0)  # a step took twice its estimate
+    assert clock.remaining() == pytest.approx((80.0 - 10.0) * 2.0 + 15.0)
+    now[0] = 60.0
+    clock.finished(70.0, None, wall=35.0)  # the rest of the models' work, found stored
+    # only the site is left: what remains of its estimate, not doubled by the steps' pace
+    assert clock.remaining() == pytest.approx(15.0)
+    now[0] = 100.0                        # the site took longer than estimated
+    assert clock.remaining() == 0.0
+
+
 def test_durations_in_words():
     assert build_time.duration(3) == "5 s" and build_time.duration(62) == "60 s"
     assert build_time.duration(150) == "2 min" and build_time.duration(652) == "11 min"

@@ -276,7 +276,8 @@ class _Build:
     def say_plan(self, entries) -> None:
         """Each model's plan, then the whole build's estimate, before any work starts. A model
         that cannot be prepared is left out here and reported when its turn comes."""
-        from reportgen.commands.build_plan import build_seconds, whole_build_line
+        from reportgen.commands.build_plan import (build_seconds, start_and_site_seconds,
+                                                   whole_build_line)
 
         plans = []
         for entry in entries:
@@ -290,6 +291,7 @@ class _Build:
         if plans:
             console.notice(whole_build_line(plans, self.clock.costs))
             self.clock.total_estimate = build_seconds(plans, self.clock.costs)
+            self.clock.overhead_estimate = start_and_site_seconds(plans, self.clock.costs)
             self.summary.estimate = self.clock.total_estimate
 
     def keep_measurements(self) -> None:
@@ -441,7 +443,9 @@ class _Build:
             self.cold_models += 1
             self.record(plan, "model", own, 1)
             self.record(plan, "input", filmstrip, 0)    # a frame per (step, input)
-        self.clock.finished(estimate, own + filmstrip if cold else None)
+        # its wall time outside its steps (they said theirs), its preparation included
+        self.clock.finished(estimate, own + filmstrip if cold else None,
+                            prepared.seconds + time.monotonic() - started - steps_seconds)
         return data
 
     def _keras_model(self, params):
@@ -475,6 +479,7 @@ class _Build:
         """Compute what the store lacks for one step, then its site data; (its StepData,
         whether it computed everything it shows)."""
         started, keras_before = time.monotonic(), self.keras_seconds + self.import_seconds
+        import_before = self.import_seconds
         weights = entry.weights_path(step)
         keys = engine_step.step_keys(handle.digest, weights, variants, inputs, evaluation.digest,
                                      analysed, digest=self.digests.digest)
@@ -497,7 +502,8 @@ class _Build:
         wall = time.monotonic() - started
         if cold:
             self.time_step(plan, work, wall, counts.seconds, drawing, keras)
-        self.clock.finished(plan.seconds(self.clock.costs, work), wall - keras if cold else None)
+        self.clock.finished(plan.seconds(self.clock.costs, work), wall - keras if cold else None,
+                            wall - (self.import_seconds - import_before))
         return data, cold
 
     def time_step(self, plan, work: dict, wall: float, computing: dict, drawing: dict,

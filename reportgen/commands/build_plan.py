@@ -84,10 +84,14 @@ class ModelPlan:
                 f"{self.family} family's costs {where})")
 
 
+def start_and_site_seconds(plans: list[ModelPlan], costs: Costs = REFERENCE_COSTS) -> float:
+    """The build's own approximate time: its start-up and its site (no model's work)."""
+    return costs.unit(build_group([p.trainable_params for p in plans]), "", "build", 0)
+
+
 def build_seconds(plans: list[ModelPlan], costs: Costs = REFERENCE_COSTS) -> float:
     """The whole build's approximate cold time: every model's, the start-up and the site."""
-    start_and_site = costs.unit(build_group([p.trainable_params for p in plans]), "", "build", 0)
-    return start_and_site + sum(p.seconds(costs) for p in plans)
+    return start_and_site_seconds(plans, costs) + sum(p.seconds(costs) for p in plans)
 
 
 def whole_build_line(plans: list[ModelPlan], costs: Costs = REFERENCE_COSTS) -> str:

@@ -301,18 +301,24 @@ class BuildClock:
     went."""
 
     def __init__(self, costs: Costs, total_estimate: float = 0.0,
-                 load: cpu_load.LoadSampler | None = None):
+                 load: cpu_load.LoadSampler | None = None, overhead_estimate: float = 0.0,
+                 now: Callable[[], float] = time.monotonic):
         self.costs = costs
         self.load = load or cpu_load.LoadSampler()   # started by the build, not here
         self.total_estimate = total_estimate
-        self.started = time.monotonic()
+        # the part of it that is the start-up and the site (the "build" kind): not the models'
+        # work, so neither corrected by their steps nor left to do once it has been spent
+        self.overhead_estimate = overhead_estimate
+        self._now = now
+        self.started = now()
         self.measured: dict[str, dict[str, list[float]]] = {}   # group -> kind -> [s, units]
         self.estimated_done = 0.0       # the estimates of the work done (cached or not)
         self._computed_estimate = 0.0   # ... of the steps that computed everything they show
         self._computed_seconds = 0.0    # ... and how long they took
+        self._work_seconds = 0.0        # wall time of the models' work done (cached or not)
 
     def elapsed(self) -> float:
-        return time.monotonic() - self.started
+        return self._now() - self.started
 
     def record(self, group: str, kind: str, seconds: float, units: float,
                trainable_params: int) -> None:
@@ -325,10 +331,13 @@ class BuildClock:
         entry[0] += max(0.0, seconds) / scale
         entry[1] += units
 
-    def finished(self, estimate: float, seconds: float | None) -> None:
-        """A piece of the planned work is done: its estimate, and its measured time when it
-        computed everything (None: it found results stored, which says nothing of speed)."""
+    def finished(self, estimate: float, seconds: float | None, wall: float = 0.0) -> None:
+        """A piece of the models' planned work is done: its estimate, its measured time when
+        it computed everything (None: it found results stored, which says nothing of speed),
+        and its wall time either way (less the start-up it paid for, such as importing
+        TensorFlow): the rest of the time elapsed is the start-up's and the site's."""
         self.estimated_done += estimate
+        self._work_seconds += max(0.0, wall)
         if seconds is not None:
             self._computed_estimate += estimate
             self._computed_seconds += seconds
@@ -341,8 +350,14 @@ class BuildClock:
         return min(high, max(low, self._computed_seconds / self._computed_estimate))
 
     def remaining(self) -> float:
-        """Seconds the rest of the build should take if nothing more is cached."""
-        return max(0.0, self.total_estimate - self.estimated_done) * self.correction()
+        """Seconds the rest of the build should take if nothing more is cached: the models'
+        work left, corrected by how their computed steps went, and what is left of the start-up
+        and site's estimate once the time spent outside the models' work is taken off it (at
+        the last step, only the site remains)."""
+        models = max(0.0, self.total_estimate - self.overhead_estimate - self.estimated_done)
+        overhead_spent = max(0.0, self.elapsed() - self._work_seconds)
+        return (models * self.correction()
+                + max(0.0, self.overhead_estimate - overhead_spent))
 
     def calibration(self) -> dict:
         """This build's measurements as the calibration file keeps them: per unit, divided by
