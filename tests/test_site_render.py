@@ -453,6 +453,34 @@ def test_training_curves_are_valid_deterministic_svg():
     assert training_curves_svg([], "loss") == ""
 
 
+def test_downloadable_training_curves_name_what_the_accuracy_counts(tmp_path):
+    """A two-digit model's matplotlib curves (the download, the paper's figure) say top-2
+    accuracy in legend, axis and caption, as its pages do; a one-digit model's plain accuracy."""
+    from reportgen.cache.store import ArtifactStore
+    from reportgen.commands.paper_figures import attach
+    from reportgen.pages.assemble import Assembler
+    from reportgen.pages.sitedata import ModelData
+
+    history = [{"step": "0-0", "images_seen": 0, "val_accuracy": 0.02},
+               {"step": "1-10", "images_seen": 100, "loss": 0.4, "val_accuracy": 0.3,
+                "train_accuracy": 0.25}]
+    assembler = Assembler(ArtifactStore(tmp_path / "cache"), tmp_path / "docs")
+    models = [ModelData(name=name, dataset="d", description="", params=0,
+                        class_names=[str(k) for k in range(10)], architecture=[],
+                        history=history, steps=[], inputs=[], labels_per_image=labels)
+              for name, labels in (("One", 1), ("Two", 2))]
+    attach(assembler, models)
+    for model, named in zip(models, ("accuracy", "top-2 accuracy")):
+        svg = next(f for f in model.downloads if f.kind == "svg")
+        texts = " ".join(t.strip() for t in ET.parse(svg.source).getroot().itertext())
+        assert f"validation {named}" in texts and f"train {named} (running)" in texts
+        assert ("top-2" in texts) == (named != "accuracy")
+    from reportgen.figures.model_plots import render_training_curves
+
+    caption = render_training_curves(history, "Two", "top-2 accuracy")[0].caption
+    assert "validation top-2 accuracy at each saved step" in caption
+
+
 def test_model_without_steps_inputs_or_history_still_renders(tmp_path):
     from reportgen.pages.sitedata import ModelData, SiteData
 

@@ -28,12 +28,16 @@ def attach(assembler, models) -> None:
     """Draw (or reuse) the training curves and confusion matrices of `models` (ModelData) and
     list their files in the models' and steps' `downloads`."""
     from reportgen.figures.model_plots import render_confusion_matrix, render_training_curves
+    from reportgen.results.findings import accuracy_name
 
     for model in models:
         folder = assembler.docs / "artifacts" / model.name
+        accuracy = accuracy_name(model.labels_per_image)     # "top-2 accuracy" for two digits
         model.downloads = _placed(
-            assembler, {"training_curves": model.history, "model": model.name},
-            lambda m=model: render_training_curves(m.history, m.name), folder / "overview")
+            assembler, {"training_curves": model.history, "model": model.name,
+                        "accuracy": accuracy},
+            lambda m=model, a=accuracy: render_training_curves(m.history, m.name, a),
+            folder / "overview")
         for step in model.steps:
             if not step.confusion_matrix:
                 continue

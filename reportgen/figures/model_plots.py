@@ -47,9 +47,12 @@ def has_curves(history: list[dict]) -> bool:
                for key, _, _ in LOSSES + ACCURACIES)
 
 
-def render_training_curves(history: list[dict], model: str) -> list[Figure]:
+def render_training_curves(history: list[dict], model: str,
+                           accuracy: str = "accuracy") -> list[Figure]:
     """Loss (left) and accuracy (right) over the saved steps, x = images seen when every record
-    has it (else the record's position), ticks labelled with the steps; [] without values."""
+    has it (else the record's position), ticks labelled with the steps; [] without values.
+    `accuracy`: what the accuracies count ("top-2 accuracy" for images of two digits), in the
+    legend, the axis and the caption."""
     if not history or not has_curves(history):
         return []
     use_seen = all(_number(r.get("images_seen")) is not None for r in history)
@@ -58,9 +61,10 @@ def render_training_curves(history: list[dict], model: str) -> list[Figure]:
     fig = new_figure(7.2, 2.8)
     with styled():
         axes = fig.subplots(1, 2)
-        for ax, series, ylabel in ((axes[0], LOSSES, "loss"), (axes[1], ACCURACIES, "accuracy")):
+        for ax, series, ylabel in ((axes[0], LOSSES, "loss"), (axes[1], ACCURACIES, accuracy)):
             drawn = False
             for key, label, colour in series:
+                label = label.replace("accuracy", accuracy)
                 points = [(x, _number(r.get(key))) for x, r in zip(xs, history)
                           if _number(r.get(key)) is not None]
                 if points:
@@ -72,7 +76,7 @@ def render_training_curves(history: list[dict], model: str) -> list[Figure]:
             ax.set_ylabel(ylabel)
             ax.set_xlabel("step (EPOCH-BATCH), spaced by images seen" if use_seen
                           else "step (EPOCH-BATCH)")
-            if ylabel == "accuracy":
+            if ylabel == accuracy:
                 ax.set_ylim(top=1.0)
             if drawn:
                 ax.legend(frameon=False)
@@ -85,8 +89,8 @@ def render_training_curves(history: list[dict], model: str) -> list[Figure]:
     spacing = "spaced by images seen" if use_seen else "one point per saved step"
     caption = (f"Training curves of {model} over {len(history)} saved steps (EPOCH-BATCH, "
                f"{spacing}). Left: total, margin and reconstruction loss, each the mean over "
-               f"the batches since the previous saved step. Right: validation accuracy at each "
-               f"saved step and the running training accuracy.")
+               f"the batches since the previous saved step. Right: validation {accuracy} at "
+               f"each saved step and the running training {accuracy}.")
     figures = figure_pair(fig, "training_curves", caption)
     return figures + [Figure("training_curves.csv", history_csv(history), "csv", caption)]
 
