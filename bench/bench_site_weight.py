@@ -2,7 +2,7 @@
 build's time per input image against the model work it contains.
 
     python bench/bench_site_weight.py [--models-dir models] [--site DIR] [--no-build]
-                                      [--no-pages] [--no-timing]
+                                      [--no-pages] [--no-timing] [--timing-only] [--in-memory]
 
 1. Site weight: `reportgen build --models MNIST_Demo` with every default (all saved steps, test
    images 0-15, dataset analyses at steps spread over training) into a temporary folder, with
@@ -26,12 +26,15 @@ build's time per input image against the model work it contains.
    16 plain and 5 analysed steps. Target: at most 3x the model work. This machine's times
    vary by half from run to run, and the model work with them: each pair of builds runs five
    times, the pair with the median ratio counts, and the range of the five ratios is shown.
+   The builds run in a temporary project folder; `--in-memory` puts it, the stores and the
+   sites in /dev/shm: the same measurement without the disk (`--timing-only`: only this part).
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import os
 import shutil
 import subprocess
@@ -100,8 +103,11 @@ def page_transfers(site: Path) -> list[tuple[int, str, int]]:
     return sorted(out, reverse=True)
 
 
-def cold_per_image(models_dir: Path) -> dict:
-    """Per-image wall time of a cold build and the model work in it (see the module doc)."""
+def cold_per_image(models_dir: Path, in_memory: bool = False) -> dict:
+    """Per-image wall time of a cold build and the model work in it (see the module doc).
+    The builds run in a temporary project folder (their working folders and time measurements
+    stay out of this project's `.reportgen`); `in_memory`: that folder, the stores and the sites
+    in /dev/shm, so that no disk is in the figures."""
     from reportgen.catalog import Catalog
     from reportgen.commands.build import BuildOptions, build
     from reportgen.engine import step as engine_step
@@ -142,7 +148,8 @@ def cold_per_image(models_dir: Path) -> dict:
         # two steps each, so that the filmstrip's frames (one colour scale) are drawn too
         for kind, steps, analyses in (("plain", "1-10,5-40", "none"),
                                       ("analysed", "last", "last")):     # 0-0 and 5-40
-            with tempfile.TemporaryDirectory() as tmp:
+            with tempfile.TemporaryDirectory(dir="/dev/shm" if in_memory else None) as tmp, \
+                    _working_in(Path(tmp)):
                 # the warm-up pays for importing TensorFlow and fills a store with the dataset
                 # analyses (other images): each measured build starts from a copy of it, so
                 # that only the chosen images' work is cold
@@ -180,6 +187,16 @@ def cold_per_image(models_dir: Path) -> dict:
             "spread": spread}
 
 
+@contextlib.contextmanager
+def _working_in(folder: Path):
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
 def cold_report(timing: dict) -> list[str]:
     """`cold_per_image`'s figures as lines: each kind of step, then the default build's mix."""
     lines = []
@@ -204,8 +221,14 @@ def main() -> None:
     parser.add_argument("--no-build", action="store_true", help="with --site: do not rebuild it")
     parser.add_argument("--no-pages", action="store_true")
     parser.add_argument("--no-timing", action="store_true")
+    parser.add_argument("--timing-only", action="store_true", help="only part 3")
+    parser.add_argument("--in-memory", action="store_true",
+                        help="cold builds with their store and site in /dev/shm (no disk)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
+        if args.timing_only:
+            args.no_timing = False
+            return _timing(args)
         site = args.site or Path(tmp) / "site"
         if not args.no_build:
             seconds = build_default_site(args.models_dir, site)
@@ -221,8 +244,13 @@ def main() -> None:
                   f"requests (target <= {PAGE_LIMIT / 1e6:.0f} MB); next: "
                   + ", ".join(f"{p} {b / 1e6:.2f} MB" for b, p, _ in pages[1:4]))
     if not args.no_timing:
-        for line in cold_report(cold_per_image(args.models_dir)):
-            print(f"cold build per image and step, {line}")
+        _timing(args)
+
+
+def _timing(args) -> None:
+    for line in cold_report(cold_per_image(args.models_dir.resolve(), args.in_memory)):
+        print(f"cold build per image and step{' (in memory)' * args.in_memory}, {line}")
+
 
 if __name__ == "__main__":
     main()
