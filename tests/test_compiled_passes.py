@@ -162,3 +162,56 @@ def test_encoder_outputs_equal_the_eager_encoder(name, images):
     none_vectors, none_scores = encoder_outputs(net, images[:0])
     assert none_vectors.shape == (0, *vectors.shape[1:])
     assert none_scores.shape == (0, *scores.shape[1:])
+
+
+class _Stub:
+    """What `compiled` reads of a network: its passes and whether it uses XLA."""
+
+    def __init__(self):
+        self.compiled_passes = {}
+
+    def uses_xla(self, gradients):
+        return False
+
+
+def test_passes_of_many_networks_do_not_warn_of_retracing():
+    """TensorFlow counts traces per function code: one pass of eight networks, each traced
+    once, reads to it as one function retraced 8 times and warns; reportgen drops that warning
+    (and nothing else TensorFlow logs). The same calls through a bare tf.function warn."""
+    import logging
+
+    import tensorflow as tf
+
+    from reportgen.capsnet.compiled import compiled
+
+    logged = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            logged.append(record.getMessage())
+
+    logger = logging.getLogger("tensorflow")
+    handler = Keep(level=logging.WARNING)
+    logger.addHandler(handler)
+    try:
+        def doubled():
+            return lambda x: x * 2.0
+
+        for n in range(8):
+            compiled(_Stub(), "doubled", doubled, gradients=True)(np.ones((n + 1, 3), np.float32))
+        assert not [m for m in logged if "retracing" in m]
+
+        def tripled(x):         # the same pattern, bare: TensorFlow warns
+            return x * 3.0
+
+        logger.removeFilter(next(f for f in logger.filters if "NotRetracing" in type(f).__name__))
+        try:
+            for n in range(8):
+                tf.function(tripled)(np.ones((n + 1, 3), np.float32))
+        finally:
+            compiled(_Stub(), "doubled", doubled, gradients=True)      # puts the filter back
+        assert [m for m in logged if "retracing" in m]
+        logger.warning("something else")
+        assert "something else" in logged
+    finally:
+        logger.removeHandler(handler)

@@ -42,10 +42,33 @@ def compiled(net, key, make: Callable[[], Callable], gradients: bool):
     if found is None:
         import tensorflow as tf
 
+        _drop_retracing_warning()
         function = make() if gradients else _without_gradient(make())
         found = tf.function(function, jit_compile=True if xla else None)
         net.compiled_passes[(key, xla)] = found
     return found
+
+
+class _NotRetracing:
+    """Drops TensorFlow's "N out of the last M calls to <function> triggered tf.function
+    retracing" warning. TensorFlow counts traces per function *code*, so the passes of several
+    networks (several models in one build, or builds one after another in one Python session)
+    count as one function retraced again and again, while each is traced once per network and
+    batch shape by design. Anything else TensorFlow logs passes."""
+
+    def filter(self, record) -> bool:
+        return "triggered tf.function retracing" not in record.getMessage()
+
+
+_RETRACING_FILTER = _NotRetracing()
+
+
+def _drop_retracing_warning() -> None:
+    import logging
+
+    logger = logging.getLogger("tensorflow")
+    if _RETRACING_FILTER not in logger.filters:
+        logger.addFilter(_RETRACING_FILTER)
 
 
 def _without_gradient(function: Callable) -> Callable:
