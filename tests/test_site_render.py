@@ -453,6 +453,38 @@ def test_training_curves_are_valid_deterministic_svg():
     assert training_curves_svg([], "loss") == ""
 
 
+def test_chart_axes_hold_every_value():
+    """Each axis runs from its first tick to its last: the ticks must reach past both ends of
+    the values (a total loss of 0.682 once got ticks up to 0.6 and was drawn above the plot)."""
+    from reportgen.pages.svg_charts import nice_ticks, overlay_curves_svg
+
+    rng = np.random.default_rng(0)
+    cases = [(0.0, 0.682), (0.7, 1.0), (0.0, 21000.0), (0.0, 20000.0), (0.3, 1.0),
+             *((lo, lo + span) for lo, span in zip(rng.uniform(0, 1, 40),
+                                                   10.0 ** rng.uniform(-4, 4, 40)))]
+    for lo, hi in cases:
+        ticks = nice_ticks(lo, hi, 5)
+        gaps = np.diff(ticks)
+        assert ticks[0] <= lo + 1e-12 and ticks[-1] >= hi - 1e-12, (lo, hi, ticks)
+        assert np.allclose(gaps, gaps[0]) and 3 <= len(ticks) <= 8, (lo, hi, ticks)
+        assert ticks[0] > lo - gaps[0] and ticks[-1] < hi + gaps[0], (lo, hi, ticks)
+    history = [{"step": "0-0", "images_seen": 0, "loss": None},
+               {"step": "1-10", "images_seen": 1000, "loss": 0.682},
+               {"step": "1-20", "images_seen": 21000, "loss": 0.45}]
+    for svg in (training_curves_svg(history, "loss"),
+                overlay_curves_svg([("A", history)], "loss")):
+        root = ET.fromstring(str(svg))
+        lines = [e for e in root.iter() if e.tag.endswith("line")
+                 and "rg-gridline" in e.get("class", "")]
+        top = min(float(e.get("y1")) for e in lines)
+        bottom = max(float(e.get("y1")) for e in lines)
+        dots = [e for e in root.iter() if e.tag.endswith("circle")]
+        polylines = [e for e in root.iter() if e.tag.endswith("polyline")]
+        ys = [float(e.get("cy")) for e in dots] + [
+            float(p.split(",")[1]) for e in polylines for p in e.get("points").split()]
+        assert ys and all(top - 1e-6 <= y <= bottom + 1e-6 for y in ys), (top, bottom, ys)
+
+
 def test_downloadable_training_curves_name_what_the_accuracy_counts(tmp_path):
     """A two-digit model's matplotlib curves (the download, the paper's figure) say top-2
     accuracy in legend, axis and caption, as its pages do; a one-digit model's plain accuracy."""

@@ -17,17 +17,17 @@ CURVE_SERIES = {"loss": LOSSES, "accuracy": ACCURACIES}
 
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    """About `count` evenly spaced round ticks from at or below `lo` to at or above `hi`: the
+    chart's axis runs from the first to the last, so every value in [lo, hi] is inside it."""
     if hi <= lo:
         hi = lo + 1.0
     raw = (hi - lo) / count
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
-    start = math.floor(lo / step) * step
-    ticks, value = [], start
-    while value <= hi + step * 0.5:
-        ticks.append(round(value, 10))
-        value += step
-    return ticks
+    # 1e-9: a bound on a tick (0.7 / 0.1 = 6.999...) is not one tick further out
+    first = math.floor(lo / step + 1e-9)
+    last = math.ceil(hi / step - 1e-9)
+    return [round(k * step, 10) for k in range(first, last + 1)]
 
 
 def _fmt(value: float) -> str:
