@@ -483,6 +483,9 @@ def test_chart_axes_hold_every_value():
         ys = [float(e.get("cy")) for e in dots] + [
             float(p.split(",")[1]) for e in polylines for p in e.get("points").split()]
         assert ys and all(top - 1e-6 <= y <= bottom + 1e-6 for y in ys), (top, bottom, ys)
+    ticks = [e.text for e in ET.fromstring(str(overlay_curves_svg([("A", history)], "loss")))
+             .iter() if e.tag.endswith("text") and "rg-tick" in e.get("class", "")]
+    assert "25,000" in ticks and "0.8" in ticks and not [t for t in ticks if "e+" in t], ticks
 
 
 def test_downloadable_training_curves_name_what_the_accuracy_counts(tmp_path):

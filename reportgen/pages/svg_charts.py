@@ -31,6 +31,10 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
 
 
 def _fmt(value: float) -> str:
+    """A tick or hover value: whole numbers with thousands separators (images seen: 15,000,
+    not 1.5e+04), others with 4 significant digits."""
+    if float(value).is_integer() and abs(value) < 1e15:
+        return f"{int(value):,}"
     text = f"{value:.4g}"
     return text if "e" not in text else f"{value:.1e}"
 
