@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import socket
 
 import pytest
 
@@ -167,10 +168,34 @@ def test_a_new_measurement_is_averaged_with_what_was_known(tmp_path):
                                          "model": {"seconds": 5.0, "units": 1}},
                              "cnn": {"step": {"seconds": 0.5, "units": 3}}})
     known, _ = read_calibration(path)           # this machine's (host name)
-    assert known["capsnet"]["step"] == {"seconds": 2.0, "units": 6}
-    assert known["capsnet"]["model"] == {"seconds": 5.0, "units": 1}
-    assert known["cnn"]["step"] == {"seconds": 0.5, "units": 3}
+    assert known["capsnet"]["step"] == {"seconds": 2.0, "units": 6, "recent": [1.0, 3.0]}
+    assert known["capsnet"]["model"] == {"seconds": 5.0, "units": 1, "recent": [5.0]}
+    assert known["cnn"]["step"] == {"seconds": 0.5, "units": 3, "recent": [0.5]}
     assert [p.name for p in tmp_path.iterdir()] == ["build-times.json"]   # no temporary left
+
+
+def test_one_disturbed_build_is_outvoted_by_the_next_ones(tmp_path):
+    """The estimate takes the median of the last builds' measurements: a build 3x slower than
+    usual (a slow disk, a first run filling caches) no longer weighs half of the next estimate
+    once two more builds have measured; only the last RECENT count."""
+    path = tmp_path / "build-times.json"
+    for seconds in (16.6, 5.7, 5.5):
+        write_calibration(path, {"build@0": {"build": {"seconds": seconds, "units": 1}}})
+    assert read_calibration(path)[0]["build@0"]["build"]["seconds"] == 5.7
+    for seconds in (8.0, 8.2, 8.1, 7.9, 8.0):      # the machine got slower: followed
+        write_calibration(path, {"build@0": {"build": {"seconds": seconds, "units": 1}}})
+    entry = read_calibration(path)[0]["build@0"]["build"]
+    assert entry["seconds"] == 8.0 and entry["units"] == 8
+    assert entry["recent"] == [8.0, 8.2, 8.1, 7.9, 8.0]
+    # a file written before measurements were kept: its cost counts as one of them
+    path.write_text(json.dumps({"format": build_time.FORMAT, "machines": {socket.gethostname(): {
+        "build@0": {"build": {"seconds": 9.0, "units": 3}}}}}))
+    write_calibration(path, {"build@0": {"build": {"seconds": 5.0, "units": 1}}})
+    assert read_calibration(path)[0]["build@0"]["build"] == {"seconds": 7.0, "units": 4,
+                                                               "recent": [9.0, 5.0]}
+    path.write_text(json.dumps({"format": build_time.FORMAT, "machines": {socket.gethostname(): {
+        "build@0": {"build": {"seconds": 9.0, "units": 3, "recent": ["x"]}}}}}))
+    assert read_calibration(path) == ({}, "'build@0' 'build' is not a measured cost")
 
 
 def test_a_write_that_fails_leaves_the_previous_file_whole(tmp_path, monkeypatch):
@@ -226,7 +251,7 @@ def test_a_damaged_file_is_ignored_and_replaced(tmp_path, text, why):
     assert "measured on the reference machine" in _plan().line(Costs(known, slowness=1.0))
     write_calibration(path, {"capsnet": {"step": {"seconds": 1.0, "units": 1}}}, host="here")
     assert read_calibration(path, host="here") == (
-        {"capsnet": {"step": {"seconds": 1.0, "units": 1}}}, None)
+        {"capsnet": {"step": {"seconds": 1.0, "units": 1, "recent": [1.0]}}}, None)
 
 
 def test_unreadable_or_absent_files_are_no_measurements(tmp_path):

@@ -16,7 +16,7 @@ cost more per unit) and as it would be on an idle machine: a build divides what 
 how much other work slowed it (reportgen.commands.cpu_load: the run queue, sampled while it
 runs), and an estimate multiplies by how busy the machine is as the build starts. A build
 estimates with what the builds before it measured on this machine (CALIBRATION_FILE, per host
-name; each new measurement averaged with what was known), else with the reference costs (measured on
+name; the median of the last few builds' measurements), else with the reference costs (measured on
 this project's 2-core CPU) scaled by how fast this processor is (`machine_slowness`: a fixed
 NumPy and Python workload of at most 0.3 s, run only when a reference cost is needed, so a
 rebuild on a machine that has built before pays nothing). While it runs, what remains is
@@ -36,6 +36,7 @@ import math
 import os
 import secrets
 import socket
+import statistics
 import time
 from pathlib import Path
 from typing import Callable
@@ -189,27 +190,39 @@ def _read_machines(path: Path) -> tuple[dict, str | None]:
     return machines, None
 
 
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _valid_entry(entry) -> bool:
     if not isinstance(entry, dict):
         return False
-    seconds, units = entry.get("seconds"), entry.get("units")
-    return (all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-                for v in (seconds, units)) and seconds >= 0 and units > 0)
+    seconds, units, recent = entry.get("seconds"), entry.get("units"), entry.get("recent", [])
+    return (_number(seconds) and _number(units) and seconds >= 0 and units > 0
+            and isinstance(recent, list) and all(_number(v) and v >= 0 for v in recent))
+
+
+RECENT = 5      # the measurements of a cost kept: the estimate takes their median
 
 
 def blend(known: dict, measured: dict) -> dict:
-    """What the next estimate uses: per (group, kind), the mean of what was known and what
-    this build measured (a moving average: a machine that got slower is followed within a few
-    builds, one disturbed build does not decide alone)."""
+    """What the next estimate uses: per (group, kind), the median of the last RECENT builds'
+    measurements (the mean of two): a machine that got slower is followed within a few builds,
+    and one disturbed build (a slow disk, a first run that fills caches) is outvoted instead of
+    weighing half of the next estimate. An entry written before measurements were kept counts
+    as one."""
     out = {group: dict(kinds) for group, kinds in known.items()}
     for group, kinds in measured.items():
         for kind, entry in kinds.items():
             before = out.setdefault(group, {}).get(kind)
             if before is None:
-                out[group][kind] = dict(entry)
+                recent, units = [entry["seconds"]], entry["units"]
             else:
-                out[group][kind] = {"seconds": (before["seconds"] + entry["seconds"]) / 2,
-                                    "units": before["units"] + entry["units"]}
+                recent = [*before.get("recent", [before["seconds"]]), entry["seconds"]]
+                units = before["units"] + entry["units"]
+            recent = recent[-RECENT:]
+            out[group][kind] = {"seconds": statistics.median(recent), "units": units,
+                                "recent": recent}
     return out
 
 
