@@ -117,19 +117,15 @@ def cold_per_image(models_dir: Path, in_memory: bool = False) -> dict:
     spent = [0.0, 0.0]          # computing a step; of which storing its arrays
     original, original_put = engine_step.compute_step, ArtifactStore.put_arrays
 
-    def timed(*args, **kwargs):
-        start = time.perf_counter()
-        try:
-            return original(*args, **kwargs)
-        finally:
-            spent[0] += time.perf_counter() - start
-
-    def timed_put(*args, **kwargs):
-        start = time.perf_counter()
-        try:
-            return original_put(*args, **kwargs)
-        finally:
-            spent[1] += time.perf_counter() - start
+    def adding_to(slot: int, function):
+        """`function`, its wall time added to spent[slot]."""
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent[slot] += time.perf_counter() - start
+        return timed
 
     def one_build(images: str, steps: str, analyses: str, cache: Path,
                   site: Path) -> tuple[float, float, float]:
@@ -141,8 +137,8 @@ def cold_per_image(models_dir: Path, in_memory: bool = False) -> dict:
         assert summary.ok, summary.failed
         return time.perf_counter() - start, spent[0], spent[1]
 
-    engine_step.compute_step = timed
-    ArtifactStore.put_arrays = timed_put
+    engine_step.compute_step = adding_to(0, original)
+    ArtifactStore.put_arrays = adding_to(1, original_put)
     out, spread = {}, {}
     try:
         # two steps each, so that the filmstrip's frames (one colour scale) are drawn too
@@ -228,7 +224,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         if args.timing_only:
             args.no_timing = False
-            return _timing(args)
+            return _print_timing(args)
         site = args.site or Path(tmp) / "site"
         if not args.no_build:
             seconds = build_default_site(args.models_dir, site)
@@ -244,10 +240,10 @@ def main() -> None:
                   f"requests (target <= {PAGE_LIMIT / 1e6:.0f} MB); next: "
                   + ", ".join(f"{p} {b / 1e6:.2f} MB" for b, p, _ in pages[1:4]))
     if not args.no_timing:
-        _timing(args)
+        _print_timing(args)
 
 
-def _timing(args) -> None:
+def _print_timing(args) -> None:
     for line in cold_report(cold_per_image(args.models_dir.resolve(), args.in_memory)):
         print(f"cold build per image and step{' (in memory)' * args.in_memory}, {line}")
 

@@ -76,7 +76,7 @@ def render_training_curves(history: list[dict], model: str,
             ax.set_ylabel(ylabel)
             ax.set_xlabel("step (EPOCH-BATCH), spaced by images seen" if use_seen
                           else "step (EPOCH-BATCH)")
-            if ylabel == accuracy:
+            if series is ACCURACIES:
                 ax.set_ylim(top=1.0)
             if drawn:
                 ax.legend(frameon=False)
