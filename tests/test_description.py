@@ -63,8 +63,10 @@ def test_description_matches_the_built_model(name, make_net):
 def test_features():
     tiny = describe(_params())
     assert tiny.features == {"conv", "capsules", "vector_capsules", "primary_capsules",
-                             "class_capsules", "routing_weights", "dynamic_routing", "decoder",
-                             "class_vectors", "routing_paths"}
+                             "capsule_maps", "class_capsules", "routing_weights",
+                             "dynamic_routing", "decoder", "class_vectors", "routing_paths",
+                             "own_explanation", "votes"}
+    assert tiny.capabilities == {"votes"}          # declared by its family (reportgen.contract)
     assert "decoder" not in describe(_params(decoder={"enabled": False})).features
     assert tiny.conv_layer_names == ("conv1", "primary_conv")
     assert [c.name for c in tiny.plain_conv_layers] == ["conv1"]
@@ -270,9 +272,10 @@ def test_not_applicable_names_the_most_fundamental_lack():
 def test_what_each_family_declares_picks_the_techniques_paths():
     """The class vectors, the vote attack and the built-in explanation follow from what a
     description declares (poses, routing weights), the same for every family as before they
-    were read from routing names: RPV and votes for routing straight into length-activated
-    class capsules (whichever axis its softmax runs over), the pooling map for GraCapsNet,
-    neither for EM or Self-Routing, whose class capsules have no pose."""
+    were read from routing names: votes where the family declares them (the CapsNet's, whichever
+    axis its softmax runs over), the built-in explanation where it declares one (GraCapsNet's
+    pooling map), RPV through the routing weights of every other routed family (EM,
+    Self-Routing), nothing for a CNN."""
     from em_fixture import TINY_EM
     from family_nets import TINY_GRACAPS, TINY_SELF_ROUTING, tiny_cnn
 
@@ -283,9 +286,9 @@ def test_what_each_family_declares_picks_the_techniques_paths():
                                                     "routing_softmax": "inputs"}}
     models = {"capsnet": (TINY_PARAMS, "class_capsules", True, "rpv_modified"),
               "capsnet_inputs": (inputs_softmax, "class_capsules", True, "rpv_modified"),
-              "gracaps": (TINY_GRACAPS, "class_capsules", False, "gracaps_attention"),
-              "em": (TINY_EM, "class_capsules", False, None),
-              "self_routing": (TINY_SELF_ROUTING, None, False, None),
+              "gracaps": (TINY_GRACAPS, "class_capsules", False, "builtin"),
+              "em": (TINY_EM, "class_capsules", False, "rpv_modified"),
+              "self_routing": (TINY_SELF_ROUTING, None, False, "rpv_modified"),
               "cnn_cr": (tiny_cnn("cr"), "features", False, None),
               "cnn_avg": (tiny_cnn("avg"), None, False, None)}
     for name, (raw, vectors, votes, builtin) in models.items():

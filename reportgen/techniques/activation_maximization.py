@@ -16,6 +16,7 @@ import numpy as np
 
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_positive
+from reportgen.results.references import cite
 
 _BETA1, _BETA2, _EPSILON = 0.9, 0.999, 1e-7
 
@@ -75,6 +76,7 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
 
 TECHNIQUE = Technique(
     name="activation_maximization",
+    citations=cite('erhan2009visualizing'),
     title="Activation maximization",
     layer="model",
     scope="checkpoint",

@@ -20,6 +20,7 @@ from reportgen.probe.affine import FACTORS, factor_batch
 from reportgen.results.affine_robustness import factors_in
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_positive, require_images
+from reportgen.results.references import cite
 
 NAME = "affine_robustness"
 VOTES_BUDGET_BYTES = 256 * 2 ** 20      # routing votes of one forward call stay under this
@@ -169,6 +170,7 @@ def summarize(arrays, params: Params | None = None) -> dict:
 
 TECHNIQUE = Technique(
     name=NAME,
+    citations=cite('sabour2017dynamic', 'gu2022explainability'),
     title="Affine robustness",
     layer="model",
     scope="dataset",

@@ -18,6 +18,7 @@ import numpy as np
 from reportgen.errors import ReportgenError
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_positive, rounded_number
+from reportgen.results.references import cite
 
 NAME = "affnist_benchmark"
 CANVAS = (40, 40)
@@ -92,6 +93,7 @@ def summarize(arrays, params: Params | None = None) -> dict:
 
 TECHNIQUE = Technique(
     name=NAME,
+    citations=cite('gu2021capsule', 'gu2022explainability'),
     title="affNIST-like benchmark (Gu 2022)",
     layer="model",
     scope="dataset",

@@ -19,7 +19,7 @@ A technique says what it reads and what it needs of a model, and the engine obey
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import import_module
 from typing import Any, Callable
 
@@ -125,6 +125,9 @@ class Technique:
     title_for: Callable[..., str] | None = None
     """(params) -> the title of one variant where it is not `title` (the capsule heatmaps of a
     convolutional capsule layer are not primary-capsule heatmaps)."""
+    citations: tuple[str, ...] = ()
+    """The BibTeX entries of the papers the method comes from (reportgen.bibtex); "About the
+    methods" and the supplement's references.bib cite them. () cites nothing."""
 
     def __post_init__(self):
         if self.layer not in LAYERS:
@@ -150,6 +153,10 @@ class Technique:
             object.__setattr__(self, "labels", (1,) if self.scope == "dataset" else (1, 2))
         object.__setattr__(self, "variants",
                            ModelVariants(self.name, applies_to, choose, tuple(self.labels)))
+        from reportgen.bibtex import check_entries
+
+        check_entries(self.citations, f"Technique {self.name}")
+        object.__setattr__(self, "citations", tuple(self.citations))
 
     def title_of(self, params) -> str:
         """The title of one variant: `title_for(params)`, else `title` (also for params None:

@@ -41,6 +41,7 @@ from reportgen.results.capsule_semantics import (CHANCE_PER_IMAGE, CHANCE_POOLED
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import (check_option, check_positive, decode, finite_number,
                                           masked_inputs, require_images)
+from reportgen.results.references import cite
 
 NAME = "capsule_semantics"
 REPRESENTATIVES = ("per_class", "first")
@@ -257,6 +258,7 @@ def _mean(values: np.ndarray) -> float | None:
 
 TECHNIQUE = Technique(
     name=NAME,
+    citations=cite('sabour2017dynamic', 'gu2022explainability'),
     title="Capsule semantics",
     layer="class",
     scope="dataset",

@@ -16,6 +16,7 @@ from reportgen.errors import ReportgenError
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import (check_target, decoder_result, float_tuple,
                                           masked_inputs, target_vectors)
+from reportgen.results.references import cite
 
 LENGTHS = tuple(float(p) for p in np.round(np.linspace(0.0, 1.0, 11), 1))
 
@@ -53,6 +54,7 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
 
 TECHNIQUE = Technique(
     name="decoder_length",
+    citations=cite('sabour2017dynamic'),
     title="Decoder, capsule length",
     layer="decoder",
     scope="input",

@@ -15,6 +15,7 @@ from reportgen.errors import ReportgenError
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import (check_target, decoder_result, float_tuple,
                                           masked_inputs, target_vectors)
+from reportgen.results.references import cite
 
 DELTAS = tuple(float(d) for d in np.round(np.linspace(-0.25, 0.25, 11), 2))
 
@@ -56,6 +57,7 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
 
 TECHNIQUE = Technique(
     name="decoder_perturbation",
+    citations=cite('sabour2017dynamic'),
     title="Decoder, dimension perturbation",
     layer="decoder",
     scope="input",

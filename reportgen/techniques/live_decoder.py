@@ -18,6 +18,7 @@ import numpy as np
 from reportgen.errors import ReportgenError
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import decode, masked_inputs
+from reportgen.results.references import cite
 
 CHECK_VECTORS = 16      # capsule vectors decoded by Keras to measure the quantised export
 
@@ -83,6 +84,7 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
 
 TECHNIQUE = Technique(
     name="live_decoder",
+    citations=cite('sabour2017dynamic'),
     title="Live decoder",
     layer="decoder",
     scope="checkpoint",
