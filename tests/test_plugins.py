@@ -246,7 +246,7 @@ def test_a_family_from_an_installed_package_trains_and_builds_beside_broken_ones
     trained = _reportgen(installed, "train", "Toy", cwd=project)
     assert trained.returncode == 0, trained.stderr
     built = _reportgen(installed, "build", "--models", "Toy", "--steps", "last", "--images",
-                       "test:0-1", "--eval-images", "9", cwd=project)
+                       "test:0-1", "--eval-images", "10", cwd=project)
     assert built.returncode == 0, built.stderr + built.stdout
     problems = [line for line in built.stderr.splitlines() if "was not loaded" in line]
     assert len(problems) == 4                 # said once each, however often looked up

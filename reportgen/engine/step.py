@@ -37,7 +37,8 @@ class Plan:
     apply to it with the model features they miss (for a "not applicable" note)."""
 
     variants: tuple[tuple, ...]
-    not_applicable: tuple[tuple, ...]      # (technique, frozenset of missing features)
+    # (technique, frozenset of missing features, or the plain clause of why it does not suit)
+    not_applicable: tuple[tuple, ...]
 
 
 def plan(techniques, model) -> Plan:
@@ -56,7 +57,8 @@ def plan(techniques, model) -> Plan:
         elif t.applicable(model):
             variants.extend((t, p) for p in t.variants(model))
         else:
-            skipped.append((t, t.missing_features(model)))
+            missing = t.missing_features(model)
+            skipped.append((t, missing if missing else t.unsuited_reason(model)))
     return Plan(tuple(variants), tuple(skipped))
 
 

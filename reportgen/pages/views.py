@@ -361,7 +361,8 @@ def model_view(info: ModelInfo, root: str) -> dict:
             "links": model_links(info, root),
             "latest_step": steps[-1] if steps else None,
             "findings": model_findings(info, root), "findings_step": findings_step(info),
-            "untrained_banners": untrained_banners(info), "accuracy": accuracy_label(model)}
+            "untrained_banners": untrained_banners(info), "accuracy": accuracy_label(model),
+            "references": info.references}
 
 
 def accuracy_label(model: ModelData) -> dict:

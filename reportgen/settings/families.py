@@ -280,6 +280,13 @@ def family_of(params) -> Family:
     return family(getattr(params, "family", DEFAULT_FAMILY))
 
 
+def declares_costs(name: str) -> bool:
+    """Whether family `name` declares reference costs of its own (FamilyCosts.reference)."""
+    _load_plugins()
+    found = _REGISTRY.get(name)
+    return found is not None and found.costs.reference is not None
+
+
 def costs(name: str) -> FamilyCosts:
     """The build-time costs of family `name`, the default family's reference where it has none
     of its own (or is not registered: a cost group measured before a family was removed)."""
