@@ -56,8 +56,11 @@ def render(result, params, ctx: RenderContext) -> list[Figure]:
         style_axes(ax)
         legend_below(fig)
     share = coupling[:, predicted].sum() / children
+    total = weights.sum()
+    biased = f"{weights[:, predicted].sum() / total:.0%}" if total else "undefined"
     caption = (f"How strongly the {children} primary capsules route to the predicted class "
-               f"{names[predicted]}: {share:.0%} of their coupling, before the routing bias. "
+               f"{names[predicted]}: {share:.0%} of their coupling before the routing bias, "
+               f"{biased} of the weights after it. "
                f"Details: Efficient-CapsNet's self-attention routing (Mazzia, Salvetti & "
                f"Chiaberge 2021): c_ij = softmax over the classes j of u_hat[j|i] . "
                f"sum_k u_hat[j|k] / sqrt(D) (each row sums to 1); the routing bias b_ij, learnt "
@@ -65,7 +68,7 @@ def render(result, params, ctx: RenderContext) -> list[Figure]:
                f"softmax, and each class capsule is the squashed sum of its votes weighted by "
                f"c_ij + b_ij (right; blue negative, red positive). The predicted class's "
                f"column is outlined; below, each class's total weight with and without the "
-               f"bias.")
+               f"bias (the share after it: sum_i (c_ij + b_ij) over the sum of every class's).")
     return figure_pair(fig, "coupling", caption)
 
 

@@ -20,10 +20,10 @@ def test_a_tiny_model_trained_briefly_leaves_chance(tmp_path):
         lines += ["[[conv]]", *(f"{k} = {_toml(v)}" for k, v in conv.items())]
     for table in ("primary", "class_caps", "decoder", "efficient_capsnet"):
         lines += [f"[{table}]", *(f"{k} = {_toml(v)}" for k, v in TINY[table].items())]
-    lines += ["[training]", "epochs = 2", "batch_size = 16", "learning_rate = 0.002",
+    lines += ["[training]", "epochs = 3", "batch_size = 16", "learning_rate = 0.002",
               "save_every = 1000"]
     (folder / "params.toml").write_text("\n".join(lines) + "\n")
-    history = train(Catalog(tmp_path / "models").get("Tiny"), TrainOptions(limit=800))
+    history = train(Catalog(tmp_path / "models").get("Tiny"), TrainOptions(limit=1600))
     accuracy = [r["val_accuracy"] for r in history]
     print("held-out accuracy per saved step:", [f"{a:.3f}" for a in accuracy])
     assert history[0]["step"] == "0-0"
