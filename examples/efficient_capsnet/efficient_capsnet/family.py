@@ -51,8 +51,6 @@ from reportgen.capsnet.network import decoder_param_count
 from reportgen.settings.families import XLA, Family
 from reportgen.settings.model_params import check_primary_fits, conv_grid, fail
 
-from efficient_capsnet.contract import accepted
-
 NAME = "efficient_capsnet"
 
 CITATION = """@article{mazzia2021efficient,
@@ -119,11 +117,13 @@ def describe(params) -> ModelDescription:
     classes = CapsuleLayer(name="class_caps", pose="vector", grid=None,
                            types=params.num_classes, pose_size=params.class_caps.dims,
                            activation="length")
-    return accepted(ModelDescription, input_shape=tuple(params.input_shape), conv_layers=convs,
-                    capsule_layers=(primary, classes),
-                    head=Head(kind="capsules", classes=params.num_classes, layer="class_caps"),
-                    decoder=decoder_of(params, params.num_classes * params.class_caps.dims),
-                    leaves_out=LEAVES_OUT)
+    return ModelDescription(input_shape=tuple(params.input_shape), conv_layers=convs,
+                            capsule_layers=(primary, classes),
+                            head=Head(kind="capsules", classes=params.num_classes,
+                                      layer="class_caps"),
+                            decoder=decoder_of(params,
+                                               params.num_classes * params.class_caps.dims),
+                            leaves_out=LEAVES_OUT)
 
 
 def count_params(params) -> int:
@@ -199,11 +199,24 @@ def build(params):
 # (32 against 90): no XLA. The small forward gain does not pay the compilation of each build.
 XLA_PASSES = XLA(forward=False, gradients=False)
 
-FAMILY = accepted(
-    Family, name=NAME, describe=describe, build=build, count_params=count_params,
+# A tiny model of the family (params.toml as a dict; reportgen fills in `family` and a
+# dataset): reportgen's contract tests build it, run every technique over it, save and load it
+# as `.keras` and build it with the default analyses. 28x28 -> conv 5x5 s2 -> 12x12 -> conv
+# 3x3 s2 -> 5x5 -> depthwise 5x5 -> 1x1 grid of 4 capsules x 4 dims -> 10 classes x 8.
+EXAMPLE = {"input_shape": [28, 28, 1], "num_classes": 10,
+           "conv": [{"filters": 8, "kernel_size": 5, "strides": 2},
+                    {"filters": 16, "kernel_size": 3, "strides": 2}],
+           "primary": {"types": 4, "dims": 4, "kernel_size": 5, "strides": 1},
+           "class_caps": {"dims": 8}, "decoder": {"units": [32]},
+           "efficient_capsnet": {"batch_norm_momentum": 0.9}}
+
+FAMILY = Family(
+    name=NAME, describe=describe, build=build, count_params=count_params,
     display_name=lambda params: "Efficient-CapsNet", table=NAME,
     settings=EfficientCapsNetParams, check=check, routing=(ROUTING,), xla=XLA_PASSES,
     modules=(__name__, "efficient_capsnet.layers", "efficient_capsnet.network",
-             "efficient_capsnet.technique", "efficient_capsnet.figures",
-             "efficient_capsnet.contract"),
-    citations=(CITATION,), capabilities=frozenset({"votes"}), outputs=OUTPUTS)
+             "efficient_capsnet.technique", "efficient_capsnet.figures"),
+    # the network contract (reportgen.contract): the votes u_hat[j|i] (Network.votes), and
+    # the output the family's own technique reads
+    citations=(CITATION,), capabilities=frozenset({"votes"}), outputs=OUTPUTS,
+    example=EXAMPLE)

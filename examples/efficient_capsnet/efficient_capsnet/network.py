@@ -17,8 +17,6 @@ import math
 from dataclasses import dataclass
 
 from reportgen.capsnet.network import Network
-
-from efficient_capsnet.contract import accepted
 from efficient_capsnet.family import BIASED_ROUTING
 
 
@@ -115,10 +113,10 @@ def build_efficient_capsnet(params) -> EfficientCapsNetwork:
         return class_caps.votes(primary_model(images, training=False))
 
     training = params.training
-    return accepted(EfficientCapsNetwork, params=params, description=description, model=model,
-                    encoder=encoder, decoder=decoder, primary_conv=primary_conv,
-                    primary_caps=primary_caps, class_caps=class_caps,
-                    training_losses=capsule_losses(params, encoder, decoder),
-                    capsule_layers={class_desc.name: class_caps}, votes=votes,
-                    epochs=training.epochs, decay=own.learning_rate_decay,
-                    floor=own.min_learning_rate / training.learning_rate)
+    return EfficientCapsNetwork(params=params, description=description, model=model,
+                                encoder=encoder, decoder=decoder, primary_conv=primary_conv,
+                                primary_caps=primary_caps, class_caps=class_caps,
+                                training_losses=capsule_losses(params, encoder, decoder),
+                                capsule_layers={class_desc.name: class_caps}, votes=votes,
+                                epochs=training.epochs, decay=own.learning_rate_decay,
+                                floor=own.min_learning_rate / training.learning_rate)

@@ -9,9 +9,10 @@ c sums to 1 over the classes; b is learnt and does not depend on the input, so c
 sum to 1 and may be negative. The figure answers: which primary capsules feed the predicted
 class, and how much does the bias change that?
 
-Reads the coupling from reportgen's probe ("routing:<routed>", the model output
-"primary_caps_routing") and the bias from the checkpoint's FCCaps layer (`net.class_caps.b`),
-as a checkpoint-scope technique reads its weights.
+Reads two probe tensors: the coupling "routing:<routed>" (the model output
+"primary_caps_routing", a routing output of the network contract) and
+"primary_caps_routing_with_bias", the output the family declares as its own
+(`Family.outputs`). The bias is their difference.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.techniques.base import Technique, lazy
+
+from efficient_capsnet.family import BIASED_ROUTING, CITATION
 
 NAME = "self_attention_coupling"
 
@@ -34,25 +37,15 @@ def variants(description) -> list[Params]:
     return [Params()]
 
 
-def routing_bias(net, children: int, classes: int) -> np.ndarray:
-    """b_ij (children, classes) of the network's FCCaps layer; zeros without a routing bias."""
-    layer = net.class_caps
-    bias = layer.bias() if hasattr(layer, "bias") else None
-    if bias is None:
-        return np.zeros((children, classes), np.float64)
-    return np.asarray(bias, np.float64)
-
-
 def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
-    """{"coupling": (B, children, classes) c_ij, "bias": (B, children, classes) b_ij (the same
-    for every image), "weights": c_ij + b_ij, "predicted": (B,)}."""
-    description = batch.net.description
-    layer = description.routed_layers[0].name
+    """{"coupling": (B, children, classes) c_ij, "weights": c_ij + b_ij, "bias": (B,
+    children, classes) their difference b_ij (the same for every image, to float rounding),
+    "predicted": (B,)}."""
+    layer = batch.net.description.routed_layers[0].name
     coupling = np.asarray(batch[f"routing:{layer}"], np.float64)
-    count, children, classes = coupling.shape
-    bias = np.broadcast_to(routing_bias(batch.net, children, classes), coupling.shape)
-    return {"coupling": coupling.astype(np.float32), "bias": bias.astype(np.float32),
-            "weights": (coupling + bias).astype(np.float32),
+    weights = np.asarray(batch[BIASED_ROUTING], np.float64)
+    return {"coupling": coupling.astype(np.float32), "weights": weights.astype(np.float32),
+            "bias": (weights - coupling).astype(np.float32),
             "predicted": np.asarray(batch["predicted"], np.float32)}
 
 
@@ -75,7 +68,7 @@ TECHNIQUE = Technique(
     title="Self-attention coupling (Efficient-CapsNet)",
     layer="class",
     scope="input",
-    needs=frozenset({"routing:<routed>", "predicted"}),
+    needs=frozenset({"routing:<routed>", BIASED_ROUTING, "predicted"}),
     applies_to=frozenset({"self_attention_routing"}),
     params_type=Params,
     version=1,
@@ -83,6 +76,7 @@ TECHNIQUE = Technique(
     render=lazy("efficient_capsnet.figures", "render"),
     variants=variants,
     numbers=numbers,
+    citations=(CITATION,),
     description="Which primary capsules route to which class in Efficient-CapsNet (Mazzia, "
                 "Salvetti & Chiaberge 2021): the self-attention coupling coefficients c_ij "
                 "(each primary capsule's sum to 1 over the classes), the learnt routing bias "

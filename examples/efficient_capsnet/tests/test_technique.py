@@ -30,7 +30,8 @@ def test_the_numbers_are_the_models_coupling_and_bias():
     np.testing.assert_allclose(result["weights"], out["primary_caps_routing_with_bias"],
                                atol=1e-6)
     b = net.class_caps.get_weights()[1][..., 0].T                         # (children, classes)
-    np.testing.assert_allclose(result["bias"], np.broadcast_to(b, result["bias"].shape))
+    np.testing.assert_allclose(result["bias"], np.broadcast_to(b, result["bias"].shape),
+                               atol=1e-6)
     np.testing.assert_allclose(result["coupling"].sum(-1), 1.0, atol=1e-6)
     assert np.array_equal(result["predicted"], out["lengths"].argmax(1))
     # one image at a time gives the same numbers
