@@ -60,6 +60,8 @@ class PluginRejected(Exception):
 
 
 _said: set[tuple[str, str]] = set()
+# A helper process of a command (the build's drawing worker) leaves the saying to the command.
+quiet = False
 
 
 def _distribution(entry) -> tuple[str, str]:
@@ -115,7 +117,7 @@ def load(group: str, accept: Callable[[Any, Plugin], None]) -> list[Plugin]:
 def say(plugin: Plugin) -> None:
     """Print a plug-in's problem once per process (stderr, one line)."""
     key = (plugin.group, f"{plugin.package}:{plugin.name}")
-    if key in _said:
+    if key in _said or quiet:
         return
     _said.add(key)
     from reportgen import console

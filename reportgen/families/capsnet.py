@@ -9,9 +9,9 @@ import math
 
 from reportgen.capsnet.description import (CapsuleLayer, Head, ModelDescription, RoutingWeights,
                                            capsule_convs, decoder_of)
+from reportgen.results.references import cite
 from reportgen.settings.families import XLA, Family, FamilyCosts
 from reportgen.settings.model_params import check_primary_fits, conv_grid
-from reportgen.results.references import cite
 
 NAME = "capsnet"
 

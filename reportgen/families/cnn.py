@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 from reportgen.capsnet.description import Head, ModelDescription, conv_stack, decoder_of
 from reportgen.capsnet.network import conv_param_count, decoder_param_count, dense_param_count
+from reportgen.results.references import cite
 from reportgen.settings.families import XLA, Family, FamilyCosts
 from reportgen.settings.model_params import choices, conv_grid
-from reportgen.results.references import cite
 
 NAME = "cnn"
 # The heads (Gu 2022, Ch.5):

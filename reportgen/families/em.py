@@ -39,9 +39,9 @@ from reportgen.capsnet.description import (POSE, PRIMARY_CHANNELS, CapsuleLayer,
                                            ModelDescription, RoutingWeights, capsule_convs,
                                            conv_output)
 from reportgen.errors import ReportgenError
+from reportgen.results.references import cite
 from reportgen.settings.families import XLA, Family, FamilyCosts
 from reportgen.settings.model_params import DecoderParams, conv_grid, fail, parse_section
-from reportgen.results.references import cite
 
 NAME = "em"
 

@@ -16,9 +16,9 @@ from reportgen.capsnet.description import (CapsuleLayer, Head, ModelDescription,
                                            capsule_convs, decoder_of)
 from reportgen.capsnet.network import conv_param_count, decoder_param_count
 from reportgen.errors import ReportgenError
+from reportgen.results.references import cite
 from reportgen.settings.families import XLA, Family
 from reportgen.settings.model_params import check_primary_fits, conv_grid
-from reportgen.results.references import cite
 
 NAME = "gracapsnet"
 # Graph pooling's attention Att^l: per head and class, a softmax over the grid nodes, so each

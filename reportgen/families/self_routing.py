@@ -37,9 +37,9 @@ from dataclasses import dataclass, replace
 from reportgen.capsnet.description import (CapsuleLayer, ConvLayer, Head, ModelDescription,
                                            RoutingWeights)
 from reportgen.capsnet.description import INPUT_FIELD
+from reportgen.results.references import cite
 from reportgen.settings.families import XLA, Family
 from reportgen.settings.model_params import DecoderParams, fail
-from reportgen.results.references import cite
 
 NAME = "self_routing"
 # The couplings c_ij = softmax_j(W2_i u_i + beta_i): predicted by each child from its own pose,

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_positive
-from reportgen.results.references import cite
 
 _BETA1, _BETA2, _EPSILON = 0.9, 0.999, 1e-7
 

@@ -36,9 +36,9 @@ import numpy as np
 
 from reportgen.errors import ReportgenError
 from reportgen.results.adversarial_robustness import ATTACKS, TARGETS, metric_key
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_option, check_positive, rounded_number
-from reportgen.results.references import cite
 
 PERCENTILE = 95.0
 CHUNK = 250                      # images per attack batch (fewer for big vote tensors)

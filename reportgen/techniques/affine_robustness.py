@@ -18,9 +18,9 @@ from reportgen.console import progress
 from reportgen.errors import ReportgenError
 from reportgen.probe.affine import FACTORS, factor_batch
 from reportgen.results.affine_robustness import factors_in
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_positive, require_images
-from reportgen.results.references import cite
 
 NAME = "affine_robustness"
 VOTES_BUDGET_BYTES = 256 * 2 ** 20      # routing votes of one forward call stay under this

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.errors import ReportgenError
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_positive, rounded_number
-from reportgen.results.references import cite
 
 NAME = "affnist_benchmark"
 CANVAS = (40, 40)

@@ -38,10 +38,10 @@ from reportgen.results.capsule_semantics import (CHANCE_PER_IMAGE, CHANCE_POOLED
                                                  DIMENSION_VARIANCE, IMAGES, PER_IMAGE, POOLED,
                                                  chance_levels, dimension_shares, kl_to_uniform,
                                                  pooled_compactness)
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import (check_option, check_positive, decode, finite_number,
                                           masked_inputs, require_images)
-from reportgen.results.references import cite
 
 NAME = "capsule_semantics"
 REPRESENTATIVES = ("per_class", "first")

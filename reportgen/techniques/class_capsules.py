@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reportgen.techniques.base import Technique
 from reportgen.results.references import cite
+from reportgen.techniques.base import Technique
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.errors import ReportgenError
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import (check_target, decoder_result, float_tuple,
                                           masked_inputs, target_vectors)
-from reportgen.results.references import cite
 
 LENGTHS = tuple(float(p) for p in np.round(np.linspace(0.0, 1.0, 11), 1))
 

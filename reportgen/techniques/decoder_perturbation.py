@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.errors import ReportgenError
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import (check_target, decoder_result, float_tuple,
                                           masked_inputs, target_vectors)
-from reportgen.results.references import cite
 
 DELTAS = tuple(float(d) for d in np.round(np.linspace(-0.25, 0.25, 11), 2))
 

@@ -43,9 +43,9 @@ import numpy as np
 
 from reportgen.results.explanation_fidelity import (METHODS, area_under_curve, builtin_method,
                                                     deletion_aopc, own_methods)
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_option, check_positive, rounded_number
-from reportgen.results.references import cite
 
 MODES = ("deletion", "insertion")
 TARGETS = ("true", "predicted")

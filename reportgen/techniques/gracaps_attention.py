@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.results.gracaps_attention import explanation_maps, head_maps
-from reportgen.techniques.base import Technique, lazy
 from reportgen.results.references import cite
+from reportgen.techniques.base import Technique, lazy
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.errors import ReportgenError
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy, model_description
 from reportgen.techniques.compute import check_conv_layer
-from reportgen.results.references import cite
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.errors import ReportgenError
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import decode, masked_inputs
-from reportgen.results.references import cite
 
 CHECK_VECTORS = 16      # capsule vectors decoded by Keras to measure the quantised export
 

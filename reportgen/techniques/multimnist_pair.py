@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import decode
-from reportgen.results.references import cite
 
 NAME = "multimnist_pair"
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.errors import ReportgenError
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_positive, decode, masked_inputs, rounded_number
-from reportgen.results.references import cite
 
 NAME = "multimnist_segmentation"
 EXAMPLES = 4

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reportgen.techniques.base import Technique, lazy, model_description
 from reportgen.results.references import cite
+from reportgen.techniques.base import Technique, lazy, model_description
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.base import model_description
 from reportgen.techniques.compute import OMIT_DEFAULT, check_option
-from reportgen.results.references import cite
 
 NORMALIZATIONS = ("per_layer", "per_map", "absolute")
 

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.capsnet.description import parents_per_child
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import (check_option, check_positive, finite_number,
                                           require_images)
-from reportgen.results.references import cite
 
 NAME = "routing_entropy"
 GROUPINGS = ("argmax", "weighted")

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.capsnet.description import one_hop_of_lengths
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy, model_description
 from reportgen.techniques.compute import check_option
-from reportgen.results.references import cite
 
 METHODS = ("modified", "original")
 

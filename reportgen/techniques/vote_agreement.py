@@ -18,9 +18,9 @@ import numpy as np
 
 from reportgen.console import progress
 from reportgen.errors import ReportgenError
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_positive, finite_number, require_images
-from reportgen.results.references import cite
 
 NAME = "vote_agreement"
 ROLES = ("true", "wrong")                 # rows of the arrays

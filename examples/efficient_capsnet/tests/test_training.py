@@ -4,7 +4,7 @@ leaves chance (10%) far behind."""
 from __future__ import annotations
 
 import pytest
-from conftest import TINY
+from conftest import TINY, params_toml
 
 
 @pytest.mark.slow
@@ -14,15 +14,8 @@ def test_a_tiny_model_trained_briefly_leaves_chance(tmp_path):
 
     folder = tmp_path / "models" / "Tiny"
     folder.mkdir(parents=True)
-    lines = [f"{k} = {_toml(v)}" for k, v in TINY.items() if not isinstance(v, (dict, list))
-             or k == "input_shape"]
-    for i, conv in enumerate(TINY["conv"]):
-        lines += ["[[conv]]", *(f"{k} = {_toml(v)}" for k, v in conv.items())]
-    for table in ("primary", "class_caps", "decoder", "efficient_capsnet"):
-        lines += [f"[{table}]", *(f"{k} = {_toml(v)}" for k, v in TINY[table].items())]
-    lines += ["[training]", "epochs = 3", "batch_size = 16", "learning_rate = 0.002",
-              "save_every = 1000"]
-    (folder / "params.toml").write_text("\n".join(lines) + "\n")
+    (folder / "params.toml").write_text(params_toml(TINY, {
+        "epochs": 3, "batch_size": 16, "learning_rate": 0.002, "save_every": 1000}))
     history = train(Catalog(tmp_path / "models").get("Tiny"), TrainOptions(limit=1600))
     accuracy = [r["val_accuracy"] for r in history]
     print("held-out accuracy per saved step:", [f"{a:.3f}" for a in accuracy])
@@ -30,11 +23,3 @@ def test_a_tiny_model_trained_briefly_leaves_chance(tmp_path):
     # 1,000 held-out digits: chance is 10% (3 standard errors: +-2.8 points)
     assert accuracy[-1] >= 0.5
     assert accuracy[-1] > accuracy[0] + 0.3
-
-
-def _toml(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return f'"{value}"'
-    return str(value)
