@@ -461,8 +461,16 @@ def feature_words() -> dict[str, str]:
 
 
 def lacks_words() -> dict[str, str]:
-    """LACKS, then what a model without each routing kind lacks (most fundamental first)."""
-    return {**LACKS, **{k: w.lacks for k, w in routing_kinds().items()}}
+    """What a model without each feature lacks, most fundamental first: LACKS, with what a
+    model without each kind of routing lacks before its geometry (a plug-in's own technique on
+    another family names the routing it needs, not the grid)."""
+    kinds = {k: w.lacks for k, w in routing_kinds().items()}
+    words = {}
+    for name, text in LACKS.items():
+        if name == "capsule_maps":
+            words.update(kinds)
+        words[name] = text
+    return {**words, **kinds}
 
 
 def _check(value, allowed, what: str) -> None:
