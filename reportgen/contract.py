@@ -24,8 +24,10 @@ The standard outputs, by what the description says (`required_outputs`):
   parents), or its convolutional window form, or the output its RoutingWeights name;
 - "reconstruction" with a decoder.
 
-Optional capabilities (`Family.capabilities`), each a model feature techniques may require
-(Technique.applies_to), checked on every built network (`check_network`):
+Optional capabilities (`Family.capabilities`, `CAPABILITIES`), each a model feature
+techniques may require (Technique.applies_to), checked on every built network
+(`check_network`): "votes" (the network's `votes(images)`) and "explanation" (a model output
+"explanation"). A family's own outputs (`Family.outputs`) take names outside the contract's.
 """
 
 from __future__ import annotations
@@ -42,7 +44,6 @@ CAPABILITIES = {
                    "of where each class comes from, on its primary capsules' grid (GraCapsNet's "
                    "E), scored by explanation fidelity",
 }
-__doc__ += "".join(f"- {name}: {text}.\n" for name, text in CAPABILITIES.items())
 
 # What a network without the capability lacks, after "it has no" (reportgen.engine.model).
 LACKS = {"votes": "votes of its capsules that a technique can read",

@@ -102,6 +102,10 @@ def load(group: str, accept: Callable[[Any, Plugin], None]) -> list[Plugin]:
             plugin = _with_problem(plugin, f"importing it failed ({_one_line(exc)})")
         else:
             try:
+                declared = getattr(obj, "name", None)
+                if isinstance(declared, str) and declared != entry.name:
+                    raise PluginRejected(f"its entry point is named '{entry.name}' but it "
+                                         f"declares '{declared}'; name them alike")
                 accept(obj, plugin)
             except (PluginRejected, ValueError, TypeError) as exc:
                 plugin = _with_problem(plugin, str(exc) if isinstance(exc, PluginRejected)

@@ -100,73 +100,9 @@ def test_an_invalid_technique_declaration_is_refused_with_its_reason():
 
 # -- installed packages, in a real process ------------------------------------------------------
 
-TOY_FAMILY = '''
-"""A family from a package of its own: a conv layer and a dense head (plain CNN)."""
-import math
-from dataclasses import dataclass
-
-from reportgen.capsnet.description import Head, ModelDescription, conv_stack
-from reportgen.settings.families import Family
-
-ENTRY = """@misc{toy2026, author = {Doe, Jane}, title = {A Toy Network}, year = {2026}}"""
-
-
-@dataclass(frozen=True)
-class ToyParams:
-    hidden: int = 6
-
-
-def describe(params):
-    convs = conv_stack(params.input_shape, [
-        (f"conv{i + 1}", c.filters, c.kernel_size, c.strides, "valid", c.activation, "")
-        for i, c in enumerate(params.conv)])
-    return ModelDescription(input_shape=tuple(params.input_shape), conv_layers=convs,
-                            capsule_layers=(), head=Head("logits", params.num_classes, "logits"))
-
-
-def count(params):
-    d = describe(params)
-    last, hidden = d.conv_layers[-1], params.family_settings.hidden
-    channels = (d.input_shape[2], *(c.filters for c in d.conv_layers))
-    convs = sum(math.prod(c.kernel_size) * n * c.filters + c.filters
-                for c, n in zip(d.conv_layers, channels))
-    flat = last.grid[0] * last.grid[1] * last.filters
-    return convs + flat * hidden + hidden + hidden * params.num_classes + params.num_classes
-
-
-def build(params):
-    import keras
-    from keras import layers, ops
-
-    from reportgen.capsnet.description import describe as described
-    from reportgen.capsnet.network import Network, build_convs
-
-    description = described(params)
-    image = keras.Input(params.input_shape, name="image")
-    x, outputs, _ = build_convs(description, image)
-    hidden = layers.Dense(params.family_settings.hidden, activation="relu", name="hidden")(
-        layers.Flatten()(x))
-    logits = layers.Dense(params.num_classes, name="logits")(hidden)
-    probabilities = layers.Softmax(name="probabilities")(logits)
-    outputs.update(logits=logits, probabilities=probabilities)
-    model = keras.Model(image, outputs, name="toy")
-    encoder = keras.Model(image, [logits, probabilities])
-
-    def losses(images, one_hot):
-        logit, probability = encoder(images, training=True)
-        loss = ops.categorical_crossentropy(one_hot, logit, from_logits=True)
-        return loss, ops.zeros_like(loss), probability
-
-    return Network(params=params, description=description, model=model, encoder=encoder,
-                   training_losses=losses)
-
-
-FAMILY = Family(name="toy", describe=describe, build=build, count_params=count,
-                display_name=lambda p: "ToyNet", table="toy", settings=ToyParams,
-                citations=(ENTRY,), modules=(__name__,),
-                example={"input_shape": [12, 12, 1], "num_classes": 3,
-                         "conv": [{"filters": 4, "kernel_size": 3, "strides": 2}]})
-'''
+# The toy family of tests/test_family_plugin.py, from a package of its own (the tests folder is
+# on the subprocess's path).
+TOY_FAMILY = "from test_family_plugin import TOY as FAMILY\n"
 
 
 def _distribution(site: Path, package: str, module: str, source: str, entry_points: str) -> None:
@@ -199,7 +135,7 @@ def installed(tmp_path):
         ''', "[reportgen.families]\nodd = odd_plugin:FAMILY\n"
              "[reportgen.techniques]\nodd_figure = odd_plugin:TECHNIQUE\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(site), *filter(None, [os.environ.get("PYTHONPATH")])])}
+        [str(site), str(ROOT / "tests"), *filter(None, [os.environ.get("PYTHONPATH")])])}
     return env
 
 
@@ -224,6 +160,7 @@ def test_broken_plugins_cost_one_line_each_and_the_rest_work(installed, tmp_path
     # the listing names every family and technique with its package and citation
     rows = {line.split()[0]: line for line in done.stdout.splitlines() if line.startswith("  ")}
     assert "toy-family 0.3" in rows["toy"] and "Doe 2026" in rows["toy"]
+    assert "declares 'toy'" not in done.stderr
     assert "reportgen" in rows["capsnet"] and "Sabour et al. 2017" in rows["capsnet"]
     assert "Hahn et al. 2019" in rows["self_routing"]
     assert all(t in rows for t in BUILT_IN)
@@ -250,7 +187,7 @@ def test_a_family_from_an_installed_package_trains_and_builds_beside_broken_ones
     assert built.returncode == 0, built.stderr + built.stdout
     problems = [line for line in built.stderr.splitlines() if "was not loaded" in line]
     assert len(problems) == 4                 # said once each, however often looked up
-    page = (project / "site" / "methods" / "index.html").read_text("utf-8")
+    page = (project / "site" / "methods.html").read_text("utf-8")
     assert "Doe, J. (2026). A Toy Network." in page
 
 

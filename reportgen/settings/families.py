@@ -201,9 +201,6 @@ def _origin_words(name: str) -> str:
 
 def _accept(family, plugin: plugins.Plugin) -> None:
     check_family(family, _REGISTRY)
-    if family.name != plugin.name:
-        raise plugins.PluginRejected(f"its entry point is named '{plugin.name}' but the "
-                                     f"family is '{family.name}'; name them alike")
     _REGISTRY[family.name] = family
     _ORIGINS[family.name] = plugin
 

@@ -68,9 +68,6 @@ def check_technique(technique, others: dict[str, Technique]) -> None:
 
 def _accept(technique, plugin: plugins.Plugin) -> None:
     check_technique(technique, _REGISTRY)
-    if technique.name != plugin.name:
-        raise plugins.PluginRejected(f"its entry point is named '{plugin.name}' but the "
-                                     f"technique is '{technique.name}'; name them alike")
     _REGISTRY[technique.name] = technique
 
 

@@ -50,5 +50,5 @@ def test_a_tiny_model_trains_and_builds_with_every_default_analysis(tmp_path):
     overview = (tmp_path / "site" / "models" / "Tiny" / "index.html").read_text("utf-8")
     assert "What the analyses of this model leave out" in overview
     assert "Mazzia" in overview and "Sabour, S., Frosst" not in overview
-    methods = (tmp_path / "site" / "methods" / "index.html").read_text("utf-8")
+    methods = (tmp_path / "site" / "methods.html").read_text("utf-8")
     assert "Mazzia, V., Salvetti, F. and Chiaberge, M. (2021)" in methods
