@@ -7,7 +7,7 @@ Installed plug-in packages appear as reportgen's own do."""
 from __future__ import annotations
 
 from reportgen import bibtex
-from reportgen.docs_reference.markdown import cell, table
+from reportgen.docs_reference.markdown import table
 
 SCOPE_WORDS = {"input": "per input image, at each chosen step",
                "checkpoint": "once per training step (reads the weights)",
@@ -24,6 +24,18 @@ def _readable(text: str) -> str:
 
 def _origins(records) -> dict[str, str]:
     return {p.name: p.origin for p in records if not p.problem}
+
+
+def _module_summary(records, name: str) -> str:
+    """The first paragraph of the docstring of the module declaring plug-in `name`: what the
+    family is, in its authors' words."""
+    import importlib
+
+    target = next((p.target for p in records if p.name == name and not p.problem), None)
+    if target is None:
+        return ""
+    doc = importlib.import_module(target.partition(":")[0]).__doc__ or ""
+    return " ".join(doc.strip().split("\n\n")[0].split())
 
 
 def _page_of(technique) -> str:
@@ -95,7 +107,8 @@ def families_page() -> str:
     from reportgen.contract import CAPABILITIES
     from reportgen.settings import families
 
-    origins = _origins(families.plugin_records())
+    records = families.plugin_records()
+    origins = _origins(records)
     names = families.registered()
     out = ["# Model families", "",
            "A family is a kind of network, chosen by `family` in a model's `params.toml` "
@@ -113,24 +126,30 @@ def families_page() -> str:
                        families.family(n).citations)) or "—"] for n in names]), ""]
     for n in names:
         fam = families.family(n)
-        out += [f"## `{n}` {{#{n}}}", "", f"From {origins.get(n, 'code')}. "
-                f"Its params.toml table: {_table_link(fam)}.", ""]
+        out += [f"## `{n}` {{#{n}}}", "", _readable(_module_summary(records, n)), "",
+                f"From {origins.get(n, 'code')}. Its params.toml table: {_table_link(fam)}.",
+                ""]
         if fam.routing:
             out += ["**Routing weights** (what routing analyses read):", ""]
-            out += [f"- `{w.kind}`: {cell(w.words)} (each {_sums(w)})" for w in fam.routing]
+            out += [f"- `{w.kind}`: {_flat(w.words)} (each {_sums(w)})" for w in fam.routing]
             out += [""]
         if fam.capabilities:
             out += ["**Capabilities beyond the network contract**:", ""]
-            out += [f"- `{c}`: {cell(CAPABILITIES[c])}" for c in sorted(fam.capabilities)]
+            out += [f"- `{c}`: {_flat(_readable(CAPABILITIES[c]))}"
+                    for c in sorted(fam.capabilities)]
             out += [""]
         if fam.outputs:
             out += ["**Outputs of its own** (its techniques read them):", ""]
-            out += [f"- `{k}`: {cell(v)}" for k, v in sorted(fam.outputs.items())] + [""]
+            out += [f"- `{k}`: {_flat(v)}" for k, v in sorted(fam.outputs.items())] + [""]
         out += [f"**XLA**: forward passes {'compiled' if fam.xla.forward else 'not compiled'}, "
                 f"gradient passes {'compiled' if fam.xla.gradients else 'not compiled'} "
                 "(decided by `python bench/bench_xla.py`).", "",
                 "**References**", ""] + _references(fam.citations) + [""]
     return "\n".join(out + _problems(families.plugin_records())) + "\n"
+
+
+def _flat(text: str) -> str:
+    return " ".join(str(text).split())
 
 
 def _table_link(fam) -> str:

@@ -59,7 +59,7 @@ def em_assignments(iterations: int) -> RoutingWeights:
 class ConvCapsParams:
     types: int = 16                     # capsule types of this convolutional capsule layer
     kernel_size: int = 3                # its window over the capsules before it
-    strides: int = 1
+    strides: int = 1                    # the window's step over that grid
 
 
 @dataclass(frozen=True)

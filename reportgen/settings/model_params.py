@@ -41,7 +41,7 @@ def choices(default, allowed: tuple) -> Any:
 class ConvParams:
     filters: int = 256                  # output channels
     kernel_size: int = 9                # square kernel, "valid" padding
-    strides: int = 1
+    strides: int = 1                    # the kernel's step, in pixels of its input
     activation: str = choices("relu", _ACTIVATIONS)     # applied to the conv's output
 
 
@@ -50,7 +50,7 @@ class PrimaryCapsParams:
     types: int = 32                     # capsule types (channels / dims) at every grid cell
     dims: int = 8                       # pose values of each primary capsule
     kernel_size: int = 9                # the convolution forming the capsules
-    strides: int = 2
+    strides: int = 2                    # ... and its stride
     # The thesis applies ReLU before the squash; Sabour et al. 2017 and CapsNet-Keras use none.
     activation: str = choices("relu", _ACTIVATIONS)
     # Batch normalisation of the primary conv's channels before the squash, as Gu's public
@@ -104,7 +104,7 @@ class LossParams:
 @dataclass(frozen=True)
 class TrainingParams:
     epochs: int = 10                    # `reportgen train`'s defaults; its options win
-    batch_size: int = 100
+    batch_size: int = 100               # images per training step
     learning_rate: float = 1e-3         # Adam's
     save_every: int = 100               # save a step every K batches (and at each epoch's end)
 
@@ -114,18 +114,19 @@ class ModelParams:
     # a data set's name (reportgen.data.datasets) or a path to an .npz file or image folder
     dataset: str
     input_shape: tuple[int, int, int]   # [height, width, channels], channels 1 or 3
-    num_classes: int = 10
+    num_classes: int = 10               # classes of the data set (at least 2)
     conv: tuple[ConvParams, ...] = (ConvParams(),)      # the convolutions before the capsules
-    primary: PrimaryCapsParams = field(default_factory=PrimaryCapsParams)
-    class_caps: ClassCapsParams = field(default_factory=ClassCapsParams)
-    decoder: DecoderParams = field(default_factory=DecoderParams)
-    loss: LossParams = field(default_factory=LossParams)
-    training: TrainingParams = field(default_factory=TrainingParams)
+    primary: PrimaryCapsParams = field(default_factory=PrimaryCapsParams)    # primary capsules
+    class_caps: ClassCapsParams = field(default_factory=ClassCapsParams)    # class capsules
+    decoder: DecoderParams = field(default_factory=DecoderParams)    # reconstruction decoder
+    loss: LossParams = field(default_factory=LossParams)    # margin and reconstruction loss
+    training: TrainingParams = field(default_factory=TrainingParams)    # training defaults
     description: str = ""                # one line the model's pages show
     # Where the weights came from when they were not trained by reportgen (`reportgen import`):
     # the source project, its commit and the file format, shown with the description.
     imported_from: str = ""
-    # The model family (reportgen.settings.families) and its own table, which it parsed.
+    # The model family (reportgen.settings.families): the kind of network, which reads the
+    # shared tables above and its own table (its parsed settings: family_settings).
     family: str = DEFAULT_FAMILY
     family_settings: Any = None
 
