@@ -12,6 +12,8 @@ from reportgen.docs_reference.markdown import table
 SCOPE_WORDS = {"input": "per input image, at each chosen step",
                "checkpoint": "once per training step (reads the weights)",
                "dataset": "over the evaluation set, at the steps with dataset analyses"}
+_SCOPE_SHORT = {"input": "per image and step", "checkpoint": "per step",
+                "dataset": "over the evaluation set"}
 _LABEL_WORDS = {(1,): "images of one class", (2,): "images of two overlapping digits "
                 "(MultiMNIST)", (1, 2): "any"}
 
@@ -82,7 +84,7 @@ def techniques_page() -> str:
            "here once it is installed. Each site's \"About the methods\" page shows the same "
            "descriptions and references for the techniques it built.", "",
            table(["technique", "id", "computed", "shown on", "package"],
-                 [[f"[{t.title}](#{t.name})", f"`{t.name}`", SCOPE_WORDS[t.scope],
+                 [[f"[{t.title}](#{t.name})", f"`{t.name}`", _SCOPE_SHORT[t.scope],
                    _page_of(t), origins.get(t.name, "registered in code")]
                   for t in techniques]), ""]
     for t in techniques:
