@@ -50,12 +50,12 @@ def as_markdown(printed: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def page(script: str, args: list[str], printed: str, started: str, load: str,
+def page(script: str, args: list[str], printed: str, load_start: str, load_end: str,
          when: datetime.date) -> str:
     command = " ".join(["python", f"bench/{script}.py", *map(shlex.quote, args)])
     return (f"<!-- Written by {script}.py; run it again rather than editing this file. -->\n"
             f"Measured by `{command}` on {when.isoformat()} ({os.cpu_count()} CPUs; load "
-            f"average {load} at the start, {started} at the end).\n\n" + as_markdown(printed))
+            f"average {load_start} at the start, {load_end} at the end).\n\n" + as_markdown(printed))
 
 
 @contextlib.contextmanager
@@ -70,7 +70,7 @@ def recorded(script: str, out_dir: Path = TABLES, args: list[str] | None = None)
     with contextlib.redirect_stdout(tee):
         yield tee
     out_dir.mkdir(parents=True, exist_ok=True)
-    text = page(script, sys.argv[1:] if args is None else args, tee.text.getvalue(), _load(),
-                load, datetime.date.today())
+    text = page(script, sys.argv[1:] if args is None else args, tee.text.getvalue(), load,
+                _load(), datetime.date.today())
     (out_dir / f"{script}.md").write_text(text, encoding="utf-8")
     print(f"(tables written to {out_dir / f'{script}.md'})", file=sys.stderr)
