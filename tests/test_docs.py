@@ -229,6 +229,7 @@ def test_publish_puts_the_docs_beside_the_site(tmp_path, monkeypatch):
     result = CliRunner().invoke(main, ["publish", "--site-dir", str(site), "--remote-url",
                                        str(bare), "--docs-dir", str(docs)])
     assert result.exit_code == 0, result.output
+    assert "with " + str(docs) + " under docs/" in result.output
     listed = subprocess.run(["git", "--git-dir", str(bare), "ls-tree", "-r", "--name-only",
                              "gh-pages"], capture_output=True, text=True, check=True).stdout
     assert sorted(listed.split()) == [".nojekyll", "assets/x.css", "docs/assets/x.css",

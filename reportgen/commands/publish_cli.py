@@ -224,4 +224,5 @@ def command(site_dir, remote, remote_url, branch, message, force, docs_dir):
         notice(f"The site is unchanged since the last publish: nothing pushed to {target} "
                f"{branch}.")
     else:
-        notice(f"Published {site_dir} to {target} {branch} (commit {commit[:10]}).")
+        docs = f", with {docs_dir} under {DOCS_PREFIX}/," if docs_dir is not None else ""
+        notice(f"Published {site_dir}{docs} to {target} {branch} (commit {commit[:10]}).")
