@@ -122,13 +122,13 @@ def test_gracaps_explanation_in_explanation_fidelity(data):
     out = _run(net, technique, params, data)
     from reportgen.results.explanation_fidelity import METHODS as methods
 
-    own = [methods.index(m) for m in ("gracaps_attention", "gradcam_pp", "random")]
+    own = [methods.index(m) for m in ("builtin", "gradcam_pp", "random")]
     rpv = [methods.index(m) for m in ("rpv_modified", "rpv_original")]
     assert np.isfinite(out["deletion"][own]).all() and np.isnan(out["deletion"][rpv]).all()
-    assert methods[int(out["builtin_method"])] == "gracaps_attention"
+    assert methods[int(out["builtin_method"])] == "builtin"
     summary = technique.summarize(out, dataclasses.replace(params, **SMALL[technique.name]))
-    assert summary["builtin_method"] == "gracaps_attention"
-    assert isinstance(summary["deletion_aopc_gracaps_attention"], float)
+    assert summary["builtin_method"] == "builtin"
+    assert isinstance(summary["deletion_aopc_builtin"], float)
     assert "deletion_aopc_rpv_modified" not in summary       # not a GraCapsNet's
     # The examples show E of the target class, the mean over heads of the attention.
     images, x, y = data
@@ -146,13 +146,12 @@ def test_gracaps_explanation_in_explanation_fidelity(data):
     figures = technique.render(out, small, ctx)
     captions = {f.name.rsplit(".", 1)[0]: f.caption for f in figures}
     assert set(captions) >= {"curves", "agreement", "examples"}
-    assert "Maps: GraCapsNet attention E (the graph-pooling attention" in captions["curves"]
-    assert captions["agreement"].startswith("Do GraCapsNet's attention and Grad-CAM++ point")
-    assert captions["examples"].startswith("GraCapsNet's attention and Grad-CAM++ side by side")
+    assert "graph-pooling attention averaged over the heads, E)" in captions["curves"]
+    assert captions["examples"].startswith("The built-in explanation and Grad-CAM++ side by side")
     assert not any("RPV" in c for c in captions.values()), captions
     [trend] = [f for f in technique.render_trend([("0-0", summary), ("1-1", summary)], small,
                                                  ctx) if f.kind == "png"]
-    assert "Spearman correlation of GraCapsNet's attention and Grad-CAM++" in trend.caption
+    assert "built-in explanation and Grad-CAM++" in trend.caption
     assert "RPV" not in trend.caption
 
 

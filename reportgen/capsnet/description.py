@@ -88,7 +88,7 @@ LACKS = {
     "vector_capsules": "vector capsules (whose lengths are activations)",
     "matrix_capsules": "matrix capsules",
     "primary_capsules": "capsules on a spatial grid",
-    "capsule_maps": "capsule grid of more than one cell (a map over the input needs one)",
+    "capsule_maps": "capsule grid of more than one cell",
     "routing_weights": "routing weights",
     "routing_paths": "routing weights that lead from the primary capsules to the classes",
     "own_explanation": "explanation of its own (routing paths from its primary capsules to the "

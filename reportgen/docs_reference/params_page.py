@@ -126,11 +126,12 @@ def params_page() -> str:
     """The whole page as Markdown."""
     from reportgen.settings import model_params as mp
     from reportgen.settings.families import family, registered
+    from reportgen.settings.model_params import PARAMS_FILE
 
     classes = {"conv": mp.ConvParams, "primary": mp.PrimaryCapsParams,
                "class_caps": mp.ClassCapsParams, "decoder": mp.DecoderParams,
                "loss": mp.LossParams, "training": mp.TrainingParams}
-    out = ["# params.toml", "",
+    out = [f"# {PARAMS_FILE}", "",
            "A model is a folder `models/NAME/` with one human-edited `params.toml`. Every key "
            "below is read and checked once, when the file is loaded: an unknown key or a value "
            "of the wrong type stops with one line naming the key, what was expected and what "

@@ -226,7 +226,7 @@ def _examples_figure(arrays, ctx, grid, layer, model, builtin="rpv_modified"):
                 ax.set_title(title, fontsize=FONT)
     fig.suptitle(f"{model}example maps of the target class", fontsize=FONT + 1)
     fig.tight_layout()
-    caption = (f"{SUBJECTS[builtin]} and Grad-CAM++ side by side on a few images. Details: "
+    caption = (f"{SUBJECTS[builtin][:1].upper()}{SUBJECTS[builtin][1:]} and Grad-CAM++ side by side on a few images. Details: "
                f"Example maps, {model}the input, {label} and Grad-CAM++ ({layer}) placed "
                f"on the input at their cells' receptive-field centres (viridis overlay, 60% "
                f"opacity; every map scaled min-max on its own), and the two maps on the {grid} "
