@@ -163,10 +163,11 @@ def test_a_mismatched_data_set_is_refused_before_training(models_dir, name, data
 def test_pair_training_renders_targets_by_original_index_and_records_top2(models_dir,
                                                                           monkeypatch):
     from reportgen.data.datasets import load_dataset
+    from reportgen.data.held_out import validation_indices
     from reportgen.training import trainer
     from reportgen.training.evaluate import class_lengths
 
-    data = load_dataset("multimnist", seed=3)     # the run's seed draws the data set too
+    data = load_dataset("multimnist")       # the run's seed shuffles and subsets it only
     calls = []
     opened = trainer.open_run
 
@@ -197,7 +198,7 @@ def test_pair_training_renders_targets_by_original_index_and_records_top2(models
     assert doc["accuracy"].startswith("top-2")
     # the recorded validation accuracy is top-2 over the run's validation sample
     net = Catalog(models_dir).load("Pair", "1-2")
-    val = trainer._validation_indices(data, 3)
+    val = validation_indices(len(data.y_test))
     scores = class_lengths(net, data.x_test[val])
     assert history[-1]["val_accuracy"] == pytest.approx(
         ref.top2_correct(data.y_test[val], scores).mean())
@@ -254,7 +255,8 @@ def test_a_convnet_trains_on_pairs_with_sigmoid_scores(tmp_path):
 
     from reportgen.data.datasets import load_dataset
     from reportgen.training.evaluate import class_lengths
-    from reportgen.training.trainer import TrainOptions, _validation_indices, train
+    from reportgen.data.held_out import validation_indices
+    from reportgen.training.trainer import TrainOptions, train
 
     root = tmp_path / "models"
     write_model(root, "PairCNN", {"input_shape": [36, 36, 1], "num_classes": 10,
@@ -267,7 +269,7 @@ def test_a_convnet_trains_on_pairs_with_sigmoid_scores(tmp_path):
     assert history[-1]["reconstruction_loss"] == 0.0
     data = load_dataset("multimnist")
     net = Catalog(root).load("PairCNN", "1-1")
-    val = _validation_indices(data, 0)
+    val = validation_indices(len(data.y_test))
     scores = class_lengths(net, data.x_test[val])
     assert history[-1]["val_accuracy"] == pytest.approx(
         ref.top2_correct(data.y_test[val], scores).mean())

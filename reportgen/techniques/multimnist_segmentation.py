@@ -27,7 +27,7 @@ EXAMPLES = 4
 @dataclass(frozen=True)
 class Params:
     images: int = 500           # test pairs (a stratified sample)
-    seed: int = 0               # the data's seed (the digits, the pairs, the sample)
+    seed: int = 0               # the sample's seed (the pairs are the data set's own)
 
     def __post_init__(self):
         check_positive(NAME, "images", self.images)
@@ -44,7 +44,7 @@ def pair_sample(dataset: str, images: int, seed: int):
     from reportgen.data.datasets import load_dataset
     from reportgen.probe.evaluation import stratified_sample
 
-    data = load_dataset(dataset, seed=seed)
+    data = load_dataset(dataset)
     if data.components is None or np.ndim(data.y_test) != 2:
         raise ReportgenError("The MultiMNIST analysis needs a data set of overlaid digit pairs.",
                              expected="multimnist", received=repr(dataset),

@@ -24,12 +24,12 @@ from reportgen import console
 from reportgen.errors import ReportgenError
 from reportgen.model_folder import HISTORY_FILE, STATE_FILE, ModelFolder, Step
 from reportgen.training.checkpoints import load_weights
-from reportgen.training.run_info import RUN_SECTION, run_facts
+from reportgen.data.held_out import MARKER_KEY
+from reportgen.training.run_info import RUN_SECTION, run_facts, training_run
 from reportgen.training.run_state import (Committed, archive_run, archive_uncommitted,
                                           commit_step, recover, remove_temporary_files,
                                           sigint_deferred, training_lock)
 
-VALIDATION_LIMIT = 1000
 # history.json's "accuracy" of a two-label run: what its accuracies count
 TOP2_ACCURACY = "top-2: both labels among the two highest class scores"
 # settings that fix which images each EPOCH-BATCH step saw: a resume must keep them
@@ -69,6 +69,8 @@ class Run:
     history: list[dict] = field(default_factory=list)
     resumed_from: Step | None = None
     until_accuracy: float | None = None   # TrainOptions.until_accuracy
+    # every step trained beside the one held-out split: false when resuming an older run
+    held_out: bool = True
     # Two labels per image (MultiMNIST): y_* are (N, 2); `components(split, indices)` renders
     # each image's two digits (the reconstruction targets) from its index in the data set's
     # split, which train_indices / val_indices keep through --limit and the validation sample.
@@ -88,12 +90,6 @@ class Run:
 def _epoch_order(n: int, seed: int, epoch: int) -> np.ndarray:
     """The shuffled order of epoch `epoch`: reproducible, so a resumed epoch skips the same batches."""
     return np.random.default_rng([seed, epoch]).permutation(n)
-
-
-def _validation_indices(dataset, seed: int) -> np.ndarray:
-    """Up to VALIDATION_LIMIT test images, a seeded sample (the whole test split if smaller)."""
-    n = len(dataset.x_test)
-    return np.sort(np.random.default_rng(seed).permutation(n)[:VALIDATION_LIMIT])
 
 
 def train(entry: ModelFolder, options: TrainOptions = TrainOptions()) -> list[dict]:
@@ -145,6 +141,7 @@ def open_run(entry: ModelFolder, options: TrainOptions) -> Run:
         run.start = Step(last.epoch + 1, 0) if last.batch >= run.batches_per_epoch \
             or last.epoch == 0 else Step(last.epoch, last.batch)
         run.resumed_from = last
+        run.held_out = bool(training_run(entry).get(MARKER_KEY))
         console.notice(f"Resuming {entry.name} from step {last}")
     return run
 
@@ -209,11 +206,12 @@ def _settings(entry: ModelFolder, options: TrainOptions, recorded: dict) -> dict
 
 def _load_data(entry: ModelFolder, options: TrainOptions, settings: dict) -> Run:
     from reportgen.data.datasets import load_dataset
-
+    from reportgen.data.held_out import validation_indices
     from reportgen.data.label_arity import PAIR, check_label_arity, model_label_arity
 
     params = entry.params
-    dataset = load_dataset(settings["data"], seed=settings["seed"])
+    # the same held-out split whatever the seed, which shuffles and subsets the training images
+    dataset = load_dataset(settings["data"])
     arity = model_label_arity(params)
     check_label_arity(dataset, entry.name, arity)
     if tuple(dataset.input_shape) != tuple(params.input_shape):
@@ -231,7 +229,7 @@ def _load_data(entry: ModelFolder, options: TrainOptions, settings: dict) -> Run
         keep = np.sort(np.random.default_rng(settings["seed"]).permutation(len(x_train))
                        [:settings["limit"]])
         x_train, y_train = x_train[keep], y_train[keep]
-    val = _validation_indices(dataset, settings["seed"])
+    val = validation_indices(len(dataset.x_test))
     run = Run(net=None, optimizer=None, settings=settings,
               epochs=options.epochs or params.training.epochs, start=Step(1, 0),
               x_train=x_train, y_train=y_train, x_val=dataset.x_test[val],
@@ -308,7 +306,7 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
     # record it
     before = 0.0 if run.resumed_from is None else \
         (history[-1].get("wall_seconds") if history else None)
-    facts = run_facts(settings, run.source, n, run.epochs, run.until_accuracy)
+    facts = run_facts(settings, run.source, n, run.epochs, run.until_accuracy, run.held_out)
     sums = np.zeros(4)
     seen = 0
 
@@ -322,6 +320,7 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
                   "reconstruction_loss": sums[2] / seen if seen else None,
                   "train_accuracy": sums[3] / seen if seen else None,
                   "val_accuracy": validation_accuracy(net, run.x_val, run.y_val),
+                  "val_images": len(run.x_val),
                   "seconds": round(time.perf_counter() - clock, 3)}
         record["wall_seconds"] = None if before is None else round(before + record["seconds"], 3)
         doc = {"model": entry.name, "dataset": run.source, "batch_size": batch_size,
