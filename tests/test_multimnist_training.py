@@ -190,9 +190,9 @@ def test_pair_training_renders_targets_by_original_index_and_records_top2(models
     assert [c[0] for c in calls] == ["train", "train"]
     for _, indices, parts in calls:   # each target pair overlays to that training image
         assert len(indices) == 8
-        np.testing.assert_array_equal(parts.max(axis=1), data.x_train[indices])
+        np.testing.assert_array_equal(np.minimum(1, parts.sum(axis=1)), data.x_train[indices])
     seen = np.sort(np.concatenate([c[1] for c in calls]))
-    keep = np.sort(np.random.default_rng(3).permutation(len(data.x_train))[:16])
+    keep = np.sort(np.random.default_rng(3).permutation(len(data.x_train))[:16])   # --limit
     np.testing.assert_array_equal(seen, keep)
     doc = json.loads((models_dir / "Pair" / "history.json").read_text())
     assert doc["accuracy"].startswith("top-2")

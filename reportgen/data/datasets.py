@@ -63,6 +63,7 @@ class Dataset:
     source: str
     # Data whose images overlay parts (MultiMNIST): a callable (split, indices) -> the parts
     # alone, (n, 2, H, W, C), as reportgen.data.multimnist.Recipe; None for everything else.
+    # Its x_* and y_* render on demand (reportgen.data.multimnist.PairArray).
     components: Callable[[str, Any], np.ndarray] | None = None
     # Data split here (no stored test split): the labels, in their stored order, that
     # `_stratified_split` drew the split from, so `split_for_seed` can tell which images another
@@ -114,9 +115,10 @@ def load_dataset(spec: str) -> Dataset:
     if derived in DERIVED and not (os.sep in text or "/" in text):
         # 40x40 data of the affine benchmark (reportgen.data.affine_benchmark)
         return derive(derived, load_dataset(DERIVED[derived].base), SPLIT_SEED)
-    if derived == multimnist.NAME and not (os.sep in text or "/" in text):
+    pairs_per_digit = None if (os.sep in text or "/" in text) else multimnist.parse_name(text)
+    if pairs_per_digit is not None:
         # two overlapping digits on 36x36 (reportgen.data.multimnist)
-        return multimnist.derive(load_dataset(multimnist.BASE), SPLIT_SEED)
+        return multimnist.derive(load_dataset(multimnist.BASE), SPLIT_SEED, pairs_per_digit)
     looks_like_path = (os.sep in text or "/" in text or text.lower().endswith(".npz")
                        or Path(text).exists())
     if name is not None and not (os.sep in text or "/" in text):

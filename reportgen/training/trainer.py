@@ -73,7 +73,8 @@ class Run:
     held_out: bool = True
     # Two labels per image (MultiMNIST): y_* are (N, 2); `components(split, indices)` renders
     # each image's two digits (the reconstruction targets) from its index in the data set's
-    # split, which train_indices / val_indices keep through --limit and the validation sample.
+    # split, which train_indices (None: all of them) / val_indices keep through --limit and
+    # the validation sample.
     components: object = None
     train_indices: np.ndarray | None = None
     val_indices: np.ndarray | None = None
@@ -90,6 +91,35 @@ class Run:
 def _epoch_order(n: int, seed: int, epoch: int) -> np.ndarray:
     """The shuffled order of epoch `epoch`: reproducible, so a resumed epoch skips the same batches."""
     return np.random.default_rng([seed, epoch]).permutation(n)
+
+
+class _BlockOrder:
+    """The shuffled order of an epoch over data rendered as it is read in blocks (MultiMNIST's
+    rounds, reportgen.data.multimnist): the blocks in a shuffled order, each block's images
+    shuffled within it, so that memory stays one block's and a batch reads one or two blocks.
+    Sliced like the permutation `_epoch_order` gives; reproducible as it is."""
+
+    def __init__(self, n: int, block: int, seed: int, epoch: int):
+        self.n, self.block, self.seed, self.epoch = n, block, seed, epoch
+        self.blocks = np.random.default_rng([seed, epoch]).permutation(-(-n // block))
+        self._within: tuple[int, np.ndarray] | None = None
+
+    def _shuffled(self, slot: int) -> np.ndarray:
+        if self._within is None or self._within[0] != slot:
+            start = int(self.blocks[slot]) * self.block
+            size = min(self.block, self.n - start)
+            order = np.random.default_rng([self.seed, self.epoch, slot]).permutation(size) + start
+            self._within = (slot, order)
+        return self._within[1]
+
+    def __getitem__(self, key: slice) -> np.ndarray:
+        positions = np.arange(self.n)[key]
+        slots, offsets = np.divmod(positions, self.block)
+        out = np.empty(len(positions), np.int64)
+        for slot in np.unique(slots):
+            at = slots == slot
+            out[at] = self._shuffled(int(slot))[offsets[at]]
+        return out
 
 
 def train(entry: ModelFolder, options: TrainOptions = TrainOptions()) -> list[dict]:
@@ -207,6 +237,7 @@ def _settings(entry: ModelFolder, options: TrainOptions, recorded: dict) -> dict
 def _load_data(entry: ModelFolder, options: TrainOptions, settings: dict) -> Run:
     from reportgen.data.datasets import load_dataset
     from reportgen.data.held_out import validation_indices
+    from reportgen.data.multimnist import take
     from reportgen.data.label_arity import PAIR, check_label_arity, model_label_arity
 
     params = entry.params
@@ -224,11 +255,10 @@ def _load_data(entry: ModelFolder, options: TrainOptions, settings: dict) -> Run
                              expected=f"at most {params.num_classes} classes",
                              received=str(dataset.num_classes))
     x_train, y_train = dataset.x_train, dataset.y_train
-    keep = np.arange(len(x_train))
+    keep = None               # every training image
     if settings["limit"]:
-        keep = np.sort(np.random.default_rng(settings["seed"]).permutation(len(x_train))
-                       [:settings["limit"]])
-        x_train, y_train = x_train[keep], y_train[keep]
+        keep = _limited(len(x_train), settings["limit"], settings["seed"])
+        x_train, y_train = take(x_train, keep), take(y_train, keep)
     val = validation_indices(len(dataset.x_test))
     run = Run(net=None, optimizer=None, settings=settings,
               epochs=options.epochs or params.training.epochs, start=Step(1, 0),
@@ -243,6 +273,15 @@ def _load_data(entry: ModelFolder, options: TrainOptions, settings: dict) -> Run
                 received=f"'{dataset.name}'", fix="Train it with --data multimnist.")
         run.components, run.train_indices, run.val_indices = dataset.components, keep, val
     return run
+
+
+def _limited(n: int, limit: int, seed: int) -> np.ndarray:
+    """Sorted indices of the `limit` training images a --limit run keeps, chosen by its seed
+    (without a permutation of all n when n is large: rendered data sets hold millions)."""
+    rng = np.random.default_rng(seed)
+    if n <= 1_000_000:
+        return np.sort(rng.permutation(n)[:limit])
+    return np.sort(rng.choice(n, min(limit, n), replace=False))
 
 
 def _load_step_weights(entry: ModelFolder, net, step: Step) -> None:
@@ -353,7 +392,9 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
         with console.progress(total_batches, f"train {entry.name}", unit="batch") as bar:
             shown = {}          # the bar's postfix: epoch, running means over the epoch
             for epoch in range(start.epoch, run.epochs + 1):
-                order = _epoch_order(n, settings["seed"], epoch)
+                block = getattr(run.x_train, "block", None)
+                order = _epoch_order(n, settings["seed"], epoch) if block is None else \
+                    _BlockOrder(n, block, settings["seed"], epoch)
                 first = start.batch if epoch == start.epoch else 0
                 shown["epoch"] = f"{epoch}/{run.epochs}"
                 epoch_loss = epoch_correct = 0.0
@@ -364,7 +405,8 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
                         targets = (np.eye(params.num_classes, dtype=np.float32)[run.y_train[idx]],)
                     else:
                         targets = (run.y_train[idx],
-                                   run.components("train", run.train_indices[idx]))
+                                   run.components("train", idx if run.train_indices is None
+                                                  else run.train_indices[idx]))
                     progress = ((epoch - 1) * batches_per_epoch + b) \
                         / max(run.epochs * batches_per_epoch - 1, 1)
                     # Families whose loss or learning rate changes over training follow the
