@@ -274,3 +274,17 @@ def test_a_convnet_trains_on_pairs_with_sigmoid_scores(tmp_path):
     assert history[-1]["val_accuracy"] == pytest.approx(
         ref.top2_correct(data.y_test[val], scores).mean())
     assert scores.sum(axis=1).max() > 1.01 or scores.sum(axis=1).min() < 0.99   # not a softmax
+
+
+def test_rendered_data_is_read_in_a_shuffled_block_order():
+    """Training over rendered data (MultiMNIST's rounds) visits every image once per epoch,
+    reproducibly, reading one block (round) or two per batch."""
+    from reportgen.training.trainer import _BlockOrder
+
+    order = _BlockOrder(1050, 100, 3, 1)
+    visited = np.concatenate([order[b * 64:(b + 1) * 64] for b in range(17)])
+    np.testing.assert_array_equal(np.sort(visited), np.arange(1050))
+    np.testing.assert_array_equal(visited, _BlockOrder(1050, 100, 3, 1)[0:1050])
+    assert not np.array_equal(visited, _BlockOrder(1050, 100, 3, 2)[0:1050])
+    assert max(len(np.unique(order[b * 64:(b + 1) * 64] // 100)) for b in range(17)) <= 2
+    assert not (np.diff(visited[:100]) > 0).all()                   # shuffled within a block
