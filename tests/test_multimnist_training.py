@@ -282,9 +282,9 @@ def test_rendered_data_is_read_in_a_shuffled_block_order():
     from reportgen.training.trainer import _BlockOrder
 
     order = _BlockOrder(1050, 100, 3, 1)
-    visited = np.concatenate([order[b * 64:(b + 1) * 64] for b in range(17)])
+    visited = np.concatenate([order[b * 40:(b + 1) * 40] for b in range(27)])
     np.testing.assert_array_equal(np.sort(visited), np.arange(1050))
     np.testing.assert_array_equal(visited, _BlockOrder(1050, 100, 3, 1)[0:1050])
     assert not np.array_equal(visited, _BlockOrder(1050, 100, 3, 2)[0:1050])
-    assert max(len(np.unique(order[b * 64:(b + 1) * 64] // 100)) for b in range(17)) <= 2
+    assert max(len(np.unique(order[b * 40:(b + 1) * 40] // 100)) for b in range(27)) <= 2
     assert not (np.diff(visited[:100]) > 0).all()                   # shuffled within a block

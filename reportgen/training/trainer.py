@@ -102,6 +102,8 @@ class _BlockOrder:
     def __init__(self, n: int, block: int, seed: int, epoch: int):
         self.n, self.block, self.seed, self.epoch = n, block, seed, epoch
         self.blocks = np.random.default_rng([seed, epoch]).permutation(-(-n // block))
+        sizes = np.minimum(block, n - self.blocks * block)       # the last block may be short
+        self.ends = np.cumsum(sizes)                             # in the shuffled order
         self._within: tuple[int, np.ndarray] | None = None
 
     def _shuffled(self, slot: int) -> np.ndarray:
@@ -114,7 +116,9 @@ class _BlockOrder:
 
     def __getitem__(self, key: slice) -> np.ndarray:
         positions = np.arange(self.n)[key]
-        slots, offsets = np.divmod(positions, self.block)
+        slots = np.searchsorted(self.ends, positions, side="right")
+        offsets = positions - (self.ends[slots] - np.minimum(
+            self.block, self.n - self.blocks[slots] * self.block))
         out = np.empty(len(positions), np.int64)
         for slot in np.unique(slots):
             at = slots == slot
