@@ -5,6 +5,7 @@ pair's reconstructions added only when the top-2 prediction is wrong."""
 from __future__ import annotations
 
 import io
+import xml.etree.ElementTree as ET
 
 import numpy as np
 from PIL import Image
@@ -89,3 +90,24 @@ def test_a_filmstrip_frame_keeps_natural_size():
     small = render_pair(result, None, RenderContext("M", "1-1", NAMES, image=image,
                                                     thumbnail=True))[0]
     assert small.width < big.width
+
+
+def test_the_predictions_chart_highlights_both_classes_of_a_pair():
+    """A two-digit model predicts its two highest scores: both bars highlighted, no other."""
+    from reportgen.figures import panels
+
+    lengths = np.array([0.1, 0.8, 0.3, 0.7, 0.2])
+    for per_image, expected in ((1, {1}), (2, {1, 3})):
+        ctx = RenderContext(model="M", step="1-0", class_names=NAMES[:5],
+                            labels_per_image=per_image)
+        png, svg = panels.render_predictions({"lengths": lengths}, None, ctx)
+        rgb = np.asarray(Image.open(io.BytesIO(png.data)).convert("RGB"))
+        lit = np.all(rgb == panels.HIGHLIGHT, axis=-1).any(axis=1)
+        bands = np.flatnonzero(np.diff(lit.astype(int)) == 1)        # starts of lit row bands
+        bars = np.all(rgb == panels.BAR, axis=-1).any(axis=1)
+        assert len(bands) == len(expected) and bars.any()
+        bold = [t.text for t in ET.fromstring(svg.data).iter("{http://www.w3.org/2000/svg}text")
+                if t.get("font-weight") == "bold"]
+        assert set(bold) == {NAMES[k] for k in expected}
+    assert "Predicted classes 1 (length 0.800) and 3 (length 0.700), the two highest (top-2)" \
+        in png.caption

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from reportgen.cache.keys import hash_bytes, hash_json, library_versions
+from reportgen.data.label_arity import label_arity
 from reportgen.engine.model import not_applicable_reason
 from reportgen.pages.sitedata import ArchitectureRow, InputInfo, Panel, StepData
 from reportgen.techniques.base import Figure, RenderContext
@@ -88,7 +89,8 @@ def context(model: str, step: str, description, dataset, item=None) -> RenderCon
         conv_layer_names=tuple(description.conv_layer_names),
         # capsule layers' receptive fields and kinds (e.g. ConvCaps grids, logistic activations)
         description=description,
-        true_classes=() if item is None else tuple(item.known_classes))
+        true_classes=() if item is None else tuple(item.known_classes),
+        labels_per_image=label_arity(dataset.y_test))
 
 
 def step_data(assembler, model: str, step, description, variants, inputs, dataset,
