@@ -111,3 +111,20 @@ def test_the_predictions_chart_highlights_both_classes_of_a_pair():
         assert set(bold) == {NAMES[k] for k in expected}
     assert "Predicted classes 1 (length 0.800) and 3 (length 0.700), the two highest (top-2)" \
         in png.caption
+
+
+def test_the_examples_say_the_scores_beside_chance_the_reference_and_the_count():
+    from reportgen.figures.multimnist import render_examples
+
+    first, second = _pair()
+    recs = np.stack([first, second])[None]
+    result = {"example_images": np.maximum(first, second)[None], "example_labels": [[1, 7]],
+              "example_top2": [[7, 1]], "example_reconstructions": recs,
+              "example_predicted_reconstructions": recs, "correct": np.ones(30),
+              "top2_accuracy": 0.5, "top2_chance": 1 / 45, "segmentation_iou": 0.41,
+              "segmentation_reference": 0.23}
+    ctx = RenderContext(model="M", step="1-0", class_names=NAMES)
+    caption = render_examples(result, None, ctx)[0].caption
+    assert caption.startswith("Test pair 1, of 30 test pairs scored: top-2 accuracy 50.0% "
+                              "(chance 2.2%), segmentation IoU 41.0% (reference 23.0%: each "
+                              "class's typical digit at the centre): ")

@@ -422,8 +422,9 @@ def affnist_finding(summary: dict | None, reference: tuple | None,
 def multimnist_finding(summary: dict | None,
                        untrained: dict | None = None) -> Finding | None:
     """Top-2 accuracy over MultiMNIST test pairs beside chance (1/C(K, 2), CHANCE_SIGMAS
-    standard errors), and the segmentation IoU beside the untrained step's (Sabour et al. 2017
-    section 6: 95% top-2)."""
+    standard errors), and the segmentation IoU beside its reference, a decoder drawing each
+    class's typical digit at the centre (reportgen.results.multimnist.class_prototypes), and
+    the untrained step's (Sabour et al. 2017 section 6: 95% top-2)."""
     s = summary or {}
     accuracy, chance = _num(s, "top2_accuracy"), _num(s, "top2_chance")
     if accuracy is None or chance is None:
@@ -437,9 +438,14 @@ def multimnist_finding(summary: dict | None,
             f"standard errors, ±{_pct(margin)}; Sabour et al. 2017: 95%)")
     iou = _num(s, "segmentation_iou")
     before_iou = _num(untrained, "segmentation_iou")
+    reference = _num(s, "segmentation_reference")
     if iou is not None:
         text += (f"; the decoder run per true class segments the two digits with a mean IoU "
                  f"of {_pct(iou)}")
+        if reference is not None:
+            text += (f", {'above' if iou > reference else 'not above'} the {_pct(reference)} "
+                     f"of a decoder that knows only the classes and draws each class's "
+                     f"typical digit at the centre")
         if before_iou is not None:
             text += f" ({'above' if iou > before_iou else 'not above'} the untrained step's)"
     text += "."
