@@ -426,7 +426,8 @@ class _Build:
             not_applicable=assembly.not_applicable(chosen), kind=model_kind(params),
             training=training, sources=sources, labels_per_image=model_label_arity(params),
             held_out=held_out.describe(dataset, len(evaluation.y)),
-            held_out_warning=held_out.older_split_warning(dataset, training))
+            held_out_warning=held_out.older_split_warning(dataset, training),
+            test_images=len(dataset.y_test))
         built = {s: self.assembler.step_keys[(entry.name, str(s))] for s in steps
                  if (entry.name, str(s)) in self.assembler.step_keys}
         filmstrip_started = time.monotonic()

@@ -130,6 +130,7 @@ class ModelData:
     # images, how many: every page of the model says so
     held_out: str = ""
     held_out_warning: str | None = None
+    test_images: int = 0      # the held-out split's size (0: unknown)
 
 
 @dataclass
