@@ -110,3 +110,25 @@ def test_the_pages_say_which_images_are_held_out_and_flag_an_older_run(tmp_path)
     assert "the 1,000 test images of mnist, the same for every training seed" in page
     assert "training validates on all of them" in page and "is 50 of them" in page
     assert "801 of the 1,000 held-out images its pages are scored on" in page
+
+
+def test_the_affnist_benchmark_counts_the_evaluation_sets_own_digits():
+    """Capsules vs CNNs reads clean and affNIST-like accuracy over the same images: by default
+    the benchmark transforms the evaluation set's digits (the affine test split is index for
+    index the expanded one)."""
+    from family_nets import TINY_CNN40, build
+
+    from reportgen.commands.site_assembly import evaluation_set
+    from reportgen.probe.evaluation import EvalBatch
+    from reportgen.techniques import affnist_benchmark as bench
+
+    net = build(TINY_CNN40)
+    expanded, affine = load_dataset("mnist40"), load_dataset("affnist_like")
+    chosen = evaluation_set(expanded, 40)
+    evaluation = EvalBatch(net, chosen.x, chosen.y, expanded.class_names)
+    out = bench.compute(evaluation.restricted({"predicted"}), bench.Params())
+    index = held_out.evaluation_indices(expanded.y_test, 40)
+    np.testing.assert_array_equal(out["labels"], chosen.y)
+    predicted = np.asarray(net.encoder(affine.x_test[index])[1]).argmax(1)
+    assert float(out["affnist_accuracy"]) == pytest.approx(np.mean(predicted == chosen.y))
+    assert bench.summarize(out)["images"] == len(chosen.y) == 40
