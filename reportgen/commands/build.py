@@ -55,6 +55,7 @@ from reportgen.errors import ReportgenError, StoreError
 from reportgen.pages import site_output
 from reportgen.pages.assemble import MissingResult
 from reportgen.results.capsules_vs_cnns import model_kind
+from reportgen.training.checkpoints import nonfinite_step_error, nonfinite_weights
 from reportgen.training.run_info import training_run
 
 
@@ -485,6 +486,10 @@ class _Build:
         started, keras_before = time.monotonic(), self.keras_seconds + self.import_seconds
         import_before = self.import_seconds
         weights = entry.weights_path(step)
+        # a step whose weights are not numbers fails here, whatever the store holds of it
+        problem = self.digests.fact(weights, "nonfinite", nonfinite_weights)
+        if problem is not None:
+            raise nonfinite_step_error(weights, problem)
         keys = engine_step.step_keys(handle.digest, weights, variants, inputs, evaluation.digest,
                                      analysed, digest=self.digests.digest)
         # computed on the cluster: found stored here, counted as computed (or its failure)

@@ -23,7 +23,7 @@ import numpy as np
 from reportgen import console
 from reportgen.errors import ReportgenError
 from reportgen.model_folder import HISTORY_FILE, STATE_FILE, ModelFolder, Step
-from reportgen.training.checkpoints import load_weights
+from reportgen.training.checkpoints import load_weights, nonfinite
 from reportgen.data.held_out import MARKER_KEY
 from reportgen.training.run_info import RUN_SECTION, run_facts, training_run
 from reportgen.training.run_state import (Committed, archive_run, archive_uncommitted,
@@ -355,6 +355,10 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
 
     def save(step: Step) -> None:
         nonlocal sums, seen
+        problem = nonfinite((v.path, v.numpy()) for v in net.model.weights)
+        if problem is not None:     # a finite loss, then an update to NaN: never saved
+            raise _stopped(entry, run, history, f"step {step}'s weights are not numbers "
+                                                f"({problem})")
         record = {"step": str(step), "epoch": step.epoch, "batch": step.batch,
                   "images_seen": (max(step.epoch - 1, 0) * n +
                                   min(step.batch * batch_size, n)),
@@ -420,6 +424,9 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
                     if factor != 1.0:
                         run.optimizer.learning_rate = settings["learning_rate"] * factor
                     out = train_step(run.x_train[idx], *targets)
+                    if not math.isfinite(float(out[0])):
+                        raise _stopped(entry, run, history, f"the loss is {float(out[0])} at "
+                                                            f"epoch {epoch}, batch {b + 1}")
                     k = len(idx)
                     sums += np.array([float(out[0]) * k, float(out[1]) * k, float(out[2]) * k,
                                       float(out[3])])
@@ -443,6 +450,19 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
                        f"`reportgen train {entry.name} --resume`.")
         raise
     return history
+
+
+def _stopped(entry: ModelFolder, run: Run, history: list[dict], why: str) -> ReportgenError:
+    """The one-line error of a run stopped by a number that is not one; the steps saved so
+    far stay as they are."""
+    last = history[-1]["step"] if history else None
+    rate = run.settings["learning_rate"]
+    return ReportgenError(
+        f"Training {entry.name} stopped: {why}; "
+        + (f"the last good step, {last}, is kept" if last else "no step was saved"),
+        fix=(f"Continue from it at a lower learning rate: `reportgen train {entry.name} "
+             f"--resume --learning-rate {rate / 10:g}`" if last else
+             f"Train at a lower learning rate: --learning-rate {rate / 10:g}"))
 
 
 def make_train_step(net, optimizer):
