@@ -25,8 +25,12 @@ CAPSNET = 20_992 + 5_308_672 + 4_096_000 + 1_936_144
 # Gu's ConvNet-FC with kernels 9: 20,992 + 5,308,672 (-> 20x20) + 2,654,336 (-> 12x12x128 =
 # 18,432) + FC 328 6,046,024 + FC 192 63,168 + FC 10 1,930.
 CONVNET_FC = 20_992 + 5_308_672 + 2_654_336 + 6_046_024 + 63_168 + 1_930
+# MULTIMNIST_Demo: Conv(32, 5) 832 -> 32x32; Conv(64, 5, s2) 51,264 -> 14x14; primary caps 5x5
+# s2, 16 types x 8D, 204,928 (batch norm: no trainable parameter) -> 5x5 x 16 = 400 capsules;
+# votes 400 x 10 x 16 x 8 = 512,000; decoder 160 -> 512 -> 1024 -> 1296: 1,936,144.
+DEMO = 832 + 51_264 + 204_928 + 512_000 + 1_936_144
 COUNTS = {"MULTIMNIST_CapsNet": 11_361_808, "MULTIMNIST_NoR": 11_361_808,
-          "MULTIMNIST_ConvNet_FC": 14_095_122}
+          "MULTIMNIST_ConvNet_FC": 14_095_122, "MULTIMNIST_Demo": 2_705_168}
 
 # family_nets.TINY_PAIR as a params.toml, trained on `data`
 TINY_PAIR_TOML = """
@@ -56,6 +60,7 @@ learning_rate = 0.01
 
 def test_the_numbers_add_up():
     assert CAPSNET == COUNTS["MULTIMNIST_CapsNet"] and CONVNET_FC == COUNTS["MULTIMNIST_ConvNet_FC"]
+    assert DEMO == COUNTS["MULTIMNIST_Demo"]
 
 
 def test_tf_free_counts_and_label_arity():

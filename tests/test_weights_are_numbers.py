@@ -161,3 +161,36 @@ def _datasets(f) -> list[str]:
     names = []
     f.visititems(lambda n, item: names.append(n) if isinstance(item, h5py.Dataset) else None)
     return names
+
+
+@pytest.mark.slow
+def test_the_learning_rate_decays_per_epoch_batch_by_batch(tmp_path, monkeypatch):
+    """[training] learning_rate_decay: lr x decay^(epochs done), the fraction of an epoch
+    counted batch by batch (CapsNet-Keras's lr_decay, continuous)."""
+    from family_nets import write_model
+
+    from reportgen.catalog import Catalog
+    from reportgen.training import trainer
+
+    write_model(tmp_path, "Tiny", TINY, _toy(tmp_path / "toy.npz"))
+    params = tmp_path / "Tiny" / "params.toml"
+    text = params.read_text()
+    assert "learning_rate = 0.01}" in text
+    params.write_text(text.replace("learning_rate = 0.01}",
+                                   "learning_rate = 0.01, learning_rate_decay = 0.5}"))
+    make = trainer.make_train_step
+    rates = []
+
+    def recording(net, optimizer):
+        step = make(net, optimizer)
+
+        def run(images, one_hot):
+            rates.append(float(np.asarray(optimizer.learning_rate)))
+            return step(images, one_hot)
+        return run
+
+    monkeypatch.setattr(trainer, "make_train_step", recording)
+    trainer.train(Catalog(tmp_path).get("Tiny"), trainer.TrainOptions(epochs=2))
+    batches = 4                                           # 32 training images, batch 10
+    expected = [0.01 * 0.5 ** (e + b / batches) for e in range(2) for b in range(batches)]
+    np.testing.assert_allclose(rates, expected, rtol=1e-6)

@@ -331,6 +331,7 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
     settings = run.settings
     batch_size, save_every = settings["batch_size"], settings["save_every"]
     n, batches_per_epoch, start = len(run.x_train), run.batches_per_epoch, run.start
+    decay = params.training.learning_rate_decay
     net, history = run.net, run.history
     # The data source was announced when it loaded; say only which data set this run uses.
     console.notice(f"Training {entry.name} on {run.settings.get('data') or params.dataset}: "
@@ -420,7 +421,9 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
                     # Families whose loss or learning rate changes over training follow the
                     # share done (e.g. a spread-loss margin growing 0.2 -> 0.9); others keep both
                     net.set_training_progress(progress)
-                    factor = net.learning_rate_factor(progress)
+                    # params.toml's decay per epoch, batch by batch (1: a constant rate)
+                    factor = net.learning_rate_factor(progress) * \
+                        decay ** (epoch - 1 + b / batches_per_epoch)
                     if factor != 1.0:
                         run.optimizer.learning_rate = settings["learning_rate"] * factor
                     out = train_step(run.x_train[idx], *targets)
