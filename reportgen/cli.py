@@ -115,7 +115,7 @@ def main(ctx, models_dir, debug):
               help="Adam learning rate [params.toml].")
 @click.option("--data", help="Dataset name (mnist, fashion_mnist, cifar10) or a path to an .npz "
                              "file / image folder [params.toml dataset].")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed for init and shuffling.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for init and shuffling the training images (the held-out split is the same for every seed).")
 @click.option("--limit", type=click.IntRange(min=1), help="Train on only N training images.")
 @click.option("--until-accuracy", type=click.FloatRange(min=0, max=1, min_open=True),
               help="Stop at the first saved step whose validation accuracy is at least this "

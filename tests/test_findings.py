@@ -31,7 +31,9 @@ def test_accuracy_is_read_against_chance_with_its_margin():
     good = F.accuracy_finding(0.95, 10, 200, untrained=0.098)
     assert "well above chance (10.0% = 1/10" in good.text and "±6.4%" in good.text
     assert good.untrained == "untrained (0-0): 9.8%"
-    assert "no better than chance" in F.accuracy_finding(0.12, 10, 200).text
+    assert "no better than chance" in F.accuracy_finding(0.12, 10, 1000).text
+    assert "on so few images not distinguishable from chance" in \
+        F.accuracy_finding(0.12, 10, 200).text
     assert "below chance" in F.accuracy_finding(0.01, 10, 200).text
     assert F.accuracy_finding(None, 10, 200) is None
 
@@ -192,7 +194,8 @@ def test_a_step_predicting_one_class_is_called_untrained():
     nineteen = [[10, 0], [9, 1]]
     assert F.untrained_verdict(nineteen, ["x", "y"]).kind == "one_class"
     eighteen = [[10, 0], [8, 2]]
-    assert F.untrained_verdict(eighteen, ["x", "y"]).kind == "chance"
+    assert F.untrained_verdict(eighteen, ["x", "y"], available=20).kind == "chance"
+    assert F.untrained_verdict(eighteen, ["x", "y"]).kind == F.UNCLEAR     # 1,000 held out
     # a class that makes up 96% of the labels may be predicted that often: right, not untrained
     skewed = [[96, 0], [0, 4]]
     assert F.untrained_verdict(skewed, ["x", "y"]) is None
@@ -214,15 +217,65 @@ def test_a_step_at_chance_is_called_untrained_up_to_three_standard_errors_above(
         return rows
 
     names = [str(d) for d in range(10)]
-    at = F.untrained_verdict(matrix(32), names)                 # 16.0%
+    at = F.untrained_verdict(matrix(32), names, available=200)   # 16.0%, every held-out image
     assert at.kind == "chance"
     assert at.headline == ("this step predicts at chance level: its analyses describe an "
                            "untrained network")
     assert at.details == ("accuracy 16.0% on 200 evaluation images, chance 10.0% = 1/10; "
                           "threshold: 3 standard errors above chance, 16.4%")
     assert F.untrained_verdict(matrix(33), names) is None        # 16.5%: above the margin
-    assert F.untrained_verdict(matrix(0), names).kind == "chance"   # below chance too
+    assert F.untrained_verdict(matrix(0), names, available=200).kind == "chance"   # below too
     assert F.untrained_verdict(matrix(190), names) is None
+
+
+def test_untrained_only_where_the_data_show_it():
+    """MNIST_EM held out 25.5% of 1,000 digits: far above chance. On 30 evaluation images its
+    7 right (23.3%) cannot be told from chance (threshold 26.4%): the banner says that, not
+    "untrained", and the findings are read as usual."""
+    names = [str(d) for d in range(10)]
+    thirty = [[0] * 10 for _ in range(10)]
+    for i in range(10):                                   # 3 images per class, 7 right
+        right = 1 if i < 7 else 0
+        thirty[i][i] = right
+        thirty[i][(i + 1) % 10] += 3 - right
+    held = F.Scored(0.255, 1000, "held-out images")
+    assert F.untrained_verdict(thirty, names, held, available=1000) is None
+    unclear = F.untrained_verdict(thirty, names, None, available=1000)
+    assert unclear.kind == F.UNCLEAR and not unclear.untrained
+    assert unclear.headline == "this step's accuracy cannot be told from chance on 30 images"
+    assert unclear.details.startswith("accuracy 23.3% on 30 evaluation images, chance 10.0% = "
+                                      "1/10; threshold: 3 standard errors above chance, 26.4%")
+    at_chance = F.untrained_verdict(thirty, names, F.Scored(0.11, 1000, "held-out images"))
+    assert at_chance.kind == "chance" and "11.0% on 1,000 held-out images" in at_chance.details
+    read = F.findings({"routing_entropy": ROUTING}, 10, accuracy=7 / 30, images=30,
+                      predicts_nothing=unclear)
+    assert "routing" in {f.topic for f in read}
+    assert "on so few images not distinguishable from chance" in read[0].text
+    read = F.findings({}, 10, accuracy=0.255, images=1000, accuracy_counted="held-out images")
+    assert read[0].text.startswith("Accuracy is 25.5% on 1,000 held-out images, well above "
+                                   "chance")
+
+
+def test_a_steps_banner_reads_the_held_out_accuracy_training_measured():
+    """MNIST_EM's step at 25.5% over the 1,000 held-out digits (history.json) and 7 of 30
+    evaluation images: no banner; without the training record, the unclear one."""
+    from reportgen.pages.sitedata import ModelData, StepData
+    from reportgen.pages.views import step_verdict
+
+    thirty = [[0] * 10 for _ in range(10)]
+    for i in range(10):
+        thirty[i][i] = 1 if i < 7 else 0
+        thirty[i][(i + 1) % 10] += 3 - thirty[i][i]
+    step = StepData(step="20-0", confusion_matrix=thirty, accuracy=7 / 30)
+    model = ModelData(name="MNIST_EM", dataset="mnist", description="", params=0,
+                      class_names=[str(d) for d in range(10)], architecture=[], steps=[step],
+                      history=[{"step": "20-0", "val_accuracy": 0.255, "val_images": 1000}],
+                      inputs=[], test_images=1000)
+    assert step_verdict(model, step) is None
+    del model.history[0]["val_images"]          # an older run: up to 1,000 of the test split
+    assert step_verdict(model, step) is None
+    model.history = []
+    assert step_verdict(model, step).kind == F.UNCLEAR
 
 
 def test_findings_of_an_untrained_step_say_so_instead_of_reading_its_numbers():
@@ -260,6 +313,9 @@ def test_untrained_steps_have_a_banner_on_every_page_and_on_home(tmp_path):
     _predicting(demo.steps[0], "one_class", 10, column=7)           # 0-0: not shown by default
     _predicting(evil.steps[1], "one_class", 3, column=1)            # 1-15: class EVIL_CLASS
     _predicting(evil.steps[-1], "chance", 3)                        # 3-5: its default step
+    evil.test_images = 90            # evaluated on every held-out image: enough to tell
+    for record in evil.history:      # no held-out accuracy from training (as if imported)
+        record.pop("val_accuracy", None)
     _analysed(site, model_i=1)       # routing numbers that would otherwise make findings
     render_site(site, docs, theme="mkdocs")
     one_class = ("<b>This step predicts one class: its analyses describe an untrained "
@@ -389,7 +445,8 @@ def test_a_two_digit_step_at_chance_or_on_one_pair_is_called_untrained():
 
     def verdict(scores):
         accuracy = evaluation_tables(scores, labels, 10)[0]
-        return F.untrained_pair_verdict(accuracy, predicted_pairs(scores, labels), names)
+        return F.untrained_pair_verdict(accuracy, predicted_pairs(scores, labels), names,
+                                        available=500)
 
     # a random network: top-2 right about 1 time in 45
     noise = rng.uniform(size=(500, 10))
@@ -420,25 +477,33 @@ def test_a_two_digit_step_at_chance_or_on_one_pair_is_called_untrained():
     # 20 evaluation images at 5% is chance (threshold 12.1%); the step's MultiMNIST analysis
     # over 500 test pairs, 6.4% against a threshold of 4.2%, is not: the finding reads that
     few = {"images": 20, "pair": [0, 1], "predicted": 2, "labelled": 0}
-    assert F.untrained_pair_verdict(0.05, few, names).kind == "chance"
+    assert F.untrained_pair_verdict(0.05, few, names, available=20).kind == "chance"
+    assert F.untrained_pair_verdict(0.05, few, names).kind == F.UNCLEAR
     assert F.untrained_pair_verdict(0.05, few, names,
                                     {"top2_accuracy": 0.064, "images": 500}) is None
-    low = F.untrained_pair_verdict(0.5, few, names, {"top2_accuracy": 0.03, "images": 500})
+    low = F.untrained_pair_verdict(0.5, few, names, {"top2_accuracy": 0.03, "images": 500},
+                                   available=500)
     assert low.details.startswith("top-2 accuracy 3.0% on 500 MultiMNIST test pairs")
-    assert F.untrained_pair_verdict(0.05, few, names, {"top2_accuracy": 0.9, "images": 10}) \
-        .kind == "chance"                                       # fewer pairs: not read
+    assert F.untrained_pair_verdict(0.05, few, names, {"top2_accuracy": 0.9, "images": 10},
+                                    available=20).kind == "chance"   # fewer pairs: not read
+    # the held-out top-2 accuracy training measured on 1,000 pairs decides over both
+    held = F.Scored(0.40, 1000, "held-out images")
+    assert F.untrained_pair_verdict(0.05, few, names, {"top2_accuracy": 0.03, "images": 500},
+                                    held) is None
     assert F.untrained_pair_verdict(0.5, None, names) is None
 
 
 def test_findings_of_a_two_digit_model_read_top2_accuracy_against_1_in_45():
     read = F.findings({"routing_entropy": ROUTING}, 10, accuracy=0.03, images=500,
                       labels_per_image=2)
-    assert read[0].text == ("Top-2 accuracy is 3.0% on 500 evaluation images, no better than "
-                            "chance (2.2% = 1/45; threshold: 3 standard errors, ±2.0%).")
+    assert read[0].text == ("Top-2 accuracy is 3.0% on 500 evaluation images, on so few images "
+                            "not distinguishable from chance (2.2% = 1/45; threshold: 3 "
+                            "standard errors, ±2.0%).")
     assert F.findings({}, 10, accuracy=0.5, images=500, labels_per_image=2)[0].text.startswith(
         "Top-2 accuracy is 50.0% on 500 evaluation images, well above chance (2.2% = 1/45")
     verdict = F.untrained_pair_verdict(0.03, {"images": 500, "pair": [0, 1], "predicted": 20,
-                                              "labelled": 11}, [str(d) for d in range(10)])
+                                              "labelled": 11}, [str(d) for d in range(10)],
+                                      available=500)
     found = F.findings({"routing_entropy": ROUTING}, 10, accuracy=0.03, images=500,
                        predicts_nothing=verdict, labels_per_image=2)
     assert [f.topic for f in found] == ["accuracy", "untrained"]

@@ -38,15 +38,18 @@ CAPS = _model("MNIST40_AffCapsNet", "Aff-CapsNet",
               {"0-0": {"affnist_benchmark": {"affnist_accuracy": 0.1125, "clean_accuracy": 0.1},
                        "adversarial_robustness": {"accuracy_capsules_pgd_0.1": 0.0625},
                        "capsule_semantics": {"compactness_rotation": 0.6875}},
-               "2-50": {"affnist_benchmark": {"affnist_accuracy": 0.8125, "clean_accuracy": 0.99},
+               "2-50": {"affnist_benchmark": {"affnist_accuracy": 0.8125, "clean_accuracy": 0.98,
+                                              "images": 50},
                         "adversarial_robustness": {"accuracy_capsules_fgsm_0.1": 0.375,
-                                                   "accuracy_capsules_pgd_0.1": 0.25},
+                                                   "accuracy_capsules_pgd_0.1": 0.25,
+                                                   "clean_accuracy": 0.98, "images": 50},
                         "capsule_semantics": {"compactness_rotation": 0.375,
                                               "compactness_chance_pooled": [0.5, 0.8125]}},
                "3-50": {"affnist_benchmark": {"affnist_accuracy": 0.9, "clean_accuracy": 0.99}}},
               params=7_578_688)
 CNN = _model("MNIST40_ConvNet_Avg", "ConvNet-Avg", [("0-0", 0.1), ("1-50", 0.97)],
-             {"1-50": {"affnist_benchmark": {"affnist_accuracy": 0.6, "clean_accuracy": 0.97}}},
+             {"1-50": {"affnist_benchmark": {"affnist_accuracy": 0.6, "clean_accuracy": 0.96,
+                                             "images": 50}}},
              params=5_332_234)
 CR = _model("MNIST_ConvNet_CR", "ConvNet-CR", [("1-10", 0.995)],
             {"1-10": {"capsule_semantics": {"compactness_rotation": 0.0123}}})
@@ -70,11 +73,15 @@ def test_table1_reads_each_model_at_its_matched_step(site):
     html = (site / "capsules-vs-cnns.html").read_text("utf-8")
     caps, cnn, cr = _rows(html, 0)
     # the first analysed step at or above 99.22%: 2-50 (0.9931), not the later 3-50
-    assert caps[2] == ["2-50"]
+    assert caps[2] == ["2-50", "validation", "99.31%"]
     mnist, affnist = TABLE1_REFERENCE["Aff-CapsNet"][1:]
-    # each score: ours, Gu's figure, the untrained step's (the history's 0-0 accuracy for the
-    # clean one, the 0-0 analyses for the others; "—" where 0-0 lacks that analysis)
-    assert caps[3] == ["99.31%", "Gu:", f"{mnist:.2f}%", "untrained:", "8.75%"]
+    # each score over the same 50 evaluation images (said once, in the headers): ours, Gu's
+    # figure, the untrained step's (its 0-0 analyses; "—" where 0-0 lacks that analysis)
+    headers = re.findall(r"<th[^>]*>(.*?)</th>", html.split("<tbody>")[0])
+    assert [h for h in headers if "images" in h] == [
+        "Clean accuracy (50 images)", "affNIST-like (50 images)", "FGSM ε = 0.1 (50 images)",
+        "PGD ε = 0.1 (50 images)"]
+    assert caps[3] == ["98.00%", "Gu:", f"{mnist:.2f}%", "untrained:", "10.00%"]
     assert caps[4] == ["81.25%", "Gu:", f"{affnist:.2f}%", "untrained:", "11.25%"]
     assert caps[5] == ["37.50%", "untrained:", "—"]                  # FGSM at 0.1
     assert caps[6] == ["25.00%", "untrained:", "6.25%"]              # PGD at 0.1
@@ -82,11 +89,28 @@ def test_table1_reads_each_model_at_its_matched_step(site):
     assert caps[7] == ["10.00%"]                                       # chance: 1 of 10 classes
     # never reached the target: its most accurate analysed step, said so; 0-0 was not analysed
     # for it, which the cells say in words (its history still has the untrained accuracy)
-    assert cnn[2] == ["1-50", "below", "target"]
-    assert cnn[3][-2:] == ["untrained:", "10.00%"]
+    assert cnn[2] == ["1-50", "validation", "97.00%", "below", "target"]
+    assert cnn[3] == ["96.00%", "Gu:", "99.22%", "untrained:", "not", "analysed"]
     assert cnn[4] == ["60.00%", "Gu:", "94.11%", "untrained:", "not", "analysed"]
     assert cr[4] == ["—", "untrained:", "not", "analysed"]             # no 40x40 benchmark
     assert "this build did not analyse step 0-0" in html
+
+
+def test_scores_over_different_images_say_their_counts_in_each_cell(tmp_path):
+    """Models whose evaluation sets differ: no count in the headers, each score says its own."""
+    small = _model("MNIST40_CapsNet", "CapsNet", [("1-1", 0.5)],
+                   {"1-1": {"affnist_benchmark": {"affnist_accuracy": 0.25, "clean_accuracy": 0.5,
+                                                  "images": 20}}})
+    large = _model("MNIST40_ConvNet_Avg", "ConvNet-Avg", [("1-1", 0.6)],
+                   {"1-1": {"affnist_benchmark": {"affnist_accuracy": 0.3, "clean_accuracy": 0.6,
+                                                  "images": 200}}})
+    render_site(SiteData(title="t", models=[small, large], techniques=[]), tmp_path / "docs")
+    page = (tmp_path / "docs" / "capsules-vs-cnns.md").read_text("utf-8")
+    assert "Clean accuracy</th>" in page and "(20 images)" not in page
+    first, second = _rows(page, 0)
+    assert first[3][:4] == ["50.00%", "on", "20", "images"]
+    assert second[4][:4] == ["30.00%", "on", "200", "images"]
+    assert "these models' evaluation sets differ" in page
 
 
 def test_without_a_recorded_target_the_models_are_matched_at_gus(site):

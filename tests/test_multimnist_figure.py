@@ -5,6 +5,7 @@ pair's reconstructions added only when the top-2 prediction is wrong."""
 from __future__ import annotations
 
 import io
+import xml.etree.ElementTree as ET
 
 import numpy as np
 from PIL import Image
@@ -89,3 +90,41 @@ def test_a_filmstrip_frame_keeps_natural_size():
     small = render_pair(result, None, RenderContext("M", "1-1", NAMES, image=image,
                                                     thumbnail=True))[0]
     assert small.width < big.width
+
+
+def test_the_predictions_chart_highlights_both_classes_of_a_pair():
+    """A two-digit model predicts its two highest scores: both bars highlighted, no other."""
+    from reportgen.figures import panels
+
+    lengths = np.array([0.1, 0.8, 0.3, 0.7, 0.2])
+    for per_image, expected in ((1, {1}), (2, {1, 3})):
+        ctx = RenderContext(model="M", step="1-0", class_names=NAMES[:5],
+                            labels_per_image=per_image)
+        png, svg = panels.render_predictions({"lengths": lengths}, None, ctx)
+        rgb = np.asarray(Image.open(io.BytesIO(png.data)).convert("RGB"))
+        lit = np.all(rgb == panels.HIGHLIGHT, axis=-1).any(axis=1)
+        bands = np.flatnonzero(np.diff(lit.astype(int)) == 1)        # starts of lit row bands
+        bars = np.all(rgb == panels.BAR, axis=-1).any(axis=1)
+        assert len(bands) == len(expected) and bars.any()
+        bold = [t.text for t in ET.fromstring(svg.data).iter("{http://www.w3.org/2000/svg}text")
+                if t.get("font-weight") == "bold"]
+        assert set(bold) == {NAMES[k] for k in expected}
+    assert "Predicted classes 1 (length 0.800) and 3 (length 0.700), the two highest (top-2)" \
+        in png.caption
+
+
+def test_the_examples_say_the_scores_beside_chance_the_reference_and_the_count():
+    from reportgen.figures.multimnist import render_examples
+
+    first, second = _pair()
+    recs = np.stack([first, second])[None]
+    result = {"example_images": np.maximum(first, second)[None], "example_labels": [[1, 7]],
+              "example_top2": [[7, 1]], "example_reconstructions": recs,
+              "example_predicted_reconstructions": recs, "correct": np.ones(30),
+              "top2_accuracy": 0.5, "top2_chance": 1 / 45, "segmentation_iou": 0.41,
+              "segmentation_reference": 0.23}
+    ctx = RenderContext(model="M", step="1-0", class_names=NAMES)
+    caption = render_examples(result, None, ctx)[0].caption
+    assert caption.startswith("Test pair 1, of 30 test pairs scored: top-2 accuracy 50.0% "
+                              "(chance 2.2%), segmentation IoU 41.0% (reference 23.0%: each "
+                              "class's typical digit at the centre): ")

@@ -25,8 +25,12 @@ CAPSNET = 20_992 + 5_308_672 + 4_096_000 + 1_936_144
 # Gu's ConvNet-FC with kernels 9: 20,992 + 5,308,672 (-> 20x20) + 2,654,336 (-> 12x12x128 =
 # 18,432) + FC 328 6,046,024 + FC 192 63,168 + FC 10 1,930.
 CONVNET_FC = 20_992 + 5_308_672 + 2_654_336 + 6_046_024 + 63_168 + 1_930
+# MULTIMNIST_Demo: Conv(32, 5) 832 -> 32x32; Conv(64, 5, s2) 51,264 -> 14x14; primary caps 5x5
+# s2, 16 types x 8D, 204,928 (batch norm: no trainable parameter) -> 5x5 x 16 = 400 capsules;
+# votes 400 x 10 x 16 x 8 = 512,000; decoder 160 -> 512 -> 1024 -> 1296: 1,936,144.
+DEMO = 832 + 51_264 + 204_928 + 512_000 + 1_936_144
 COUNTS = {"MULTIMNIST_CapsNet": 11_361_808, "MULTIMNIST_NoR": 11_361_808,
-          "MULTIMNIST_ConvNet_FC": 14_095_122}
+          "MULTIMNIST_ConvNet_FC": 14_095_122, "MULTIMNIST_Demo": 2_705_168}
 
 # family_nets.TINY_PAIR as a params.toml, trained on `data`
 TINY_PAIR_TOML = """
@@ -56,6 +60,7 @@ learning_rate = 0.01
 
 def test_the_numbers_add_up():
     assert CAPSNET == COUNTS["MULTIMNIST_CapsNet"] and CONVNET_FC == COUNTS["MULTIMNIST_ConvNet_FC"]
+    assert DEMO == COUNTS["MULTIMNIST_Demo"]
 
 
 def test_tf_free_counts_and_label_arity():
@@ -163,10 +168,11 @@ def test_a_mismatched_data_set_is_refused_before_training(models_dir, name, data
 def test_pair_training_renders_targets_by_original_index_and_records_top2(models_dir,
                                                                           monkeypatch):
     from reportgen.data.datasets import load_dataset
+    from reportgen.data.held_out import validation_indices
     from reportgen.training import trainer
     from reportgen.training.evaluate import class_lengths
 
-    data = load_dataset("multimnist", seed=3)     # the run's seed draws the data set too
+    data = load_dataset("multimnist")       # the run's seed shuffles and subsets it only
     calls = []
     opened = trainer.open_run
 
@@ -189,15 +195,15 @@ def test_pair_training_renders_targets_by_original_index_and_records_top2(models
     assert [c[0] for c in calls] == ["train", "train"]
     for _, indices, parts in calls:   # each target pair overlays to that training image
         assert len(indices) == 8
-        np.testing.assert_array_equal(parts.max(axis=1), data.x_train[indices])
+        np.testing.assert_array_equal(np.minimum(1, parts.sum(axis=1)), data.x_train[indices])
     seen = np.sort(np.concatenate([c[1] for c in calls]))
-    keep = np.sort(np.random.default_rng(3).permutation(len(data.x_train))[:16])
+    keep = np.sort(np.random.default_rng(3).permutation(len(data.x_train))[:16])   # --limit
     np.testing.assert_array_equal(seen, keep)
     doc = json.loads((models_dir / "Pair" / "history.json").read_text())
     assert doc["accuracy"].startswith("top-2")
     # the recorded validation accuracy is top-2 over the run's validation sample
     net = Catalog(models_dir).load("Pair", "1-2")
-    val = trainer._validation_indices(data, 3)
+    val = validation_indices(len(data.y_test))
     scores = class_lengths(net, data.x_test[val])
     assert history[-1]["val_accuracy"] == pytest.approx(
         ref.top2_correct(data.y_test[val], scores).mean())
@@ -254,7 +260,8 @@ def test_a_convnet_trains_on_pairs_with_sigmoid_scores(tmp_path):
 
     from reportgen.data.datasets import load_dataset
     from reportgen.training.evaluate import class_lengths
-    from reportgen.training.trainer import TrainOptions, _validation_indices, train
+    from reportgen.data.held_out import validation_indices
+    from reportgen.training.trainer import TrainOptions, train
 
     root = tmp_path / "models"
     write_model(root, "PairCNN", {"input_shape": [36, 36, 1], "num_classes": 10,
@@ -267,8 +274,22 @@ def test_a_convnet_trains_on_pairs_with_sigmoid_scores(tmp_path):
     assert history[-1]["reconstruction_loss"] == 0.0
     data = load_dataset("multimnist")
     net = Catalog(root).load("PairCNN", "1-1")
-    val = _validation_indices(data, 0)
+    val = validation_indices(len(data.y_test))
     scores = class_lengths(net, data.x_test[val])
     assert history[-1]["val_accuracy"] == pytest.approx(
         ref.top2_correct(data.y_test[val], scores).mean())
     assert scores.sum(axis=1).max() > 1.01 or scores.sum(axis=1).min() < 0.99   # not a softmax
+
+
+def test_rendered_data_is_read_in_a_shuffled_block_order():
+    """Training over rendered data (MultiMNIST's rounds) visits every image once per epoch,
+    reproducibly, reading one block (round) or two per batch."""
+    from reportgen.training.trainer import _BlockOrder
+
+    order = _BlockOrder(1050, 100, 3, 1)
+    visited = np.concatenate([order[b * 40:(b + 1) * 40] for b in range(27)])
+    np.testing.assert_array_equal(np.sort(visited), np.arange(1050))
+    np.testing.assert_array_equal(visited, _BlockOrder(1050, 100, 3, 1)[0:1050])
+    assert not np.array_equal(visited, _BlockOrder(1050, 100, 3, 2)[0:1050])
+    assert max(len(np.unique(order[b * 40:(b + 1) * 40] // 100)) for b in range(27)) <= 2
+    assert not (np.diff(visited[:100]) > 0).all()                   # shuffled within a block

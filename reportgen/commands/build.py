@@ -46,6 +46,7 @@ from reportgen.commands.build_settings import (DEFAULT_IMAGES, BuildOptions,  # 
                                                BuildSettings, load_build_config, select_steps,
                                                settle)
 from reportgen.commands import build_time
+from reportgen.data import held_out
 from reportgen.commands.work_folder import CALIBRATION_FILE, DIGESTS_FILE, WORK_ROOT, WorkFolder
 from reportgen.engine import step as engine_step
 from reportgen.engine.digests import DigestMemo
@@ -55,6 +56,7 @@ from reportgen.pages import site_output
 from reportgen.pages.assemble import MissingResult
 from reportgen.results.capsules_vs_cnns import model_kind
 from reportgen.settings.families import family_of
+from reportgen.training.checkpoints import nonfinite_step_error, nonfinite_weights
 from reportgen.training.run_info import training_run
 
 
@@ -415,6 +417,7 @@ class _Build:
             sources = []
             errors.append(exc.message)
         history = entry.history()
+        training = training_run(entry)
         accs = [r["val_accuracy"] for r in history if r.get("val_accuracy") is not None]
         data = ModelData(
             name=entry.name, dataset=dataset.source, description=params.description,
@@ -423,8 +426,10 @@ class _Build:
             latest_val_accuracy=accs[-1] if accs else None,
             best_val_accuracy=max(accs) if accs else None, errors=errors,
             not_applicable=assembly.not_applicable(chosen), kind=model_kind(params),
-            training=training_run(entry), sources=sources,
-            labels_per_image=model_label_arity(params),
+            training=training, sources=sources, labels_per_image=model_label_arity(params),
+            held_out=held_out.describe(dataset, len(evaluation.y)),
+            held_out_warning=held_out.older_split_warning(dataset, training),
+            test_images=len(dataset.y_test),
             citations=list(family_of(params).citations_for(params)),
             leaves_out=list(handle.description.leaves_out))
         built = {s: self.assembler.step_keys[(entry.name, str(s))] for s in steps
@@ -484,6 +489,10 @@ class _Build:
         started, keras_before = time.monotonic(), self.keras_seconds + self.import_seconds
         import_before = self.import_seconds
         weights = entry.weights_path(step)
+        # a step whose weights are not numbers fails here, whatever the store holds of it
+        problem = self.digests.fact(weights, "nonfinite", nonfinite_weights)
+        if problem is not None:
+            raise nonfinite_step_error(weights, problem)
         keys = engine_step.step_keys(handle.digest, weights, variants, inputs, evaluation.digest,
                                      analysed, digest=self.digests.digest)
         # computed on the cluster: found stored here, counted as computed (or its failure)

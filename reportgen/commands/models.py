@@ -3,7 +3,9 @@
 Invalid model folders (unsafe name, unreadable or invalid params.toml, a model too large for the
 machine) are listed too, marked invalid with their reason; they never hide the others. A saved
 step whose weights file is damaged (not HDF5, truncated, too few weights: checked without
-reading them) is listed as damaged with its reason, not among the steps. The listing itself
+reading them) or holds weights that are not numbers (NaN, infinity: read once per version of
+the file, remembered as the build does) is listed as damaged with its reason, not among the
+steps. The listing itself
 succeeded, so the exit code stays 0 (`reportgen build` is where an invalid folder counts as a
 failure).
 """
@@ -28,9 +30,12 @@ def describe_models(models_dir=None) -> list[dict]:
     steps (the loadable ones), damaged_steps ({step, reason} of each damaged weights file),
     latest/best val accuracy, error (the one-line reason, or None)."""
     from reportgen.capsnet.param_count import count_trainable_params
-    from reportgen.training.checkpoints import weights_file_problem
+    from reportgen.commands.work_folder import DIGESTS_FILE
+    from reportgen.engine.digests import DigestMemo
+    from reportgen.training.checkpoints import nonfinite_weights, weights_file_problem
 
     catalog = Catalog(models_dir)
+    memo = DigestMemo(DIGESTS_FILE)     # what a build learned of each file, and back
     valid, invalid = catalog.scan()
     rows = []
     for entry in valid:
@@ -42,7 +47,11 @@ def describe_models(models_dir=None) -> list[dict]:
             row["dataset"] = params.dataset
             row["params"] = count_trainable_params(params)
             for step in entry.steps:
-                problem = weights_file_problem(entry.weights_path(step), row["params"])
+                path = entry.weights_path(step)
+                problem = weights_file_problem(path, row["params"])
+                if problem is None:
+                    found = memo.fact(path, "nonfinite", nonfinite_weights)
+                    problem = None if found is None else f"weights that are not numbers: {found}"
                 if problem is None:
                     row["steps"].append(str(step))
                 else:
@@ -59,6 +68,7 @@ def describe_models(models_dir=None) -> list[dict]:
                      "steps": [], "damaged_steps": [], "latest_val_accuracy": None,
                      "best_val_accuracy": None,
                      "error": bad.reason})
+    memo.save()
     return sorted(rows, key=lambda r: r["name"])
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from reportgen.cache.keys import hash_bytes, hash_json, library_versions
+from reportgen.data.label_arity import label_arity
 from reportgen.engine.model import not_applicable_reason
 from reportgen.pages.sitedata import ArchitectureRow, InputInfo, Panel, StepData
 from reportgen.techniques.base import Figure, RenderContext
@@ -44,12 +45,10 @@ class EvaluationSet:
 
 
 def evaluation_set(dataset, n: int) -> EvaluationSet:
-    """`n` test images, the same number per class (the whole split if smaller)."""
-    from reportgen.probe.evaluation import stratified_sample
+    """`n` held-out images, the same number per class (the whole test split if smaller)."""
+    from reportgen.data.held_out import evaluation_indices
 
-    labels = np.asarray(dataset.y_test)
-    # two overlapping digits: the same number per class of the first digit
-    chosen = stratified_sample(labels if labels.ndim == 1 else labels[:, 0], n)
+    chosen = evaluation_indices(dataset.y_test, n)
     x, y = dataset.x_test[chosen], dataset.y_test[chosen]
     digest = hash_json({"x": hash_bytes(np.ascontiguousarray(x).tobytes()), "y": y.tolist()})
     return EvaluationSet(x, y, tuple(dataset.class_names), digest)
@@ -90,7 +89,8 @@ def context(model: str, step: str, description, dataset, item=None) -> RenderCon
         conv_layer_names=tuple(description.conv_layer_names),
         # capsule layers' receptive fields and kinds (e.g. ConvCaps grids, logistic activations)
         description=description,
-        true_classes=() if item is None else tuple(item.known_classes))
+        true_classes=() if item is None else tuple(item.known_classes),
+        labels_per_image=label_arity(dataset.y_test))
 
 
 def step_data(assembler, model: str, step, description, variants, inputs, dataset,

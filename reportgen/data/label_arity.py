@@ -58,4 +58,4 @@ def model_label_arity(params) -> int:
     """How many classes model `params` (a ModelParams) names per image: a pair when its
     params.toml's `dataset` is a data set of paired labels (MultiMNIST), else one."""
     name = str(getattr(params, "dataset", "") or "").strip().lower().replace("-", "_")
-    return PAIR if name in PAIRED_DATASETS else SINGLE
+    return PAIR if name.partition(":")[0] in PAIRED_DATASETS else SINGLE

@@ -1,4 +1,5 @@
-"""sha256 of weights files, remembered between builds.
+"""sha256 of weights files (and other facts of a file's content: whether its weights are
+numbers), remembered between builds.
 
 A rebuild must not read hundreds of MB of weights again to learn that nothing changed
 (README, "A second identical build computes nothing"). The digest of each file is kept in a
@@ -63,22 +64,30 @@ class DigestMemo:
         return files if isinstance(files, dict) else {}
 
     def digest(self, path: str | Path) -> str:
+        return self.fact(path, "sha256", hash_file)
+
+    def fact(self, path: str | Path, name: str, compute):
+        """`compute(path)` (a JSON value: the sha256, whether its weights are numbers),
+        remembered for this version of the file under `name`."""
         path = Path(path)
-        name = os.path.abspath(path)
+        key = os.path.abspath(path)
         before = os.stat(path)
         with self._lock:
-            entry = self._entries.get(name)
-        if isinstance(entry, dict) and entry.get("id") == _identity(before) \
-                and isinstance(entry.get("sha256"), str):
-            return entry["sha256"]
-        sha = hash_file(path)
+            entry = self._entries.get(key)
+        known = isinstance(entry, dict) and entry.get("id") == _identity(before)
+        if known and name in entry:
+            return entry[name]
+        value = compute(path)
         after = os.stat(path)
         changed_at = max(after.st_mtime_ns, after.st_ctime_ns) / 1e9
         if _identity(after) == _identity(before) and time.time() - changed_at > RACY_SECONDS:
             with self._lock:
-                self._entries[name] = {"id": _identity(after), "sha256": sha}
+                entry = self._entries.get(key)
+                kept = entry if isinstance(entry, dict) and entry.get("id") == _identity(after) \
+                    else {"id": _identity(after)}
+                self._entries[key] = {**kept, name: value}
                 self._changed = True
-        return sha
+        return value
 
     def save(self) -> None:
         if self.path is None or not self._changed:

@@ -58,6 +58,9 @@ class RenderContext:
     thumbnail: bool = False
     # The classes the input is known to show (one, or two overlapping digits); () if unknown.
     true_classes: tuple[int, ...] = ()
+    # Classes the model names per image: 2 for overlapping digits (MultiMNIST), whose two
+    # highest scores are its prediction.
+    labels_per_image: int = 1
 
     def __post_init__(self):
         if self.description is None:

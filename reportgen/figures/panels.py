@@ -306,7 +306,7 @@ def _bar_layout(lengths, names):
                 height=height, x0=MARGIN + label_w, bar_h=row_h - 6)
 
 
-def _predictions_png(lengths, names, predicted, title):
+def _predictions_png(lengths, names, predicted: frozenset, title):
     lay = _bar_layout(lengths, names)
     canvas = np.full((lay["height"], lay["width"], 3), WHITE, dtype=np.uint8)
     x0, plot_w, top, row_h = lay["x0"], lay["plot_w"], lay["top"], lay["row_h"]
@@ -319,13 +319,13 @@ def _predictions_png(lengths, names, predicted, title):
     for k, (value, name) in enumerate(zip(lengths, names)):
         y = top + k * row_h
         bar = int(round(np.clip(value, 0.0, 1.0) * (plot_w - 1)))
-        colour = HIGHLIGHT if k == predicted else BAR
+        colour = HIGHLIGHT if k in predicted else BAR
         if bar > 0:
             canvas[y + 3:y + 3 + lay["bar_h"], x0:x0 + bar] = colour
         text_y = y + (row_h - _line_height()) // 2
-        texts.append((x0 - 6, text_y, name, "right", HIGHLIGHT if k == predicted else None))
+        texts.append((x0 - 6, text_y, name, "right", HIGHLIGHT if k in predicted else None))
         texts.append((x0 + bar + 4, text_y, length_label(value), "left",
-                      HIGHLIGHT if k == predicted else MUTED))
+                      HIGHLIGHT if k in predicted else MUTED))
     canvas[top:bottom, x0] = AXIS
     canvas[bottom, x0:x0 + plot_w] = AXIS
     for t in ticks:
@@ -335,7 +335,7 @@ def _predictions_png(lengths, names, predicted, title):
     return draw_texts(canvas, texts)
 
 
-def _predictions_svg(lengths, names, predicted, title) -> bytes:
+def _predictions_svg(lengths, names, predicted: frozenset, title) -> bytes:
     """The same chart as SVG text, written directly (deterministic, no matplotlib)."""
     lay = _bar_layout(lengths, names)
     x0, plot_w, top, row_h = lay["x0"], lay["plot_w"], lay["top"], lay["row_h"]
@@ -361,15 +361,15 @@ def _predictions_svg(lengths, names, predicted, title) -> bytes:
     for k, (value, name) in enumerate(zip(lengths, names)):
         y = top + k * row_h
         bar = float(np.clip(value, 0.0, 1.0)) * (plot_w - 1)
-        colour = rgb(HIGHLIGHT if k == predicted else BAR)
-        text_colour = rgb(HIGHLIGHT if k == predicted else TEXT_COLOR)
-        weight = ' font-weight="bold"' if k == predicted else ""
+        colour = rgb(HIGHLIGHT if k in predicted else BAR)
+        text_colour = rgb(HIGHLIGHT if k in predicted else TEXT_COLOR)
+        weight = ' font-weight="bold"' if k in predicted else ""
         out.append(f'<rect x="{x0}" y="{y + 3}" width="{bar:.2f}" height="{lay["bar_h"]}" '
                    f'fill="{colour}"><title>{escape(name)}: {value:.4f}</title></rect>')
         out.append(f'<text x="{x0 - 6}" y="{y + row_h / 2 + 0.36 * FONT_SIZE:.1f}" text-anchor="end" '
                    f'fill="{text_colour}"{weight}>{escape(name)}</text>')
         out.append(f'<text x="{x0 + bar + 4:.2f}" y="{y + row_h / 2 + 0.36 * FONT_SIZE:.1f}" '
-                   f'fill="{rgb(HIGHLIGHT if k == predicted else MUTED)}">{length_label(value)}</text>')
+                   f'fill="{rgb(HIGHLIGHT if k in predicted else MUTED)}">{length_label(value)}</text>')
     out.append(f'<line x1="{x0 + 0.5}" y1="{top}" x2="{x0 + 0.5}" y2="{bottom}" '
                f'stroke="{rgb(AXIS)}"/>')
     out.append(f'<line x1="{x0}" y1="{bottom + 0.5}" x2="{x0 + plot_w}" y2="{bottom + 0.5}" '
@@ -387,26 +387,29 @@ def _logistic(ctx: RenderContext) -> bool:
 
 def render_predictions(result, params, ctx: RenderContext) -> list[Figure]:
     """Horizontal bar chart of the class capsules' lengths (not a softmax), 0 … 1, the longest
-    (predicted) highlighted. PNG (Pillow) + SVG (written directly)."""
+    (predicted) highlighted, the two longest for a two-digit model (`ctx.labels_per_image`).
+    PNG (Pillow) + SVG (written directly)."""
     lengths = np.asarray(result["lengths"], dtype=np.float64).reshape(-1)
     names = [_class_name(ctx, k) for k in range(len(lengths))]
-    predicted = int(np.argmax(lengths))
+    # the predicted class, or both of a two-digit model's (its two highest scores: top-2)
+    shown = [int(k) for k in np.argsort(-lengths, kind="stable")[:max(1, ctx.labels_per_image)]]
+    kind, value = "length", lambda k: length_label(lengths[k])
     title = "Class-capsule lengths"
-    caption = (f"Predictions: length of each of the {len(lengths)} class capsules (not a softmax; "
-               f"each in 0 … 1, axis 0 … 1). Predicted class {names[predicted]} "
-               f"(length {length_label(lengths[predicted])}) highlighted.")
+    what = (f"Predictions: length of each of the {len(lengths)} class capsules (not a softmax; "
+            f"each in 0 … 1, axis 0 … 1).")
     if _logistic(ctx):                # matrix capsules (Hinton et al. 2018)
-        title = "Class-capsule activations"
-        caption = (f"Predictions: the logistic activation of each of the {len(lengths)} class "
-                   f"capsules (not a softmax; each in 0 … 1, axis 0 … 1). Predicted class "
-                   f"{names[predicted]} (activation {lengths[predicted]:.3f}) highlighted.")
+        title, kind, value = "Class-capsule activations", "activation", lambda k: f"{lengths[k]:.3f}"
+        what = (f"Predictions: the logistic activation of each of the {len(lengths)} class "
+                f"capsules (not a softmax; each in 0 … 1, axis 0 … 1).")
     if "probabilities" in result:     # a CNN (Gu 2022's baselines)
-        title = "Class probabilities"
-        caption = (f"Predictions: the CNN's probability of each of the {len(lengths)} classes "
-                   f"(axis 0 … 1). Predicted class {names[predicted]} "
-                   f"(probability {lengths[predicted]:.3f}) highlighted.")
-    canvas = _predictions_png(lengths, names, predicted, title)
-    svg = _predictions_svg(lengths, names, predicted, title)
+        title, kind, value = "Class probabilities", "probability", lambda k: f"{lengths[k]:.3f}"
+        what = (f"Predictions: the CNN's probability of each of the {len(lengths)} classes "
+                f"(axis 0 … 1).")
+    named = " and ".join(f"{names[k]} ({kind} {value(k)})" for k in shown)
+    caption = (f"{what} Predicted class {named} highlighted." if len(shown) == 1 else
+               f"{what} Predicted classes {named}, the two highest (top-2), highlighted.")
+    canvas = _predictions_png(lengths, names, frozenset(shown), title)
+    svg = _predictions_svg(lengths, names, frozenset(shown), title)
     return [_png_figure("predictions.png", canvas, caption),
             Figure(name="predictions.svg", data=svg, kind="svg", caption=caption,
                    width=int(canvas.shape[1]), height=int(canvas.shape[0]))]

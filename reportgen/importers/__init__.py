@@ -112,6 +112,7 @@ def import_checkpoint(models_dir: str | Path, source_file: str | Path, source: s
     """Import `source_file`, saved by the project `source` (a LAYOUTS key), as a step of
     models_dir/NAME. Checks everything before writing anything; never overwrites a step."""
     from reportgen.capsnet.footprint import check_footprint
+    from reportgen.importers.common import check_numbers
     from reportgen.importers.tensors import open_checkpoint
     from reportgen.importers.writer import (file_sha256, params_toml, record_source, write_step)
 
@@ -156,6 +157,7 @@ def import_checkpoint(models_dir: str | Path, source_file: str | Path, source: s
                                  fix="Pass another --step E-B, or delete that weights file "
                                      "first.")
         checkpoint = stored.load()
+    check_numbers(checkpoint)
     converted = module.convert(checkpoint, iterations)
     if converted.weights.parameter_count != checkpoint.parameter_count:
         raise ReportgenError(f"Converting {path.name} lost parameters (a reportgen bug).",

@@ -378,10 +378,13 @@ def _open_safetensors(path: Path) -> Iterator[StoredCheckpoint]:
             if name == "__metadata__":
                 continue
             try:
-                dtype, shape = info["dtype"], tuple(int(d) for d in info["shape"])
+                dtype, shape = info["dtype"], tuple(info["shape"])
                 begin, end = (int(o) for o in info["data_offsets"])
             except (TypeError, KeyError, ValueError) as exc:
                 raise damaged(f"tensor '{name}' without dtype, shape and data_offsets") from exc
+            if not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+                raise damaged(f"tensor '{name}' of shape {list(shape)}: dimensions must be "
+                              f"whole numbers")
             if dtype not in _SAFETENSORS_DTYPES:
                 raise damaged(f"tensor '{name}' of unsupported dtype {dtype}")
             stored = np.dtype(_SAFETENSORS_DTYPES[dtype])

@@ -42,10 +42,17 @@ def _untrained_text(row: dict, key: str, fmt, always: bool = False) -> str:
     return "—" if always or row["untrained_analysed"] else NOT_ANALYSED
 
 
-def _score(value: str, untrained: str, reference: str | None = None) -> dict:
+def _score(value: str, untrained: str, reference: str | None = None,
+           images: int | None = None) -> dict:
     """A score cell: ours, Gu's published figure (when his table has one), the untrained
-    step's."""
-    return {"value": value, "reference": reference, "untrained": untrained}
+    step's, and the images it counted (shown in the cell when the header cannot say one
+    number for every cell)."""
+    return {"value": value, "reference": reference, "untrained": untrained, "images": images,
+            "images_text": ""}
+
+
+def _images_text(count: int | None) -> str:
+    return f"{count:,} image{'s' if count != 1 else ''}" if count is not None else ""
 
 
 def comparison(models) -> dict | None:
@@ -58,19 +65,33 @@ def comparison(models) -> dict | None:
     target, source = matched_target(records)
     accuracy = []
     for row in table1(records, target):
+        validated = (f"validation {_pct(row['validation_accuracy'])}"
+                     + (f" on {_images_text(row['validation_images'])} held out"
+                        if row["validation_images"] else "")) \
+            if row["validation_accuracy"] is not None else ""
         accuracy.append({
             **row, "parameters_text": f"{row['parameters']:,}",
-            "step_text": row["step"] or "—",
+            "step_text": row["step"] or "—", "validation_text": validated,
             "clean": _score(_pct(row["clean_accuracy"]),
-                            _untrained_text(row, "untrained_clean_accuracy", _pct, always=True),
-                            _ref_pct(row["reference_mnist"])),
+                            _untrained_text(row, "untrained_clean_accuracy", _pct),
+                            _ref_pct(row["reference_mnist"]), row["clean_images"]),
             "affnist": _score(_pct(row["affnist_accuracy"]),
                               _untrained_text(row, "untrained_affnist_accuracy", _pct),
-                              _ref_pct(row["reference_affnist"])),
+                              _ref_pct(row["reference_affnist"]), row["affnist_images"]),
             "attacks": [_score(_pct(row[f"{a}_{e:g}_accuracy"]),
-                               _untrained_text(row, f"untrained_{a}_{e:g}_accuracy", _pct))
+                               _untrained_text(row, f"untrained_{a}_{e:g}_accuracy", _pct),
+                               images=row["attack_images"])
                         for a, e in ATTACKS],
             "chance_text": _pct(row["chance"])})
+    # one count for every score: said once, in the headers; else in each cell
+    counts = {cell["images"] for row in accuracy
+              for cell in (row["clean"], row["affnist"], *row["attacks"])
+              if cell["images"] is not None and cell["value"] != "—"}
+    shared = counts.pop() if len(counts) == 1 else None
+    for row in accuracy:
+        for cell in (row["clean"], row["affnist"], *row["attacks"]):
+            cell["images_text"] = "" if shared is not None or cell["value"] == "—" \
+                else f"on {_images_text(cell['images'])}" if cell["images"] else ""
     compactness = [{**row, "step_text": row["step"] or "—",
                     "ours": _score(_compact(row["compactness"]),
                                    _untrained_text(row, "untrained", _compact)),
@@ -83,14 +104,17 @@ def comparison(models) -> dict | None:
             "reference_target_text": _pct(MATCHED_ACCURACY),
             "attacks": [f"{a.upper()} ε = {e:g}" for a, e in ATTACKS],
             "accuracy": accuracy, "compactness": compactness, "factor": TABLE5_FACTOR,
+            "images_text": f" ({_images_text(shared)})" if shared is not None else "",
+            "counts_differ": len(counts) > 0,
             "untrained_missing": any(not r["untrained_analysed"] for r in accuracy),
             "csv": {"table1": _csv(accuracy, _TABLE1_COLUMNS),
                     "table5": _csv(compactness, _TABLE5_COLUMNS)}}
 
 
-_TABLE1_COLUMNS = ("model", "kind", "parameters", "step", "reached", "target", "clean_accuracy",
-                   "clean_accuracy_eval", "affnist_accuracy",
-                   *(f"{a}_{e:g}_accuracy" for a, e in ATTACKS), "chance",
+_TABLE1_COLUMNS = ("model", "kind", "parameters", "step", "reached", "target",
+                   "validation_accuracy", "validation_images", "clean_accuracy", "clean_images",
+                   "affnist_accuracy", "affnist_images",
+                   *(f"{a}_{e:g}_accuracy" for a, e in ATTACKS), "attack_images", "chance",
                    "untrained_analysed", "untrained_clean_accuracy", "untrained_affnist_accuracy",
                    *(f"untrained_{a}_{e:g}_accuracy" for a, e in ATTACKS),
                    "reference_parameters", "reference_mnist", "reference_affnist")

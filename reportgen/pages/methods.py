@@ -62,8 +62,10 @@ def thresholds() -> list[dict]:
         {"what": "a step's analyses describe an untrained network (banner)",
          "value": f"one class predicted for at least {100 * findings.ONE_CLASS_SHARE:g}% of the "
                   f"evaluation images, or accuracy within {findings.CHANCE_SIGMAS} standard "
-                  f"errors above chance (images of two digits: one pair of classes, top-2 "
-                  f"accuracy against 1/C(K, 2))"},
+                  f"errors above chance over at least {findings.TELLING_IMAGES:,} images (the "
+                  f"held-out accuracy training measured, or the evaluation set's; fewer: "
+                  f"\"cannot be told from chance on N images\"; images of two digits: one pair "
+                  f"of classes, top-2 accuracy against 1/C(K, 2))"},
         {"what": "routing counts as uniform",
          "value": f"mean coupling entropy within {findings.ROUTING_NATS:g} nats of log K"},
         {"what": "dead units worth flagging",

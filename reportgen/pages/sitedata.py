@@ -134,6 +134,12 @@ class ModelData:
     citations: list[str] = field(default_factory=list)
     # what the model's description leaves out (ModelDescription.leaves_out), said on its pages
     leaves_out: list[str] = field(default_factory=list)
+    # which images its pages score as held out, and how many (reportgen.data.held_out), and
+    # for a run of an older reportgen whose split held some of them among its training
+    # images, how many: every page of the model says so
+    held_out: str = ""
+    held_out_warning: str | None = None
+    test_images: int = 0      # the held-out split's size (0: unknown)
 
 
 @dataclass

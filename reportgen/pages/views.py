@@ -23,8 +23,10 @@ from reportgen.pages.page_table import (ANALYSES_STEM, ANALYSES_TITLE, BESIDE_EV
                                         LayerPage)
 from reportgen.pages.sitedata import FigureFile, ModelData, Panel, SiteData, StepData
 from reportgen.pages.urls import panel_id, png_size, unique_slugs, url
-from reportgen.results.findings import (UNTRAINED, accuracy_name, chance_of, findings,
-                                        untrained_pair_verdict, untrained_verdict)
+from reportgen.data.held_out import VALIDATION_LIMIT
+from reportgen.results.findings import (UNTRAINED, Scored, accuracy_name, chance_of, findings,
+                                        scored_accuracy, untrained_pair_verdict,
+                                        untrained_verdict)
 
 MIN_DISPLAY = 160                        # images narrower than this are shown upscaled, pixelated
 CARD_WIDTHS = (240, 900)                 # a card's preferred width: its image's, within these
@@ -541,9 +543,13 @@ def model_findings(info: ModelInfo, root: str) -> list[dict]:
     before = untrained_step(model, step)
     kind = getattr(model, "kind", "") or ""
     reference = (kind, *TABLE1_REFERENCE[kind]) if kind in TABLE1_REFERENCE else None
-    found = findings(summaries_at(step), len(model.class_names), accuracy=step.accuracy,
-                     images=evaluation_images(step), untrained=summaries_at(before) or None,
-                     untrained_accuracy=before.accuracy if before else None,
+    best, first = step_accuracy(model, step), step_accuracy(model, before)
+    found = findings(summaries_at(step), len(model.class_names),
+                     accuracy=best.accuracy if best else None,
+                     images=best.images if best else None,
+                     accuracy_counted=best.over if best else "evaluation images",
+                     untrained=summaries_at(before) or None,
+                     untrained_accuracy=first.accuracy if first else None,
                      reference=reference, predicts_nothing=step_verdict(model, step),
                      labels_per_image=model.labels_per_image)
     folder = f"{root}{url(info.folder)}"
@@ -570,15 +576,41 @@ def evaluation_images(step: StepData) -> int | None:
     return (step.predicted_pair or {}).get("images")
 
 
+def held_out_accuracy(model: ModelData, step: StepData | None) -> Scored | None:
+    """The step's validation accuracy from training (history.json) and the held-out images it
+    counted (runs that did not record the count validated on up to VALIDATION_LIMIT of the
+    test split); None when training did not validate that step (an imported one)."""
+    record = next((r for r in model.history if step is not None and r.get("step") == step.step
+                   and isinstance(r.get("val_accuracy"), (int, float))), None)
+    if record is None:
+        return None
+    images = record.get("val_images") or min(VALIDATION_LIMIT, model.test_images)
+    return Scored(float(record["val_accuracy"]), int(images), "held-out images") \
+        if images else None
+
+
+def step_accuracy(model: ModelData, step: StepData | None) -> Scored | None:
+    """A step's accuracy over the most images scored: the held-out images training validated
+    it on, or this build's evaluation set."""
+    if step is None:
+        return None
+    images = evaluation_images(step)
+    return scored_accuracy(held_out_accuracy(model, step),
+                           Scored(step.accuracy, images, "evaluation images")
+                           if step.accuracy is not None and images else None)
+
+
 def step_verdict(model: ModelData, step: StepData):
-    """Whether a step's predictions say its network is untrained (an UntrainedVerdict or None):
-    from its confusion matrix, or for images of two digits its top-2 accuracy and most often
-    predicted pair (and its MultiMNIST analysis' top-2 accuracy, over more pairs, when the
-    step has one)."""
+    """Whether a step's predictions say its network is untrained (an UntrainedVerdict, its
+    kind UNCLEAR when too few images were scored to tell, or None): from its confusion matrix,
+    or for images of two digits its top-2 accuracy and most often predicted pair (and its
+    MultiMNIST analysis' top-2 accuracy), and its held-out accuracy from training."""
+    held, available = held_out_accuracy(model, step), model.test_images or None
     if step.predicted_pair is not None:
         return untrained_pair_verdict(step.accuracy, step.predicted_pair, model.class_names,
-                                      summaries_at(step).get("multimnist_segmentation"))
-    return untrained_verdict(step.confusion_matrix, model.class_names)
+                                      summaries_at(step).get("multimnist_segmentation"),
+                                      held, available)
+    return untrained_verdict(step.confusion_matrix, model.class_names, held, available)
 
 
 def untrained_banners(info: ModelInfo) -> list[dict]:

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from reportgen.data.held_out import stratified_sample  # noqa: F401  (the analyses' sampler)
+
 CHUNK = 100
 
 
@@ -119,16 +121,3 @@ class RestrictedEvaluation:
             if resolve(n, self.net.description) not in self.declared:
                 check_declared(n, self.declared, self.reader)
         return self.evaluation.tensors(*names)
-
-
-def stratified_sample(labels: np.ndarray, n: int, seed: int = 0) -> np.ndarray:
-    """Sorted indices of about `n` items, the same number per class (all items if n >= len)."""
-    labels = np.asarray(labels)
-    if n >= len(labels):
-        return np.arange(len(labels))
-    rng = np.random.default_rng(seed)
-    classes = np.unique(labels)
-    per_class = max(1, n // len(classes))
-    chosen = np.concatenate([rng.permutation(np.flatnonzero(labels == c))[:per_class]
-                             for c in classes])
-    return np.sort(chosen)

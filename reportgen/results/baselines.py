@@ -32,7 +32,8 @@ SCORES: dict[str, list[tuple[str, str, object]]] = {
     "dead_units": [("dead_filter_fraction", "dead conv filters (share)", None),
                    ("dead_type_fraction", "inactive capsule types (share)", None)],
     "multimnist_segmentation": [("top2_accuracy", "top-2 accuracy", "top2_chance"),
-                                ("segmentation_iou", "segmentation IoU (mean)", None)],
+                                ("segmentation_iou", "segmentation IoU (mean)",
+                                 "segmentation_reference")],
     "explanation_fidelity": [(f"deletion_aopc_{m}", f"deletion AOPC, {label}",
                               "deletion_aopc_random")
                              for m, label in (("rpv_modified", "RPV (modified)"),
@@ -42,6 +43,7 @@ SCORES: dict[str, list[tuple[str, str, object]]] = {
 BASELINE_LABELS = {CHANCE: "chance (1/K)", "entropy_max": "uniform routing (log K)",
                    "deletion_aopc_random": "random order",
                    "top2_chance": "chance (1/C(K, 2))",
+                   "segmentation_reference": "each class's typical digit, centred",
                    CHANCE_POOLED: "random change (95th percentile)"}
 
 

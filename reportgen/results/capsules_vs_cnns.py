@@ -2,12 +2,12 @@
 analyses' summaries, with his published figures beside ours.
 
 Table 1 (his Ch.5 Table 1): per model of the 40x40 affine benchmark, trainable parameters, the
-clean accuracy at the matched step (the first saved step whose validation accuracy reaches the
-target: Gu stops every model at ≈ 99.22% before comparing; here the target is the accuracy the
-models were trained to with `reportgen train --until-accuracy`, see `matched_target`, since the
-bundled digits do not reach his), the affNIST-like accuracy at that
-step (technique affnist_benchmark) and the adversarial accuracy (technique
-adversarial_robustness, through the model's output). Table 5 (his Ch.5 Table 5): compactness
+matched step (the first saved step whose validation accuracy reaches the target: Gu stops every
+model at ≈ 99.22% before comparing; here the target is the accuracy the models were trained to
+with `reportgen train --until-accuracy`, see `matched_target`, since the bundled digits do not
+reach his), and at that step, over the same evaluation images, the clean accuracy, the
+affNIST-like accuracy (technique affnist_benchmark: the same digits transformed) and the
+adversarial accuracy (technique adversarial_robustness, through the model's output). Table 5 (his Ch.5 Table 5): compactness
 of the class vectors under rotation (technique capsule_semantics) for ConvNet-R, -CR, -CR-SF
 and the CapsNet. Every score comes with its baselines: chance (1/K for an accuracy; what an
 isotropic random change gives for compactness) and the same measure at the untrained step
@@ -130,18 +130,30 @@ def _untrained(record: ModelRecord) -> dict[str, dict] | None:
     return record.summaries.get(UNTRAINED)
 
 
-def _untrained_accuracy(record: ModelRecord) -> float | None:
-    """Validation accuracy before any training (the history's 0-0 record)."""
-    return next((_get(r, "val_accuracy") for r in record.history
-                 if r.get("step") == UNTRAINED), None)
+def _clean(summaries: dict[str, dict] | None) -> tuple[float | None, int | None]:
+    """(clean accuracy, images) over the evaluation set, as the analyses that attack or
+    transform those images measured it: the same images as their own accuracies."""
+    for technique in ("adversarial_robustness", "affnist_benchmark"):
+        summary = (summaries or {}).get(technique)
+        if _get(summary, "clean_accuracy") is not None:
+            images = _get(summary, "images")
+            return _get(summary, "clean_accuracy"), None if images is None else int(images)
+    return None, None
+
+
+def _images(summary: dict | None) -> int | None:
+    images = _get(summary, "images")
+    return None if images is None else int(images)
 
 
 def table1(records: list[ModelRecord], target: float = MATCHED_ACCURACY) -> list[dict]:
-    """One row per model (Gu's Ch.5 Table 1 layout): model, kind, parameters, matched step,
-    whether the target was reached, clean accuracy (validation, at the step; and over the
-    evaluation set), affNIST-like accuracy, adversarial accuracies, and the reference; each
-    accuracy beside chance (1/K) and its value at the untrained step (`untrained_<key>`: the
-    history's validation accuracy for the clean one, the 0-0 analyses for the others)."""
+    """One row per model (Gu's Ch.5 Table 1 layout): model, kind, parameters, matched step
+    (the first whose validation accuracy, `validation_accuracy` over the held-out images
+    training validated on, reaches the target), whether it was reached, and over the
+    evaluation set at that step — the same images for every score — the clean accuracy, the
+    affNIST-like accuracy (the same digits transformed) and the adversarial accuracies, with
+    the images each counted (`*_images`), and the reference; each accuracy beside chance (1/K)
+    and its value at the untrained step (`untrained_<key>`, from the 0-0 analyses)."""
     rows = []
     for record in records:
         step, accuracy, reached = matched_step(record.history, target,
@@ -152,17 +164,23 @@ def table1(records: list[ModelRecord], target: float = MATCHED_ACCURACY) -> list
         before = _untrained(record)
         reference = TABLE1_REFERENCE.get(record.kind) or \
             (GRACAPS_REFERENCE if record.kind == "GraCapsNet" else None)
+        clean, clean_images = _clean(at_step)
         row = {"model": record.name, "kind": record.kind, "parameters": record.parameters,
                "step": step, "target": target, "reached": reached,
-               "clean_accuracy": accuracy,
-               "clean_accuracy_eval": _get(affnist, "clean_accuracy"),
+               "validation_accuracy": accuracy,
+               "validation_images": next((_images({"images": r.get("val_images")})
+                                          for r in record.history if r.get("step") == step),
+                                         None),
+               "clean_accuracy": clean, "clean_images": clean_images,
                "affnist_accuracy": _get(affnist, "affnist_accuracy"),
+               "affnist_images": _images(affnist),
+               "attack_images": _images(adversarial),
                "reference_parameters": reference[0] if reference else None,
                "reference_mnist": reference[1] if reference else None,
                "reference_affnist": reference[2] if reference else None,
                "chance": 1 / record.classes if record.classes else None,
                "untrained_analysed": before is not None,
-               "untrained_clean_accuracy": _untrained_accuracy(record),
+               "untrained_clean_accuracy": _clean(before)[0],
                "untrained_affnist_accuracy": _get((before or {}).get("affnist_benchmark"),
                                                   "affnist_accuracy")}
         for attack, epsilon in ATTACKS:

@@ -92,20 +92,24 @@ def accuracy_name(labels_per_image: int = 1) -> str:
 
 def accuracy_finding(accuracy: float | None, classes: int, images: int | None,
                      untrained: float | None = None,
-                     labels_per_image: int = 1) -> Finding | None:
-    """Accuracy over the evaluation set beside chance (1/K; top-2 accuracy beside 1/C(K, 2)
-    for images of two digits)."""
+                     labels_per_image: int = 1, counted: str = "evaluation images") -> Finding | None:
+    """Accuracy over `images` `counted` (the evaluation set's, or the held-out images training
+    validated on) beside chance (1/K; top-2 accuracy beside 1/C(K, 2) for images of two
+    digits); near chance on fewer than TELLING_IMAGES images, it says so instead of calling it
+    chance."""
     if accuracy is None or classes < (3 if labels_per_image == 2 else 2):
         return None
     chance, fraction = chance_of(classes, labels_per_image)
     margin = _margin(chance, images or 0)
-    over = f" on {images} evaluation images" if images else ""
+    over = f" on {images:,} {counted}" if images else ""
     if accuracy > chance + margin:
         verdict = "well above"
     elif accuracy < chance - margin:
         verdict = "below"
-    else:
+    elif (images or 0) >= TELLING_IMAGES:
         verdict = "no better than"
+    else:
+        verdict = "on so few images not distinguishable from"
     name = accuracy_name(labels_per_image)
     text = (f"{name[0].upper()}{name[1:]} is {_pct(accuracy)}{over}, {verdict} chance "
             f"({_pct(chance)} = {fraction}; threshold: {CHANCE_SIGMAS} standard errors, "
@@ -120,23 +124,73 @@ def accuracy_finding(accuracy: float | None, classes: int, images: int | None,
 
 @dataclass(frozen=True)
 class UntrainedVerdict:
-    """Why a step's predictions say its network is untrained: `kind` "one_class" or "chance",
-    `headline` the banner ("this step predicts one class: …"), `details` the numbers and the
-    threshold."""
+    """Why a step's predictions say its network is untrained: `kind` "one_class", "one_pair"
+    or "chance" — or, "unclear", that too few images were scored to tell its accuracy from
+    chance (a caution, not a verdict: its findings stand); `headline` the banner ("this step
+    predicts one class: …"), `details` the numbers and the threshold."""
 
     kind: str
     headline: str
     details: str
 
+    @property
+    def untrained(self) -> bool:
+        return self.kind != UNCLEAR
+
+
+UNCLEAR = "unclear"
+TELLING_IMAGES = 1000              # held-out images from which an accuracy near chance is chance
+
+
+@dataclass(frozen=True)
+class Scored:
+    """An accuracy and what it was counted over: `images` of `over` ("held-out images",
+    "evaluation images", …)."""
+
+    accuracy: float
+    images: int
+    over: str
+
+
+def scored_accuracy(*candidates: Scored | None) -> Scored | None:
+    """The accuracy counted over the most images among those given."""
+    given = [c for c in candidates if c is not None and c.images > 0]
+    return max(given, key=lambda c: c.images) if given else None
+
+
+def _chance_verdict(scored: Scored | None, chance: float, fraction: str, name: str,
+                    available: int | None) -> UntrainedVerdict | None:
+    """At chance when the accuracy is within CHANCE_SIGMAS standard errors above chance over
+    at least TELLING_IMAGES images (or every held-out image, `available`, when there are
+    fewer); within them over fewer images, UNCLEAR; None above them."""
+    if scored is None:
+        return None
+    margin = _margin(chance, scored.images)
+    if scored.accuracy > chance + margin:
+        return None
+    numbers = (f"{name} {_pct(scored.accuracy)} on {scored.images:,} {scored.over}, chance "
+               f"{_pct(chance)} = {fraction}; threshold: {CHANCE_SIGMAS} standard errors above "
+               f"chance, {_pct(chance + margin)}")
+    if scored.images >= min(TELLING_IMAGES, available or TELLING_IMAGES):
+        return UntrainedVerdict(
+            "chance", "this step predicts at chance level: its analyses describe an untrained "
+            "network", numbers)
+    return UntrainedVerdict(
+        UNCLEAR, f"this step's {name} cannot be told from chance on {scored.images:,} images",
+        f"{numbers}; {CHANCE_SIGMAS} standard errors need {TELLING_IMAGES:,} images to tell "
+        f"an untrained network from a weak one (build with more --eval-images)")
+
 
 def untrained_verdict(confusion_matrix: list[list[int]] | None,
-                      class_names: list[str] | tuple[str, ...]) -> UntrainedVerdict | None:
+                      class_names: list[str] | tuple[str, ...],
+                      held_out: Scored | None = None,
+                      available: int | None = None) -> UntrainedVerdict | None:
     """From a step's confusion matrix over the evaluation set (rows true, columns predicted):
     one class predicted for at least ONE_CLASS_SHARE of the images (unless that class is as
-    common among the labels: then predicting it is right), or an accuracy no better than
-    chance (1/K) plus `chance_margin` (CHANCE_SIGMAS standard errors of a random guesser: one
-    guessing at random passes that bar about once in 700 evaluations). None otherwise, or
-    without an evaluation."""
+    common among the labels: then predicting it is right). Otherwise its accuracy against
+    chance (1/K), read over the most images scored — the step's held-out accuracy from
+    training (`held_out`) or the evaluation set's — by `_chance_verdict` (`available`: the
+    held-out images there are). None otherwise, or without an evaluation."""
     if not confusion_matrix:
         return None
     classes = len(confusion_matrix)
@@ -154,37 +208,27 @@ def untrained_verdict(confusion_matrix: list[list[int]] | None,
             f"class {name} for {_pct(share)} of the {images} evaluation images; threshold "
             f"{_pct(ONE_CLASS_SHARE, 0)}")
     accuracy = sum(confusion_matrix[i][i] for i in range(classes)) / images
-    chance, margin = 1.0 / classes, chance_margin(classes, images)
-    if accuracy <= chance + margin:
-        return UntrainedVerdict(
-            "chance", "this step predicts at chance level: its analyses describe an untrained "
-            "network",
-            f"accuracy {_pct(accuracy)} on {images} evaluation images, chance {_pct(chance)} = "
-            f"1/{classes}; threshold: {CHANCE_SIGMAS} standard errors above chance, "
-            f"{_pct(chance + margin)}")
-    return None
+    scored = scored_accuracy(held_out, Scored(accuracy, images, "evaluation images"))
+    return _chance_verdict(scored, 1.0 / classes, f"1/{classes}", "accuracy", available)
 
 
 def untrained_pair_verdict(top2_accuracy: float | None, predicted_pair: dict | None,
                            class_names: list[str] | tuple[str, ...],
-                           scored: dict | None = None) -> UntrainedVerdict | None:
+                           scored: dict | None = None, held_out: Scored | None = None,
+                           available: int | None = None) -> UntrainedVerdict | None:
     """`untrained_verdict` for images of two digits (MultiMNIST), which have no confusion
     matrix: from the step's top-2 accuracy and its most often predicted unordered pair
     (`predicted_pair`, reportgen.pages.assemble.predicted_pairs). One pair predicted for at
-    least ONE_CLASS_SHARE of the images (unless that pair is as common among the true pairs),
-    or a top-2 accuracy no better than chance, 1/C(K, 2) (1/45 for ten digits), plus
-    CHANCE_SIGMAS standard errors. `scored`: the step's multimnist_segmentation summary, whose
-    top-2 accuracy over more test pairs than the evaluation set decides the second rule (the
-    finding reads that one: banner and finding must not disagree). None otherwise, or without
-    an evaluation."""
+    least ONE_CLASS_SHARE of the images (unless that pair is as common among the true pairs);
+    otherwise its top-2 accuracy against chance, 1/C(K, 2) (1/45 for ten digits), over the most
+    images scored: the held-out accuracy from training, the step's multimnist_segmentation
+    summary (`scored`: the finding reads it, so banner and finding agree when it counts more)
+    or the evaluation set. None otherwise, or without an evaluation."""
     classes = len(class_names)
     images = int((predicted_pair or {}).get("images") or 0)
     if top2_accuracy is None or images < 1 or classes < 3:
         return None
-    accuracy, count, over = top2_accuracy, images, "evaluation images"
     pairs, more = _num(scored, "top2_accuracy"), int(_num(scored, "images") or 0)
-    if pairs is not None and more > images:
-        accuracy, count, over = pairs, more, "MultiMNIST test pairs"
     share = predicted_pair["predicted"] / images
     if share >= ONE_CLASS_SHARE and predicted_pair["labelled"] / images < ONE_CLASS_SHARE:
         names = " and ".join(class_names[k] for k in predicted_pair["pair"])
@@ -194,15 +238,9 @@ def untrained_pair_verdict(top2_accuracy: float | None, predicted_pair: dict | N
             f"classes {names} for {_pct(share)} of the {images} evaluation images; threshold "
             f"{_pct(ONE_CLASS_SHARE, 0)}")
     chance, fraction = chance_of(classes, 2)
-    margin = _margin(chance, count)
-    if accuracy <= chance + margin:
-        return UntrainedVerdict(
-            "chance", "this step predicts at chance level: its analyses describe an untrained "
-            "network",
-            f"top-2 accuracy {_pct(accuracy)} on {count} {over}, chance "
-            f"{_pct(chance)} = {fraction}; threshold: {CHANCE_SIGMAS} standard errors above "
-            f"chance, {_pct(chance + margin)}")
-    return None
+    best = scored_accuracy(held_out, Scored(top2_accuracy, images, "evaluation images"),
+                           None if pairs is None else Scored(pairs, more, "MultiMNIST test pairs"))
+    return _chance_verdict(best, chance, fraction, "top-2 accuracy", available)
 
 
 def untrained_finding(verdict: UntrainedVerdict) -> Finding:
@@ -422,8 +460,9 @@ def affnist_finding(summary: dict | None, reference: tuple | None,
 def multimnist_finding(summary: dict | None,
                        untrained: dict | None = None) -> Finding | None:
     """Top-2 accuracy over MultiMNIST test pairs beside chance (1/C(K, 2), CHANCE_SIGMAS
-    standard errors), and the segmentation IoU beside the untrained step's (Sabour et al. 2017
-    section 6: 95% top-2)."""
+    standard errors), and the segmentation IoU beside its reference, a decoder drawing each
+    class's typical digit at the centre (reportgen.results.multimnist.class_prototypes), and
+    the untrained step's (Sabour et al. 2017 section 6: 95% top-2)."""
     s = summary or {}
     accuracy, chance = _num(s, "top2_accuracy"), _num(s, "top2_chance")
     if accuracy is None or chance is None:
@@ -437,9 +476,14 @@ def multimnist_finding(summary: dict | None,
             f"standard errors, ±{_pct(margin)}; Sabour et al. 2017: 95%)")
     iou = _num(s, "segmentation_iou")
     before_iou = _num(untrained, "segmentation_iou")
+    reference = _num(s, "segmentation_reference")
     if iou is not None:
         text += (f"; the decoder run per true class segments the two digits with a mean IoU "
                  f"of {_pct(iou)}")
+        if reference is not None:
+            text += (f", {'above' if iou > reference else 'not above'} the {_pct(reference)} "
+                     f"of a decoder that knows only the classes and draws each class's "
+                     f"typical digit at the centre")
         if before_iou is not None:
             text += f" ({'above' if iou > before_iou else 'not above'} the untrained step's)"
     text += "."
@@ -530,19 +574,21 @@ def findings(summaries: dict[str, dict], classes: int, *, accuracy: float | None
              untrained_accuracy: float | None = None,
              reference: tuple | None = None,
              predicts_nothing: UntrainedVerdict | None = None,
-             labels_per_image: int = 1) -> list[Finding]:
+             labels_per_image: int = 1,
+             accuracy_counted: str = "evaluation images") -> list[Finding]:
     """Every finding the numbers support, in reading order. `summaries` and `untrained`:
     {technique name: its summary} at the analysed step and at 0-0; `reference`: Gu's Table 1
     row for the model's kind (see `affnist_finding`). `predicts_nothing` (`untrained_verdict` of
     the analysed step): the accuracy and that verdict only, since the other numbers then
-    describe an untrained network. `labels_per_image` 2: `accuracy` is top-2 accuracy."""
+    describe an untrained network (an UNCLEAR verdict leaves every finding). `labels_per_image`
+    2: `accuracy` is top-2 accuracy; `accuracy_counted` what its `images` are."""
     before = untrained or {}
     # two digits per image: the accuracy is top-2, whose chance is 1/C(K, 2), not 1/K
     pairs = multimnist_finding(summaries.get("multimnist_segmentation"),
                                before.get("multimnist_segmentation"))
     out = [pairs or accuracy_finding(accuracy, classes, images, untrained_accuracy,
-                                     labels_per_image)]
-    if predicts_nothing is not None:
+                                     labels_per_image, accuracy_counted)]
+    if predicts_nothing is not None and predicts_nothing.untrained:
         return [f for f in out if f is not None] + [untrained_finding(predicts_nothing)]
     out.append(routing_finding(summaries.get("routing_entropy"), classes,
                                before.get("routing_entropy")))

@@ -107,6 +107,14 @@ class TrainingParams:
     batch_size: int = 100               # images per training step
     learning_rate: float = 1e-3         # Adam's
     save_every: int = 100               # save a step every K batches (and at each epoch's end)
+    # the learning rate's factor per epoch, applied batch by batch (lr x decay^(epochs done));
+    # 1: constant. CapsNet-Keras decays by 0.9 per epoch (its --lr_decay).
+    learning_rate_decay: float = 1.0
+
+    def __post_init__(self):
+        if not 0 < self.learning_rate_decay <= 1:
+            raise fail(PARAMS_FILE, "training.learning_rate_decay",
+                       "a factor in (0, 1] per epoch", self.learning_rate_decay)
 
 
 @dataclass(frozen=True)
@@ -162,7 +170,8 @@ _OPTIONAL_DEFAULTS = {("primary", "batch_norm"): False,
                       ("class_caps", "length_epsilon"): 0.0,
                       ("imported_from",): "",
                       ("class_caps", "routing"): "dynamic",
-                      ("family",): DEFAULT_FAMILY}
+                      ("family",): DEFAULT_FAMILY,
+                      ("training", "learning_rate_decay"): 1.0}
 
 
 def fail(source: str, key: str, expected: str, received: Any) -> ReportgenError:

@@ -141,8 +141,51 @@ def weights_file_problem(path: Path, trainable: int | None = None) -> str | None
     return None
 
 
+def nonfinite(named_arrays) -> str | None:
+    """The first of (name, array) holding a value that is not a finite number, in words
+    ("tensor 'layers/dense/vars/0' holds 3 NaN and 1 infinite of its 512 values"); None when
+    every value is finite."""
+    import numpy as np
+
+    for name, array in named_arrays:
+        array = np.asarray(array)
+        if array.dtype.kind != "f":
+            continue
+        finite = np.isfinite(array)
+        if not finite.all():
+            nan = int(np.isnan(array).sum())
+            return (f"tensor '{name}' holds {nan:,} NaN and {int((~finite).sum()) - nan:,} "
+                    f"infinite of its {array.size:,} values")
+    return None
+
+
+def nonfinite_weights(path: Path) -> str | None:
+    """`nonfinite` over every weight stored in the weights file `path` (reads them all: the
+    build and `reportgen models` remember the answer per file version,
+    reportgen.engine.digests)."""
+    import h5py
+
+    try:
+        with h5py.File(path, "r") as f:
+            names = []
+            f.visititems(lambda name, item: names.append(name)
+                         if isinstance(item, h5py.Dataset) else None)
+            return nonfinite((name, f[name][()]) for name in names)
+    except OSError:
+        return None         # damaged: weights_file_problem says how, where it is loaded
+
+
+def nonfinite_step_error(path: Path, problem: str) -> ReportgenError:
+    """The one-line error of a step whose weights are not all numbers."""
+    return ReportgenError(
+        f"Weights file {path} holds weights that are not numbers: {problem}",
+        fix="Build the other steps (--steps), or delete this file; training that stopped "
+            "there keeps its last good step (`reportgen train NAME --resume`).")
+
+
 def load_weights(net, path: Path) -> None:
-    """Load `path` into `net.model`; a missing, truncated or foreign file names itself."""
+    """Load `path` into `net.model`; a missing, truncated or foreign file names itself, and
+    so does one holding NaN or infinite weights."""
     path = Path(path)
     if not path.is_file():
         raise ReportgenError(f"Weights file not found: {path}",
@@ -155,6 +198,7 @@ def load_weights(net, path: Path) -> None:
                              fix=f"Delete {path} and retrain, or choose another step.")
     try:
         net.model.load_weights(str(path))
+        problem = nonfinite((v.path, v.numpy()) for v in net.model.weights)
     except (ValueError, KeyError, OSError) as exc:
         raise ReportgenError(
             f"Weights file {path} does not fit this model's architecture.",
@@ -163,3 +207,5 @@ def load_weights(net, path: Path) -> None:
             received=" ".join(str(exc).split())[:400],
             fix="Check that params.toml was not edited after training; retrain with "
                 "`reportgen train NAME --fresh` if it was.") from exc
+    if problem is not None:
+        raise nonfinite_step_error(path, problem)

@@ -13,26 +13,33 @@ import zipfile
 
 import numpy as np
 
+from reportgen.data.held_out import MARKER, MARKER_KEY
 from reportgen.model_folder import ModelFolder
 
 RUN_SECTION = "training"           # history.json's top-level key of the run's facts
 # What a run's facts hold (None = not recorded), in the order the overview shows them.
 FIELDS = ("data", "dataset", "training_images", "limit", "epochs", "epochs_trained",
-          "batch_size", "learning_rate", "save_every", "seed", "wall_seconds", "until_accuracy")
+          "batch_size", "learning_rate", "save_every", "seed", "wall_seconds", "until_accuracy",
+          "held_out")
 
 
 def run_facts(settings: dict, source: str, training_images: int, epochs: int,
-              until_accuracy: float | None = None) -> dict:
+              until_accuracy: float | None = None, held_out: bool = True) -> dict:
     """The "training" section the trainer writes: the run's settings (data, seed, batch_size,
     limit, learning_rate, save_every), the data set's description, the number of training
     images after --limit, the epochs asked for and the --until-accuracy target (None without
-    one: "Capsules vs CNNs" matches models at the accuracy they were trained to)."""
-    return {"data": settings.get("data"), "dataset": source, "training_images": training_images,
-            "limit": settings.get("limit"), "epochs": epochs,
-            "batch_size": settings.get("batch_size"),
-            "learning_rate": settings.get("learning_rate"),
-            "save_every": settings.get("save_every"), "seed": settings.get("seed"),
-            "until_accuracy": until_accuracy}
+    one: "Capsules vs CNNs" matches models at the accuracy they were trained to). `held_out`:
+    every step trained beside the one held-out split (reportgen.data.held_out), false for an
+    older run resumed."""
+    facts = {"data": settings.get("data"), "dataset": source, "training_images": training_images,
+             "limit": settings.get("limit"), "epochs": epochs,
+             "batch_size": settings.get("batch_size"),
+             "learning_rate": settings.get("learning_rate"),
+             "save_every": settings.get("save_every"), "seed": settings.get("seed"),
+             "until_accuracy": until_accuracy}
+    if held_out:
+        facts[MARKER_KEY] = MARKER
+    return facts
 
 
 def _state_settings(folder: ModelFolder) -> dict:

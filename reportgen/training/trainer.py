@@ -23,13 +23,13 @@ import numpy as np
 from reportgen import console
 from reportgen.errors import ReportgenError
 from reportgen.model_folder import HISTORY_FILE, STATE_FILE, ModelFolder, Step
-from reportgen.training.checkpoints import load_weights
-from reportgen.training.run_info import RUN_SECTION, run_facts
+from reportgen.training.checkpoints import load_weights, nonfinite
+from reportgen.data.held_out import MARKER_KEY
+from reportgen.training.run_info import RUN_SECTION, run_facts, training_run
 from reportgen.training.run_state import (Committed, archive_run, archive_uncommitted,
                                           commit_step, recover, remove_temporary_files,
                                           sigint_deferred, training_lock)
 
-VALIDATION_LIMIT = 1000
 # history.json's "accuracy" of a two-label run: what its accuracies count
 TOP2_ACCURACY = "top-2: both labels among the two highest class scores"
 # settings that fix which images each EPOCH-BATCH step saw: a resume must keep them
@@ -69,9 +69,12 @@ class Run:
     history: list[dict] = field(default_factory=list)
     resumed_from: Step | None = None
     until_accuracy: float | None = None   # TrainOptions.until_accuracy
+    # every step trained beside the one held-out split: false when resuming an older run
+    held_out: bool = True
     # Two labels per image (MultiMNIST): y_* are (N, 2); `components(split, indices)` renders
     # each image's two digits (the reconstruction targets) from its index in the data set's
-    # split, which train_indices / val_indices keep through --limit and the validation sample.
+    # split, which train_indices (None: all of them) / val_indices keep through --limit and
+    # the validation sample.
     components: object = None
     train_indices: np.ndarray | None = None
     val_indices: np.ndarray | None = None
@@ -90,10 +93,37 @@ def _epoch_order(n: int, seed: int, epoch: int) -> np.ndarray:
     return np.random.default_rng([seed, epoch]).permutation(n)
 
 
-def _validation_indices(dataset, seed: int) -> np.ndarray:
-    """Up to VALIDATION_LIMIT test images, a seeded sample (the whole test split if smaller)."""
-    n = len(dataset.x_test)
-    return np.sort(np.random.default_rng(seed).permutation(n)[:VALIDATION_LIMIT])
+class _BlockOrder:
+    """The shuffled order of an epoch over data rendered as it is read in blocks (MultiMNIST's
+    rounds, reportgen.data.multimnist): the blocks in a shuffled order, each block's images
+    shuffled within it, so that memory stays one block's and a batch reads one or two blocks.
+    Sliced like the permutation `_epoch_order` gives; reproducible as it is."""
+
+    def __init__(self, n: int, block: int, seed: int, epoch: int):
+        self.n, self.block, self.seed, self.epoch = n, block, seed, epoch
+        self.blocks = np.random.default_rng([seed, epoch]).permutation(-(-n // block))
+        sizes = np.minimum(block, n - self.blocks * block)       # the last block may be short
+        self.ends = np.cumsum(sizes)                             # in the shuffled order
+        self._within: tuple[int, np.ndarray] | None = None
+
+    def _shuffled(self, slot: int) -> np.ndarray:
+        if self._within is None or self._within[0] != slot:
+            start = int(self.blocks[slot]) * self.block
+            size = min(self.block, self.n - start)
+            order = np.random.default_rng([self.seed, self.epoch, slot]).permutation(size) + start
+            self._within = (slot, order)
+        return self._within[1]
+
+    def __getitem__(self, key: slice) -> np.ndarray:
+        positions = np.arange(self.n)[key]
+        slots = np.searchsorted(self.ends, positions, side="right")
+        offsets = positions - (self.ends[slots] - np.minimum(
+            self.block, self.n - self.blocks[slots] * self.block))
+        out = np.empty(len(positions), np.int64)
+        for slot in np.unique(slots):
+            at = slots == slot
+            out[at] = self._shuffled(int(slot))[offsets[at]]
+        return out
 
 
 def train(entry: ModelFolder, options: TrainOptions = TrainOptions()) -> list[dict]:
@@ -145,6 +175,7 @@ def open_run(entry: ModelFolder, options: TrainOptions) -> Run:
         run.start = Step(last.epoch + 1, 0) if last.batch >= run.batches_per_epoch \
             or last.epoch == 0 else Step(last.epoch, last.batch)
         run.resumed_from = last
+        run.held_out = bool(training_run(entry).get(MARKER_KEY))
         console.notice(f"Resuming {entry.name} from step {last}")
     return run
 
@@ -209,11 +240,13 @@ def _settings(entry: ModelFolder, options: TrainOptions, recorded: dict) -> dict
 
 def _load_data(entry: ModelFolder, options: TrainOptions, settings: dict) -> Run:
     from reportgen.data.datasets import load_dataset
-
+    from reportgen.data.held_out import validation_indices
+    from reportgen.data.multimnist import take
     from reportgen.data.label_arity import PAIR, check_label_arity, model_label_arity
 
     params = entry.params
-    dataset = load_dataset(settings["data"], seed=settings["seed"])
+    # the same held-out split whatever the seed, which shuffles and subsets the training images
+    dataset = load_dataset(settings["data"])
     arity = model_label_arity(params)
     check_label_arity(dataset, entry.name, arity)
     if tuple(dataset.input_shape) != tuple(params.input_shape):
@@ -226,12 +259,11 @@ def _load_data(entry: ModelFolder, options: TrainOptions, settings: dict) -> Run
                              expected=f"at most {params.num_classes} classes",
                              received=str(dataset.num_classes))
     x_train, y_train = dataset.x_train, dataset.y_train
-    keep = np.arange(len(x_train))
+    keep = None               # every training image
     if settings["limit"]:
-        keep = np.sort(np.random.default_rng(settings["seed"]).permutation(len(x_train))
-                       [:settings["limit"]])
-        x_train, y_train = x_train[keep], y_train[keep]
-    val = _validation_indices(dataset, settings["seed"])
+        keep = _limited(len(x_train), settings["limit"], settings["seed"])
+        x_train, y_train = take(x_train, keep), take(y_train, keep)
+    val = validation_indices(len(dataset.x_test))
     run = Run(net=None, optimizer=None, settings=settings,
               epochs=options.epochs or params.training.epochs, start=Step(1, 0),
               x_train=x_train, y_train=y_train, x_val=dataset.x_test[val],
@@ -245,6 +277,15 @@ def _load_data(entry: ModelFolder, options: TrainOptions, settings: dict) -> Run
                 received=f"'{dataset.name}'", fix="Train it with --data multimnist.")
         run.components, run.train_indices, run.val_indices = dataset.components, keep, val
     return run
+
+
+def _limited(n: int, limit: int, seed: int) -> np.ndarray:
+    """Sorted indices of the `limit` training images a --limit run keeps, chosen by its seed
+    (without a permutation of all n when n is large: rendered data sets hold millions)."""
+    rng = np.random.default_rng(seed)
+    if n <= 1_000_000:
+        return np.sort(rng.permutation(n)[:limit])
+    return np.sort(rng.choice(n, min(limit, n), replace=False))
 
 
 def _load_step_weights(entry: ModelFolder, net, step: Step) -> None:
@@ -290,11 +331,12 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
     settings = run.settings
     batch_size, save_every = settings["batch_size"], settings["save_every"]
     n, batches_per_epoch, start = len(run.x_train), run.batches_per_epoch, run.start
+    decay = params.training.learning_rate_decay
     net, history = run.net, run.history
     # The data source was announced when it loaded; say only which data set this run uses.
     console.notice(f"Training {entry.name} on {run.settings.get('data') or params.dataset}: "
                    f"{n:,} images, batch {batch_size}, "
-                   f"{run.epochs} epochs, saving every {save_every} batches")
+                   f"{run.epochs} epoch{'' if run.epochs == 1 else 's'}, saving every {save_every} batches")
     from reportgen.training.evaluate import accuracy, top2_accuracy
 
     if run.two_labels:
@@ -308,12 +350,16 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
     # record it
     before = 0.0 if run.resumed_from is None else \
         (history[-1].get("wall_seconds") if history else None)
-    facts = run_facts(settings, run.source, n, run.epochs, run.until_accuracy)
+    facts = run_facts(settings, run.source, n, run.epochs, run.until_accuracy, run.held_out)
     sums = np.zeros(4)
     seen = 0
 
     def save(step: Step) -> None:
         nonlocal sums, seen
+        problem = nonfinite((v.path, v.numpy()) for v in net.model.weights)
+        if problem is not None:     # a finite loss, then an update to NaN: never saved
+            raise _stopped(entry, run, history, f"step {step}'s weights are not numbers "
+                                                f"({problem})")
         record = {"step": str(step), "epoch": step.epoch, "batch": step.batch,
                   "images_seen": (max(step.epoch - 1, 0) * n +
                                   min(step.batch * batch_size, n)),
@@ -322,6 +368,7 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
                   "reconstruction_loss": sums[2] / seen if seen else None,
                   "train_accuracy": sums[3] / seen if seen else None,
                   "val_accuracy": validation_accuracy(net, run.x_val, run.y_val),
+                  "val_images": len(run.x_val),
                   "seconds": round(time.perf_counter() - clock, 3)}
         record["wall_seconds"] = None if before is None else round(before + record["seconds"], 3)
         doc = {"model": entry.name, "dataset": run.source, "batch_size": batch_size,
@@ -354,7 +401,9 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
         with console.progress(total_batches, f"train {entry.name}", unit="batch") as bar:
             shown = {}          # the bar's postfix: epoch, running means over the epoch
             for epoch in range(start.epoch, run.epochs + 1):
-                order = _epoch_order(n, settings["seed"], epoch)
+                block = getattr(run.x_train, "block", None)
+                order = _epoch_order(n, settings["seed"], epoch) if block is None else \
+                    _BlockOrder(n, block, settings["seed"], epoch)
                 first = start.batch if epoch == start.epoch else 0
                 shown["epoch"] = f"{epoch}/{run.epochs}"
                 epoch_loss = epoch_correct = 0.0
@@ -365,16 +414,22 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
                         targets = (np.eye(params.num_classes, dtype=np.float32)[run.y_train[idx]],)
                     else:
                         targets = (run.y_train[idx],
-                                   run.components("train", run.train_indices[idx]))
+                                   run.components("train", idx if run.train_indices is None
+                                                  else run.train_indices[idx]))
                     progress = ((epoch - 1) * batches_per_epoch + b) \
                         / max(run.epochs * batches_per_epoch - 1, 1)
                     # Families whose loss or learning rate changes over training follow the
                     # share done (e.g. a spread-loss margin growing 0.2 -> 0.9); others keep both
                     net.set_training_progress(progress)
-                    factor = net.learning_rate_factor(progress)
+                    # params.toml's decay per epoch, batch by batch (1: a constant rate)
+                    factor = net.learning_rate_factor(progress) * \
+                        decay ** (epoch - 1 + b / batches_per_epoch)
                     if factor != 1.0:
                         run.optimizer.learning_rate = settings["learning_rate"] * factor
                     out = train_step(run.x_train[idx], *targets)
+                    if not math.isfinite(float(out[0])):
+                        raise _stopped(entry, run, history, f"the loss is {float(out[0])} at "
+                                                            f"epoch {epoch}, batch {b + 1}")
                     k = len(idx)
                     sums += np.array([float(out[0]) * k, float(out[1]) * k, float(out[2]) * k,
                                       float(out[3])])
@@ -398,6 +453,19 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
                        f"`reportgen train {entry.name} --resume`.")
         raise
     return history
+
+
+def _stopped(entry: ModelFolder, run: Run, history: list[dict], why: str) -> ReportgenError:
+    """The one-line error of a run stopped by a number that is not one; the steps saved so
+    far stay as they are."""
+    last = history[-1]["step"] if history else None
+    rate = run.settings["learning_rate"]
+    return ReportgenError(
+        f"Training {entry.name} stopped: {why}; "
+        + (f"the last good step, {last}, is kept" if last else "no step was saved"),
+        fix=(f"Continue from it at a lower learning rate: `reportgen train {entry.name} "
+             f"--resume --learning-rate {rate / 10:g}`" if last else
+             f"Train at a lower learning rate: --learning-rate {rate / 10:g}"))
 
 
 def make_train_step(net, optimizer):
