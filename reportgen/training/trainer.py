@@ -336,7 +336,8 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
     # The data source was announced when it loaded; say only which data set this run uses.
     console.notice(f"Training {entry.name} on {run.settings.get('data') or params.dataset}: "
                    f"{n:,} images, batch {batch_size}, "
-                   f"{run.epochs} epoch{'' if run.epochs == 1 else 's'}, saving every {save_every} batches")
+                   f"{run.epochs} epoch{'' if run.epochs == 1 else 's'}, "
+                   f"saving every {save_every} batches")
     from reportgen.training.evaluate import accuracy, top2_accuracy
 
     if run.two_labels:
