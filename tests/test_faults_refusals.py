@@ -27,10 +27,73 @@ def _one_error_line(result) -> str:
     return lines[0]
 
 
-def _tree(folder: Path) -> dict[str, bytes]:
-    """Every file under `folder` with its bytes (to show that nothing changed)."""
-    return {p.relative_to(folder).as_posix(): p.read_bytes()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+def _tree(folder: Path) -> dict[str, bytes | None]:
+    """Every file (with its bytes) and folder (None) under `folder`: to show that nothing
+    was written, moved or lost."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() if p.is_file() else None
+            for p in sorted(folder.rglob("*"))}
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """A project folder with a trained tiny model (models/Tiny), a folder of the user's files
+    and a built site (site/)."""
+    from reportgen.catalog import Catalog
+    from reportgen.training.trainer import TrainOptions, train
+    from test_training import TINY_TOML, _tiny_data
+
+    root = tmp_path_factory.mktemp("project")
+    (root / "models" / "Tiny").mkdir(parents=True)
+    (root / "models" / "Tiny" / "params.toml").write_text(
+        TINY_TOML.format(data=_tiny_data(root / "toy.npz")))
+    train(Catalog(root / "models").get("Tiny"), TrainOptions(epochs=1))
+    (root / "papers").mkdir()
+    (root / "papers" / "draft.tex").write_text("\\section{Results}\n")
+    result = _run(BUILD + ["--site-dir", "site"], root, root / "models")
+    assert result.returncode == 0, result.stdout + result.stderr
+    return root
+
+
+BUILD = ["build", "--steps", "last", "--images", "test:0-1", "--analyses", "none",
+         "--technique", "predictions"]
+
+
+def _refused(project: Path, args: list[str]) -> str:
+    """The one error line of a build of `project` with `args`, checked to exit 2 and to leave
+    every file and folder of the project as it was."""
+    before = _tree(project)
+    result = _run(BUILD + args, project, project / "models")
+    line = _one_error_line(result)
+    assert result.returncode == 2, line
+    assert _tree(project) == before, line
+    return line
+
+
+# --------------------------------------------------------------------------------------------
+# --cache-dir
+
+
+@pytest.mark.parametrize("cache,why", [
+    ("models", "it is the models folder"),
+    ("models/Tiny", "it is inside the models folder"),
+    ("models/Tiny/cache", "it is inside the models folder"),
+    ("papers", "it holds files the store did not write (draft.tex)"),
+    ("site", "it is the site folder"),
+    ("site/cache", "it is inside the site folder"),
+])
+def test_cache_dir_among_the_users_files_is_refused(project, cache, why):
+    line = _refused(project, ["--cache-dir", cache, "--site-dir", "site"])
+    assert f"Refusing --cache-dir '{cache}': {why}" in line
+
+
+def test_cache_dir_in_a_model_folder_outside_the_models_folder_is_refused(project, tmp_path):
+    (tmp_path / "Mine").mkdir()
+    (tmp_path / "Mine" / "params.toml").write_text((project / "models" / "Tiny" /
+                                                    "params.toml").read_text())
+    line = _refused(project, ["--cache-dir", str(tmp_path / "Mine" / "store"),
+                              "--site-dir", "site"])
+    assert f"it is inside the model folder {tmp_path / 'Mine'}" in line
+    assert sorted(p.name for p in (tmp_path / "Mine").iterdir()) == ["params.toml"]
 
 
 # --------------------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reportgen import console
-from reportgen.cache.backends import open_store
+from reportgen.cache.backends import check_location, open_store
 from reportgen.catalog import Catalog, ModelEntry
 from reportgen.commands import site_assembly as assembly
 from reportgen.commands.build_settings import (DEFAULT_IMAGES, BuildOptions,  # noqa: F401
@@ -120,6 +120,8 @@ def build(catalog: Catalog, options: BuildOptions | BuildSettings,
 
         parse_scheduler(scheduler)          # a typo is said before anything else happens
     store = open_store(settings.cache_dir)
+    check_location(store, models_dir=catalog.root,
+                   site_dir=settings.site_dir if settings.render_site else None)
     summary = BuildSummary()
     entries = _match_models(catalog, settings.models, summary)
     site_dir = Path(settings.site_dir)

@@ -38,7 +38,9 @@ import click
 @click.option("--cache-dir", default=None, type=click.Path(file_okay=False),
               envvar="REPORTGEN_CACHE",
               help="Artifact store: a folder, or an fsspec URL (s3://bucket/prefix, gs://, "
-                   "file://, memory://) [.reportgen/cache].")
+                   "file://, memory://) [.reportgen/cache]. A new or empty folder or a store; "
+                   "never the models folder, a model's or the site folder, or a folder inside "
+                   "one.")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Compute the steps on a Dask cluster: tcp://HOST:8786 (a running scheduler) "
                    "or local:N (N worker processes here); default in this process.")
