@@ -22,8 +22,10 @@ class _Group(click.Group):
     def resolve_command(self, ctx, args):
         name, command, rest = super().resolve_command(ctx, args)
         # `build` imports TensorFlow itself, only when a result is missing (a rebuild with
-        # everything stored never does); `demo` after checking its site folder; train always.
-        if name == "train" and not {"-h", "--help"} & set(rest):
+        # everything stored never does); `demo` after checking its site folder; train always,
+        # but on a cluster (its workers train; the scheduler is reached first).
+        if name == "train" and not {"-h", "--help"} & set(rest) \
+                and not any(arg.startswith("--scheduler") for arg in rest):
             from reportgen.tf_quiet import import_tensorflow_quietly
 
             import_tensorflow_quietly()

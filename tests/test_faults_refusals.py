@@ -59,10 +59,10 @@ BUILD = ["build", "--steps", "last", "--images", "test:0-1", "--analyses", "none
 
 
 def _refused(project: Path, args: list[str]) -> str:
-    """The one error line of a build of `project` with `args`, checked to exit 2 and to leave
+    """The one error line of the command `args` in `project`, checked to exit 2 and to leave
     every file and folder of the project as it was."""
     before = _tree(project)
-    result = _run(BUILD + args, project, project / "models")
+    result = _run(args, project, project / "models")
     line = _one_error_line(result)
     assert result.returncode == 2, line
     assert _tree(project) == before, line
@@ -82,7 +82,7 @@ def _refused(project: Path, args: list[str]) -> str:
     ("site/cache", "it is inside the site folder"),
 ])
 def test_cache_dir_among_the_users_files_is_refused(project, cache, why):
-    line = _refused(project, ["--cache-dir", cache, "--site-dir", "site"])
+    line = _refused(project, BUILD + ["--cache-dir", cache, "--site-dir", "site"])
     assert f"Refusing --cache-dir '{cache}': {why}" in line
 
 
@@ -90,8 +90,8 @@ def test_cache_dir_in_a_model_folder_outside_the_models_folder_is_refused(projec
     (tmp_path / "Mine").mkdir()
     (tmp_path / "Mine" / "params.toml").write_text((project / "models" / "Tiny" /
                                                     "params.toml").read_text())
-    line = _refused(project, ["--cache-dir", str(tmp_path / "Mine" / "store"),
-                              "--site-dir", "site"])
+    line = _refused(project, BUILD + ["--cache-dir", str(tmp_path / "Mine" / "store"),
+                                      "--site-dir", "site"])
     assert f"it is inside the model folder {tmp_path / 'Mine'}" in line
     assert sorted(p.name for p in (tmp_path / "Mine").iterdir()) == ["params.toml"]
 
@@ -118,3 +118,53 @@ def test_a_pickle_that_calls_a_function_is_refused_naming_it(tmp_path):
     assert f"{os.system.__module__}.system" in line           # the blocked global, named
     assert "damaged" not in line and "weights_only" not in line and "trusted" not in line
     assert not ran.exists() and _tree(tmp_path) == before    # nothing ran, nothing written
+
+
+# --------------------------------------------------------------------------------------------
+# Options checked against the models' steps and data before any folder is made
+
+
+@pytest.mark.parametrize("option,words", [
+    (["--images", "test:0-100000"], "Test image index 12 is out of range (model Tiny)"),
+    (["--steps", "1-99"], "Step 1-99 was not saved (model Tiny)"),
+])
+def test_an_option_the_model_cannot_meet_is_refused_before_any_folder(project, option, words):
+    line = _refused(project, BUILD + ["--cache-dir", "new-cache", "--site-dir", "new-site",
+                                      *option])
+    assert words in line
+    assert not (project / "new-cache").exists() and not (project / "new-site").exists()
+
+
+def test_more_evaluation_images_than_the_test_split_is_said(project, tmp_path):
+    result = _run(BUILD + ["--eval-images", "1000000000", "--cache-dir", str(tmp_path / "c"),
+                           "--site-dir", str(tmp_path / "site")], project, project / "models")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert ("--eval-images 1,000,000,000 is more than the 12 test images of "
+            f"{project / 'toy.npz'}: the evaluation uses all 12.") in result.stderr
+    assert "12 evaluation images" in result.stderr       # the plan says what it will do
+
+
+@pytest.mark.parametrize("command", [BUILD + ["--cache-dir", "new-cache", "--site-dir",
+                                              "new-site"], ["train", "Tiny"]])
+def test_a_scheduler_that_never_answers_is_said_within_5_seconds(project, command):
+    import socket
+    import time
+
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))            # bound, not listening: refused at once
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(4)                         # the kernel accepts; nobody ever answers
+    with closed, silent:
+        started = time.monotonic()
+        line = _refused(project, command + ["--scheduler",
+                                            f"tcp://127.0.0.1:{closed.getsockname()[1]}"])
+        at_once = time.monotonic() - started
+        assert "Cannot reach the Dask scheduler" in line and "refused" in line
+        started = time.monotonic()
+        line = _refused(project, command + ["--scheduler",
+                                            f"tcp://127.0.0.1:{silent.getsockname()[1]}"])
+        waited = time.monotonic() - started
+    assert "Cannot reach the Dask scheduler" in line and "nothing answered" in line
+    assert waited - at_once < 5, (waited, at_once)   # Python's start-up aside
+    assert not (project / "new-cache").exists()

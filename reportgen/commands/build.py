@@ -46,6 +46,7 @@ from reportgen.commands.build_settings import (DEFAULT_IMAGES, BuildOptions,  # 
                                                BuildSettings, load_build_config, select_steps,
                                                settle)
 from reportgen.commands import build_time
+from reportgen.commands.build_checks import check_options
 from reportgen.commands.work_folder import CALIBRATION_FILE, DIGESTS_FILE, WORK_ROOT, WorkFolder
 from reportgen.engine import step as engine_step
 from reportgen.engine.digests import DigestMemo
@@ -124,21 +125,23 @@ def build(catalog: Catalog, options: BuildOptions | BuildSettings,
                    site_dir=settings.site_dir if settings.render_site else None)
     summary = BuildSummary()
     entries = _match_models(catalog, settings.models, summary)
+    check_options(entries, settings)        # against each model's steps and data
     site_dir = Path(settings.site_dir)
     site_rules = dict(models_dir=catalog.root, cache_dir=store.root, work_dir=WORK_ROOT)
     with ExitStack() as stack:
         if settings.render_site:
             site = site_output.check_site_folder(site_dir, **site_rules)
+        cluster = None
+        if scheduler:           # reached (or said unreachable) before any folder is made
+            from reportgen.cluster.runner import ClusterCompute
+
+            cluster = stack.enter_context(ClusterCompute.open(scheduler, store))
+        if settings.render_site:
             if _lock_site(stack, site, settings):
                 # while this build waited, the other one may have left the folder otherwise
                 site_output.check_site_folder(site_dir, **site_rules)
             site_output.recover_leftovers(site)
         stack.enter_context(store.shared_lock())
-        cluster = None
-        if scheduler:
-            from reportgen.cluster.runner import ClusterCompute
-
-            cluster = stack.enter_context(ClusterCompute.open(scheduler, store))
         if settings.project_dir:
             project = Path(settings.project_dir)
             if (project / "docs").exists():
