@@ -343,6 +343,7 @@ class _Build:
         steps = settings.chosen_steps(entry.steps)
         if not steps:
             return None
+        entry.history()         # a hand-edited value fails the model before any step is built
         started = time.monotonic()
         params = entry.params
         handle = ModelHandle(params, build=self._keras_model)

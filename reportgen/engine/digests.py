@@ -23,6 +23,8 @@ import threading
 import time
 from pathlib import Path
 
+from reportgen.errors import ReportgenError
+
 FORMAT = 1
 RACY_SECONDS = 2.0
 
@@ -63,7 +65,16 @@ class DigestMemo:
         return files if isinstance(files, dict) else {}
 
     def digest(self, path: str | Path) -> str:
-        path = Path(path)
+        """The file's sha256; a file that cannot be read (a folder in its place, no
+        permission) is a one-line ReportgenError naming it."""
+        try:
+            return self._digest(Path(path))
+        except OSError as exc:
+            raise ReportgenError(f"Cannot read {path}: {exc.strerror or exc}",
+                                 fix=f"make {path} a readable file (the file training saved), "
+                                     f"or leave its step out of --steps") from None
+
+    def _digest(self, path: Path) -> str:
         name = os.path.abspath(path)
         before = os.stat(path)
         with self._lock:
