@@ -58,6 +58,13 @@ class _Group(click.Group):
         except Exception as exc:  # a bug or an environment failure: one line, not a traceback
             if debug:
                 raise
+            if isinstance(exc, OSError):      # a full disk, no permission: the user's to fix
+                from reportgen.os_errors import user_error
+
+                error = user_error(exc)
+                if error is not None:
+                    click.echo(f"Error: {error.message}", err=True)
+                    sys.exit(EXIT_USER_ERROR)
             message = " ".join(f"{type(exc).__name__}: {exc}".split())
             click.echo(f"Error: {message} (rerun with --debug for the traceback)", err=True)
             sys.exit(EXIT_PARTIAL_FAILURE)

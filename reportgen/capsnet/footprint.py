@@ -24,6 +24,7 @@ from pathlib import Path
 from reportgen.capsnet.description import describe
 from reportgen.capsnet.param_count import count_trainable_params
 from reportgen.errors import ReportgenError
+from reportgen.sizes import size_text
 
 BYTES_PER_VALUE = 4                    # float32
 BYTES_PER_PARAMETER = 4 * BYTES_PER_VALUE   # weight, gradient, Adam's first and second moment
@@ -59,7 +60,7 @@ def max_trainable_params(memory: int | None = None) -> int:
     return (machine_memory() if memory is None else memory) // BYTES_PER_PARAMETER
 
 
-def max_activation_bytes(memory: int | None = None) -> int:
+def max_activationsize_text(memory: int | None = None) -> int:
     """The most bytes one image's forward activations may take (see the module docstring)."""
     return (machine_memory() if memory is None else memory) // ACTIVATION_COPIES
 
@@ -88,19 +89,11 @@ def activation_values(description) -> int:
     return total
 
 
-def _bytes(n: int) -> str:
-    """1.2 GB, 720 TB: decimal units, as a person reads sizes."""
-    for unit, size in (("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= size:
-            return f"{n / size:,.1f} {unit}"
-    return f"{n} bytes"
-
-
 def check_footprint(params, source: str, memory: int | None = None) -> None:
     """Refuse a model whose trainable parameters or per-image activations cannot fit in this
     machine's memory (module docstring): one line with the numbers and the bound."""
     memory = machine_memory() if memory is None else memory
-    what = f"The model in {source} is too large for this machine's {_bytes(memory)} of memory"
+    what = f"The model in {source} is too large for this machine's {size_text(memory)} of memory"
     trainable = count_trainable_params(params)
     if trainable > max_trainable_params(memory):
         raise ReportgenError(
@@ -108,16 +101,16 @@ def check_footprint(params, source: str, memory: int | None = None) -> None:
                            f"(training holds {BYTES_PER_PARAMETER} bytes for each: weight, "
                            f"gradient, Adam's two moments)",
             received=f"{trainable:,} trainable parameters "
-                     f"({_bytes(trainable * BYTES_PER_PARAMETER)} to train)",
+                     f"({size_text(trainable * BYTES_PER_PARAMETER)} to train)",
             fix="make the layers in params.toml smaller (conv filters, capsule types, decoder "
                 "units, the input size)")
     values = activation_values(describe(params))
-    if values * BYTES_PER_VALUE > max_activation_bytes(memory):
+    if values * BYTES_PER_VALUE > max_activationsize_text(memory):
         raise ReportgenError(
-            what, expected=f"at most {_bytes(max_activation_bytes(memory))} of activations per "
+            what, expected=f"at most {size_text(max_activationsize_text(memory))} of activations per "
                            f"image (kept for the backward pass beside their gradients: "
                            f"{ACTIVATION_COPIES}x that)",
-            received=f"{_bytes(values * BYTES_PER_VALUE)} per image ({values:,} float32 "
+            received=f"{size_text(values * BYTES_PER_VALUE)} per image ({values:,} float32 "
                      f"values: conv maps, capsule poses, routing votes)",
             fix="make the input, the conv layers or the capsule grid in params.toml smaller "
                 "(larger strides, fewer filters or capsule types)")

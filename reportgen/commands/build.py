@@ -52,6 +52,7 @@ from reportgen.engine import step as engine_step
 from reportgen.engine.digests import DigestMemo
 from reportgen.engine.model import ModelHandle
 from reportgen.errors import ReportgenError, StoreError
+from reportgen.os_errors import DISK_ERRORS
 from reportgen.pages import site_output
 from reportgen.pages.assemble import MissingResult
 from reportgen.results.capsules_vs_cnns import model_kind
@@ -325,6 +326,8 @@ class _Build:
             self.summary.fail(entry.name, exc.message)
             console.failure_traceback(exc)
         except Exception as exc:  # a broken model must not stop the others
+            if isinstance(exc, OSError) and exc.errno in DISK_ERRORS:
+                raise             # a full or read-only disk: every other model would fail too
             self.summary.fail(entry.name, _one_line(exc))
             console.failure_traceback(exc)
         return None

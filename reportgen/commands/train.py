@@ -64,12 +64,30 @@ def run_train(models_dir, name: str, options: dict, scheduler: str | None = None
 
 
 def _train_here(entry, options: dict) -> None:
+    from reportgen.os_errors import said_in_one_line
     from reportgen.training.trainer import TrainOptions, train
 
-    history = train(entry, TrainOptions(**options))
+    with said_in_one_line(lambda: _step_bytes(entry), path=entry.path,
+                          fix="free space on that disk (the size needed is what one saved "
+                              "step writes), or move the models folder to another disk "
+                              "(--models-dir)"):
+        history = train(entry, TrainOptions(**options))
     last = history[-1]
     echo(f"{entry.name}: last step {last['step']}, validation accuracy "
          f"{last['val_accuracy']:.4f}; weights in {entry.path}/")
+
+
+def _step_bytes(entry) -> int:
+    """What one saved step writes: its weights and the optimizer's state, as large as the last
+    step's files, or (none saved yet) float32 weights and Adam's two moments."""
+    steps = entry.steps
+    files = [entry.weights_path(steps[-1]), entry.state_path] if steps else []
+    sizes = [f.stat().st_size for f in files if f.is_file()]
+    if sizes:
+        return sum(sizes)
+    from reportgen.capsnet.param_count import count_trainable_params
+
+    return 3 * 4 * count_trainable_params(entry.params)
 
 
 def _default(option: str) -> bool:
