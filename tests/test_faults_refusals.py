@@ -168,3 +168,32 @@ def test_a_scheduler_that_never_answers_is_said_within_5_seconds(project, comman
     assert "Cannot reach the Dask scheduler" in line and "nothing answered" in line
     assert waited - at_once < 5, (waited, at_once)   # Python's start-up aside
     assert not (project / "new-cache").exists()
+
+
+# --------------------------------------------------------------------------------------------
+# Memory: the batch the command will use
+
+
+def test_a_training_batch_beyond_memory_is_refused_naming_the_batch_that_fits(project):
+    from reportgen.capsnet.footprint import largest_batch
+    from reportgen.settings.model_params import load_model_params
+
+    fits = largest_batch(load_model_params(project / "models" / "Tiny" / "params.toml"),
+                         training=True)
+    line = _refused(project, ["train", "Tiny", "--resume", "--epochs", "2", "--batch-size",
+                              str(fits + 1)])
+    assert f"Training Tiny with batch {fits + 1:,} needs about" in line
+    assert "more than this machine's" in line and f"--batch-size {fits}" in line
+
+
+def test_a_build_batch_beyond_memory_is_lowered_and_said(project, tmp_path):
+    from reportgen.capsnet.footprint import largest_batch
+    from reportgen.settings.model_params import load_model_params
+
+    fits = largest_batch(load_model_params(project / "models" / "Tiny" / "params.toml"),
+                         training=False)
+    result = _run(BUILD + ["--batch-size", str(fits + 1), "--cache-dir", str(tmp_path / "c"),
+                           "--site-dir", str(tmp_path / "site")], project, project / "models")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (f"Tiny: --batch-size {fits + 1} would not fit in this machine's memory; its "
+            f"images run 64 at a time.") in result.stderr

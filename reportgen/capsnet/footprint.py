@@ -11,8 +11,10 @@ late inside TensorFlow with an out-of-memory error. The bounds, both against `ma
   the bytes), must fit in the machine's memory: no batch size could train it otherwise.
 
 Both are lower bounds of what a run takes (the framework, the data and a batch of more than one
-image come on top), so a model refused here cannot run on this machine; one accepted still may
-not fit a large batch.
+image come on top), so a model refused here cannot run on this machine. The batch a command
+will run is checked when it is known (`batch_bytes`, `largest_batch`): training holds the
+training state and the batch's activations with their gradients; a build, the weights and the
+batch's activations with the gradients Grad-CAM++ takes (the same two copies).
 """
 
 from __future__ import annotations
@@ -114,3 +116,36 @@ def check_footprint(params, source: str, memory: int | None = None) -> None:
                      f"values: conv maps, capsule poses, routing votes)",
             fix="make the input, the conv layers or the capsule grid in params.toml smaller "
                 "(larger strides, fewer filters or capsule types)")
+
+
+def batch_bytes(params, batch: int, training: bool) -> int:
+    """Bytes a pass over `batch` images holds: the weights (with their gradients and Adam's
+    moments when `training`) and the batch's activations with their gradients."""
+    weights = count_trainable_params(params) * (BYTES_PER_PARAMETER if training
+                                                else BYTES_PER_VALUE)
+    per_image = activation_values(describe(params)) * BYTES_PER_VALUE * ACTIVATION_COPIES
+    return weights + batch * per_image
+
+
+def largest_batch(params, training: bool, memory: int | None = None) -> int:
+    """The most images a pass may hold in this machine's memory (0: not even one)."""
+    memory = machine_memory() if memory is None else memory
+    fixed = batch_bytes(params, 0, training)
+    per_image = batch_bytes(params, 1, training) - fixed
+    return max(0, (memory - fixed) // max(per_image, 1))
+
+
+def batch_refusal(params, batch: int, what: str, fix: str,
+                  memory: int | None = None) -> ReportgenError:
+    """The one-line refusal of `batch` images, with the numbers and `fix`."""
+    memory = machine_memory() if memory is None else memory
+    training = what.startswith("train")
+    weights = batch_bytes(params, 0, training)
+    per_image = batch_bytes(params, 1, training) - weights
+    return ReportgenError(
+        f"{what[:1].upper()}{what[1:]} with batch {batch:,} needs about "
+        f"{size_text(batch_bytes(params, batch, training))} of memory, more than this "
+        f"machine's {size_text(memory)} ({size_text(weights)} for the weights"
+        f"{', their gradients and Adam moments' if training else ''}, "
+        f"{size_text(per_image)} per image for its activations and their gradients)",
+        fix=fix)

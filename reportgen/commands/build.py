@@ -45,8 +45,8 @@ from reportgen.commands import site_assembly as assembly
 from reportgen.commands.build_settings import (DEFAULT_IMAGES, BuildOptions,  # noqa: F401
                                                BuildSettings, load_build_config, select_steps,
                                                settle)
-from reportgen.commands import build_time
-from reportgen.commands.build_checks import check_options
+from reportgen.commands import build_time, cpu_load
+from reportgen.commands.build_checks import build_batch, check_options
 from reportgen.commands.work_folder import CALIBRATION_FILE, DIGESTS_FILE, WORK_ROOT, WorkFolder
 from reportgen.engine import step as engine_step
 from reportgen.engine.digests import DigestMemo
@@ -113,6 +113,12 @@ def build(catalog: Catalog, options: BuildOptions | BuildSettings,
     replaced only when at least one step was built.
     """
     started = time.monotonic()
+    # how busy the machine is, looked at from now until the plan is said (its estimate)
+    with cpu_load.LoadSampler(every_s=0.05).start() as watch:
+        return _build(catalog, options, scheduler, started, watch)
+
+
+def _build(catalog, options, scheduler, started: float, watch) -> BuildSummary:
     if options.render_site:
         # first: a site a killed build moved away comes back even if this build is refused
         site_output.recover_unless_busy(options.site_dir)
@@ -149,7 +155,7 @@ def build(catalog: Catalog, options: BuildOptions | BuildSettings,
                 shutil.rmtree(project / "docs")
         else:
             project = stack.enter_context(WorkFolder()) / "mkdocs"
-        _Build(settings, store, project, summary, cluster).run(entries)
+        _Build(settings, store, project, summary, cluster, watch).run(entries)
     summary.seconds = time.monotonic() - started
     return summary
 
@@ -220,7 +226,7 @@ class _Build:
     """One build: its settings, its store, its MkDocs project and what it has done so far."""
 
     def __init__(self, settings: BuildSettings, store, project: Path, summary: BuildSummary,
-                 cluster=None):
+                 cluster=None, watch=None):
         from reportgen.pages.assemble import Assembler
         from reportgen.techniques import get_technique
 
@@ -233,18 +239,19 @@ class _Build:
         self.assembler = Assembler(store, self.docs)
         self.summary = summary
         self.digests = DigestMemo(DIGESTS_FILE)
-        self.keras_models = 0          # Keras models built by this build
         self.cluster = cluster         # reportgen.cluster.runner.ClusterCompute, or None
         self._prepared: dict[str, _Prepared] = {}
         calibration, damaged = build_time.read_calibration(CALIBRATION_FILE)
         if damaged:
             console.notice(f"Ignoring {CALIBRATION_FILE} ({damaged}): the time estimate uses "
                            f"the reference costs, and this build's measurements replace it.")
-        self.clock = build_time.BuildClock(build_time.Costs(calibration))
+        self.clock = build_time.BuildClock(build_time.Costs(
+            calibration, load=None if watch is None else watch.expected_slowdown))
         self.keras_seconds = 0.0       # building Keras models (the "model" kind of work)
         self.import_seconds = 0.0      # importing TensorFlow (the "build" kind)
         self.attributed = 0.0          # seconds recorded as a model's kinds of work
         self.cold_models = 0           # models whose every step this build computed
+        self.watch = watch             # the look at the machine before the plan (estimate)
 
     # -- the whole build -----------------------------------------------------------------------
     def run(self, entries) -> None:
@@ -299,6 +306,8 @@ class _Build:
             self.clock.total_estimate = build_seconds(plans, self.clock.costs)
             self.clock.overhead_estimate = start_and_site_seconds(plans, self.clock.costs)
             self.summary.estimate = self.clock.total_estimate
+        if self.watch is not None:
+            self.watch.stop()          # the estimate has looked; the clock's sampler goes on
 
     def keep_measurements(self) -> None:
         """What this build measured, for the next estimate on this machine
@@ -318,6 +327,27 @@ class _Build:
         self.attributed += seconds
 
     def model_or_failure(self, entry: ModelEntry):
+        try:
+            return self._model_or_failure(entry)
+        finally:
+            self.release(entry)
+
+    def release(self, entry: ModelEntry) -> None:
+        """Free what building `entry` held (its network and compiled passes, its evaluation
+        images) before the next model is built: a build of several models holds one at a
+        time, so its peak memory is its largest model's."""
+        prepared = self._prepared.get(entry.name)
+        if prepared is None or not prepared.handle.built:
+            return
+        prepared.handle.release()
+        import gc
+
+        import keras
+
+        keras.backend.clear_session()       # Keras' global graph state of the released model
+        gc.collect()                        # reference cycles of the layers, now unreachable
+
+    def _model_or_failure(self, entry: ModelEntry):
         try:
             return self.model(entry)
         except StoreError:
@@ -360,9 +390,10 @@ class _Build:
             console.notice(line)
         plan = _plan(entry.name, params, steps, settings, len(inputs), chosen)
         evaluation = assembly.evaluation_set(dataset, plan.eval_images)
+        batch = build_batch(params, settings.batch_size, entry.name)   # fits in memory
         prepared = _Prepared(steps, handle, chosen, dataset, inputs, evaluation,
                              plan.with_eval_images(len(evaluation.y)),
-                             time.monotonic() - started)
+                             time.monotonic() - started, batch)
         self._prepared[entry.name] = prepared
         return prepared
 
@@ -459,8 +490,8 @@ class _Build:
 
     def _keras_model(self, params):
         """The Keras model (TensorFlow imported here, at the first model that needs one);
-        Keras' global state is cleared between models, which otherwise slow down one after
-        another."""
+        Keras' global state is cleared between models (`release`), which otherwise slow down
+        one after another."""
         from reportgen.engine.model import build_keras_model
 
         if self.assembler.drawing is not None:   # something to compute: something to draw
@@ -472,11 +503,6 @@ class _Build:
             import_tensorflow_quietly()
             self.import_seconds += time.monotonic() - started
             started = time.monotonic()
-        if self.keras_models:
-            import keras
-
-            keras.backend.clear_session()
-        self.keras_models += 1
         try:
             return build_keras_model(params)
         finally:
@@ -535,7 +561,7 @@ class _Build:
         engine_step.compute_step)."""
         counts = engine_step.compute_step(
             handle, entry.weights_path(step), variants, inputs, evaluation.as_tuple(), keys,
-            self.store, self.settings.batch_size, {"model": entry.name, "step": str(step)},
+            self.store, self.prepare(entry).batch, {"model": entry.name, "step": str(step)},
             analysed)
         self.summary.computed += counts.computed
         return counts
@@ -618,6 +644,7 @@ class _Prepared:
     evaluation: object
     plan: object = None             # reportgen.commands.build_plan.ModelPlan
     seconds: float = 0.0            # spent preparing (loading the dataset, the inputs)
+    batch: int = 16                 # images per probe pass (--batch-size, or what fits)
 
 
 def _print_summary(summary: BuildSummary, options) -> None:

@@ -29,6 +29,9 @@ def run_train(models_dir, name: str, options: dict, scheduler: str | None = None
         entries = catalog.match(name)
         for entry in entries:
             entry.params
+    if not scheduler:                        # a cluster's workers have memory of their own
+        for entry in entries:
+            check_batch_memory(entry, options)
     if scheduler:
         from reportgen.cluster.training import train_on_cluster
 
@@ -75,6 +78,23 @@ def _train_here(entry, options: dict) -> None:
     last = history[-1]
     echo(f"{entry.name}: last step {last['step']}, validation accuracy "
          f"{last['val_accuracy']:.4f}; weights in {entry.path}/")
+
+
+def check_batch_memory(entry, options: dict) -> None:
+    """Refuse, before anything is written, a batch whose activations and training state do
+    not fit in this machine's memory (reportgen.capsnet.footprint), saying the largest that
+    does. The batch is the one the run will use: --batch-size, else (resuming) the run's own,
+    else params.toml's."""
+    from reportgen.capsnet.footprint import batch_refusal, largest_batch
+    from reportgen.training.run_info import training_run
+
+    recorded = training_run(entry)["batch_size"] if options.get("resume") else None
+    batch = options.get("batch_size") or recorded or entry.params.training.batch_size
+    fits = largest_batch(entry.params, training=True)
+    if batch > fits:
+        raise batch_refusal(entry.params, batch, f"training {entry.name}",
+                            f"train with --batch-size {fits} (the largest that fits)"
+                            if fits else "make the layers in params.toml smaller")
 
 
 def _step_bytes(entry) -> int:
