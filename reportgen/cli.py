@@ -117,7 +117,9 @@ def main(ctx, models_dir, debug):
 @main.command()
 @click.argument("name")
 @click.option("--epochs", type=click.IntRange(min=1), help="Epochs [params.toml training.epochs].")
-@click.option("--batch-size", type=click.IntRange(min=1), help="Batch size [params.toml].")
+@click.option("--batch-size", type=click.IntRange(min=1),
+              help="Batch size [params.toml]; refused, naming the largest that fits, when the "
+                   "training state and its activations would not fit in memory.")
 @click.option("--save-every", type=click.IntRange(min=1),
               help="Save weights every K batches (and at each epoch's end) [params.toml].")
 @click.option("--learning-rate", type=click.FloatRange(min=0, min_open=True),

@@ -26,8 +26,11 @@ import click
                    "N), last, all chosen steps, or none; 0-0 always when saved.")
 @click.option("--eval-images", type=click.IntRange(min=10), default=None,
               help="Test images for accuracy, the confusion matrix and the dataset analyses "
-                   "(stratified); default: fitted to about 2.5 minutes of analyses per model.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True)
+                   "(stratified; all of the test split, said, when it has fewer); default: "
+                   "fitted to about 2.5 minutes of analyses per model.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True,
+              help="Images per probe pass; lowered (and said) to one whose activations fit "
+                   "in this machine's memory (the results are the same).")
 @click.option("--site-dir", default="site", show_default=True, type=click.Path(file_okay=False),
               help="Output folder, replaced once the build succeeded; it must be absent, "
                    "empty or a site reportgen made holding only the files it wrote (never the "
