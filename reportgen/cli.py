@@ -190,10 +190,11 @@ def demo(ctx, epochs, site_dir):
 
 
 def _register_optional_commands() -> None:
-    """Commands that live in their own modules (build, serve, publish, cache, import, export)."""
+    """Commands that live in their own modules (build, serve, publish, cache, import, export,
+    plugins)."""
     from importlib import import_module
 
-    for module in ("build", "serve", "publish", "cache", "import", "export"):
+    for module in ("build", "serve", "publish", "cache", "import", "export", "plugins"):
         try:
             mod = import_module(f"reportgen.commands.{module}_cli")
         except ModuleNotFoundError:

@@ -85,3 +85,8 @@ def test_plan_line_says_what_and_how_long():
     assert "fitted" not in bigger.line()
     none = ModelPlan("M", steps[:1], [], 1, 200, True, 1000)
     assert "step 0-0, 1 input, no dataset analyses" in none.line()
+    # a family without reference costs of its own is estimated from the default family's, and
+    # the line says so (Self-Routing declares none)
+    own = ModelPlan("SR", steps, analysed, 16, 50, True, 2_451_904, family="self_routing")
+    assert ("the capsnet family's costs measured on the reference machine; the self_routing "
+            "family declares none)") in own.line()

@@ -63,8 +63,10 @@ def test_description_matches_the_built_model(name, make_net):
 def test_features():
     tiny = describe(_params())
     assert tiny.features == {"conv", "capsules", "vector_capsules", "primary_capsules",
-                             "class_capsules", "routing_weights", "dynamic_routing", "decoder",
-                             "class_vectors", "routing_paths"}
+                             "capsule_maps", "class_capsules", "routing_weights",
+                             "dynamic_routing", "decoder", "class_vectors", "routing_paths",
+                             "own_explanation", "votes"}
+    assert tiny.capabilities == {"votes"}          # declared by its family (reportgen.contract)
     assert "decoder" not in describe(_params(decoder={"enabled": False})).features
     assert tiny.conv_layer_names == ("conv1", "primary_conv")
     assert [c.name for c in tiny.plain_conv_layers] == ["conv1"]
@@ -151,14 +153,15 @@ def test_a_cnn_description_plans_only_conv_techniques():
     has (predictions, Grad-CAM++, affine and adversarial robustness: Gu 2022 compares CNNs on
     them); every other technique is reported as not applicable, with the features it lacks."""
     from reportgen.engine.step import plan
-    from reportgen.techniques import all_techniques
+    from reportgen.techniques import BUILT_IN, all_techniques
 
     convs = conv_stack((28, 28, 1), [("conv1", 8, 5, 1, "valid", "relu", ""),
                                      ("conv2", 8, 5, 2, "valid", "relu", "")])
     cnn = ModelDescription(input_shape=(28, 28, 1), conv_layers=convs, capsule_layers=(),
                            head=Head(kind="logits", classes=10, layer="logits"))
     assert cnn.features == {"conv", "logits"}
-    result = plan(all_techniques(), cnn)
+    own = [t for t in all_techniques() if t.name in BUILT_IN]    # reportgen's (not plug-ins')
+    result = plan(own, cnn)
     applicable = ["adversarial_robustness", "affine_robustness", "conv_feature_maps",
                   "conv_kernels", "gradcam_pp", "predictions"]
     assert sorted({t.name for t, _ in result.variants}) == applicable
@@ -168,13 +171,14 @@ def test_a_cnn_description_plans_only_conv_techniques():
     assert missing["rpv"] >= {"routing_paths", "class_capsules"}
     assert missing["live_decoder"] >= {"decoder"}
     assert missing["capsule_semantics"] == {"class_vectors"}
-    # affnist_benchmark applies to any classifier, but has variants only for its 40x40 input;
-    # the MultiMNIST analyses only for models of two classes per image (Technique.labels),
+    # affnist_benchmark applies to any classifier of its 40x40 input: here it says why not
+    assert missing["affnist_benchmark"] == ("its input is 28x28x1, not the affine benchmark's "
+                                            "40x40 grayscale digits")
+    # the MultiMNIST analyses apply only to models of two classes per image (Technique.labels),
     # and are no gap on a single-label model's pages
-    silent = {"affnist_benchmark", "multimnist_pair", "multimnist_segmentation"}
+    silent = {"multimnist_pair", "multimnist_segmentation"}
     assert not silent & set(missing)
-    assert len(missing) == len(all_techniques()) - len(applicable) - len(silent)
-    assert "affnist_benchmark" not in missing
+    assert len(missing) == len(own) - len(applicable) - len(silent)
 
 
 def test_describe_and_plan_without_tensorflow():
@@ -270,9 +274,10 @@ def test_not_applicable_names_the_most_fundamental_lack():
 def test_what_each_family_declares_picks_the_techniques_paths():
     """The class vectors, the vote attack and the built-in explanation follow from what a
     description declares (poses, routing weights), the same for every family as before they
-    were read from routing names: RPV and votes for routing straight into length-activated
-    class capsules (whichever axis its softmax runs over), the pooling map for GraCapsNet,
-    neither for EM or Self-Routing, whose class capsules have no pose."""
+    were read from routing names: votes where the family declares them (the CapsNet's, whichever
+    axis its softmax runs over), the built-in explanation where it declares one (GraCapsNet's
+    pooling map), RPV through the routing weights of every other routed family (EM,
+    Self-Routing), nothing for a CNN."""
     from em_fixture import TINY_EM
     from family_nets import TINY_GRACAPS, TINY_SELF_ROUTING, tiny_cnn
 
@@ -283,9 +288,9 @@ def test_what_each_family_declares_picks_the_techniques_paths():
                                                     "routing_softmax": "inputs"}}
     models = {"capsnet": (TINY_PARAMS, "class_capsules", True, "rpv_modified"),
               "capsnet_inputs": (inputs_softmax, "class_capsules", True, "rpv_modified"),
-              "gracaps": (TINY_GRACAPS, "class_capsules", False, "gracaps_attention"),
-              "em": (TINY_EM, "class_capsules", False, None),
-              "self_routing": (TINY_SELF_ROUTING, None, False, None),
+              "gracaps": (TINY_GRACAPS, "class_capsules", False, "builtin"),
+              "em": (TINY_EM, "class_capsules", False, "rpv_modified"),
+              "self_routing": (TINY_SELF_ROUTING, None, False, "rpv_modified"),
               "cnn_cr": (tiny_cnn("cr"), "features", False, None),
               "cnn_avg": (tiny_cnn("avg"), None, False, None)}
     for name, (raw, vectors, votes, builtin) in models.items():

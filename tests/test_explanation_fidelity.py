@@ -218,7 +218,7 @@ def test_compute_shapes_and_ranges(result):
     assert result["deletion"].shape == result["insertion"].shape == (5, 9, 17)
     # A CapsNet has RPV, not GraCapsNet's attention (its rows stay NaN).
     own = [ef.METHODS.index(m) for m in ("rpv_modified", "rpv_original", "gradcam_pp", "random")]
-    assert np.isnan(result["deletion"][ef.METHODS.index("gracaps_attention")]).all()
+    assert np.isnan(result["deletion"][ef.METHODS.index("builtin")]).all()
     result = {**result, "deletion": result["deletion"][own], "insertion": result["insertion"][own]}
     assert np.isfinite(result["deletion"]).all() and np.isfinite(result["insertion"]).all()
     assert np.all((result["deletion"] >= 0) & (result["deletion"] <= 1))
@@ -272,7 +272,7 @@ def test_summary_and_figures(result):
     json.dumps(summary)
     for method in ef.METHODS:
         for key in ("deletion_aopc", "deletion_auc", "insertion_auc"):
-            if method == "gracaps_attention":       # not a CapsNet's: left out
+            if method == "builtin":       # not a CapsNet's: left out
                 assert f"{key}_{method}" not in summary
             else:
                 assert isinstance(summary[f"{key}_{method}"], float)
@@ -320,10 +320,10 @@ def _as_gracaps(result):
     methods = ef.METHODS
     out = {k: np.array(v, copy=True) for k, v in result.items()}
     for key in ("deletion", "insertion"):
-        out[key][methods.index("gracaps_attention")] = out[key][methods.index("rpv_modified")]
+        out[key][methods.index("builtin")] = out[key][methods.index("rpv_modified")]
         out[key][[methods.index("rpv_modified"), methods.index("rpv_original")]] = np.nan
     out["agreement_original"][:] = np.nan
-    out["builtin_method"] = np.int64(methods.index("gracaps_attention"))
+    out["builtin_method"] = np.int64(methods.index("builtin"))
     return out
 
 
@@ -349,8 +349,8 @@ def test_figures_and_numbers_name_only_the_models_own_methods(result, family, mo
     GraCapsNet's never name RPV: the legends list the methods the model has, nothing else."""
     params = ef.Params(images=9, patch=3)
     arrays = result if family == "capsnet" else _as_gracaps(result)
-    own = ("rpv_modified", "rpv_original") if family == "capsnet" else ("gracaps_attention",)
-    other = {"capsnet": ("GraCapsNet", "attention"), "gracapsnet": ("RPV",)}[family]
+    own = ("rpv_modified", "rpv_original") if family == "capsnet" else ("builtin",)
+    other = {"capsnet": ("GraCapsNet", "built-in"), "gracapsnet": ("RPV",)}[family]
     expected = {METHOD_LABELS[m] for m in (*own, "gradcam_pp", "random")}
     summary = ef.summarize(arrays, params)
     assert {k for k in summary if k.startswith("deletion_aopc_")} == \

@@ -334,16 +334,27 @@ def test_latex_escape():
     assert latex_escape("cos(v, û)² x̄ é") == r"cos(v, \^{u})${}^2$ \={x} \'{e}"
 
 
-def test_references_follow_the_methods_models_and_data():
+def test_references_are_what_the_techniques_families_and_data_declare():
+    """The supplement cites what each technique and family declares (their BibTeX entries),
+    and the data set's paper; no family falls back to another's paper."""
+    from reportgen import bibtex
     from reportgen.results import references
+    from reportgen.settings.families import example_params, family
+    from reportgen.settings.model_params import parse_model_params
+    from reportgen.techniques import get_technique
 
-    keys = {*references.technique_keys("adversarial_robustness"),
-            *references.kind_keys("EM-CapsNet"), *references.dataset_keys("Fashion-MNIST")}
-    bib = references.bibtex(keys)
+    em = parse_model_params(example_params("em"))
+    entries = [*get_technique("adversarial_robustness").citations,
+               *family("em").citations_for(em), *references.dataset_entries("Fashion-MNIST")]
+    bib = bibtex.bibliography(entries)
+    keys = set(re.findall(r"^@\w+\{([^,]+),", bib, flags=re.M))
     assert {"goodfellow2015explaining", "madry2018towards", "hinton2018matrix",
-            "xiao2017fashion"} <= set(re.findall(r"^@\w+\{([^,]+),", bib, flags=re.M))
-    assert _balanced(bib) and "lecun1998gradient" not in bib
-    every = references.bibtex(references.ENTRIES)
+            "xiao2017fashion"} <= keys
+    assert _balanced(bib) and "lecun1998gradient" not in bib and "sabour2017dynamic" not in keys
+    sr = parse_model_params(example_params("self_routing"))
+    assert [bibtex.entry_key(e) for e in family("self_routing").citations_for(sr)] == \
+        ["hahn2019self"]
+    every = bibtex.bibliography(references.ENTRIES.values())
     assert len(re.findall(r"^@", every, flags=re.M)) == len(references.ENTRIES)
     assert _balanced(every)
 

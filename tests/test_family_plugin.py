@@ -81,10 +81,14 @@ def _check(params, raw, source):
     return params
 
 
+CITATION = """@misc{toy2026, author = {Doe, Jane}, title = {A Toy Network}, year = {2026}}"""
 TOY = Family(name="toy", describe=_describe, build=_build, count_params=_count,
              display_name=lambda p: f"ToyNet-{p.family_settings.hidden}", table="toy",
              settings=ToyParams, check=_check,
-             costs=FamilyCosts(seconds_per_eval_image=0.25), modules=(__name__,))
+             costs=FamilyCosts(seconds_per_eval_image=0.25), modules=(__name__,),
+             citations=(CITATION,),
+             example={"input_shape": [12, 12, 1], "num_classes": 3,
+                      "conv": [{"filters": 4, "kernel_size": 3, "strides": 2}]})
 RAW = {"dataset": "mnist", "input_shape": [12, 12, 1], "num_classes": 3, "family": "toy",
        "conv": [{"filters": 4, "kernel_size": 3, "strides": 2}], "toy": {"hidden": 5}}
 

@@ -117,7 +117,7 @@ def test_one_routing_iteration_gives_log_classes(make_net, grouping):
 
 
 def test_entropy_against_the_probe(evaluation, result):
-    coupling = evaluation.tensors("coupling")["coupling"].astype(np.float64)
+    coupling = evaluation.tensors("routing:primary_caps")["routing:primary_caps"].astype(np.float64)
     h = -np.sum(coupling * np.log(coupling), -1)
     np.testing.assert_allclose(result["entropy_image_mean"], h.mean(1), rtol=1e-6)
     owner = coupling.argmax(-1)

@@ -183,7 +183,8 @@ def test_routing_entropy_and_dead_units_apply(net_and_images, declared):
     entropy, dead, votes = (get_technique(n) for n in ("routing_entropy", "dead_units",
                                                        "vote_agreement"))
     assert entropy.applicable(net) and dead.applicable(net)
-    assert not_applicable_reason(votes.missing_features(net)) == "it has no dynamic routing"
+    assert not_applicable_reason(votes.missing_features(net)) == \
+        "it has no votes of its capsules that a technique can read"
     arrays = entropy.compute(evaluation.restricted(entropy.needs_for(None, net)),
                              entropy.params_type())
     coupling, active, _ = _reference(net, images)

@@ -16,7 +16,9 @@ from reportgen.probe import probe as probe_module
 from reportgen.probe.evaluation import EvalBatch
 from reportgen.probe.probe import (TENSORS, UndeclaredTensorError, empty_batch, run_probe,
                                    tensor_kind)
-from reportgen.techniques import TECHNIQUE_MODULES, all_techniques, get_technique
+from reportgen.data.label_arity import model_label_arity
+from reportgen.engine.model import not_applicable_reason
+from reportgen.techniques import BUILT_IN, all_techniques, get_technique, technique_names
 
 CLASS_NAMES = ("a", "b", "c")
 # Smaller options for the slow analyses (the code paths stay the same).
@@ -56,67 +58,111 @@ def test_declarations_are_known():
         assert technique.variants.choose is not None
 
 
-@pytest.fixture(scope="module")
-def family_nets():
-    """Tiny GraCapsNet, for the techniques the CapsNet does not have (its attention), and a
-    tiny CNN of the affine benchmark's 40x40 input, and a tiny CapsNet of two overlapping
-    digits (MultiMNIST, 36x36)."""
+# The nets every technique runs over: the example model of every registered family (a family
+# from an installed package declares one too: Family.example), each CNN head, and the nets of
+# the data sets some analyses need (two overlapping digits; the affine benchmark's 40x40).
+def _nets() -> dict[str, dict]:
     import family_nets
 
-    return [family_nets.build(family_nets.TINY_GRACAPS), family_nets.build(family_nets.TINY_CNN40),
-            family_nets.build(family_nets.TINY_PAIR)]
+    from reportgen.settings.families import example_params, registered
+
+    nets = {name: example_params(name) for name in registered()}
+    nets.update({f"cnn_{head}": family_nets.tiny_cnn(head) for head in family_nets.CNN_HEADS})
+    nets.update(pair=family_nets.TINY_PAIR, cnn40=family_nets.TINY_CNN40)
+    return nets
 
 
-@pytest.mark.parametrize("name", TECHNIQUE_MODULES)
-def test_reads_only_what_it_declares(name, tiny_net, family_nets, images, evaluation_data):
-    """Through a view restricted to its needs, over a probe that computed only those, each
-    technique gives exactly what it gives from the full probe (on the tiny CapsNet, or on a
-    tiny net of the family it is made for)."""
+NETS = _nets()
+_BUILT: dict = {}
+
+
+def _net(name: str):
+    if name not in _BUILT:
+        import family_nets
+
+        _BUILT[name] = family_nets.build(NETS[name])
+    return _BUILT[name]
+
+
+@pytest.mark.parametrize("net_name", sorted(NETS))
+@pytest.mark.parametrize("name", technique_names())
+def test_every_technique_over_every_family(name, net_name, images, evaluation_data):
+    """Table-driven, as Captum tests its methods: every technique over a tiny net of every
+    family. Where it applies, through a view restricted to its needs, over a probe that
+    computed only those, it gives exactly what it gives from the full probe; where it does not,
+    the plan says why in one plain clause."""
     technique = get_technique(name)
-    tiny_net = next((n for n in [tiny_net, *family_nets] if technique.variants(n)), None)
-    assert tiny_net is not None
-    variants = _variants(technique, tiny_net)
-    assert variants
+    net = _net(net_name)
+    variants = _variants(technique, net)
+    if not variants:
+        chosen = plan([technique], net)
+        if chosen.not_applicable:
+            reason = not_applicable_reason(chosen.not_applicable[0][1])
+            # a plain clause after "Not applicable to this model:"
+            assert reason.startswith(("it has no ", "each of its images", "its ")), reason
+            assert "\n" not in reason and not reason.endswith(".")
+        else:      # a one-label analysis on a two-label model (or the reverse): not named
+            assert model_label_arity(net.params) not in technique.labels
+        return
+    # the full probe's results for comparison on the first net it runs on (the others: it
+    # runs through the restricted view, reading only what it declared)
+    first = next(n for n in sorted(NETS) if _variants(technique, _net(n)))
     for params in variants:
-        declared = technique.needs_for(params, tiny_net)
-        assert all(tensor_kind(n) in TENSORS for n in declared), declared
-        reader = f"Technique '{name}'"
-        if technique.scope == "input":
-            shape = tuple(tiny_net.description.input_shape)
-            if images.shape[1:] != shape:     # the 36x36 MultiMNIST net
-                images = np.random.default_rng(12).random((len(images), *shape), dtype=np.float32)
-            probed = run_probe(tiny_net, images, needs=declared)
-            assert set(probed.tensors) <= declared | {"images"}
-            got = technique.compute(probed.restricted(declared, reader), params)
-            want = technique.compute(run_probe(tiny_net, images), params)
-        elif technique.scope == "checkpoint":
-            got = technique.compute(empty_batch(tiny_net).restricted(declared, reader), params)
-            want = technique.compute(empty_batch(tiny_net), params)
-        else:
-            x, y = evaluation_data
-            shape = tuple(tiny_net.description.input_shape)
-            if x.shape[1:] != shape:          # the 40x40 benchmark net
-                x = np.random.default_rng(11).random((len(x), *shape), dtype=np.float32)
-            shared = EvalBatch(tiny_net, x, y, CLASS_NAMES)
-            got = technique.compute(shared.restricted(declared, reader), params)
-            assert set(shared._tensors) <= declared       # the shared pass kept nothing more
-            want = technique.compute(EvalBatch(tiny_net, x, y, CLASS_NAMES), params)
-        _assert_same(got, want, name)
+        _check_declared_reads(technique, params, net, images, evaluation_data,
+                              compare=net_name == first)
+
+
+def test_every_technique_runs_somewhere():
+    names = {t: [n for n in NETS if _variants(get_technique(t), _net(n))]
+             for t in technique_names()}
+    assert all(names.values()), [t for t, found in names.items() if not found]
+
+
+def _check_declared_reads(technique, params, tiny_net, images, evaluation_data,
+                          compare: bool = True):
+    name = technique.name
+    declared = technique.needs_for(params, tiny_net)
+    description = tiny_net.description
+    assert all(tensor_kind(n) in TENSORS or n in description.outputs for n in declared), declared
+    reader = f"Technique '{name}'"
+    if technique.scope == "input":
+        shape = tuple(description.input_shape)
+        if images.shape[1:] != shape:     # the 36x36 and 40x40 nets
+            images = np.random.default_rng(12).random((len(images), *shape), dtype=np.float32)
+        probed = run_probe(tiny_net, images, needs=declared)
+        assert set(probed.tensors) <= declared | {"images"}
+        got = technique.compute(probed.restricted(declared, reader), params)
+        want = technique.compute(run_probe(tiny_net, images), params) if compare else got
+    elif technique.scope == "checkpoint":
+        got = technique.compute(empty_batch(tiny_net).restricted(declared, reader), params)
+        want = technique.compute(empty_batch(tiny_net), params) if compare else got
+    else:
+        x, y = evaluation_data
+        shape = tuple(description.input_shape)
+        if x.shape[1:] != shape:
+            x = np.random.default_rng(11).random((len(x), *shape), dtype=np.float32)
+        y = y % description.classes
+        shared = EvalBatch(tiny_net, x, y, CLASS_NAMES[:description.classes]
+                           if description.classes <= 3 else tuple(map(str, range(10))))
+        got = technique.compute(shared.restricted(declared, reader), params)
+        assert set(shared._tensors) <= declared       # the shared pass kept nothing more
+        want = technique.compute(EvalBatch(tiny_net, x, y, shared.class_names), params) \
+            if compare else got
+    _assert_same(got, want, name)
 
 
 def test_an_undeclared_read_is_refused(tiny_net, images, evaluation_data):
     rpv = get_technique("rpv")
-    declared = rpv.needs_for(rpv.params_type(), tiny_net) - {"coupling"}
+    declared = rpv.needs_for(rpv.params_type(), tiny_net) - {"routing:primary_caps"}
     view = run_probe(tiny_net, images).restricted(declared, "Technique 'rpv'")
-    assert "coupling" not in view.tensors and "routing:primary_caps" not in view.tensors
-    # it reads "routing:primary_caps": the tensor holding it is named
+    assert "routing:primary_caps" not in view.tensors
     with pytest.raises(UndeclaredTensorError,
-                       match="Technique 'rpv' read the probe tensor 'coupling' without "
-                             "declaring it"):
+                       match="Technique 'rpv' read the probe tensor 'routing:primary_caps' "
+                             "without declaring it"):
         rpv.compute(view, rpv.params_type())
     diagnostics = get_technique("vote_agreement")
     x, y = evaluation_data
-    declared = diagnostics.needs_for(None, tiny_net) - {"coupling"}
+    declared = diagnostics.needs_for(None, tiny_net) - {"routing:primary_caps"}
     view = EvalBatch(tiny_net, x, y, CLASS_NAMES).restricted(declared, "Technique 'rd'")
     with pytest.raises(UndeclaredTensorError, match="'routing:primary_caps'"):
         diagnostics.compute(view, diagnostics.params_type())
@@ -173,11 +219,11 @@ def test_engine_probes_only_what_missing_techniques_declared(tmp_path, make_net,
     store = DictStore()
     counts = compute_step(net, weights, variants, inputs, eval_set, keys, store, 16, {})
     assert counts.computed == 3 * (1 + 1 + 2 + 2) + 1
-    # "logits" and "probabilities" (a CNN's, declared by gradcam_pp and predictions) are
-    # asked for too; the probe skips what this model cannot have.
-    assert asked[0] == (3, {"lengths", "primary_lengths", "predicted", "coupling",
-                            "class_capsules", "conv:conv1", "conv:primary_conv",
-                            "grad:conv1", "grad:primary_conv", "logits", "probabilities"})
+    # "probabilities" (a CNN's, declared by predictions) is asked for too; the probe skips
+    # what this model cannot have. Family-neutral names come as the tensors that hold them.
+    assert asked[0] == (3, {"lengths", "primary_lengths", "predicted", "routing:primary_caps",
+                            "class_capsules", "conv:conv1", "conv:primary_conv", "scores",
+                            "grad:conv1", "grad:primary_conv", "probabilities"})
     assert asked[1] == (5, {"lengths"})                 # the evaluation set's accuracy pass
     # Keys are found by equal params, not by the identity of the object that asked.
     rpv = get_technique("rpv")
@@ -196,12 +242,14 @@ def test_engine_probes_only_what_missing_techniques_declared(tmp_path, make_net,
 
 def test_not_applicable_techniques_are_planned_out(make_net, evaluation_data):
     plain = make_net(decoder={"enabled": False})
-    result = plan(all_techniques(), plain)
+    result = plan([t for t in all_techniques() if t.name in BUILT_IN], plain)
     assert not {"live_decoder", "decoder_length", "decoder_perturbation"} & \
         {t.name for t, _ in result.variants}
-    assert {t.name: set(m) for t, m in result.not_applicable} == {
+    assert {t.name: m if isinstance(m, str) else set(m) for t, m in result.not_applicable} == {
         "live_decoder": {"decoder"}, "decoder_length": {"decoder"},
-        "decoder_perturbation": {"decoder"}, "gracaps_attention": {"attention"}}
+        "decoder_perturbation": {"decoder"}, "gracaps_attention": {"attention"},
+        "affnist_benchmark": "its input is 12x12x1, not the affine benchmark's 40x40 grayscale "
+                             "digits"}
     # A declared tensor the model cannot have (no decoder: no reconstruction) is skipped by the
     # shared pass instead of failing it; the analysis reads only what exists.
     adversarial = get_technique("adversarial_robustness")

@@ -126,9 +126,9 @@ def routed(tiny_net, probe):
 
 def test_coupling_matches_routing_oracle(probe, routed):
     votes, v, c = routed
-    np.testing.assert_allclose(probe["coupling"], c, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(probe["routing:primary_caps"], c, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(probe["class_capsules"], v, rtol=1e-4, atol=1e-6)
-    np.testing.assert_allclose(probe["coupling"].sum(axis=-1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(probe["routing:primary_caps"].sum(axis=-1), 1.0, atol=1e-5)
     # The model's lengths are the exact lengths of its class capsules (no epsilon floor).
     np.testing.assert_allclose(probe["lengths"], np.linalg.norm(v, axis=-1), rtol=1e-4, atol=1e-7)
 

@@ -11,5 +11,20 @@ from reportgen.settings.families import family_of
 
 
 def build_capsnet(params) -> Network:
-    """The Keras 3 model for `params`, weights freshly initialised."""
-    return family_of(params).build(params)
+    """The Keras 3 model for `params`, weights freshly initialised; held to the network
+    contract (reportgen.contract.check_network: one line naming what it lacks)."""
+    from dataclasses import replace
+
+    from reportgen.capsnet.description import describe
+    from reportgen.contract import check_network
+
+    family = family_of(params)
+    net = family.build(params)
+    # what the family declares (capabilities, outputs) is part of the network's description,
+    # whichever describe the family's build called
+    described = describe(params)
+    if replace(net.description, capabilities=described.capabilities,
+               outputs=described.outputs) == described:
+        net.description = described
+    check_network(net, family.name, described)
+    return net

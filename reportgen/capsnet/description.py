@@ -27,8 +27,10 @@ can be followed through them) and names the kinds it has in its Family (`routing
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from reportgen.contract import CAPABILITIES
+from reportgen.contract import LACKS as CAPABILITY_LACKS
 from reportgen.errors import ReportgenError
 
 # "none": an activation only (pose_size 0)
@@ -51,15 +53,22 @@ FEATURES = {
     "vector_capsules": "capsules are vectors whose length is their activation",
     "matrix_capsules": "capsules are 4x4 pose matrices with a logistic activation",
     "primary_capsules": "a capsule layer on a spatial grid",
+    "capsule_maps": "primary capsules on a grid of more than one cell, so that their "
+                    "activations form a map over the input",
     "class_capsules": "the classifier head is a layer of class capsules",
     "logits": "the classifier head gives logits (a plain CNN)",
     "routing_weights": "a capsule layer has routing weights into the next layer",
     "routing_paths": "every routed layer's weights lead from its children to its parents, so "
                      "routing paths lead from the primary capsules to the classes",
+    "own_explanation": "an explanation of its own to test: routing paths from its primary "
+                       "capsules to the classes (Routing Path Visualization), or an explanation "
+                       "map its family builds in",
     "decoder": "a reconstruction decoder",
     "class_features": "a CNN head whose features are classes x dims units (ConvNet-R, -CR, -CR-SF)",
     "class_vectors": "a vector per class to study (a class capsule's pose, or a CNN's feature "
                      "units)",
+    # the optional capabilities a family declares (reportgen.contract)
+    **CAPABILITIES,
 }
 
 
@@ -79,11 +88,15 @@ LACKS = {
     "vector_capsules": "vector capsules (whose lengths are activations)",
     "matrix_capsules": "matrix capsules",
     "primary_capsules": "capsules on a spatial grid",
+    "capsule_maps": "capsule grid of more than one cell (a map over the input needs one)",
     "routing_weights": "routing weights",
     "routing_paths": "routing weights that lead from the primary capsules to the classes",
+    "own_explanation": "explanation of its own (routing paths from its primary capsules to the "
+                       "classes, or an explanation map built in)",
     "conv": "plain convolutional layer before its capsules",
     "class_features": "class-by-dimension feature units (a ConvNet-R, -CR or -CR-SF head)",
     "logits": "logits head (it is not a plain CNN)",
+    **CAPABILITY_LACKS,
 }
 
 
@@ -258,6 +271,15 @@ class ModelDescription:
     # counterpart of the class capsules), as (vectors, dims): (classes, dims) when each class
     # has its own units (CR, CR-SF), (1, classes * dims) when they are not split by class (R).
     class_features: tuple[int, int] | None = None
+    # What the family declares beyond its layers (reportgen.contract; `describe` fills them
+    # from the family): optional capabilities ("votes", "explanation") and its own model
+    # outputs, by name.
+    capabilities: frozenset[str] = frozenset()
+    outputs: tuple[str, ...] = ()
+    # What this description cannot express and the pages therefore leave out, one sentence
+    # each ("BatchNorm after every convolution: its statistics are not shown"; "a routing bias
+    # added after the softmax: the routing weights shown are those before it").
+    leaves_out: tuple[str, ...] = ()
 
     def __post_init__(self):
         for layer in self.capsule_layers:
@@ -273,6 +295,17 @@ class ModelDescription:
                 raise ValueError(f"capsule layer {layer.name}: routing must be RoutingWeights. "
                                  f"Received: {layer.routing!r}")
         _check(self.head.kind, HEAD_KINDS, "head")
+        unknown = sorted(set(self.capabilities) - set(CAPABILITIES))
+        if unknown:
+            raise ValueError(f"capabilities must be among {sorted(CAPABILITIES)}. "
+                             f"Received: {unknown}")
+        object.__setattr__(self, "capabilities", frozenset(self.capabilities))
+        object.__setattr__(self, "outputs", tuple(self.outputs))
+        if isinstance(self.leaves_out, str) or \
+                not all(isinstance(s, str) and s.strip() for s in self.leaves_out):
+            raise ValueError("leaves_out must be a sequence of sentences (non-empty strings). "
+                             f"Received: {self.leaves_out!r}")
+        object.__setattr__(self, "leaves_out", tuple(self.leaves_out))
         names = [layer.name for layer in (*self.conv_layers, *self.capsule_layers)]
         if len(set(names)) != len(names):
             raise ValueError(f"Layer names must be unique. Received: {names}")
@@ -291,8 +324,11 @@ class ModelDescription:
             found.add("vector_capsules")
         if poses == {("matrix4x4", "logistic")}:
             found.add("matrix_capsules")
-        if self.primary_capsules is not None:
+        primary = self.primary_capsules
+        if primary is not None:
             found.add("primary_capsules")
+            if primary.grid[0] * primary.grid[1] > 1:
+                found.add("capsule_maps")
         found.add("class_capsules" if self.head.kind == "capsules" else "logits")
         routing = [c.routing for c in self.capsule_layers if c.routing is not None]
         if routing:
@@ -306,6 +342,9 @@ class ModelDescription:
             found.add("class_features")
         if self.class_vectors is not None:
             found.add("class_vectors")
+        found.update(self.capabilities)
+        if "explanation" in found or ("routing_paths" in found and primary is not None):
+            found.add("own_explanation")
         return frozenset(found)
 
     @property
@@ -422,8 +461,16 @@ def feature_words() -> dict[str, str]:
 
 
 def lacks_words() -> dict[str, str]:
-    """LACKS, then what a model without each routing kind lacks (most fundamental first)."""
-    return {**LACKS, **{k: w.lacks for k, w in routing_kinds().items()}}
+    """What a model without each feature lacks, most fundamental first: LACKS, with what a
+    model without each kind of routing lacks before its geometry (a plug-in's own technique on
+    another family names the routing it needs, not the grid)."""
+    kinds = {k: w.lacks for k, w in routing_kinds().items()}
+    words = {}
+    for name, text in LACKS.items():
+        if name == "capsule_maps":
+            words.update(kinds)
+        words[name] = text
+    return {**words, **kinds}
 
 
 def _check(value, allowed, what: str) -> None:
@@ -457,7 +504,11 @@ def describe(params) -> ModelDescription:
     Keras model."""
     from reportgen.settings.families import family_of
 
-    return family_of(params).describe(params)
+    family = family_of(params)
+    description = family.describe(params)
+    # what the family declares of its networks (reportgen.contract), whatever describe set
+    return replace(description, capabilities=description.capabilities | family.capabilities,
+                   outputs=tuple(dict.fromkeys((*description.outputs, *family.outputs))))
 
 
 def capsule_convs(params, channels_per_type: int, activation: str) -> tuple[ConvLayer, ...]:

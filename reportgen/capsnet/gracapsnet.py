@@ -13,10 +13,11 @@ def build_gracapsnet(params) -> Network:
     """The Keras 3 model: conv layers, primary capsules, graph pooling into class capsules,
     lengths, optional decoder (from the longest class capsule at evaluation). Outputs: conv
     maps by layer name, primary_capsules, attention (B, heads, nodes, classes),
+    explanation (B, classes, gh, gw): E, the attention averaged over heads on the grid,
     class_capsules, lengths[, reconstruction]."""
     import keras
 
-    from reportgen.capsnet.graph_pooling import GraphPooling
+    from reportgen.capsnet.graph_pooling import GraphPooling, HeadMean
     from reportgen.capsnet.layers import Length
     from reportgen.capsnet.network import build_convs, primary_capsules
     from reportgen.capsnet.vector_capsnet import vector_network
@@ -33,6 +34,7 @@ def build_gracapsnet(params) -> Network:
     capsules, attention = pooling(primary)
     lengths = Length(name="lengths")(capsules)
     outputs.update(primary_capsules=primary, attention=attention, class_capsules=capsules,
-                   lengths=lengths)
+                   lengths=lengths,
+                   explanation=HeadMean(primary_desc.grid, name="explanation")(attention))
     return vector_network(params, description, image, outputs, convs, primary_caps, pooling,
                           name="gracapsnet")

@@ -100,3 +100,24 @@ class GraphPooling(keras.layers.Layer):
                 "heads": self.heads, "grid": list(self.grid), "sigma": self.sigma,
                 "kernel_init_stddev": self.kernel_init_stddev,
                 "pooling_init_range": self.pooling_init_range}
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class HeadMean(keras.layers.Layer):
+    """Attention (batch, heads, gh*gw, classes) -> E (batch, classes, gh, gw): the mean over the
+    heads, each class's column on the grid (Gu, Wu & Tresp 2021, eq. 9): GraCapsNet's built-in
+    explanation. No weights."""
+
+    def __init__(self, grid, **kwargs):
+        super().__init__(**kwargs)
+        self.grid = (int(grid[0]), int(grid[1]))
+
+    def call(self, attention):
+        mean = ops.mean(attention, axis=1)                            # (b, nodes, classes)
+        return ops.reshape(ops.transpose(mean, (0, 2, 1)), (-1, mean.shape[-1], *self.grid))
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], input_shape[3], *self.grid)
+
+    def get_config(self):
+        return {**super().get_config(), "grid": list(self.grid)}

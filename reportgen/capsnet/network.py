@@ -1,6 +1,7 @@
 """The built network of every model family: one interface that the probe, the trainer and the
 analyses meet whatever the family (reportgen.settings.families; each family's `build` returns
-one): `model` (image -> dict of named outputs), `encoder` (image -> [class vectors, class
+one, held to the network contract of reportgen.contract):
+`model` (image -> dict of named outputs), `encoder` (image -> [class vectors, class
 scores]; the scores are what the model predicts by: class-capsule lengths, a CNN's
 probabilities, matrix capsules' activations), `decoder` (masked class vectors -> image, or
 None), `description`, and the family's loss (`training_losses`).
@@ -34,6 +35,9 @@ class Network:
     pair_logits: Any = None
     # The capsule layers by name, for families whose analyses reach into them.
     capsule_layers: dict[str, Any] = field(default_factory=dict)
+    # The "votes" capability (reportgen.contract): images (B, H, W, C) -> (B, children, classes,
+    # dims) the votes u_hat[j|i] into the class capsules; None without it.
+    votes: Callable | None = None
     # Which passes run XLA-compiled (reportgen.settings.families.XLA); None: the family's.
     xla: Any = None
     # The compiled passes, made on first use and reused (reportgen.capsnet.compiled).

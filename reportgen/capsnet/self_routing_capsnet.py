@@ -37,6 +37,7 @@ import keras
 import numpy as np
 from keras import ops
 
+PACKAGE = "reportgen"          # Keras serialisation (`.keras` files), as reportgen.capsnet.layers
 # Floor of the sums divided by (sum_i a_i, sum_k a_k c_kj): 0/0 -> 0 for a window of padding.
 TINY = 1e-30
 
@@ -130,6 +131,7 @@ class _SelfRoutingBase(keras.layers.Layer):
         return _routing_ops(votes, activations, logits)
 
 
+@keras.saving.register_keras_serializable(package=PACKAGE)
 class SelfRoutingConvCaps(_SelfRoutingBase):
     """Convolutional Self-Routing capsules. Inputs [poses (B, H, W, A, C), activations (B, H,
     W, A)] -> [poses (B, Ph, Pw, types, dims), activations (B, Ph, Pw, types), routing (B,
@@ -188,6 +190,7 @@ class SelfRoutingConvCaps(_SelfRoutingBase):
                 "padding": self.padding}
 
 
+@keras.saving.register_keras_serializable(package=PACKAGE)
 class SelfRoutingClassCaps(_SelfRoutingBase):
     """Self-Routing class capsules over the whole grid, activations only. Inputs [poses (B, H,
     W, A, C), activations (B, H, W, A)] -> [activations (B, classes), coupling (B, H*W*A,

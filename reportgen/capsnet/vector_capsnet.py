@@ -41,8 +41,12 @@ def build_vector_capsnet(params) -> Network:
     outputs.update(primary_capsules=primary, coupling=coupling, class_capsules=capsules,
                    lengths=lengths)
 
-    return vector_network(params, description, image, outputs, convs, primary_caps, class_caps,
-                          name="capsnet")
+    net = vector_network(params, description, image, outputs, convs, primary_caps, class_caps,
+                         name="capsnet")
+    # the "votes" capability: the sub-graph up to the primary capsules (shared layers, no copy)
+    primary_model = keras.Model(image, primary, name="capsnet_primary_capsules")
+    net.votes = lambda images: class_caps.votes(primary_model(images, training=False))
+    return net
 
 
 def vector_network(params, description, image, outputs, convs, primary_caps, class_caps,

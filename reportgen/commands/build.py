@@ -56,6 +56,7 @@ from reportgen.os_errors import DISK_ERRORS
 from reportgen.pages import site_output
 from reportgen.pages.assemble import MissingResult
 from reportgen.results.capsules_vs_cnns import model_kind
+from reportgen.settings.families import family_of
 from reportgen.training.run_info import training_run
 
 
@@ -463,7 +464,9 @@ class _Build:
             best_val_accuracy=max(accs) if accs else None, errors=errors,
             not_applicable=assembly.not_applicable(chosen), kind=model_kind(params),
             training=training_run(entry), sources=sources,
-            labels_per_image=model_label_arity(params))
+            labels_per_image=model_label_arity(params),
+            citations=list(family_of(params).citations_for(params)),
+            leaves_out=list(handle.description.leaves_out))
         built = {s: self.assembler.step_keys[(entry.name, str(s))] for s in steps
                  if (entry.name, str(s)) in self.assembler.step_keys}
         filmstrip_started = time.monotonic()
@@ -531,6 +534,7 @@ class _Build:
                               lambda: assembly.step_data(self.assembler, entry.name, step,
                                                          handle.description, variants, inputs,
                                                          dataset, keys, drawing))
+        self.report_failed(entry, step, variants, keys)
         cold = counts.computed > 0 and counts.reused == 0
         work = plan.step_work(analysed)
         keras = self.keras_seconds + self.import_seconds - keras_before
@@ -540,6 +544,23 @@ class _Build:
         self.clock.finished(plan.seconds(self.clock.costs, work), wall - keras if cold else None,
                             wall - (self.import_seconds - import_before))
         return data, cold
+
+    def report_failed(self, entry, step, variants, keys: engine_step.StepKeys) -> None:
+        """Each technique that failed at this step (its cards say why; the rest was built),
+        once per variant in the summary and on Home: the exit code is then 1."""
+        found: dict[tuple, list[str]] = {}
+        for group in (keys.checkpoint, keys.dataset):
+            for (name, p), key in group.items():
+                if key in keys.failed:
+                    found.setdefault((name, p), []).append(keys.failed[key])
+        for (name, p, _), key in keys.inputs.items():
+            if key in keys.failed:
+                found.setdefault((name, p), []).append(keys.failed[key])
+        titles = {(t.name, p): t.title_of(p) for t, p in variants}
+        for (name, p), reasons in found.items():
+            inputs = f" (for {len(reasons)} inputs)" if len(reasons) > 1 else ""
+            self.summary.fail(f"{entry.name} step {step}",
+                              f"{titles.get((name, p), name)} failed{inputs}: {reasons[0]}")
 
     def time_step(self, plan, work: dict, wall: float, computing: dict, drawing: dict,
                   keras: float) -> None:
@@ -606,7 +627,8 @@ class _Build:
         site = SiteData(
             title=settings.title, models=models,
             techniques=[{"name": t.name, "title": t.title, "layer": t.layer,
-                         "description": t.description, "experimental": t.experimental}
+                         "description": t.description, "experimental": t.experimental,
+                         "citations": list(t.citations)}
                         for t in self.techniques],
             compare_panels=assembly.compare_panels(self.assembler, models, self.techniques),
             failures=[BuildFailure(subject, _shown_on_site(reason))

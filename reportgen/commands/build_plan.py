@@ -76,12 +76,18 @@ class ModelPlan:
             where_analysed += f" ({applying} of {asked} apply to it)"
         over = (f"{self.eval_images} evaluation images"
                 + (" (fitted to the time budget; --eval-images to choose)" if self.fitted else ""))
-        where = ("measured on this machine" if costs.from_here(self.cost_group, MODEL_KINDS)
-                 else "measured on the reference machine")
+        from reportgen.settings.families import declares_costs
+
+        if costs.from_here(self.cost_group, MODEL_KINDS):
+            whose = f"the {self.family} family's costs measured on this machine"
+        elif declares_costs(self.family):
+            whose = f"the {self.family} family's costs measured on the reference machine"
+        else:      # what the estimate really uses (build_time.reference_seconds)
+            whose = (f"the {DEFAULT_FAMILY} family's costs measured on the reference machine; "
+                     f"the {self.family} family declares none")
         return (f"{self.model}: {steps}, {self.inputs} input{'s' if self.inputs != 1 else ''}, "
                 f"{where_analysed}, {over}; about {duration(self.seconds(costs))} if nothing is "
-                f"cached (estimated from {self.trainable_params:,} parameters and the "
-                f"{self.family} family's costs {where})")
+                f"cached (estimated from {self.trainable_params:,} parameters and {whose})")
 
 
 def start_and_site_seconds(plans: list[ModelPlan], costs: Costs = REFERENCE_COSTS) -> float:

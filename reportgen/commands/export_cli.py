@@ -45,4 +45,4 @@ def command(models, out, force, steps, inputs, site_dir, cache_dir):
     with store.shared_lock():           # `cache clear` waits until the files are read
         path, supplement = export(site_dir, store, out, models, steps, inputs, force=force)
     console.echo(f"wrote {path}: {len(supplement.figures)} figures, {len(supplement.data)} CSV "
-                 f"files, {len(supplement.keys)} references")
+                 f"files, {len(supplement.references)} references")

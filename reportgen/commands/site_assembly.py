@@ -23,7 +23,7 @@ from reportgen.pages.sitedata import ArchitectureRow, InputInfo, Panel, StepData
 from reportgen.techniques.base import Figure, RenderContext
 
 DRAWING_THREADS = min(4, os.cpu_count() or 1)
-ARCHITECTURE_VERSION = 1
+ARCHITECTURE_VERSION = 2   # 2: trainable and other parameters apart
 
 
 # --------------------------------------------------------------------------------------------
@@ -108,12 +108,13 @@ def step_data(assembler, model: str, step, description, variants, inputs, datase
     ctx = context(model, str(step), description, dataset)
     for t, p in variants:
         if t.scope == "checkpoint" and (t.name, p) in keys.checkpoint:
-            data.checkpoint_panels.append(assembler.panel(
-                t, p, keys.checkpoint[(t.name, p)], ctx, out_dir / "checkpoint"))
+            data.checkpoint_panels.append(drawn_or_failed(
+                assembler, t, p, keys.checkpoint[(t.name, p)], ctx, out_dir / "checkpoint",
+                keys))
         elif t.scope == "dataset" and (t.name, p) in keys.dataset:
             started = time.perf_counter()
-            data.dataset_panels.append(assembler.panel(
-                t, p, keys.dataset[(t.name, p)], ctx, out_dir / "dataset"))
+            data.dataset_panels.append(drawn_or_failed(
+                assembler, t, p, keys.dataset[(t.name, p)], ctx, out_dir / "dataset", keys))
             seconds["dataset"] = seconds.get("dataset", 0.0) + time.perf_counter() - started
     started = time.perf_counter()
     # NumPy and zlib release the GIL, so a second thread overlaps part of the drawing (under
@@ -125,8 +126,8 @@ def step_data(assembler, model: str, step, description, variants, inputs, datase
 
     def panel(job, draw=True):
         item, t, p = job
-        return assembler.panel(t, p, keys.inputs[(t.name, p, item.key)], contexts[item.key],
-                               out_dir / item.key, draw=draw)
+        return drawn_or_failed(assembler, t, p, keys.inputs[(t.name, p, item.key)],
+                               contexts[item.key], out_dir / item.key, keys, draw=draw)
 
     panels = [panel(job, draw=False) for job in jobs]     # drawn before: no threads needed
     missing = [i for i, found in enumerate(panels) if found is None]
@@ -139,7 +140,7 @@ def step_data(assembler, model: str, step, description, variants, inputs, datase
     seconds["inputs"] = time.perf_counter() - started
     for item in inputs:
         for t, p in variants:   # the gallery's predictions come from the stored result
-            if t.name == "predictions":
+            if t.name == "predictions" and keys.inputs[(t.name, p, item.key)] not in keys.failed:
                 lengths = assembler.arrays(keys.inputs[(t.name, p, item.key)],
                                            f"predictions ({model}, step {step}, "
                                            f"{item.label})")["lengths"]
@@ -151,6 +152,34 @@ def step_data(assembler, model: str, step, description, variants, inputs, datase
         evaluation["lengths"], evaluation["labels"], description.classes)
     data.predicted_pair = predicted_pairs(evaluation["lengths"], evaluation["labels"])
     return data
+
+
+def drawn_or_failed(assembler, tech, params, key: str, ctx, out_dir, keys, draw: bool = True):
+    """The panel of one stored result; for a result whose technique failed to compute it
+    (`keys.failed`) or to draw it, a panel without figures that says why (Panel.failed): a
+    failing technique fails alone. A result gone from the store still raises MissingResult
+    (the build computes it again)."""
+    from reportgen.engine.step import failure_reason
+    from reportgen.errors import StoreError
+    from reportgen.pages.assemble import MissingResult
+    from reportgen.techniques.compute import variant_label
+
+    reason = keys.failed.get(key)
+    if reason is None:
+        try:
+            return assembler.panel(tech, params, key, ctx, out_dir, draw=draw)
+        except (MissingResult, StoreError, KeyboardInterrupt):
+            raise
+        except Exception as exc:    # its drawing failed: the other panels are drawn
+            from reportgen import console
+
+            console.failure_traceback(exc)
+            reason = keys.failed[key] = f"drawing it failed: {failure_reason(exc)}"
+    label = variant_label(params)
+    return Panel(technique=tech.name, variant=label,
+                 title=tech.title_of(params) + (f" ({label})" if label else ""),
+                 layer=tech.layer_for(params), caption="", figures=[],
+                 experimental=tech.experimental, failed=reason)
 
 
 # --------------------------------------------------------------------------------------------
@@ -287,7 +316,8 @@ def filmstrip_frames(assembler, model: str, description, dataset, variants, inpu
             found = []
             for step in steps:
                 panel = next((q for q in step.input_panels.get(item.key, [])
-                              if q.technique == t.name and q.variant == label), None)
+                              if q.technique == t.name and q.variant == label
+                              and not q.failed), None)
                 keys = assembler.step_keys.get((model, step.step))
                 key = None if keys is None else keys.inputs.get((t.name, p, item.key))
                 if panel is not None and key is not None:

@@ -46,6 +46,7 @@ from reportgen.os_errors import user_error
 from reportgen.figures.encode import PIXEL_RATIO, png_size, upscale_png
 from reportgen.pages.sitedata import (BuildFailure, FigureFile, InputInfo, ModelData, Panel,
                                       Prediction, SiteData, StepData)
+from reportgen import bibtex
 from reportgen.results import references
 
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)       # the earliest time a zip can hold: no build time inside
@@ -72,7 +73,8 @@ class SupplementFigure:
 class Supplement:
     figures: list[SupplementFigure] = field(default_factory=list)
     data: dict[str, bytes] = field(default_factory=dict)        # zip path -> CSV bytes
-    keys: set[str] = field(default_factory=set)                 # BibTeX keys
+    # BibTeX key -> entry: what the figures' families, data sets and techniques declare
+    references: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
 
@@ -211,10 +213,12 @@ def collect(site: SiteData, models: list[ModelData], steps: str = "last",
     comparisons across models when every model of the site is chosen."""
     out = Supplement()
     names = _Names()
+    # what each technique declares (Technique.citations, handed on with the site's techniques)
+    cites = {t["name"]: tuple(t.get("citations", ())) for t in site.techniques}
     for model in models:
         mdir = names.part(model.name)
-        out.keys.update(references.kind_keys(model.kind or "CapsNet"))
-        out.keys.update(references.dataset_keys(model.dataset))
+        _cite(out, model.citations)
+        _cite(out, references.dataset_entries(model.dataset))
         _downloads(out, model.downloads, f"{mdir}/training_curves", "Training curves")
         labels = {i.key: i.label for i in model.inputs}
         chosen_inputs = select_inputs(model, inputs)
@@ -223,25 +227,26 @@ def collect(site: SiteData, models: list[ModelData], steps: str = "last",
             _downloads(out, step.downloads, f"{sdir}/confusion_matrix", "Confusion matrix")
             at_step = f"{model.name}, step {step.step}."
             for panel in step.checkpoint_panels:
-                _panel_figures(out, panel, f"{sdir}/checkpoint", at_step)
+                _panel_figures(out, panel, f"{sdir}/checkpoint", at_step, cites=cites)
             for panel in step.dataset_panels:
-                _panel_figures(out, panel, f"{sdir}/dataset", at_step)
+                _panel_figures(out, panel, f"{sdir}/dataset", at_step, cites=cites)
             for key in chosen_inputs:
                 for panel in step.input_panels.get(key, []):
                     _panel_figures(out, panel, f"{sdir}/{names.part(key)}",
                                    f"{model.name}, step {step.step}, input "
-                                   f"{labels.get(key, key)}.")
+                                   f"{labels.get(key, key)}.", cites=cites)
         for panel in model.trend_panels:
             from reportgen.pages.analyses import derived_numbers, trend_sources
 
             _panel_figures(out, panel, f"{mdir}/trends", f"{model.name}, over training.",
-                           numbers=derived_numbers(panel, trend_sources(model, panel), "step"))
+                           numbers=derived_numbers(panel, trend_sources(model, panel), "step"),
+                           cites=cites)
     if {m.name for m in models} == {m.name for m in site.models}:
         from reportgen.pages.analyses import compare_sources, derived_numbers
 
         for panel in site.compare_panels:
             _panel_figures(out, panel, "compare", numbers=derived_numbers(
-                panel, compare_sources(site.models, panel), "model"))
+                panel, compare_sources(site.models, panel), "model"), cites=cites)
     elif site.compare_panels:
         out.notes.append("The comparisons across models are left out: they overlay every "
                          "model of the site, and not all of them were chosen.")
@@ -315,13 +320,19 @@ def _downloads(out: Supplement, files: list[FigureFile], stem: str, title: str) 
             out.data[f"data/{stem}.csv"] = _read(f)
 
 
+def _cite(out: Supplement, entries) -> None:
+    for entry in entries:
+        out.references.setdefault(bibtex.entry_key(entry), entry)
+
+
 def _panel_figures(out: Supplement, panel: Panel, folder: str, context: str = "",
-                   numbers: tuple[str, str] | None = None) -> None:
+                   numbers: tuple[str, str] | None = None, cites: dict | None = None) -> None:
     """One supplement figure per picture of the panel (its caption after `context`, e.g.
     "MNIST_Demo, step 5-40, input test #3."); its numbers as CSV."""
     from reportgen.pages.analyses import groups, humane
 
-    cite = references.technique_keys(panel.technique)
+    cites = cites or {}
+    cite = tuple(bibtex.entry_key(e) for e in cites.get(panel.technique, ()))
     stem = panel.technique + (f"-{panel.variant}" if panel.variant else "")
     grouped = groups(panel)
     pictured = [(label, files) for label, files in grouped
@@ -347,7 +358,7 @@ def _panel_figures(out: Supplement, panel: Panel, folder: str, context: str = ""
         out.figures.append(figure)
     if not pictured:
         return              # no figure (the live decoder's weights): nothing for a paper
-    out.keys.update(cite)
+    _cite(out, cites.get(panel.technique, ()))
     # the numbers: the panel's CSV, else the numbers its JSON download holds (`Panel.numbers`,
     # handed on as data) flattened to (key, value) rows
     exported = [f for f in panel.figures if f.kind in NUMBER_KINDS]
@@ -406,7 +417,7 @@ def entries(supplement: Supplement, site: SiteData, models, steps: str,
             files[f"{fig.stem}.{kind}"] = data
     files.update(supplement.data)
     files["captions.tex"] = captions_tex(supplement.figures).encode("utf-8")
-    files["references.bib"] = references.bibtex(supplement.keys).encode("utf-8")
+    files["references.bib"] = bibtex.bibliography(supplement.references.values()).encode("utf-8")
     files["README.txt"] = readme(supplement, site, models, steps, inputs).encode("utf-8")
     return files
 

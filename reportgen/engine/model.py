@@ -68,9 +68,12 @@ _LABEL_REASONS = {"one_class_per_image": "each of its images carries two classes
                                          "digits), and this analysis scores one"}
 
 
-def not_applicable_reason(missing: frozenset[str]) -> str:
+def not_applicable_reason(missing: frozenset[str] | str) -> str:
     """Why a technique does not apply, naming what the model lacks (its most fundamental missing
-    feature), to follow "Not applicable to this model:": "it has no reconstruction decoder"."""
+    feature), to follow "Not applicable to this model:": "it has no reconstruction decoder";
+    a technique's own clause (Technique.unsuited) as it is."""
+    if isinstance(missing, str):
+        return missing
     for name, reason in _LABEL_REASONS.items():
         if name in missing:
             return reason

@@ -8,6 +8,10 @@ technique reads that pass through a view restricted to its own needs. Checkpoint
 techniques (conv kernels) read the weights. Dataset-scope analyses share one EvalBatch whose
 clean tensors are computed once.
 
+A technique that raises fails alone: its results at this step are left out and recorded with
+the one-line reason (`StepKeys.failed`), every other technique still computes, and the pages
+say so on its cards. Nothing is stored for it, so the next build tries again.
+
 The model may be a reportgen.engine.model.ModelHandle: planning and the store lookups read only
 its description, and the Keras model is built only when something is missing.
 """
@@ -33,7 +37,8 @@ class Plan:
     apply to it with the model features they miss (for a "not applicable" note)."""
 
     variants: tuple[tuple, ...]
-    not_applicable: tuple[tuple, ...]      # (technique, frozenset of missing features)
+    # (technique, frozenset of missing features, or the plain clause of why it does not suit)
+    not_applicable: tuple[tuple, ...]
 
 
 def plan(techniques, model) -> Plan:
@@ -52,7 +57,8 @@ def plan(techniques, model) -> Plan:
         elif t.applicable(model):
             variants.extend((t, p) for p in t.variants(model))
         else:
-            skipped.append((t, t.missing_features(model)))
+            missing = t.missing_features(model)
+            skipped.append((t, missing if missing else t.unsuited_reason(model)))
     return Plan(tuple(variants), tuple(skipped))
 
 
@@ -65,6 +71,8 @@ class StepKeys:
     checkpoint: dict[tuple, str] = field(default_factory=dict)   # (tech name, params)
     dataset: dict[tuple, str] = field(default_factory=dict)      # (tech name, params)
     evaluation: str = ""
+    # result key -> why its technique failed at this step (one line): nothing stored for it
+    failed: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -111,6 +119,7 @@ def compute_step(model, weights_path, variants, inputs, eval_set, keys: StepKeys
     stored (the build starts drawing it while the next one computes; reportgen.pages.drawing_pool
     says why only these)."""
     counts = StepCounts()
+    keys.failed.clear()          # what is missing is tried again; a failure is said again
     present = {k for group in (keys.inputs, keys.checkpoint, keys.dataset)
                for k in group.values() if store.has_arrays(k)}
     counts.reused = len(present)
@@ -136,9 +145,11 @@ def compute_step(model, weights_path, variants, inputs, eval_set, keys: StepKeys
 
     for t, p in missing_ckpt:
         batch = empty_batch(net).restricted(t.needs_for(p, net), f"Technique '{t.name}'")
-        store.put_arrays(keys.checkpoint[(t.name, p)], _float32(t.compute(batch, p)),
-                         {**meta, "technique": t.name})
-        counts.computed += 1
+        result = _computed(t, p, lambda: t.compute(batch, p), keys,
+                           [keys.checkpoint[(t.name, p)]])
+        if result is not None:
+            store.put_arrays(keys.checkpoint[(t.name, p)], result, {**meta, "technique": t.name})
+            counts.computed += 1
 
     # Only what the techniques with something missing read (gradients only if one asks).
     started = time.perf_counter()
@@ -157,7 +168,10 @@ def compute_step(model, weights_path, variants, inputs, eval_set, keys: StepKeys
                 continue
             part = batch if len(todo) == len(chunk) else subset(batch, todo)
             part = part.restricted(t.needs_for(p, net), f"Technique '{t.name}'")
-            result = _float32(t.compute(part, p))
+            result = _computed(t, p, lambda: t.compute(part, p), keys,
+                               [keys.inputs[(t.name, p, inputs[chunk[j]].key)] for j in todo])
+            if result is None:
+                continue
             for row, j in enumerate(todo):
                 item = inputs[chunk[j]]
                 store.put_arrays(keys.inputs[(t.name, p, item.key)],
@@ -181,13 +195,43 @@ def compute_step(model, weights_path, variants, inputs, eval_set, keys: StepKeys
         console.notice(f"  {meta.get('model')} {meta.get('step')}: {t.title_of(p)} "
                        f"over {len(eval_y)} images")
         view = evaluation.restricted(t.needs_for(p, net), f"Technique '{t.name}'")
-        arrays = _float32(t.compute(view, p))
+        arrays = _computed(t, p, lambda: t.compute(view, p), keys, [keys.dataset[(t.name, p)]])
+        if arrays is None:
+            continue
         store.put_arrays(keys.dataset[(t.name, p)], arrays, {**meta, "technique": t.name})
         counts.computed += 1
         if analysed is not None:
             analysed(t, p, keys.dataset[(t.name, p)], arrays)
     counts.seconds["dataset"] = time.perf_counter() - started
     return counts
+
+
+def _computed(t, p, compute, keys: StepKeys, result_keys: list[str]) -> dict | None:
+    """`compute()`'s arrays as stored (float32), or None when the technique raised: the
+    reason goes to `keys.failed` for each of `result_keys` (said in one line on its cards and
+    in the build's summary; the traceback with --debug). The store's own errors stop the step:
+    they are no technique's fault."""
+    from reportgen.errors import StoreError
+
+    try:
+        return _float32(compute())
+    except (StoreError, KeyboardInterrupt):
+        raise
+    except Exception as exc:        # a failing technique fails alone
+        console.failure_traceback(exc)
+        reason = failure_reason(exc)
+        for key in result_keys:
+            keys.failed[key] = reason
+        return None
+
+
+def failure_reason(exc: BaseException) -> str:
+    """One line: a ReportgenError's message, else the exception's type and text."""
+    from reportgen.errors import ReportgenError
+
+    if isinstance(exc, ReportgenError):
+        return exc.message
+    return " ".join(f"{type(exc).__name__}: {exc}".split())
 
 
 def _float32(arrays: dict) -> dict:

@@ -9,6 +9,7 @@ import math
 
 from reportgen.capsnet.description import (CapsuleLayer, Head, ModelDescription, RoutingWeights,
                                            capsule_convs, decoder_of)
+from reportgen.results.references import cite
 from reportgen.settings.families import XLA, Family, FamilyCosts
 from reportgen.settings.model_params import check_primary_fits, conv_grid
 
@@ -24,6 +25,11 @@ def dynamic_routing(iterations: int, softmax: str = "classes") -> RoutingWeights
                           lacks="dynamic routing",
                           sums_over="parents" if softmax == "classes" else "children",
                           paths=True, iterations=iterations, symbol="c", output="coupling")
+
+
+# `primary.batch_norm` (Gu's capsule code) is not a layer of the description.
+PRIMARY_BATCH_NORM = ("BatchNorm of the primary capsules' channels before the squash: the "
+                      "primary convolution's maps shown are before it.",)
 
 
 def describe(params) -> ModelDescription:
@@ -44,7 +50,8 @@ def describe(params) -> ModelDescription:
                             capsule_layers=(primary, classes),
                             head=Head(kind="capsules", classes=params.num_classes,
                                       layer="class_caps"),
-                            decoder=decoder_of(params, params.num_classes * c.dims))
+                            decoder=decoder_of(params, params.num_classes * c.dims),
+                            leaves_out=PRIMARY_BATCH_NORM if p.batch_norm else ())
 
 
 def count_params(params) -> int:
@@ -101,7 +108,22 @@ COSTS = FamilyCosts(reference={"model": 6.9, "step": 0.2, "input": 0.098, "analy
 # 0.31x, 0.04x, 0.05x, 0.05x (XLA's CPU backward of the 9x9 convolutions).
 XLA_PASSES = XLA(forward=True, gradients=False)
 
+def setting_citations(params) -> tuple[str, ...]:
+    """Gu's No-R and Aff-CapsNet variants (settings of Sabour et al.'s network) cite Gu."""
+    if display_name(params) == "CapsNet":
+        return ()
+    return cite("gu2021capsule", "gu2022explainability")
+
+
+# A tiny model for the contract tests (Family.example): 12x12 -> conv 10x10 -> primary (kernel
+# 3, stride 2) 4x4 grid x 4 types -> 3 classes x 4D
+EXAMPLE = {"input_shape": [12, 12, 1], "num_classes": 3,
+           "conv": [{"filters": 8, "kernel_size": 3}],
+           "primary": {"types": 4, "dims": 4, "kernel_size": 3, "strides": 2},
+           "class_caps": {"dims": 4}, "decoder": {"units": [16]}}
+
 FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_params,
                 display_name=display_name, check=check, costs=COSTS, xla=XLA_PASSES,
-                routing=(dynamic_routing(3),),
-                modules=(__name__, "reportgen.capsnet.vector_capsnet"))
+                routing=(dynamic_routing(3),), capabilities={"votes"},
+                citations=cite("sabour2017dynamic"), setting_citations=setting_citations,
+                example=EXAMPLE, modules=(__name__, "reportgen.capsnet.vector_capsnet"))

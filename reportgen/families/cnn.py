@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from reportgen.capsnet.description import Head, ModelDescription, conv_stack, decoder_of
 from reportgen.capsnet.network import conv_param_count, decoder_param_count, dense_param_count
+from reportgen.results.references import cite
 from reportgen.settings.families import XLA, Family, FamilyCosts
 from reportgen.settings.model_params import choices, conv_grid
 
@@ -101,7 +102,17 @@ COSTS = FamilyCosts(reference={"model": 4.8, "step": 0.18, "input": 0.026,
 # CPU: forward 1.24x; forward + backward 0.04x (XLA's CPU backward of the 9x9 convolutions).
 XLA_PASSES = XLA(forward=True, gradients=False)
 
+
+# A tiny model for the contract tests (Family.example): 12x12 -> conv 10x10x8 -> conv (stride
+# 2) 4x4x8 -> class units 3 x 4 (ConvNet-CR)
+EXAMPLE = {"input_shape": [12, 12, 1], "num_classes": 3,
+           "conv": [{"filters": 8, "kernel_size": 3},
+                    {"filters": 8, "kernel_size": 3, "strides": 2}],
+           "cnn": {"head": "cr", "dense": [12], "vector_dims": 4}, "class_caps": {"dims": 4},
+           "decoder": {"units": [16]}}
+
 FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_params,
                 display_name=lambda params: HEAD_NAMES[params.family_settings.head],
                 table="cnn", settings=CNNParams, check=check, costs=COSTS, xla=XLA_PASSES,
+                citations=cite("gu2021capsule", "gu2022explainability"), example=EXAMPLE,
                 modules=(__name__, "reportgen.capsnet.cnn", "reportgen.capsnet.cnn_layers"))

@@ -39,6 +39,7 @@ from reportgen.capsnet.description import (POSE, PRIMARY_CHANNELS, CapsuleLayer,
                                            ModelDescription, RoutingWeights, capsule_convs,
                                            conv_output)
 from reportgen.errors import ReportgenError
+from reportgen.results.references import cite
 from reportgen.settings.families import XLA, Family, FamilyCosts
 from reportgen.settings.model_params import DecoderParams, conv_grid, fail, parse_section
 
@@ -206,9 +207,19 @@ COSTS = FamilyCosts(seconds_per_eval_image=3.0)
 # forward + backward 3.06x (EM routing's chains of elementwise operations fuse).
 XLA_PASSES = XLA(forward=True, gradients=True)
 
+
+# A tiny model for the contract tests (Family.example): 12x12 -> conv 3x3 -> 10x10 -> primary
+# 1x1 -> ConvCaps k3 s2 -> 4x4 -> ConvCaps k2 s1 -> 3x3
+EXAMPLE = {"input_shape": [12, 12, 1], "num_classes": 3,
+           "conv": [{"filters": 4, "kernel_size": 3}],
+           "primary": {"types": 2, "kernel_size": 1, "strides": 1},
+           "em": {"routing_iterations": 2, "inverse_temperature": 0.5,
+                  "conv_caps": [{"types": 3, "kernel_size": 3, "strides": 2},
+                                {"types": 2, "kernel_size": 2, "strides": 1}]}}
+
 FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_params,
                 display_name=lambda params: "EM-CapsNet", table="em", settings=EMParams,
                 parse=parse, check=check, costs=COSTS, routing=(em_assignments(3),),
-                xla=XLA_PASSES,
+                xla=XLA_PASSES, citations=cite("hinton2018matrix"), example=EXAMPLE,
                 modules=(__name__, "reportgen.capsnet.em_capsnet", "reportgen.capsnet.em_routing",
                          "reportgen.capsnet.matrix_layers"))

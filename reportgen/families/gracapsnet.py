@@ -16,6 +16,7 @@ from reportgen.capsnet.description import (CapsuleLayer, Head, ModelDescription,
                                            capsule_convs, decoder_of)
 from reportgen.capsnet.network import conv_param_count, decoder_param_count
 from reportgen.errors import ReportgenError
+from reportgen.results.references import cite
 from reportgen.settings.families import XLA, Family
 from reportgen.settings.model_params import check_primary_fits, conv_grid
 
@@ -84,7 +85,22 @@ def build(params):
 # CPU: forward 0.68x, forward + backward 0.93x: no XLA.
 XLA_PASSES = XLA(forward=False, gradients=False)
 
+
+# A tiny model for the contract tests (Family.example): 12x12 -> conv 10x10 -> primary (kernel
+# 3, stride 2) 4x4 grid x 4 heads -> 3 classes x 4D
+EXAMPLE = {"input_shape": [12, 12, 1], "num_classes": 3,
+           "conv": [{"filters": 8, "kernel_size": 3}],
+           "primary": {"types": 4, "dims": 4, "kernel_size": 3, "strides": 2},
+           "class_caps": {"dims": 4}, "graph": {"sigma": 1.5}, "decoder": {"units": [16]}}
+
+# Its built-in explanation E (Gu, Wu & Tresp 2021, eq. 9) is a model output; the attention of
+# every head is its own output, read by its own technique (gracaps_attention).
 FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_params,
                 display_name=lambda params: "GraCapsNet", table="graph", settings=GraphParams,
                 check=check, routing=(GRAPH_ATTENTION,), xla=XLA_PASSES,
-                modules=(__name__, "reportgen.capsnet.gracapsnet", "reportgen.capsnet.graph_pooling"))
+                capabilities={"explanation"},
+                outputs={"attention": "(B, heads, gh*gw, classes) the graph-pooling attention "
+                                      "Att^l of each head over the primary grid's nodes"},
+                citations=cite("gu2021graph"), example=EXAMPLE,
+                modules=(__name__, "reportgen.capsnet.gracapsnet",
+                         "reportgen.capsnet.graph_pooling"))

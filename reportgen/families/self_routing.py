@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 from reportgen.capsnet.description import (CapsuleLayer, ConvLayer, Head, ModelDescription,
                                            RoutingWeights)
 from reportgen.capsnet.description import INPUT_FIELD
+from reportgen.results.references import cite
 from reportgen.settings.families import XLA, Family
 from reportgen.settings.model_params import DecoderParams, fail
 
@@ -48,6 +49,14 @@ NAME = "self_routing"
 ROUTING = RoutingWeights(kind="self_routing", words="self-routing coupling coefficients",
                          lacks="self-routing", sums_over="parents", paths=True, iterations=0,
                          symbol="c")
+
+
+# The SmallNet's BatchNorm layers are not layers of the description.
+LEAVES_OUT = (
+    "BatchNorm after every convolution, before its activation: the feature maps shown are "
+    "after it, the kernels shown before it, and its statistics are not shown.",
+    "BatchNorm of the ConvCaps poses: the poses the analyses read are after it.",
+)
 
 
 @dataclass(frozen=True)
@@ -102,7 +111,8 @@ def describe(params) -> ModelDescription:
                             conv_layers=(*convs, poses, activations),
                             capsule_layers=(primary, conv_caps, classes),
                             head=Head(kind="capsules", classes=params.num_classes,
-                                      layer="class_caps"))
+                                      layer="class_caps"),
+                            leaves_out=LEAVES_OUT)
 
 
 def count_params(params) -> int:
@@ -167,9 +177,20 @@ def build(params):
 # 2-core CPU: forward 0.94x, forward + backward 0.76x: no XLA.
 XLA_PASSES = XLA(forward=False, gradients=False)
 
+
+# A tiny model for the contract tests (Family.example), every convolution padded by 1: 12x12 ->
+# conv 12x12x8 -> primary (kernel 3, stride 2) 6x6 x 2 types of 4 -> ConvCaps (kernel 3,
+# stride 2) 3x3 x 3 types of 4 -> 3 classes
+EXAMPLE = {"input_shape": [12, 12, 1], "num_classes": 3,
+           "conv": [{"filters": 8, "kernel_size": 3}],
+           "primary": {"types": 2, "dims": 4, "kernel_size": 3, "strides": 2},
+           "self_routing": {"conv_caps_types": 3, "conv_caps_dims": 4},
+           "decoder": {"enabled": False}}
+
 FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_params,
                 display_name=lambda params: "Self-Routing", table=NAME,
                 settings=SelfRoutingParams, check=check, routing=(ROUTING,), xla=XLA_PASSES,
+                citations=cite("hahn2019self"), example=EXAMPLE,
                 # reportgen.capsnet re-exports the routing function for notebooks
                 modules=(__name__, "reportgen.capsnet.self_routing_capsnet",
                          "reportgen.capsnet"))

@@ -18,16 +18,17 @@ from reportgen.results.explanation_fidelity import (METHOD_LABELS as LABELS, MET
                                                        summarized_methods)
 
 COLORS = {"rpv_modified": "#d95f02", "rpv_original": "#e6ab02", "gradcam_pp": "#1b9e77",
-          "random": "#7f7f7f", "gracaps_attention": "#e7298a"}
+          "random": "#7f7f7f", "builtin": "#e7298a"}
 STYLES = {"rpv_modified": "-", "rpv_original": "--", "gradcam_pp": "-", "random": ":",
-          "gracaps_attention": "-"}
+          "builtin": "-"}
 AGREEMENT_COLOR = "#7570b3"
 # The model's own explanation (reportgen.techniques.explanation_fidelity.builtin_explanation),
 # in words.
-SUBJECTS = {"rpv_modified": "RPV", "gracaps_attention": "GraCapsNet's attention"}
-MAPS = {"rpv_modified": "RPV modified (l_i c_ij l_j) and original (l_i (c_ij l_j)^2)",
-        "gracaps_attention": "GraCapsNet attention E (the graph-pooling attention of the class "
-                             "over the grid nodes, averaged over the heads)"}
+SUBJECTS = {"rpv_modified": "RPV", "builtin": "the built-in explanation"}
+MAPS = {"rpv_modified": "RPV modified (a_i w_ij a_j along every routing path) and original "
+                        "((w_ij a_j)^2 per hop)",
+        "builtin": "the explanation map the model's family builds in (for GraCapsNet, its "
+                   "graph-pooling attention averaged over the heads, E)"}
 FONT = 8
 DPI = 110
 

@@ -543,9 +543,12 @@ def render_rpv(result, params, ctx: RenderContext) -> list[Figure]:
     maps = np.asarray(result["maps"], dtype=np.float64)                   # (K, gh, gw)
     classes, gh, gw = maps.shape
     method = str(_get(params, "method", "modified"))
-    formula = "l_i (c_ij l_j)^2" if method == "original" else "l_i c_ij l_j"
-    through = ""
     description = ctx.description
+    # the model's own routing weights' letter (c_ij of dynamic routing)
+    c = description.routed_layers[-1].routing.symbol \
+        if description is not None and description.routed_layers else "c"
+    formula = f"l_i ({c}_ij l_j)^2" if method == "original" else f"l_i {c}_ij l_j"
+    through = ""
     if description is not None and description.routed_layers \
             and not one_hop_of_lengths(description):
         # routing weights w (EM: assignments R) and activations a, hop by hop

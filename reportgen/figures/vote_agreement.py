@@ -62,9 +62,17 @@ def _agreement(arrays, params, ctx) -> list[Figure]:
                f"other class capsule, blue); {bins} equal bins over [-1, 1] (a vote parallel to "
                f"v_j falls in the last bin; a zero vote counts as cosine 0). Top: share of all "
                f"votes per bin (each curve sums to 1); middle: mean vote length |û_j|i| per bin; "
-               f"bottom: mean final coupling coefficient c_ij per bin (gaps = empty bins). "
+               f"bottom: mean final routing weight into the class ({_routing_words(ctx)}) per "
+               f"bin (gaps = empty bins). "
                f"Coupling-weighted mean cosine: true {weighted[0]:.3f}, wrong {weighted[1]:.3f}.")
     return figure_pair(fig, "vote_agreement", caption)
+
+
+def _routing_words(ctx) -> str:
+    """What the model's routing weights into the classes are called (its RoutingWeights)."""
+    description = getattr(ctx, "description", None)
+    routed = description.routed_layers if description is not None else ()
+    return routed[-1].routing.words if routed else "coupling coefficients c_ij"
 
 
 def _agreement_images(arrays, params, ctx) -> list[Figure]:

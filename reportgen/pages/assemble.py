@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import shutil
 import threading
@@ -430,8 +431,12 @@ def evaluation_tables(lengths: np.ndarray, labels: np.ndarray, classes: int):
 
 
 def architecture_rows(net):
-    """(layer, kind, output shape, params) of every layer, the decoder's expanded."""
+    """(layer, kind, output shape, trainable params, other params) of every layer, the
+    decoder's expanded: the rows' trainable parameters add up to the model's."""
     from reportgen.pages.sitedata import ArchitectureRow
+
+    def size(weights) -> int:
+        return int(sum(math.prod(w.shape) for w in weights))
 
     rows = []
     for layer in net.model.layers:
@@ -442,5 +447,6 @@ def architecture_rows(net):
             rows.append(ArchitectureRow(
                 layer=sub.name, kind=sub.__class__.__name__,
                 output_shape=" + ".join(str(tuple(o.shape)) for o in outs),
-                params=int(sub.count_params())))
+                params=size(sub.trainable_weights),
+                non_trainable=size(sub.non_trainable_weights)))
     return rows

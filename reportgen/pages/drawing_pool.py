@@ -200,6 +200,9 @@ def _worker() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     requests, replies = sys.stdin.buffer, os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())   # a stray print cannot break a reply
+    from reportgen import plugins
+
+    plugins.quiet = True              # the build that started it says what did not load
     _warm_up()
     while True:
         job = _receive(requests)

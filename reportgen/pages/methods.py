@@ -1,83 +1,23 @@
-"""The "About the methods" page: every technique of the site with what it shows and its full
-references, read from the BibTeX entries of reportgen/results/references.py (the papers a
-technique comes from), written out as plain text (no links: the site makes no remote request),
-and the thresholds behind the findings (reportgen/results/findings.py).
+"""The "About the methods" page: every technique of the site with what it shows and the full
+references it declares (`Technique.citations`, handed on in SiteData.techniques), the model
+families of the built models with theirs (`Family.citations`, in ModelData.citations), written
+out as plain text (no links: the site makes no remote request), and the thresholds behind the
+findings (reportgen/results/findings.py). A technique or family that declares no citation shows
+none.
 """
 
 from __future__ import annotations
 
-import re
-
+from reportgen import bibtex
 from reportgen.pages.captions import readable
 from reportgen.results import findings
-from reportgen.results.references import ENTRIES, technique_keys
 
 METHODS_STEM, METHODS_TITLE = "methods", "About the methods"
 
-# Techniques whose view comes from the capsule network itself (Sabour et al. 2017) or is a
-# standard look at a convolutional layer, beside those references.py names.
-EXTRA = {"predictions": ("sabour2017dynamic",), "class_capsules": ("sabour2017dynamic",),
-         "primary_heatmaps": ("sabour2017dynamic",), "live_decoder": ("sabour2017dynamic",)}
-STANDARD = {"conv_feature_maps": "the activations of a convolutional layer, shown as images",
-            "conv_kernels": "the learned weights of a convolutional layer, shown as images"}
 
-_ACCENTS = {"\\'e": "é", '\\"a': "ä", '\\"u': "ü", '\\"o': "ö", "\\'a": "á", "\\`e": "è"}
-
-
-def _fields(entry: str) -> dict[str, str]:
-    """The fields of one BibTeX entry (values with their braces removed)."""
-    kind = re.match(r"@(\w+)\{", entry)
-    out = {"type": kind.group(1).lower() if kind else ""}
-    for match in re.finditer(r"(\w+)\s*=\s*\{", entry):
-        depth, start = 1, match.end()
-        i = start
-        while i < len(entry) and depth:
-            depth += {"{": 1, "}": -1}.get(entry[i], 0)
-            i += 1
-        out[match.group(1).lower()] = _plain(entry[start:i - 1])
-    return out
-
-
-def _plain(value: str) -> str:
-    for tex, char in _ACCENTS.items():
-        value = value.replace("{" + tex + "}", char).replace(tex, char)
-    value = value.replace("--", "–").replace("$", "")
-    value = re.sub(r"[{}]", "", value)
-    return re.sub(r"\s+", " ", value).strip()
-
-
-def _authors(text: str) -> str:
-    names = []
-    for name in text.split(" and "):
-        last, _, first = name.partition(", ")
-        initials = " ".join("-".join(f"{piece[0]}." for piece in part.split("-") if piece)
-                            for part in first.split() if part[0].isalpha())
-        names.append(f"{last}, {initials}".strip(", "))
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
-def reference(key: str) -> str:
-    """One entry as a plain-text reference: authors (year). Title. Venue, pages. Identifier.
-    Notes (what reportgen could not complete) follow."""
-    f = _fields(ENTRIES[key])
-    venue = f.get("booktitle") or f.get("journal") or f.get("school") or f.get("institution") \
-        or ""
-    if f.get("journal") and f.get("volume"):
-        venue += f" {f['volume']}" + (f"({f['number']})" if f.get("number") else "")
-    if f["type"] == "phdthesis":
-        venue = f"PhD thesis, {venue}"
-    elif f["type"] == "techreport":
-        venue = f"Technical report{' ' + f['number'] if f.get('number') else ''}, {venue}"
-    parts = [f"{_authors(f.get('author', ''))} ({f.get('year', 'n.d.')}). {f.get('title', '')}."]
-    if venue:
-        parts.append(venue + (f", pp. {f['pages']}" if f.get("pages") else "") + ".")
-    if f.get("doi"):
-        parts.append(f"doi:{f['doi']}.")
-    if f.get("eprint"):
-        parts.append(f"arXiv:{f['eprint']}.")
-    if f.get("note"):
-        parts.append(f"Note: {readable(f['note'])}")
-    return " ".join(parts)
+def reference(entry: str) -> str:
+    """One BibTeX entry as a plain-text reference (reportgen.bibtex.reference)."""
+    return bibtex.reference(entry, readable)
 
 
 def methods_view(techniques: list[dict], scope_of=lambda name: "input") -> list[dict]:
@@ -93,14 +33,25 @@ def methods_view(techniques: list[dict], scope_of=lambda name: "input") -> list[
         page = (f"the {ANALYSES_TITLE} page" if scope_of(name) == "dataset"
                 else "beside every layer page" if layer == BESIDE_EVERY_LAYER
                 else f"the {LAYER_TITLES.get(layer, layer)} page")
-        keys = technique_keys(name) or EXTRA.get(name, ())
-        refs = [reference(k) for k in keys if k in ENTRIES]
-        if not refs and name in STANDARD:
-            refs = [f"No single source: {STANDARD[name]}."]
+        refs = [reference(e) for e in bibtex.unique(t.get("citations", ()))]
         rows.append({"name": name, "title": t.get("title", name), "page": page,
                      "description": t.get("description", ""),
                      "experimental": bool(t.get("experimental")), "references": refs})
     return rows
+
+
+def families_view(models) -> list[dict]:
+    """[{kind, models, references}]: each kind of model built (Gu 2022's names, "CapsNet",
+    "Self-Routing", ...) with the models of that kind and the references its family declares."""
+    kinds: dict[str, dict] = {}
+    for model in models:
+        row = kinds.setdefault(model.kind or model.name, {"kind": model.kind or model.name,
+                                                         "models": [], "entries": []})
+        row["models"].append(model.name)
+        row["entries"] += list(model.citations)
+    return [{"kind": r["kind"], "models": r["models"],
+             "references": [reference(e) for e in bibtex.unique(r["entries"])]}
+            for r in kinds.values()]
 
 
 def thresholds() -> list[dict]:

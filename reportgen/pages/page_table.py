@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 BESIDE_EVERY_LAYER = "model"   # Technique.layer of the results shown beside every layer page
 NOT_APPLICABLE = "Not applicable to this model"   # before the reason (ModelData.not_applicable)
 NOT_COMPUTED = "Not computed for this step and input."   # a card without its result at a step
+FAILED = "Failed at this step"                             # before a failed technique's reason
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,8 @@ def table() -> dict:
     return {"kinds": {p.kind: {**asdict(p), "chooses": list(p.chooses)} for p in PAGE_KINDS},
             "layers": [asdict(p) for p in LAYER_PAGES],
             "beside_every_layer": BESIDE_EVERY_LAYER,
-            "labels": {"not_applicable": NOT_APPLICABLE, "not_computed": NOT_COMPUTED}}
+            "labels": {"not_applicable": NOT_APPLICABLE, "not_computed": NOT_COMPUTED,
+                       "failed": FAILED}}
 
 
 def site_script() -> str:

@@ -39,7 +39,8 @@ from reportgen.pages.gu_comparison import TITLE as GU_TITLE
 from reportgen.pages.gu_comparison import comparison
 from reportgen.pages.input_scripts import split_index
 from reportgen.pages.live import live_step
-from reportgen.pages.methods import METHODS_STEM, METHODS_TITLE, methods_view, thresholds
+from reportgen.pages.methods import (METHODS_STEM, METHODS_TITLE, families_view, methods_view,
+                                     thresholds)
 from reportgen.pages.live import summary_line as live_summary_line
 from reportgen.pages.mkdocs_project import (SITE_SCRIPT, build_site, choose_theme,
                                             mkdocs_config, write_files, write_project)
@@ -94,7 +95,7 @@ def render_site(site: SiteData, docs_dir: Path, templates_dir: Path | None = Non
         nav.append({GU_TITLE: f"{GU_STEM}.md"})
     files[f"{METHODS_STEM}.md"] = _template(env, "methods").render(
         **common(site, "", "methods"), methods=methods_view(site.techniques, ctx.scope),
-        thresholds=thresholds())
+        families=families_view(site.models), thresholds=thresholds())
     nav.append({METHODS_TITLE: f"{METHODS_STEM}.md"})
     for info in infos:
         files.update(_render_model_pages(env, ctx, info, files))

@@ -35,6 +35,8 @@ def figure_record(ctx: SiteContext, panel: Panel, several: bool = False) -> dict
     caption, more = split_caption(panel.caption, panel.variant)
     record = {"title": heading(panel.title, panel.variant, several), "caption": caption,
               "more": more, "figures": figures}
+    if panel.failed:                # the card says why instead of "not computed"
+        record["failed"] = panel.failed
     if panel.shared is not None:    # the filmstrip's frame on the scale shared by every step
         record["shared"] = {**figure_record(ctx, panel.shared, several),
                             "range": list(panel.shared_range)}
@@ -64,9 +66,10 @@ def model_index(ctx: SiteContext, info: ModelInfo, live: dict[str, str] | None =
     for step in model.steps:
         steps[step.step] = {
             "accuracy": step.accuracy,
-            "checkpoint": dict(record(p) for p in step.checkpoint_panels if p.figures),
-            "dataset": dict(record(p) for p in step.dataset_panels if p.figures),
-            "inputs": {key: dict(record(p) for p in panels if p.figures)
+            "checkpoint": dict(record(p) for p in step.checkpoint_panels
+                               if p.figures or p.failed),
+            "dataset": dict(record(p) for p in step.dataset_panels if p.figures or p.failed),
+            "inputs": {key: dict(record(p) for p in panels if p.figures or p.failed)
                        for key, panels in step.input_panels.items()},
             "predictions": {key: {"predicted": pred.predicted,
                                   "confidence": round(float(pred.confidence), 4),

@@ -46,6 +46,9 @@ class Panel:
     # Bulky data one page reads (`Technique.data`: the live decoder's quantised weights), in
     # memory only: not part of the site's record or digest (RECORDED False).
     data: dict | None = field(default=None, repr=False, metadata={RECORDED: False})
+    # Why the technique failed here (one line; no figures then): a failing technique fails
+    # alone, and its card says so while the rest of the model is shown.
+    failed: str = ""
 
 
 @dataclass
@@ -88,7 +91,8 @@ class ArchitectureRow:
     layer: str
     kind: str                 # "Conv2D", "PrimaryCaps", "ClassCaps", "Dense", ...
     output_shape: str
-    params: int
+    params: int               # trainable
+    non_trainable: int = 0    # e.g. BatchNorm's moving statistics
 
 
 @dataclass
@@ -125,6 +129,11 @@ class ModelData:
     # classes named per image: 1, or 2 for images of two overlapping digits (MultiMNIST),
     # whose accuracy is top-2 (reportgen.data.label_arity)
     labels_per_image: int = 1
+    # the BibTeX entries its family declares for it (Family.citations_for): cited on its
+    # pages, "About the methods" and the supplement's references.bib
+    citations: list[str] = field(default_factory=list)
+    # what the model's description leaves out (ModelDescription.leaves_out), said on its pages
+    leaves_out: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -140,7 +149,8 @@ class BuildFailure:
 class SiteData:
     title: str
     models: list[ModelData]
-    techniques: list[dict]    # [{name, title, layer, description, experimental}] in page order
+    # [{name, title, layer, description, experimental, citations}] in page order
+    techniques: list[dict]
     generated_by: str = "reportgen"
     # dataset-level analyses with the models overlaid (each model at its last built step)
     compare_panels: list[Panel] = field(default_factory=list)

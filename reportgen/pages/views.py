@@ -19,7 +19,7 @@ from reportgen.pages.captions import heading, split_caption
 from reportgen.pages.environment import ASSETS_URL
 from reportgen.pages.page_table import (ANALYSES_STEM, ANALYSES_TITLE, BESIDE_EVERY_LAYER,
                                         FILMSTRIP_STEM, FILMSTRIP_TITLE, KINDS, LAYER_PAGES,
-                                        LAYER_TITLES, NOT_APPLICABLE, NOT_COMPUTED,
+                                        FAILED, LAYER_TITLES, NOT_APPLICABLE, NOT_COMPUTED,
                                         LayerPage)
 from reportgen.pages.sitedata import FigureFile, ModelData, Panel, SiteData, StepData
 from reportgen.pages.urls import panel_id, png_size, unique_slugs, url
@@ -68,6 +68,7 @@ class PanelView:
     note: str = ""           # small text beside the heading (compare: the step shown)
     missing_note: str = ""   # what the card says when the chosen step has no result
     not_applicable: str = ""  # why the technique does not apply to the card's model, if so
+    failed: str = ""         # why the technique failed at the shown step, if it did
     # panels of several figures (dataset analyses): the other figures, and the downloads
     # grouped by figure ([{label, links: [{kind, href}]}]; one group = the flat `downloads`)
     extras: list[dict] = field(default_factory=list)       # [{label, image: Image, href}]
@@ -129,6 +130,8 @@ class SiteContext:
                          title=heading(meta["title"], meta["variant"], several),
                          layer=meta["layer"], experimental=meta["experimental"],
                          description=meta["description"], **extra)
+        if panel is not None and panel.failed:
+            view.failed = panel.failed
         if panel is not None and panel.figures:
             view.available = True
             view.title = heading(panel.title, panel.variant, several)
@@ -186,6 +189,14 @@ class ModelInfo:
         return bool(self.dataset_panels or self.model.trend_panels)
 
     @property
+    def references(self) -> list[str]:
+        """The papers its family declares (ModelData.citations), as plain-text references."""
+        from reportgen.bibtex import unique
+        from reportgen.pages.methods import reference
+
+        return [reference(e) for e in unique(self.model.citations)]
+
+    @property
     def folder(self) -> str:
         return f"models/{self.slug}"
 
@@ -220,9 +231,9 @@ class ModelInfo:
 def _registered(technique: str):
     """The registry's Technique of that name; None for names it does not know (a site's
     data may name techniques of another version)."""
-    from reportgen.techniques import TECHNIQUE_MODULES, get_technique
+    from reportgen.techniques import get_technique, technique_names
 
-    return get_technique(technique) if technique in TECHNIQUE_MODULES else None
+    return get_technique(technique) if technique in technique_names() else None
 
 
 def analysed_steps_only(technique: str) -> bool:
@@ -331,7 +342,8 @@ def common(site: SiteData, root: str, kind: str) -> dict:
     """What every page template gets."""
     return {"site": site, "root": root, "page_kind": KINDS[kind].kind,
             "assets": root + ASSETS_URL, "layer_titles": LAYER_TITLES, "layer_pages": LAYER_PAGES,
-            "not_applicable_label": NOT_APPLICABLE, "not_computed_label": NOT_COMPUTED}
+            "not_applicable_label": NOT_APPLICABLE, "not_computed_label": NOT_COMPUTED,
+            "failed_label": FAILED}
 
 
 def selection_state(info: ModelInfo) -> dict:
@@ -349,7 +361,8 @@ def model_view(info: ModelInfo, root: str) -> dict:
             "links": model_links(info, root),
             "latest_step": steps[-1] if steps else None,
             "findings": model_findings(info, root), "findings_step": findings_step(info),
-            "untrained_banners": untrained_banners(info), "accuracy": accuracy_label(model)}
+            "untrained_banners": untrained_banners(info), "accuracy": accuracy_label(model),
+            "references": info.references}
 
 
 def accuracy_label(model: ModelData) -> dict:

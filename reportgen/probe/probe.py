@@ -1,5 +1,10 @@
 """The single forward (and, when needed, backward) pass per (model, step, batch of images).
 
+The tensors are the network contract's (reportgen.contract): family-neutral names read from the
+standard outputs every family's network gives, plus the outputs a family declares as its own
+(`Family.outputs`, served under their own names to the techniques that name them). No tensor
+here belongs to one family.
+
 Every technique reads from the ProbeBatch this returns; none runs the network forward for itself.
 The pass keeps only the tensors asked for (the union of what the techniques being computed
 declared in `needs`); gradients are taken by a second compiled pass, and only when some "grad"
@@ -21,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from reportgen.capsnet.compiled import compiled, run_in_buckets
+from reportgen.contract import score_output
 
 # Tensors a technique can ask for (Technique.needs): shape for batch B, and the model features
 # (reportgen.capsnet.description.FEATURES) a model needs to have the tensor.
@@ -31,7 +37,6 @@ TENSORS = {
                          ("primary_capsules", "vector_capsules")),
     "primary_lengths": ("(B, gh, gw, types) primary-capsule lengths on the grid",
                         ("primary_capsules", "vector_capsules")),
-    "coupling": ("(B, N, classes) final coupling coefficients c_ij", ("dynamic_routing",)),
     "class_capsules": ("(B, classes, pose_size) class-capsule poses: vectors, or 4x4 matrices "
                        "flattened row-major (matrix capsules)", ("class_capsules",)),
     # What every model predicts by: class-capsule lengths; the logistic activations of matrix
@@ -41,6 +46,8 @@ TENSORS = {
     # Family-neutral names (for vector capsules they are the tensors above: see `resolve`).
     "activations": ("(B, classes) the class scores 'lengths' under their family-neutral name",
                     ()),
+    "scores": ("(B, classes) the class scores the probe's gradients are taken of: class-capsule "
+               "lengths or activations, a CNN's logits", ()),
     "activations:<capsules>": ("(B, gh, gw, types) activations of a capsule layer on a grid: "
                                "capsule lengths, or logistic activations",
                                ("primary_capsules",)),
@@ -54,8 +61,9 @@ TENSORS = {
     "predicted": ("(B,) int64 the predicted class: argmax of the lengths (of a CNN's logits)",
                   ()),
     "reconstruction": ("(B, H, W, C) decoder output from the longest capsule", ("decoder",)),
-    "attention": ("(B, heads, gh*gw, classes) graph-pooling attention Att^l over the primary "
-                  "grid's nodes (GraCapsNet)", ("attention",)),
+    "explanation": ("(B, classes, gh, gw) the network's own explanation map per class on its "
+                    "primary grid (the 'explanation' capability, reportgen.contract)",
+                    ("explanation",)),
     "logits": ("(B, classes) a CNN's class scores before its output nonlinearity", ("logits",)),
     "probabilities": ("(B, classes) a CNN's class probabilities (softmax, sigmoid or length)",
                       ("logits",)),
@@ -83,16 +91,6 @@ class UndeclaredTensorError(LookupError):
         return str(self.args[0]) if self.args else ""
 
 
-def score_output(description) -> str:
-    """The model output a prediction and its gradients are read from: the class-capsule
-    lengths, matrix capsules' activations, or a CNN's logits."""
-    if description.head.kind == "logits":
-        return "logits"
-    classes = description.class_capsules
-    return "activations" if classes is not None and classes.activation == "logistic" \
-        else "lengths"
-
-
 def grid_capsule_layers(description) -> tuple[str, ...]:
     return tuple(c.name for c in description.capsule_layers if c.grid is not None)
 
@@ -106,15 +104,10 @@ def routed_layers(description) -> tuple[str, ...]:
 def resolve(name: str, description) -> str:
     """The tensor holding `name` for this model. The family-neutral names are served by the
     tensors of the same meaning where they exist: "activations" is "lengths"; for vector
-    capsules (Sabour et al. 2017) "activations:<primary>" is "primary_lengths" and
-    "routing:<layer>" is the probe tensor its RoutingWeights name as their `output` (dynamic
-    routing's "coupling"), if there is one. Any other name is itself."""
+    capsules (Sabour et al. 2017) "activations:<primary>" is "primary_lengths". Any other name
+    is itself."""
     if name == "activations":
         return "lengths"
-    if name.startswith("routing:"):
-        layer = next((c for c in description.routed_layers if f"routing:{c.name}" == name), None)
-        output = None if layer is None else layer.routing.output
-        return output if output in TENSORS else name
     primary = description.primary_capsules
     if primary is not None and primary.activation == "length" \
             and name == f"activations:{primary.name}":
@@ -168,7 +161,7 @@ def available(name: str, description) -> bool:
     name = resolve(name, description)
     kind = tensor_kind(name)
     if kind not in TENSORS:
-        return False
+        return name in description.outputs      # an output its family declares
     layer = name.split(":", 1)[-1]
     if kind.endswith(":<layer>") and layer not in description.conv_layer_names:
         return False
@@ -181,9 +174,9 @@ def available(name: str, description) -> bool:
 
 def all_tensors(description, gradients: bool = True) -> frozenset[str]:
     """Every tensor the probe can give for the model (predicted-class gradients only)."""
-    names = {"images", "primary_capsules", "primary_lengths", "coupling", "class_capsules",
-             "lengths", "predicted", "reconstruction", "attention", "logits", "probabilities",
-             "features"}
+    names = {"images", "primary_capsules", "primary_lengths", "class_capsules", "lengths",
+             "scores", "predicted", "reconstruction", "explanation", "logits", "probabilities",
+             "features", *description.outputs}
     names.update(f"conv:{n}" for n in description.conv_layer_names)
     names.update(f"activations:{n}" for n in grid_capsule_layers(description))
     names.update(f"{kind}:{n}" for n in routed_layers(description)
@@ -315,17 +308,28 @@ def run_probe(net, images: np.ndarray, needs=None, *, labels=None,
             gh, gw = layer.grid
             tensors["primary_lengths"] = np.sqrt(np.sum(primary ** 2, axis=-1)).reshape(
                 -1, gh, gw, layer.types)
-    for name in ("coupling", "class_capsules", "lengths", "reconstruction", "attention",
-                 "logits", "probabilities", "features"):
+    for name in _DIRECT_OUTPUTS + tuple(description.outputs):
         if name in wanted:
-            source = name
-            if name == "lengths" and "lengths" not in outputs:   # what the model predicts by
-                source = "probabilities" if "probabilities" in outputs else "activations"
-            tensors[name] = outputs[source]
+            tensors[name] = outputs[name]
+    if "lengths" in wanted:                      # what the model predicts by
+        tensors["lengths"] = outputs[_prediction_output(description)]
+    if "scores" in wanted:
+        tensors["scores"] = scores
     tensors.update(_capsule_layer_tensors(description, outputs, wanted))
     if "predicted" in wanted:
         tensors["predicted"] = np.argmax(scores, axis=1).astype(np.int64)
     return ProbeBatch(net=net, images=images, tensors=tensors)
+
+
+# Tensors that are the model output of the same name (reportgen.contract).
+_DIRECT_OUTPUTS = ("class_capsules", "reconstruction", "explanation", "logits", "probabilities",
+                   "features")
+
+
+def _prediction_output(description) -> str:
+    """The output "lengths" is read from: the class capsules' lengths or activations, or a
+    logits head's probabilities."""
+    return "probabilities" if description.head.kind == "logits" else score_output(description)
 
 
 def _outputs_read(description, wanted) -> set[str]:
@@ -335,12 +339,9 @@ def _outputs_read(description, wanted) -> set[str]:
     read.update(n for n in description.conv_layer_names if f"conv:{n}" in wanted)
     if wanted & {"primary_capsules", "primary_lengths"}:
         read.add("primary_capsules")
-    for name in ("coupling", "class_capsules", "reconstruction", "attention", "logits",
-                 "probabilities", "features"):
-        if name in wanted:
-            read.add(name)
+    read.update(n for n in _DIRECT_OUTPUTS + tuple(description.outputs) if n in wanted)
     if "lengths" in wanted:
-        read.update({"lengths", "probabilities", "activations"})
+        read.add(_prediction_output(description))
     layers = description.capsule_layers
     for layer, _ in zip(layers, layers[1:]):
         if f"activations:{layer.name}" in wanted:

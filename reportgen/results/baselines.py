@@ -37,7 +37,7 @@ SCORES: dict[str, list[tuple[str, str, object]]] = {
                               "deletion_aopc_random")
                              for m, label in (("rpv_modified", "RPV (modified)"),
                                               ("gradcam_pp", "Grad-CAM++"),
-                                              ("gracaps_attention", "GraCapsNet attention"))],
+                                              ("builtin", "built-in explanation"))],
 }
 BASELINE_LABELS = {CHANCE: "chance (1/K)", "entropy_max": "uniform routing (log K)",
                    "deletion_aopc_random": "random order",

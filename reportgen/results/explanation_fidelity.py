@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 
-# A model has the methods of its routing (reportgen.techniques.explanation_fidelity.
-# builtin_explanation): RPV for routing straight into the class capsules, the attention
-# explanation E for GraCapsNet's pooling; the others' curves are NaN (and their summary
-# numbers None).
-METHODS = ("rpv_modified", "rpv_original", "gradcam_pp", "random", "gracaps_attention")
+# A model has the methods of its own explanation (reportgen.techniques.explanation_fidelity.
+# builtin_explanation): RPV through its routing weights, or the explanation map its family
+# builds in (GraCapsNet's attention E); the others' curves are NaN (and their summary numbers
+# None).
+METHODS = ("rpv_modified", "rpv_original", "gradcam_pp", "random", "builtin")
 METHOD_LABELS = {"rpv_modified": "RPV (modified)", "rpv_original": "RPV (original)",
                  "gradcam_pp": "Grad-CAM++", "random": "random order",
-                 "gracaps_attention": "GraCapsNet attention E"}
+                 "builtin": "built-in explanation"}
 
 
 def builtin_method(arrays) -> str:

@@ -1,9 +1,13 @@
-"""BibTeX entries of the methods, model families and data sets a supplement's figures use.
+"""BibTeX: the entries reportgen's own families and techniques cite, and the helpers every
+citation goes through.
 
-`cited(techniques, kinds, datasets)` picks the keys: every technique, model kind (Gu 2022's
-names, reportgen.results.capsules_vs_cnns.model_kind) and data set maps to the papers it comes
-from. Only entries whose details are known are complete; an entry reportgen cannot complete
-says so in its `note`.
+A family and a technique declare their references themselves, as BibTeX entries
+(`Family.citations`, `Technique.citations`; reportgen.bibtex reads them); the pages' "About the
+methods", the model pages and the supplement's references.bib cite what they declare, and
+nothing else: a plug-in without a citation shows none. `cite(*keys)` picks entries of the
+library below for reportgen's own declarations; a data set's paper is found from its
+description (`dataset_entries`). Only entries whose details are known are complete; an entry
+reportgen cannot complete says so in its `note`.
 """
 
 from __future__ import annotations
@@ -24,6 +28,13 @@ ENTRIES = {
   booktitle = {International Conference on Learning Representations (ICLR)},
   year      = {2018},
   url       = {https://openreview.net/forum?id=HJWLfGWRb}
+}""",
+    "hahn2019self": """@inproceedings{hahn2019self,
+  author    = {Hahn, Taeyoung and Pyeon, Myeongjang and Kim, Gunhee},
+  title     = {Self-Routing Capsule Networks},
+  booktitle = {Advances in Neural Information Processing Systems 32 (NeurIPS 2019)},
+  pages     = {7658--7667},
+  year      = {2019}
 }""",
     "chattopadhay2018gradcampp": """@inproceedings{chattopadhay2018gradcampp,
   author    = {Chattopadhay, Aditya and Sarkar, Anirban and Howlader, Prantik and
@@ -141,56 +152,18 @@ ENTRIES = {
 }""",
 }
 
-# technique -> the papers of the method (and of the protocol it follows)
-TECHNIQUES = {
-    "gradcam_pp": ("chattopadhay2018gradcampp",),
-    "rpv": ("bhullar2020rpv",),
-    "decoder_length": ("sabour2017dynamic",),
-    "decoder_perturbation": ("sabour2017dynamic",),
-    "activation_maximization": ("erhan2009visualizing",),
-    "gracaps_attention": ("gu2021graph",),
-    "routing_entropy": ("sabour2017dynamic",),
-    "vote_agreement": ("sabour2017dynamic",),
-    "capsule_semantics": ("sabour2017dynamic", "gu2022explainability"),
-    "explanation_fidelity": ("petsiuk2018rise", "samek2017evaluating",
-                             "chattopadhay2018gradcampp", "bhullar2020rpv"),
-    "affine_robustness": ("sabour2017dynamic", "gu2022explainability"),
-    "adversarial_robustness": ("goodfellow2015explaining", "madry2018towards",
-                               "gu2022explainability"),
-    "affnist_benchmark": ("gu2021capsule", "gu2022explainability"),
-    "multimnist_pair": ("sabour2017dynamic",),
-    "multimnist_segmentation": ("sabour2017dynamic", "gu2022explainability"),
-}
-# model kind -> the papers of its architecture
-KINDS = {
-    "CapsNet": ("sabour2017dynamic",),
-    "CapsNet-NoR": ("sabour2017dynamic", "gu2021capsule", "gu2022explainability"),
-    "Aff-CapsNet": ("sabour2017dynamic", "gu2021capsule", "gu2022explainability"),
-    "Aff-CapsNet-DR": ("sabour2017dynamic", "gu2021capsule", "gu2022explainability"),
-    "EM-CapsNet": ("hinton2018matrix",),
-    "GraCapsNet": ("gu2021graph",),
-}
 # a word of the data set's description -> its paper (first match wins)
 DATASETS = (("fashion", "xiao2017fashion"), ("mnist", "lecun1998gradient"),
             ("cifar", "krizhevsky2009learning"), ("norb", "lecun2004learning"))
 
 
-def technique_keys(technique: str) -> tuple[str, ...]:
-    return TECHNIQUES.get(technique, ())
+def cite(*keys: str) -> tuple[str, ...]:
+    """The library's entries of `keys` (for a declaration's `citations`); KeyError names an
+    unknown key."""
+    return tuple(ENTRIES[k] for k in keys)
 
 
-def kind_keys(kind: str) -> tuple[str, ...]:
-    if kind.startswith("ConvNet"):
-        return ("gu2021capsule", "gu2022explainability")
-    return KINDS.get(kind, ("sabour2017dynamic",))
-
-
-def dataset_keys(description: str) -> tuple[str, ...]:
+def dataset_entries(description: str) -> tuple[str, ...]:
+    """The paper of a data set, from its description ("MNIST (5,000 bundled digits)")."""
     text = description.lower()
-    return next(((key,) for word, key in DATASETS if word in text), ())
-
-
-def bibtex(keys) -> str:
-    """The entries of `keys` (unknown keys skipped), sorted by key, as one .bib text."""
-    chosen = sorted({k for k in keys if k in ENTRIES})
-    return "".join(ENTRIES[k] + "\n\n" for k in chosen)
+    return next((cite(key) for word, key in DATASETS if word in text), ())

@@ -1,23 +1,28 @@
-"""The model families (`family` in params.toml): each is one plug-in, a module of the package
-`reportgen.families` that declares `FAMILY = Family(...)`. Nothing else in reportgen names a
-family: settings, descriptions, builds, parameter counts, display names and cost estimates are
-looked up here.
+"""The model families (`family` in params.toml): each is one plug-in declaring
+`FAMILY = Family(...)`, registered under the entry-point group `reportgen.families`
+(reportgen.plugins) — reportgen's own in its pyproject.toml, a researcher's in their package's.
+Nothing else in reportgen names a family: settings, descriptions, builds, parameter counts,
+display names, citations and cost estimates are looked up here.
 
-The plug-ins are found by listing that package (`pkgutil`), not imported by name, so that this
-module — which `reportgen.settings.model_params` reads at load time — stays below the layers
-the plug-ins use (the descriptions of reportgen.capsnet, the shared settings sections).
-`register` adds one more (a test's toy family, a notebook's experiment).
+This module is read by `reportgen.settings.model_params` at load time, so it stays below the
+layers the plug-ins use (the descriptions of reportgen.capsnet, the shared settings sections);
+the plug-ins are imported when a family is first looked up. `register` adds one more from code
+(a test's toy family, a notebook's experiment).
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from reportgen import plugins
 from reportgen.errors import ReportgenError
 
+# reportgen's own families, listed when its package metadata (and so its entry points) is
+# missing: a source tree run without `pip install -e .`
 PLUGIN_PACKAGE = "reportgen.families"
 # The family of a params.toml without a `family` key (every model before families existed).
 DEFAULT_FAMILY = "capsnet"
@@ -73,6 +78,19 @@ class Family:
     modules:       the reportgen modules that are this family's own (they may name it).
     xla:           which of its passes are XLA-compiled (XLA), with the measured ratio beside
                    the setting in its module.
+    citations:     the BibTeX entries of the papers its networks come from (reportgen.bibtex);
+                   the model pages, "About the methods" and the supplement's bibliography cite
+                   them. () cites nothing.
+    setting_citations: ModelParams -> the entries some settings add (Gu 2022's No-R and
+                   Aff-CapsNet are settings of the CapsNet), or None.
+    capabilities:  the optional capabilities of its networks (reportgen.contract.CAPABILITIES:
+                   "votes", "explanation"); each becomes a model feature techniques may require.
+    outputs:       {model output: its shape and meaning} of the outputs its networks give
+                   beyond the contract's (its own techniques read them as probe tensors).
+    example:       a tiny model of the family as a params.toml document (a dict; its
+                   "family" and "dataset" are filled in): reportgen's contract tests build it
+                   and run every technique over it, a `.keras` round trip and a default
+                   build, so that a plug-in is held to the tests reportgen's own families pass.
     """
 
     name: str
@@ -88,20 +106,103 @@ class Family:
     routing: tuple[Any, ...] = ()
     modules: tuple[str, ...] = ()
     xla: XLA = field(default_factory=XLA)
+    citations: tuple[str, ...] = ()
+    setting_citations: Callable[[Any], tuple[str, ...]] | None = None
+    capabilities: frozenset[str] = frozenset()
+    outputs: dict[str, str] = field(default_factory=dict)
+    example: dict | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "capabilities", frozenset(self.capabilities))
+        if not isinstance(self.citations, str):
+            object.__setattr__(self, "citations", tuple(self.citations))
+
+    def citations_for(self, params) -> tuple[str, ...]:
+        """The BibTeX entries a model of this family with `params` cites."""
+        extra = self.setting_citations(params) if self.setting_citations is not None else ()
+        from reportgen.bibtex import unique
+
+        return tuple(unique((*self.citations, *extra)))
 
 
+# The keys of params.toml every family shares (ModelParams' fields, checked by
+# tests/test_plugins.py): a family's own table takes another name.
+SHARED_TABLES = ("dataset", "input_shape", "num_classes", "conv", "primary", "class_caps",
+                 "decoder", "loss", "training", "description", "imported_from", "family")
 _REGISTRY: dict[str, Family] = {}
+_ORIGINS: dict[str, plugins.Plugin] = {}
 _LOADED = False
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 def register(family: Family) -> Family:
-    """Add (or replace) a family; returns it."""
+    """Add (or replace) a family from code; returns it. ValueError when its declaration is
+    invalid (what `reportgen plugins` reports for an installed one)."""
+    _load_plugins()
+    check_family(family, {n: f for n, f in _REGISTRY.items() if n != family.name})
     _REGISTRY[family.name] = family
     return family
 
 
 def unregister(name: str) -> None:
     _REGISTRY.pop(name, None)
+    _ORIGINS.pop(name, None)
+
+
+def check_family(family, others: dict[str, Family]) -> None:
+    """ValueError (TypeError) naming what is wrong with a family's declaration, given the
+    families registered before it."""
+    if not isinstance(family, Family):
+        raise TypeError(f"it is a {type(family).__name__}, not a "
+                        f"reportgen.settings.families.Family")
+    if not isinstance(family.name, str) or not _NAME.match(family.name):
+        raise ValueError(f"a family name is lower-case letters, digits and '_'; got "
+                         f"{family.name!r}")
+    if family.name in others:
+        raise ValueError(f"the family name '{family.name}' is taken by "
+                         f"{_origin_words(family.name)}")
+    for key in ("describe", "build", "count_params", "display_name"):
+        if not callable(getattr(family, key)):
+            raise ValueError(f"family '{family.name}': {key} must be a function")
+    if family.table is not None:
+        owner = next((n for n, f in others.items() if f.table == family.table), None)
+        if not isinstance(family.table, str) or not _NAME.match(family.table) \
+                or family.table in SHARED_TABLES or owner:
+            raise ValueError(f"family '{family.name}': its params.toml table {family.table!r} "
+                             f"must be a new lower-case name (not one of {list(SHARED_TABLES)}"
+                             + (f", nor family '{owner}'s" if owner else "") + ")")
+        if family.settings is None:
+            raise ValueError(f"family '{family.name}': a table needs its settings dataclass")
+    kinds = {w.kind: n for n, f in others.items() for w in f.routing}
+    for weights in family.routing:
+        if not hasattr(weights, "kind") or not hasattr(weights, "paths"):
+            raise ValueError(f"family '{family.name}': routing lists RoutingWeights "
+                             f"(reportgen.capsnet.description); got {weights!r}")
+        if kinds.get(weights.kind, family.name) != family.name:
+            raise ValueError(f"family '{family.name}': the routing kind '{weights.kind}' is "
+                             f"family '{kinds[weights.kind]}'s; name your own kind")
+    from reportgen.contract import check_declaration
+
+    check_declaration(family.name, family.capabilities, family.outputs)
+    if family.example is not None and not isinstance(family.example, dict):
+        raise ValueError(f"family '{family.name}': example is a params.toml document (a dict)")
+    from reportgen.bibtex import check_entries
+
+    check_entries(family.citations, f"family '{family.name}'")
+    if family.setting_citations is not None and not callable(family.setting_citations):
+        raise ValueError(f"family '{family.name}': setting_citations must be a function of "
+                         f"the model's parameters")
+
+
+def _origin_words(name: str) -> str:
+    origin = _ORIGINS.get(name)
+    return f"package {origin.origin}" if origin is not None else "a family registered in code"
+
+
+def _accept(family, plugin: plugins.Plugin) -> None:
+    check_family(family, _REGISTRY)
+    _REGISTRY[family.name] = family
+    _ORIGINS[family.name] = plugin
 
 
 def _load_plugins() -> None:
@@ -110,15 +211,37 @@ def _load_plugins() -> None:
         return
     _LOADED = True                # a plug-in that looks a family up while loading sees the rest
     try:
-        package = importlib.import_module(PLUGIN_PACKAGE)
-        for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-            module = importlib.import_module(f"{PLUGIN_PACKAGE}.{info.name}")
-            declared = getattr(module, "FAMILY", None)
-            if isinstance(declared, Family):
-                _REGISTRY.setdefault(declared.name, declared)
+        _FOUND[:] = plugins.load(plugins.FAMILIES, _accept)
+        if not any(p.builtin for p in _FOUND):
+            _load_own_package()
     except BaseException:
         _LOADED = False           # try again next time rather than run with half the families
         raise
+
+
+def _load_own_package() -> None:
+    """reportgen's own families from its package, when its entry points are not installed
+    (run from a source tree); said once."""
+    from reportgen import console
+
+    console.notice("reportgen's own model families are not registered as entry points (is "
+                   "reportgen installed? `pip install -e .`); reading them from its package.")
+    package = importlib.import_module(PLUGIN_PACKAGE)
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        declared = getattr(importlib.import_module(f"{PLUGIN_PACKAGE}.{info.name}"), "FAMILY",
+                           None)
+        if isinstance(declared, Family) and declared.name not in _REGISTRY:
+            _REGISTRY[declared.name] = declared
+
+
+_FOUND: list[plugins.Plugin] = []
+
+
+def plugin_records() -> list[plugins.Plugin]:
+    """Every family plug-in found, loaded or not, in registry order (`reportgen plugins`);
+    a family registered from code has no record."""
+    _load_plugins()
+    return list(_FOUND)
 
 
 def registered() -> tuple[str, ...]:
@@ -140,9 +263,25 @@ def family(name: str, source: str = "the model's parameters") -> Family:
     return found
 
 
+def example_params(name: str) -> dict:
+    """The family's tiny example model as a params.toml document, its family and a dataset
+    filled in (ValueError when it declares none)."""
+    declared = family(name).example
+    if declared is None:
+        raise ValueError(f"family '{name}' declares no example model (Family.example)")
+    return {"dataset": "mnist", **declared, "family": name}
+
+
 def family_of(params) -> Family:
     """The family of a ModelParams (or of anything with a `family` name)."""
     return family(getattr(params, "family", DEFAULT_FAMILY))
+
+
+def declares_costs(name: str) -> bool:
+    """Whether family `name` declares reference costs of its own (FamilyCosts.reference)."""
+    _load_plugins()
+    found = _REGISTRY.get(name)
+    return found is not None and found.costs.reference is not None
 
 
 def costs(name: str) -> FamilyCosts:

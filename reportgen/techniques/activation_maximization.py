@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_positive
 
@@ -75,6 +76,7 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
 
 TECHNIQUE = Technique(
     name="activation_maximization",
+    citations=cite('erhan2009visualizing'),
     title="Activation maximization",
     layer="model",
     scope="checkpoint",

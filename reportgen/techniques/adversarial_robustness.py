@@ -34,9 +34,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reportgen.capsnet.description import one_hop_of_lengths
 from reportgen.errors import ReportgenError
 from reportgen.results.adversarial_robustness import ATTACKS, TARGETS, metric_key
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_option, check_positive, rounded_number
 
@@ -105,10 +105,11 @@ class Params:
 
 
 def has_votes(description) -> bool:
-    """Whether the vote attack applies: the primary capsules vote straight for class capsules
-    whose lengths are their activations, so their votes averaged and squashed score the classes
-    as the model does (Sabour et al. 2017's routing, any iterations); a CNN has no votes."""
-    return one_hop_of_lengths(description)
+    """Whether the vote attack applies: the network declares its votes into the class capsules
+    (the "votes" capability, reportgen.contract) and those capsules are vectors whose lengths
+    are their activations, so the votes averaged and squashed score the classes as the model
+    does (Sabour et al. 2017's routing, any iterations); a CNN has no votes."""
+    return {"votes", "vector_capsules", "class_capsules"} <= description.features
 
 
 def variants(description) -> list[Params]:
@@ -135,21 +136,16 @@ def capsule_logits(net):
 def vote_logits(net):
     """x -> log |squash(mean over primary capsules i of u_hat[j|i])| per class j (Gu 2022).
 
-    The votes come from the model's own layers (primary capsules, net.class_caps.votes); dynamic
-    routing is skipped: with one routing iteration (uniform couplings 1/classes) the model's
-    s_j is the same average scaled by (primary capsules / classes), so both rank classes alike.
+    The votes are the network's own (`net.votes`, its "votes" capability); the routing is
+    skipped: with one routing iteration (uniform couplings 1/classes) the model's s_j is the
+    same average scaled by (children / classes), so both rank classes alike.
     """
-    import keras
     from keras import ops
 
     from reportgen.capsnet.ops import capsule_length, log_length, squash
 
-    # The sub-graph of net.model up to its "primary_capsules" output (shared layers, no copy).
-    primary = keras.Model(net.model.inputs[0], net.model.output["primary_capsules"],
-                          name="primary_capsules_of_" + net.model.name)
-
     def logits(x):
-        votes = net.class_caps.votes(primary(x, training=False))          # (B, N, K, D)
+        votes = net.votes(x)                                              # (B, N, K, D)
         return log_length(capsule_length(squash(ops.mean(votes, axis=1))))
     return logits
 
@@ -457,6 +453,7 @@ def summarize(arrays: dict, params: Params | None = None) -> dict:
 
 TECHNIQUE = Technique(
     name="adversarial_robustness",
+    citations=cite('goodfellow2015explaining', 'madry2018towards', 'gu2021capsule', 'gu2022explainability'),
     title="Adversarial robustness (FGSM, PGD)",
     title_for=lambda params: "Adversarial robustness (FGSM, PGD" + (
         "; vote attack" if "votes" in params.targets else "") + ")",

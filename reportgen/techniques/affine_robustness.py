@@ -18,6 +18,7 @@ from reportgen.console import progress
 from reportgen.errors import ReportgenError
 from reportgen.probe.affine import FACTORS, factor_batch
 from reportgen.results.affine_robustness import factors_in
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_positive, require_images
 
@@ -169,6 +170,7 @@ def summarize(arrays, params: Params | None = None) -> dict:
 
 TECHNIQUE = Technique(
     name=NAME,
+    citations=cite('sabour2017dynamic', 'gu2022explainability'),
     title="Affine robustness",
     layer="model",
     scope="dataset",

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.errors import ReportgenError
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_positive, rounded_number
 
@@ -34,8 +35,16 @@ class Params:
 
 
 def variants(description) -> list[Params]:
+    return [Params()]
+
+
+def unsuited(description) -> str | None:
     """Models of the benchmark's 40x40 grayscale input only."""
-    return [Params()] if tuple(description.input_shape) == (*CANVAS, 1) else []
+    shape = tuple(description.input_shape)
+    if shape == (*CANVAS, 1):
+        return None
+    return (f"its input is {shape[0]}x{shape[1]}x{shape[2]}, not the affine benchmark's "
+            f"{CANVAS[0]}x{CANVAS[1]} grayscale digits")
 
 
 def affine_test_set(dataset: str, seed: int):
@@ -92,6 +101,7 @@ def summarize(arrays, params: Params | None = None) -> dict:
 
 TECHNIQUE = Technique(
     name=NAME,
+    citations=cite('gu2021capsule', 'gu2022explainability'),
     title="affNIST-like benchmark (Gu 2022)",
     layer="model",
     scope="dataset",
@@ -102,6 +112,7 @@ TECHNIQUE = Technique(
     compute=compute,
     render=lazy("reportgen.figures.affnist_benchmark", "render", Params),
     variants=variants,
+    unsuited=unsuited,
     summarize=summarize,
     render_compare=lazy("reportgen.figures.affnist_benchmark", "render_compare", Params),
     description="Accuracy of a model trained on 40x40 expanded digits (random positions) on "

@@ -19,7 +19,7 @@ A technique says what it reads and what it needs of a model, and the engine obey
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import import_module
 from typing import Any, Callable
 
@@ -52,15 +52,18 @@ class ModelVariants:
     parameters) trained on another number of classes per image than `labels`."""
 
     def __init__(self, technique: str, applies_to: frozenset[str], choose: Callable,
-                 labels: tuple[int, ...] = (1, 2)):
+                 labels: tuple[int, ...] = (1, 2), unsuited: Callable | None = None):
         self.technique = technique
         self.applies_to = applies_to
         self.choose = choose
         self.labels = labels
+        self.unsuited = unsuited
 
     def __call__(self, model) -> list:
         description = model_description(model)
         if not self.applies_to <= description.features:
+            return []
+        if self.unsuited is not None and self.unsuited(description) is not None:
             return []
         params = getattr(model, "params", None)
         if params is not None:
@@ -125,6 +128,13 @@ class Technique:
     title_for: Callable[..., str] | None = None
     """(params) -> the title of one variant where it is not `title` (the capsule heatmaps of a
     convolutional capsule layer are not primary-capsule heatmaps)."""
+    unsuited: Callable[..., str | None] | None = None
+    """(description) -> why the technique means nothing for this model although it has the
+    features `applies_to` names, as a plain clause ("its input is 12x12, not the benchmark's
+    40x40"), or None when it suits the model; the plan reports it as "not applicable"."""
+    citations: tuple[str, ...] = ()
+    """The BibTeX entries of the papers the method comes from (reportgen.bibtex); "About the
+    methods" and the supplement's references.bib cite them. () cites nothing."""
 
     def __post_init__(self):
         if self.layer not in LAYERS:
@@ -149,7 +159,12 @@ class Technique:
         if self.labels is None:
             object.__setattr__(self, "labels", (1,) if self.scope == "dataset" else (1, 2))
         object.__setattr__(self, "variants",
-                           ModelVariants(self.name, applies_to, choose, tuple(self.labels)))
+                           ModelVariants(self.name, applies_to, choose, tuple(self.labels),
+                                         self.unsuited))
+        from reportgen.bibtex import check_entries
+
+        check_entries(self.citations, f"Technique {self.name}")
+        object.__setattr__(self, "citations", tuple(self.citations))
 
     def title_of(self, params) -> str:
         """The title of one variant: `title_for(params)`, else `title` (also for params None:
@@ -167,8 +182,15 @@ class Technique:
 
     def applicable(self, model) -> bool:
         """True when the model (a ModelDescription, or a CapsNet) has every feature of
-        `applies_to`."""
-        return self.applies_to <= model_description(model).features
+        `applies_to` and the technique suits it (`unsuited`)."""
+        description = model_description(model)
+        return self.applies_to <= description.features and self.unsuited_reason(model) is None
+
+    def unsuited_reason(self, model) -> str | None:
+        """Why the technique does not suit a model that has its features (`unsuited`)."""
+        if self.unsuited is None:
+            return None
+        return self.unsuited(model_description(model))
 
     def missing_features(self, model) -> frozenset[str]:
         """The features of `applies_to` the model lacks (for a "not applicable" note)."""

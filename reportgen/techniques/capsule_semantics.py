@@ -38,6 +38,7 @@ from reportgen.results.capsule_semantics import (CHANCE_PER_IMAGE, CHANCE_POOLED
                                                  DIMENSION_VARIANCE, IMAGES, PER_IMAGE, POOLED,
                                                  chance_levels, dimension_shares, kl_to_uniform,
                                                  pooled_compactness)
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import (check_option, check_positive, decode, finite_number,
                                           masked_inputs, require_images)
@@ -257,6 +258,7 @@ def _mean(values: np.ndarray) -> float | None:
 
 TECHNIQUE = Technique(
     name=NAME,
+    citations=cite('sabour2017dynamic', 'gu2022explainability'),
     title="Capsule semantics",
     layer="class",
     scope="dataset",

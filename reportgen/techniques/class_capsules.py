@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique
 
 
@@ -58,6 +59,7 @@ def _capsules_json(result):
 
 TECHNIQUE = Technique(
     name="class_capsules",
+    citations=cite('sabour2017dynamic'),
     title="Class capsules",
     layer="class",
     scope="input",
@@ -71,7 +73,7 @@ TECHNIQUE = Technique(
     render=_render,
     numbers=capsule_numbers,
     variants=variants,
-    description="The pose vector of every class capsule after dynamic routing, with its length "
+    description="The pose vector of every class capsule after its routing, with its length "
                 "(the class probability). The decoder reconstructs the input from the longest "
                 "one (Sabour et al. 2017). Matrix capsules (Hinton et al. 2018) show each "
                 "class's 4x4 pose matrix with its logistic activation.",

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.errors import ReportgenError
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import (check_target, decoder_result, float_tuple,
                                           masked_inputs, target_vectors)
@@ -56,6 +57,7 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
 
 TECHNIQUE = Technique(
     name="decoder_perturbation",
+    citations=cite('sabour2017dynamic'),
     title="Decoder, dimension perturbation",
     layer="decoder",
     scope="input",

@@ -26,10 +26,12 @@ input pixels nearest that cell's receptive-field centre), i.e. average-pooled on
 An image whose two maps are not both non-constant has no correlation (NaN, left out of means).
 The thesis found the two maps comparable when the primary grid is large (MNIST_LPcaps, 18x18).
 
-GraCapsNet (Gu, Wu & Tresp 2021) has no coupling coefficients: its built-in explanation, the
-graph-pooling attention averaged over heads (E, reportgen.results.gracaps_attention), takes
-RPV's place — in the curves and in the agreement with Grad-CAM++ ("builtin_method" records
-which); the RPV curves of such a model are NaN.
+A model's built-in explanation is what its family declares (the "explanation" capability of
+reportgen.contract: GraCapsNet's graph-pooling attention averaged over heads, E): it takes RPV's
+place in the curves and in the agreement with Grad-CAM++ ("builtin_method" records which). Any
+other model whose routing weights lead from its primary capsules to the classes (dynamic
+routing, EM routing, Self-Routing, a plug-in's) is explained by RPV through every routed layer
+(reportgen.techniques.rpv). The methods a model does not have are NaN.
 """
 
 from __future__ import annotations
@@ -39,9 +41,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reportgen.capsnet.description import one_hop_of_lengths
 from reportgen.results.explanation_fidelity import (METHODS, area_under_curve, builtin_method,
                                                     deletion_aopc, own_methods)
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_option, check_positive, rounded_number
 
@@ -71,31 +73,21 @@ class Params:
 
 
 def builtin_explanation(description) -> str | None:
-    """The model's own explanation (a METHODS name), from what its primary capsules' routing
-    weights are: Routing Path Visualization ("rpv_modified", with "rpv_original" beside it)
-    when they route each primary capsule straight to class capsules whose lengths are their
-    activations (`one_hop_of_lengths`); the pooling map E ("gracaps_attention": each class's
-    weights over the grid nodes, averaged over heads) when they pool the primary grid straight
-    into the class capsules, each parent's weights summing to 1 over its children and no path
-    followed through them; None otherwise."""
-    if one_hop_of_lengths(description):
+    """The model's own explanation (a METHODS name): the map its family declares ("builtin",
+    the "explanation" capability); else Routing Path Visualization ("rpv_modified", with
+    "rpv_original" beside it) when its routing weights lead from its primary capsules to the
+    classes ("own_explanation" without the capability); None otherwise."""
+    if "explanation" in description.features:
+        return "builtin"
+    if "own_explanation" in description.features:
         return "rpv_modified"
-    primary, layers = description.primary_capsules, description.capsule_layers
-    routing = None if primary is None else primary.routing
-    if routing is None or routing.paths or routing.sums_over != "children":
-        return None
-    after = layers.index(primary) + 1
-    pools_into_classes = after < len(layers) and layers[after] is description.class_capsules
-    return "gracaps_attention" if pools_into_classes else None
+    return None
 
 
 def variants(description) -> list[Params]:
-    """Grad-CAM++ of conv1 (the thesis's layer) when the model has it, else its default layer;
-    none without a built-in explanation here (`builtin_explanation`)."""
+    """Grad-CAM++ of conv1 (the thesis's layer) when the model has it, else its default
+    layer."""
     from reportgen.techniques.gradcam_pp import default_layer
-
-    if builtin_explanation(description) is None:
-        return []
 
     names = description.conv_layer_names
     return [Params() if "conv1" in names else Params(gradcam_layer=default_layer(description))]
@@ -107,12 +99,18 @@ def gradient_name(params: Params) -> str:
     return target + params.gradcam_layer
 
 
+# What RPV reads (reportgen.techniques.rpv), in the family-neutral names of the probe.
+RPV_NEEDS = frozenset({"class_capsules", "activations", "activations:<capsules>",
+                       "routing:<routed>"})
+
+
 def needs(params: Params | None) -> frozenset[str]:
-    """The clean tensors read: RPV's, the class capsules', and the Grad-CAM++ layer's maps and
-    gradients of the target class (the probe takes them in its one pass)."""
+    """The clean tensors read: RPV's or the built-in explanation, the class scores, and the
+    Grad-CAM++ layer's maps and gradients of the target class (the probe takes them in its one
+    pass; a model has only some of them)."""
     params = params or Params()
-    return frozenset({"primary_lengths", "coupling", "class_capsules", "lengths", "predicted",
-                      "attention", f"conv:{params.gradcam_layer}", gradient_name(params)})
+    return RPV_NEEDS | {"lengths", "predicted", "explanation", f"conv:{params.gradcam_layer}",
+                       gradient_name(params)}
 
 
 # --- perturbation curves (model-free: the score is any callable) --------------------------------
@@ -275,10 +273,11 @@ def gradcam_maps(eval_batch, index: np.ndarray, targets: np.ndarray, layer: str,
 
 def rpv_maps(eval_batch, index: np.ndarray, targets: np.ndarray, method: str) -> np.ndarray:
     """(n, gh, gw) RPV maps (rpv.compute) of each image's target class."""
-    from reportgen.probe.probe import ProbeBatch
+    from reportgen.probe.probe import ProbeBatch, available, expand_needs
     from reportgen.techniques import rpv
 
-    names = ("primary_lengths", "coupling", "class_capsules")
+    description = eval_batch.net.description
+    names = sorted(n for n in expand_needs(RPV_NEEDS, description) if available(n, description))
     tensors = eval_batch.tensors(*names)
     batch = ProbeBatch(net=eval_batch.net, images=eval_batch.images[index],
                        tensors={n: tensors[n][index] for n in names})
@@ -286,11 +285,9 @@ def rpv_maps(eval_batch, index: np.ndarray, targets: np.ndarray, method: str) ->
     return maps[np.arange(len(index)), targets]
 
 
-def attention_maps(eval_batch, index: np.ndarray, targets: np.ndarray, grid) -> np.ndarray:
-    """(n, gh, gw) GraCapsNet's explanation E of each image's target class."""
-    from reportgen.results.gracaps_attention import explanation_maps
-
-    maps = explanation_maps(eval_batch.tensors("attention")["attention"][index], grid)
+def builtin_maps(eval_batch, index: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """(n, gh, gw) the model's built-in explanation of each image's target class."""
+    maps = np.asarray(eval_batch.tensors("explanation")["explanation"][index], np.float64)
     return maps[np.arange(len(index)), targets]
 
 
@@ -337,7 +334,7 @@ def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
         grid_maps = {m: rpv_maps(eval_batch, index, targets, m.split("_")[1])
                      for m in ("rpv_modified", "rpv_original")}
     else:
-        grid_maps = {"gracaps_attention": attention_maps(eval_batch, index, targets, grid_shape)}
+        grid_maps = {"builtin": builtin_maps(eval_batch, index, targets)}
     cam = gradcam_maps(eval_batch, index, targets, layer, params.target)  # (n, h, w)
     placed = {m: place_on_input(g, input_hw, primary_field) for m, g in grid_maps.items()}
     placed["gradcam_pp"] = place_on_input(cam, input_hw, layer_field)
@@ -447,14 +444,14 @@ def summarize(arrays: dict, params: Params | None = None) -> dict:
 
 TECHNIQUE = Technique(
     name="explanation_fidelity",
+    citations=cite('petsiuk2018rise', 'samek2017evaluating', 'chattopadhay2018gradcampp', 'bhullar2020rpv'),
     title="Explanation fidelity (deletion / insertion, built-in explanation vs Grad-CAM++)",
     layer="model",
     scope="dataset",
     needs=needs,
-    applies_to=frozenset({"conv", "primary_capsules", "vector_capsules", "class_capsules",
-                          "routing_weights"}),
+    applies_to=frozenset({"conv", "capsule_maps", "class_capsules", "own_explanation"}),
     params_type=Params,
-    version=2,
+    version=3,
     compute=compute,
     render=lazy("reportgen.figures.explanation_fidelity", "render", Params),
     variants=variants,
@@ -463,10 +460,10 @@ TECHNIQUE = Technique(
     render_compare=lazy("reportgen.figures.explanation_fidelity", "render_compare", Params),
     description="Do the saliency maps point at what the network uses? Deletion and insertion "
                 "curves (Petsiuk et al. 2018) perturb each image patch by patch in the order of "
-                "a map's relevance and follow the target class capsule's length, for the "
-                "model's built-in explanation (Routing Path Visualization, modified and "
-                "original, under dynamic routing; GraCapsNet's attention E), Grad-CAM++ and a "
-                "random order; AOPC (Samek et al. 2017) and areas under the curves summarise "
+                "a map's relevance and follow the target class's score, for the model's own "
+                "explanation (Routing Path Visualization, modified and original, through its "
+                "routing weights; or the explanation map its family builds in, as "
+                "GraCapsNet's attention E), Grad-CAM++ and a random order; AOPC (Samek et al. 2017) and areas under the curves summarise "
                 "them. The Spearman rank correlation of the built-in and Grad-CAM++ maps on the "
                 "primary-capsule grid measures how far the two explanations agree (the thesis "
                 "found RPV and Grad-CAM++ comparable when the primary grid is large).",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.results.gracaps_attention import explanation_maps, head_maps
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 
 
@@ -39,11 +40,12 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
 
 TECHNIQUE = Technique(
     name="gracaps_attention",
+    citations=cite('gu2021graph'),
     title="GraCapsNet attention (built-in explanation)",
     layer="class",
     scope="input",
     needs=frozenset({"attention", "predicted"}),
-    applies_to=frozenset({"attention", "primary_capsules"}),
+    applies_to=frozenset({"attention", "capsule_maps"}),
     params_type=Params,
     version=1,
     compute=compute,

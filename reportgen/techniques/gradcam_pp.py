@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.errors import ReportgenError
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy, model_description
 from reportgen.techniques.compute import check_conv_layer
 
@@ -83,19 +84,20 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
             f"Grad-CAM++ needs the gradients of layer '{layer}', which this probe did not take.",
             fix="Run the probe with gradients=True.")
     predicted = np.asarray(batch["predicted"], np.int64)
-    # The score differentiated: the class capsule's length, or a CNN's logit (the probe's).
-    source = batch["logits"] if "logits" in batch.tensors else batch["lengths"]
-    scores = np.take_along_axis(np.asarray(source), predicted[:, None], axis=1)[:, 0]
+    # The score differentiated (the probe's): the class capsule's length or activation, or a
+    # CNN's logit.
+    scores = np.take_along_axis(np.asarray(batch["scores"]), predicted[:, None], axis=1)[:, 0]
     raw = gradcam_plus_plus(batch[f"conv:{layer}"], batch[f"grad:{layer}"], scores)
     return {"map": normalize_maps(raw).astype(np.float32)}
 
 
 TECHNIQUE = Technique(
     name="gradcam_pp",
+    citations=cite('chattopadhay2018gradcampp'),
     title="Grad-CAM++",
     layer="model",
     scope="input",
-    needs=frozenset({"conv:<layer>", "grad:<layer>", "lengths", "logits", "predicted"}),
+    needs=frozenset({"conv:<layer>", "grad:<layer>", "scores", "predicted"}),
     applies_to=frozenset({"conv"}),
     params_type=Params,
     version=1,

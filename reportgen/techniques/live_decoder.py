@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.errors import ReportgenError
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import decode, masked_inputs
 
@@ -83,6 +84,7 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
 
 TECHNIQUE = Technique(
     name="live_decoder",
+    citations=cite('sabour2017dynamic'),
     title="Live decoder",
     layer="decoder",
     scope="checkpoint",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import decode
 
@@ -37,6 +38,7 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
 
 TECHNIQUE = Technique(
     name=NAME,
+    citations=cite('sabour2017dynamic'),
     title="MultiMNIST segmentation",
     layer="decoder",
     scope="input",

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.errors import ReportgenError
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_positive, decode, masked_inputs, rounded_number
 
@@ -71,7 +72,7 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     correct = np.sort(top2, axis=1) == np.sort(labels, axis=1)
     correct = correct.all(axis=1)
     shown = np.arange(min(EXAMPLES, len(x)))
-    decodes = net.decoder is not None and vectors.ndim == 3 and vectors.shape[1] == classes
+    decodes = "decoder" in net.description.features     # a class-conditional decoder
 
     def reconstruct(rows: np.ndarray, which: np.ndarray) -> np.ndarray:
         """(n, 2, H, W, C): the decoder masked to each image's two classes `which` (n, 2)."""
@@ -105,6 +106,7 @@ def summarize(arrays, params: Params | None = None) -> dict:
 
 TECHNIQUE = Technique(
     name=NAME,
+    citations=cite('sabour2017dynamic', 'gu2022explainability'),
     title="MultiMNIST: top-2 accuracy and segmentation",
     layer="model",
     scope="dataset",

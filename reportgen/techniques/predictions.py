@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reportgen.techniques.base import Technique, lazy
+from reportgen.results.references import cite
+from reportgen.techniques.base import Technique, lazy, model_description
 
 
 @dataclass(frozen=True)
@@ -27,13 +28,14 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
     """{"lengths": (B, classes)} the class-capsule lengths (what the model predicts by); a CNN
     also gives {"probabilities"}, the same numbers, so the drawing says what they are."""
     out = {"lengths": np.asarray(batch["lengths"], np.float32)}
-    if "probabilities" in batch.tensors:
+    if model_description(batch.net).head.kind == "logits":
         out["probabilities"] = np.asarray(batch["probabilities"], np.float32)
     return out
 
 
 TECHNIQUE = Technique(
     name="predictions",
+    citations=cite('sabour2017dynamic'),
     title="Predictions",
     layer="model",
     scope="input",

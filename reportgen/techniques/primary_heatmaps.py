@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.base import model_description
 from reportgen.techniques.compute import OMIT_DEFAULT, check_option
@@ -34,10 +35,12 @@ class Params:
 
 
 def variants(description) -> list[Params]:
-    """The primary capsules, then every other capsule layer on a grid (ConvCaps)."""
+    """The primary capsules, then every other capsule layer on a grid (ConvCaps) of more than
+    one cell: a 1x1 grid is no map."""
     primary = description.primary_capsules
     return [Params()] + [Params(layer=c.name) for c in description.capsule_layers
-                         if c.grid is not None and c.name != primary.name]
+                         if c.grid is not None and c.name != primary.name
+                         and c.grid[0] * c.grid[1] > 1]
 
 
 def layer_name(model, params: Params) -> str:
@@ -75,11 +78,12 @@ def title_for(params) -> str:
 
 TECHNIQUE = Technique(
     name="primary_heatmaps",
+    citations=cite('sabour2017dynamic'),
     title=TITLE,
     layer="primary",
     scope="input",
     needs=frozenset({"activations:<capsules>"}),
-    applies_to=frozenset({"primary_capsules"}),
+    applies_to=frozenset({"capsule_maps"}),
     params_type=Params,
     version=1,
     compute=compute,

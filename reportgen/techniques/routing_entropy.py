@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.capsnet.description import parents_per_child
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import (check_option, check_positive, finite_number,
                                           require_images)
@@ -212,6 +213,7 @@ def summarize(arrays, params: Params | None = None) -> dict:
 
 TECHNIQUE = Technique(
     name=NAME,
+    citations=cite('sabour2017dynamic'),
     title="Routing entropy",
     layer="class",
     scope="dataset",

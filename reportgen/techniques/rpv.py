@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.capsnet.description import one_hop_of_lengths
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy, model_description
 from reportgen.techniques.compute import check_option
 
@@ -87,14 +88,15 @@ def _path_maps(batch, params: Params) -> np.ndarray:
 
 TECHNIQUE = Technique(
     name="rpv",
+    citations=cite('bhullar2020rpv'),
     title="Routing Path Visualization",
     layer="class",
     scope="input",
-    # Vector capsules' lengths and couplings are "primary_lengths" and "coupling" under these
-    # family-neutral names (reportgen.probe.probe.resolve); their l_j are the class capsules'.
+    # Family-neutral names (reportgen.probe.probe): every routed layer's weights and
+    # activations; one-hop vector capsules take their l_j from the class capsules' poses.
     needs=frozenset({"class_capsules", "activations", "activations:<capsules>",
                      "routing:<routed>"}),
-    applies_to=frozenset({"primary_capsules", "class_capsules", "routing_paths"}),
+    applies_to=frozenset({"capsule_maps", "class_capsules", "routing_paths"}),
     params_type=Params,
     version=1,
     compute=compute,

@@ -3,10 +3,11 @@ dynamic routing raises the coupling of votes that agree with their parent.)
 
 For the true class t and the strongest wrong class w of each image, the cosine between v_j and
 every vote u_hat[j|i] = W_ij u_i, in equal bins over [-1, 1]; per bin the share of votes, their
-mean length and mean coupling coefficient c_ij. Votes are recomputed from the primary capsules
-a chunk of images at a time (an LPcaps image has 10,368 x 10 votes of 16 values, 6.6 MB): the
-votes of the whole set never exist at once. Dynamic routing only: its class-capsule layer
-computes the votes (`net.class_caps.votes`).
+mean length and mean routing weight into the class (coupling coefficient c_ij). Votes come from
+the network's "votes" capability (reportgen.contract: `net.votes(images)`), a chunk of images at
+a time (an LPcaps image has 10,368 x 10 votes of 16 values, 6.6 MB): the votes of the whole set
+never exist at once. For any family that declares votes and routes them into class capsules
+with a pose.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 
 from reportgen.console import progress
 from reportgen.errors import ReportgenError
+from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_positive, finite_number, require_images
 
@@ -75,19 +77,26 @@ def vote_agreement(votes: np.ndarray, capsules: np.ndarray, coupling: np.ndarray
             "per_image": per_image.astype(np.float64)}
 
 
+def voting_layer(description):
+    """The capsule layer whose votes and routing weights lead into the class capsules."""
+    layers = description.capsule_layers
+    index = [c.name for c in layers].index(description.head.layer)
+    return layers[index - 1] if index > 0 else None
+
+
 def _chunk_size(net, params: Params) -> int:
     description = net.description
-    per_image = (description.primary_capsules.capsules * description.classes
+    per_image = (voting_layer(description).capsules * description.classes
                  * description.class_capsules.pose_size * 4)
     return int(max(1, min(params.chunk, VOTE_BUDGET_BYTES // max(per_image, 1))))
 
 
 def needs(params, description) -> frozenset[str]:
-    """The couplings, class capsules and their lengths, and the primary capsules the votes are
-    recomputed from."""
-    primary = description.primary_capsules
-    return frozenset({f"routing:{primary.name}" if primary is not None else "coupling",
-                      "class_capsules", "lengths", "primary_capsules"})
+    """The routing weights into the classes, the class capsules and their scores (the votes
+    come from the network's `votes`)."""
+    layer = voting_layer(description) if description.class_capsules is not None else None
+    return frozenset({"class_capsules", "lengths"}
+                     | ({f"routing:{layer.name}"} if layer is not None else set()))
 
 
 def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
@@ -100,11 +109,11 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     params = params or Params()
     require_images(evaluation, NAME)
     net = evaluation.net
-    routing = f"routing:{net.description.primary_capsules.name}"
+    routing = f"routing:{voting_layer(net.description).name}"
     # One call: every name not yet held by the EvalBatch comes from the same probe pass.
-    tensors = evaluation.tensors(routing, "class_capsules", "lengths", "primary_capsules")
+    tensors = evaluation.tensors(routing, "class_capsules", "lengths")
     coupling_all, capsules_all = tensors[routing], tensors["class_capsules"]
-    primary_all = tensors["primary_capsules"]
+    images = np.asarray(evaluation.images, np.float32)
     labels = np.asarray(evaluation.labels, np.int64)
     n, caps, classes = coupling_all.shape
     lengths = np.asarray(tensors["lengths"], np.float64)
@@ -122,9 +131,8 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
             stop = min(n, start + chunk)
             rows = np.arange(stop - start)
             coupling = np.asarray(coupling_all[start:stop], np.float64)        # (b, N, K)
-            primary = np.asarray(primary_all[start:stop], np.float32)
             # Votes for this chunk only: (b, N, K, D), then the two classes of interest.
-            votes = keras.ops.convert_to_numpy(net.class_caps.votes(primary))
+            votes = keras.ops.convert_to_numpy(net.votes(images[start:stop]))
             for r in range(2):
                 cls = roles[start:stop, r]
                 part = vote_agreement(votes[rows, :, cls], capsules_all[start:stop][rows, cls],
@@ -173,11 +181,12 @@ def variants(description) -> list[Params]:
 
 TECHNIQUE = Technique(
     name=NAME,
+    citations=cite('sabour2017dynamic'),
     title="Vote agreement",
     layer="class",
     scope="dataset",
     needs=needs,
-    applies_to=frozenset({"primary_capsules", "class_capsules", "dynamic_routing"}),
+    applies_to=frozenset({"votes", "class_capsules", "class_vectors", "routing_paths"}),
     params_type=Params,
     variants=variants,
     version=1,
@@ -186,9 +195,9 @@ TECHNIQUE = Technique(
     summarize=summarize,
     render_trend=lazy("reportgen.figures.vote_agreement", "render_trend", Params),
     render_compare=lazy("reportgen.figures.vote_agreement", "render_compare", Params),
-    description="How well the votes of dynamic routing agree with the class capsule they "
-                "build, over the evaluation set: for the true and the strongest wrong class, "
-                "the cosine between the class capsule and every primary capsule's vote "
-                "(histogram with the votes' mean length and coupling coefficient per bin), "
+    description="How well the votes agree with the class capsule they build, over the "
+                "evaluation set: for the true and the strongest wrong class, the cosine "
+                "between the class capsule and every vote into it (histogram with the votes' "
+                "mean length and routing weight per bin), "
                 "and the same for single images.",
 )

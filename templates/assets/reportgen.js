@@ -352,6 +352,7 @@
       missing.hidden = available;
       if (missing.hasAttribute("data-rg-missing")) {
         setText(missing, notApplicable ? table.labels.not_applicable + ": " + notApplicable
+          : record && record.failed ? table.labels.failed + ": " + record.failed
           : missing.getAttribute("data-rg-missing"));
       }
     }

@@ -137,9 +137,10 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     net = evaluation.net
     layers = relu_layers(net)
     # One call: every name not yet held by the EvalBatch comes from the same probe pass.
-    tensors = evaluation.tensors("coupling", "class_capsules", "lengths", "primary_capsules",
+    tensors = evaluation.tensors("routing:primary_caps", "class_capsules", "lengths",
+                                 "primary_capsules",
                                  "primary_lengths", *[f"conv:{n}" for n in layers])
-    coupling_all = tensors["coupling"]
+    coupling_all = tensors["routing:primary_caps"]
     capsules_all = tensors["class_capsules"]
     primary_all = tensors["primary_capsules"]
     labels = np.asarray(evaluation.labels, np.int64)
@@ -247,7 +248,7 @@ def needs(params, description) -> frozenset[str]:
     layer's activations. Both: the conv maps (dead filters)."""
     if "em_routing" in description.features:
         return frozenset({"routing_entropy:<routed>", "activations:<capsules>", "conv:<layer>"})
-    return frozenset({"coupling", "class_capsules", "lengths", "primary_capsules",
+    return frozenset({"routing:primary_caps", "class_capsules", "lengths", "primary_capsules",
                       "primary_lengths", "conv:<layer>"})
 
 

@@ -1,0 +1,91 @@
+"""Fixtures: the family as reportgen finds it (through this package's entry point), and tiny
+models: the family's own example and the same with a 3x3 primary grid."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def _tiny() -> dict:
+    """The family's own tiny example model (Family.example) as a params.toml document: 28x28
+    -> conv 5x5 s2 -> 12 -> conv 3x3 s2 -> 5 -> depthwise 5x5 -> a 1x1 grid of 4 capsules x 4
+    dims (16 channels) -> 10 classes x 8."""
+    from efficient_capsnet.family import EXAMPLE, NAME
+
+    return {"dataset": "mnist", "family": NAME, **EXAMPLE}
+
+
+TINY = _tiny()
+# The same with a 3x3 primary grid (depthwise 3x3 over the 5x5 map): 36 primary capsules.
+GRID = {**TINY, "primary": {"types": 4, "dims": 4, "kernel_size": 3, "strides": 1}}
+
+
+def params_toml(raw: dict, training: dict) -> str:
+    """A params.toml of a model dict (top-level values, [[conv]] arrays, tables) and its
+    [training] table."""
+    def value(v) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, str):
+            return f'"{v}"'
+        return str(v)
+
+    lines = [f"{k} = {value(v)}" for k, v in raw.items() if not isinstance(v, (dict, list))
+             or k == "input_shape"]
+    for conv in raw.get("conv", []):
+        lines += ["[[conv]]", *(f"{k} = {value(v)}" for k, v in conv.items())]
+    for table, entries in raw.items():
+        if isinstance(entries, dict):
+            lines += [f"[{table}]", *(f"{k} = {value(v)}" for k, v in entries.items())]
+    lines += ["[training]", *(f"{k} = {value(v)}" for k, v in training.items())]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def efficient_family():
+    """The family, as reportgen finds it through the `reportgen.families` entry point: every
+    test runs the package as a researcher's install does, never registered by hand."""
+    from reportgen.settings import families
+
+    from efficient_capsnet.family import FAMILY, NAME
+
+    if NAME not in families.registered():
+        pytest.fail(f"reportgen does not find the family '{NAME}': install this package "
+                    f"(pip install -e examples/efficient_capsnet) into reportgen's environment")
+    assert families.family(NAME) is FAMILY
+    return FAMILY
+
+
+def parse(raw: dict):
+    from reportgen.settings.model_params import parse_model_params
+
+    return parse_model_params(raw, source="models/Tiny/params.toml")
+
+
+def build(raw: dict, seed: int = 0):
+    import keras
+
+    from reportgen.capsnet.architecture import build_capsnet
+
+    keras.utils.set_random_seed(seed)
+    return build_capsnet(parse(raw))
+
+
+def randomise(net, seed: int = 1) -> None:
+    """Give every weight a random value (BatchNorm statistics and the routing bias included)
+    so that a comparison cannot pass on zeros and ones."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    for layer in net.model.layers:
+        values = []
+        for w in layer.get_weights():
+            if "batch_norm" in layer.name and w.ndim == 1:
+                values.append(rng.uniform(0.5, 1.5, w.shape).astype(w.dtype))
+            else:
+                values.append((rng.normal(0, 0.3, w.shape)).astype(w.dtype))
+        layer.set_weights(values)
