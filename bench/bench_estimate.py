@@ -41,20 +41,23 @@ def _seconds(text: str) -> float:
     return total
 
 
-def _make_project(folder: Path, model: str, steps: int) -> None:
+def make_project(folder: Path, models: list[str], steps: int) -> None:
+    """folder/models/MODEL for each of `models`: its params.toml (from this repository) and
+    `steps` saved steps of freshly initialised weights (0-0, 1-10, ...)."""
     import keras
 
     from reportgen.capsnet.architecture import build_capsnet
     from reportgen.settings.model_params import load_model_params
     from reportgen.training.checkpoints import save_weights
 
-    target = folder / "models" / model
-    target.mkdir(parents=True)
-    shutil.copy(ROOT / "models" / model / "params.toml", target)
-    params = load_model_params(target / "params.toml")
-    for i in range(steps):
-        keras.utils.set_random_seed(i)
-        save_weights(build_capsnet(params), target / f"{i}-{10 * i}.weights.h5")
+    for model in models:
+        target = folder / "models" / model
+        target.mkdir(parents=True)
+        shutil.copy(ROOT / "models" / model / "params.toml", target)
+        params = load_model_params(target / "params.toml")
+        for i in range(steps):
+            keras.utils.set_random_seed(i)
+            save_weights(build_capsnet(params), target / f"{i}-{10 * i}.weights.h5")
 
 
 def build(project: Path, args, run: int) -> dict:
@@ -96,7 +99,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         project = Path(tmp)
-        _make_project(project, args.model, args.steps)
+        make_project(project, [args.model], args.steps)
         for run in range(args.runs):
             r = build(project, args, run)
             error = (r["estimate"] - r["wall"]) / r["wall"]

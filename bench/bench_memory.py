@@ -5,7 +5,7 @@ one model at a time, so its peak should be the largest single-model build's (tar
     python bench/bench_memory.py [--models MNIST_Demo MNIST MNIST_ConvNet_R] [--images 4]
                                  [--eval-images 20]
 
-Each model's params.toml (models/MODEL) in a temporary project with one step of freshly
+Each model's params.toml (models/MODEL) in a temporary project with one saved step of freshly
 initialised weights (memory does not depend on their values); every build is a real, cold
 `reportgen build --steps last --analyses last` process (an empty store, a new site). Peak
 memory is the build process's maximum resident set as the kernel counts it (`wait4`'s
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 
 def _load() -> str:
@@ -86,11 +86,7 @@ def main() -> None:
     from reportgen.tf_quiet import import_tensorflow_quietly
 
     import_tensorflow_quietly()
-    import keras
-
-    from reportgen.capsnet.architecture import build_capsnet
-    from reportgen.settings.model_params import load_model_params
-    from reportgen.training.checkpoints import save_weights
+    from bench_estimate import make_project
 
     print(f"Cold builds, --steps last --analyses last, {args.images} images, "
           f"{args.eval_images} evaluation images; {os.cpu_count()} CPUs\n")
@@ -98,13 +94,7 @@ def main() -> None:
           "average |\n|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         project = Path(tmp)
-        for model in args.models:
-            folder = project / "models" / model
-            folder.mkdir(parents=True)
-            shutil.copy(ROOT / "models" / model / "params.toml", folder)
-            keras.utils.set_random_seed(0)
-            save_weights(build_capsnet(load_model_params(folder / "params.toml")),
-                         folder / "1-0.weights.h5")
+        make_project(project, args.models, steps=1)
         runs = [[m] for m in args.models] + [list(args.models)]
         peaks = {}
         for i, models in enumerate(runs):

@@ -18,10 +18,16 @@ def serve(root: Path) -> Iterator[str]:
     """Serve `root` on 127.0.0.1 (a free port) with reportgen's own server; yields the base URL."""
     from reportgen.commands.serve_cli import make_server
 
-    server = make_server(root, "127.0.0.1", 0, quiet=True)
+    with _running(make_server(root, "127.0.0.1", 0, quiet=True)) as url:
+        yield url
+
+
+@contextmanager
+def _running(server, path: str = "/") -> Iterator[str]:
+    """`server` serving from a thread of its own until the block ends; yields its URL."""
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
+        yield f"http://127.0.0.1:{server.server_address[1]}{path}"
     finally:
         server.shutdown()
         server.server_close()
@@ -69,10 +75,6 @@ def pages_like(root: Path, prefix: str = "/capsnets/") -> Iterator[str]:
             if self.command != "HEAD":
                 self.wfile.write(body)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Pages, directory=str(root)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}{prefix}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with _running(ThreadingHTTPServer(("127.0.0.1", 0), partial(Pages, directory=str(root))),
+                  prefix) as url:
+        yield url
