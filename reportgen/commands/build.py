@@ -347,6 +347,7 @@ class _Build:
 
         keras.backend.clear_session()       # Keras' global graph state of the released model
         gc.collect()                        # reference cycles of the layers, now unreachable
+        _return_free_memory()
 
     def _model_or_failure(self, entry: ModelEntry):
         try:
@@ -648,6 +649,19 @@ class _Build:
                     Path(settings.templates_dir) if settings.templates_dir else None)
         build_site(self.project, site_dir, marker=site_changes.marker_entries(digest))
         self.summary.site = "built"
+
+
+def _return_free_memory() -> None:
+    """Give the memory the released model's arrays freed back to the system (glibc's
+    malloc_trim): freed blocks stay in the allocator's heaps otherwise, and the next model's
+    arrays of other sizes land beside them, so the resident size grew model after model."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):       # not glibc: nothing to trim this way
+        pass
 
 
 def _all_keys(keys: engine_step.StepKeys) -> set[str]:
