@@ -148,6 +148,7 @@ def _build(catalog, options, scheduler, started: float, watch) -> BuildSummary:
             if _lock_site(stack, site, settings):
                 # while this build waited, the other one may have left the folder otherwise
                 site_output.check_site_folder(site_dir, **site_rules)
+                watch.reset()               # ... and its work no longer shares the machine
             site_output.recover_leftovers(site)
         stack.enter_context(store.shared_lock())
         if settings.project_dir:

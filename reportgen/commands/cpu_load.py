@@ -127,6 +127,12 @@ class LoadSampler:
         while not self._stop.wait(self.every_s):
             self.add(self._look())
 
+    def reset(self) -> None:
+        """Forget the looks so far (they saw a machine that has changed since)."""
+        with self._lock:
+            self._own = self._others = 0.0
+            self._looks = 0
+
     def add(self, seen: tuple[int, int] | None) -> None:
         if seen is not None:
             with self._lock:
