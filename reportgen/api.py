@@ -27,7 +27,8 @@ def analyze(name: str, step: str = "last", images: str = "test:0-3", files=(),
 
     Returns {"technique" or "technique/variant": {array name: array with batch axis first}}
     plus "inputs": the list of InputImage analysed. Checkpoint-scope techniques (conv kernels)
-    have no batch axis. Example:
+    have no batch axis. The network and its compiled passes are kept for the next call on the
+    same model (reportgen.engine.warm): a repeated call costs about its forward pass. Example:
 
         res = reportgen.analyze("MNIST_Demo", images="test:0-7", techniques=["rpv"])
         res["rpv/modified"]["maps"].shape      # (8, 10, 6, 6)
@@ -35,12 +36,12 @@ def analyze(name: str, step: str = "last", images: str = "test:0-3", files=(),
     from reportgen.catalog import Catalog
     from reportgen.data.datasets import load_dataset
     from reportgen.data.inputs import make_inputs, parse_image_selection, parse_transforms
+    from reportgen.engine.warm import network
     from reportgen.probe.probe import empty_batch, run_probe
     from reportgen.techniques import all_techniques, get_technique
     from reportgen.techniques.compute import variant_label
 
-    catalog = Catalog(models_dir)
-    net = catalog.load(name, step)
+    net = network(Catalog(models_dir), name, step)   # built and compiled once per session
     chosen = ([get_technique(t) for t in techniques] if techniques else
               [t for t in all_techniques() if t.scope != "dataset" and not t.experimental])
     dataset = load_dataset(net.params.dataset)

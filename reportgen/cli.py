@@ -22,8 +22,10 @@ class _Group(click.Group):
     def resolve_command(self, ctx, args):
         name, command, rest = super().resolve_command(ctx, args)
         # `build` imports TensorFlow itself, only when a result is missing (a rebuild with
-        # everything stored never does); `demo` after checking its site folder; train always.
-        if name == "train" and not {"-h", "--help"} & set(rest):
+        # everything stored never does); `demo` after checking its site folder; train always,
+        # but on a cluster (its workers train; the scheduler is reached first).
+        if name == "train" and not {"-h", "--help"} & set(rest) \
+                and not any(arg.startswith("--scheduler") for arg in rest):
             from reportgen.tf_quiet import import_tensorflow_quietly
 
             import_tensorflow_quietly()
@@ -56,6 +58,13 @@ class _Group(click.Group):
         except Exception as exc:  # a bug or an environment failure: one line, not a traceback
             if debug:
                 raise
+            if isinstance(exc, OSError):      # a full disk, no permission: the user's to fix
+                from reportgen.os_errors import user_error
+
+                error = user_error(exc)
+                if error is not None:
+                    click.echo(f"Error: {error.message}", err=True)
+                    sys.exit(EXIT_USER_ERROR)
             message = " ".join(f"{type(exc).__name__}: {exc}".split())
             click.echo(f"Error: {message} (rerun with --debug for the traceback)", err=True)
             sys.exit(EXIT_PARTIAL_FAILURE)
@@ -108,7 +117,9 @@ def main(ctx, models_dir, debug):
 @main.command()
 @click.argument("name")
 @click.option("--epochs", type=click.IntRange(min=1), help="Epochs [params.toml training.epochs].")
-@click.option("--batch-size", type=click.IntRange(min=1), help="Batch size [params.toml].")
+@click.option("--batch-size", type=click.IntRange(min=1),
+              help="Batch size [params.toml]; refused, naming the largest that fits, when the "
+                   "training state and its activations would not fit in memory.")
 @click.option("--save-every", type=click.IntRange(min=1),
               help="Save weights every K batches (and at each epoch's end) [params.toml].")
 @click.option("--learning-rate", type=click.FloatRange(min=0, min_open=True),

@@ -194,24 +194,76 @@ class ModelFolder:
                 expected="the JSON that `reportgen train` writes: an object with a 'records' "
                          "list, one object per saved step",
                 received=problem,
-                fix=f"Delete {path}; the next training run writes a new one (without the records "
-                    "of earlier steps)")
+                fix=f"Correct the value in {path}, or delete the file (the next training run "
+                    "writes a new one, without the records of earlier steps)")
         return data["records"]
+
+
+# What `reportgen train` writes into history.json, by kind of value: the pages, the listing and
+# `--resume` read these as whole numbers, numbers or text, so a hand-edited value of another
+# kind makes the model's history corrupt (that model fails alone) instead of a page.
+_COUNTS = ("epoch", "batch", "images_seen", "training_images", "limit", "epochs", "batch_size",
+           "save_every", "seed")
+_FRACTIONS = ("train_accuracy", "val_accuracy", "until_accuracy")      # within [0, 1]
+_NUMBERS = ("loss", "margin_loss", "reconstruction_loss", "seconds", "wall_seconds",
+            "learning_rate")
+_TEXTS = ("model", "data", "dataset", "accuracy")
+RUN_SECTION = "training"           # history.json's key of the run's facts (training.run_info)
 
 
 def _history_problem(data) -> str | None:
     """What is wrong with a parsed history.json, in a few words, or None."""
     if not isinstance(data, dict):
-        kinds = {list: "an array", str: "a string", bool: "true or false", int: "a number",
-                 float: "a number", type(None): "null"}
-        return f"{kinds.get(type(data), 'a value')} instead of an object"
+        return f"{_kind(data)} instead of an object"
     records = data.get("records")
     if not isinstance(records, list):
         return "no 'records' list"
+    run = data.get(RUN_SECTION, {})
+    if not isinstance(run, dict):
+        return f"'{RUN_SECTION}' is {_kind(run)} instead of an object"
     for i, record in enumerate(records):
         step = record.get("step") if isinstance(record, dict) else None
         try:
             Step.parse(step if isinstance(step, str) else "")
         except ReportgenError:
             return f"record {i} without a valid 'step' ({step!r})"
+    for where, values in ((None, data), (RUN_SECTION, run),
+                          *((f"record {i} (step {r['step']})", r) for i, r in enumerate(records))):
+        problem = _value_problem(values)
+        if problem:
+            return f"{where}: {problem}" if where else problem
     return None
+
+
+def _value_problem(values: dict) -> str | None:
+    """The first known key of `values` whose value is of the wrong kind, said, or None."""
+    for key, value in values.items():
+        if value is None:
+            continue
+        if key in _COUNTS:
+            wrong = isinstance(value, bool) or not isinstance(value, int) or value < 0
+            expected = "a whole number >= 0"
+        elif key in _FRACTIONS:
+            wrong = not _is_number(value) or not 0 <= value <= 1
+            expected = "a number from 0 to 1"
+        elif key in _NUMBERS:
+            wrong = not _is_number(value)
+            expected = "a number"
+        elif key in _TEXTS:
+            wrong = not isinstance(value, str)
+            expected = "text"
+        else:
+            continue
+        if wrong:
+            return f"'{key}' is {_kind(value)} {json.dumps(value)[:40]}, expected {expected} or null"
+    return None
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _kind(value) -> str:
+    kinds = {list: "an array", dict: "an object", str: "a string", bool: "a boolean",
+             int: "a number", float: "a number", type(None): "null"}
+    return kinds.get(type(value), "a value")

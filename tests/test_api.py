@@ -44,3 +44,44 @@ def test_analyze_batches_like_item_by_item(trained):
     np.testing.assert_allclose(both["rpv/modified"]["maps"][1], one["rpv/modified"]["maps"][0],
                                rtol=1e-5, atol=1e-7)
     assert both["predictions"]["lengths"].shape == (2, 3)
+
+
+def test_repeated_analyze_calls_reuse_the_network_and_its_compiled_passes(trained, tmp_path):
+    import shutil
+
+    from reportgen.catalog import Catalog
+    from reportgen.engine import warm
+
+    models = tmp_path / "models"
+    shutil.copytree(trained, models)
+    warm.forget()
+    first = reportgen.analyze("Tiny", step="1-5", images="test:0-2", techniques=["predictions"],
+                              models_dir=models)
+    net = warm.network(Catalog(models), "Tiny", "1-5")
+    passes = dict(net.compiled_passes)
+    traced = {key: f.experimental_get_tracing_count() for key, f in passes.items()}
+    assert traced                                    # the probe ran through compiled passes
+    again = reportgen.analyze("Tiny", step="1-5", images="test:0-2",
+                              techniques=["predictions"], models_dir=models)
+    assert warm.network(Catalog(models), "Tiny", "1-5") is net      # not built again
+    assert net.compiled_passes == passes                              # nor compiled again
+    assert {key: f.experimental_get_tracing_count() for key, f in passes.items()} == traced
+    np.testing.assert_array_equal(again["predictions"]["lengths"],
+                                  first["predictions"]["lengths"])
+    # another step of the same model: its weights, in the same network
+    untrained = reportgen.analyze("Tiny", step="0-0", images="test:0-2",
+                                  techniques=["predictions"], models_dir=models)
+    assert warm.network(Catalog(models), "Tiny", "0-0") is net
+    assert not np.allclose(untrained["predictions"]["lengths"], first["predictions"]["lengths"])
+    # a step's file replaced (e.g. by training again) is read again
+    shutil.copyfile(models / "Tiny" / "0-0.weights.h5", models / "Tiny" / "1-5.weights.h5")
+    replaced = reportgen.analyze("Tiny", step="1-5", images="test:0-2",
+                                 techniques=["predictions"], models_dir=models)
+    np.testing.assert_array_equal(replaced["predictions"]["lengths"],
+                                  untrained["predictions"]["lengths"])
+    # an edited params.toml is another network
+    params = models / "Tiny" / "params.toml"
+    params.write_text(params.read_text().replace("[class_caps]\n",
+                                                 "[class_caps]\nrouting_iterations = 2\n"))
+    assert warm.network(Catalog(models), "Tiny", "1-5") is not net
+    warm.forget()

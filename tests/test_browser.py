@@ -12,7 +12,7 @@ import pytest
 
 from site_fixture import EVIL_MODEL, build_fixture_site
 
-from browser_support import CHROMIUM, chromium, serve
+from browser_support import CHROMIUM, chromium, pages_like, serve
 pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
 pytestmark = pytest.mark.skipif(CHROMIUM is None,
                                 reason="Debian's chromium is not installed (apt-get install "
@@ -187,6 +187,27 @@ def test_from_file_url(context, site):
     assert page.evaluate("getComputedStyle(document.querySelector('.md-header')).position") \
         == "sticky"                                           # Material's stylesheet applies
     rec.check(("file://",))
+
+
+@pytest.mark.parametrize("server", ["GitHub Pages (project page)", "reportgen serve"])
+def test_the_404_page_works_at_any_depth(context, site, base_url, server):
+    """A missing URL at any depth gets the site's 404 page with status 404, styled, its Home
+    link to the site's Home and its navigation into the site."""
+    with pages_like(site) if server.startswith("GitHub") else serve(site) as url:
+        page = context.new_page()
+        for missing in ("gone.html", "models/MNIST_Demo/gone/deeper/page.html",
+                        "nowhere/else/at/all/"):
+            response = page.goto(url + missing)
+            assert response.status == 404 and page.url == url + missing
+            assert page.evaluate("getComputedStyle(document.querySelector('.md-header'))"
+                                 ".position") == "sticky"            # Material's stylesheet
+            home = page.locator("a.md-header__button.md-logo").evaluate("a => a.href")
+            assert home == url + "index.html", (missing, home)
+            assert page.locator("script[src$='reportgen.js']").evaluate("s => s.src") == \
+                url + "assets/reportgen/reportgen.js"
+        page.locator("a.md-header__button.md-logo").click()
+        page.wait_for_url(url + "index.html")
+        assert page.locator("[data-rg-page]").count() == 1          # Home itself
 
 
 def test_quantitative_analyses_follow_the_slider(context, base_url):

@@ -384,6 +384,51 @@ def test_the_run_queue_tells_this_process_from_the_others():
     assert sampler.slowdown() >= 1.0
 
 
+def test_a_child_process_of_the_build_is_its_own_work_not_other_work():
+    """The build's drawing worker is a process of its own: spinning, it is counted with the
+    build, not as other work slowing it."""
+    if cpu_load.runnable_threads() is None:
+        pytest.skip("no /proc run queue on this system: the machine counts as idle")
+    import subprocess
+    import sys
+    import time
+
+    child = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        looks = [cpu_load.runnable_threads() for _ in range(20)]
+    finally:
+        child.kill()
+        child.wait()
+    assert sum(own for own, _ in looks) / len(looks) >= 0.8     # runnable throughout
+
+
+def test_the_estimate_averages_the_looks_since_the_build_started():
+    """One instant of a busy run queue says little: the looks a sampler took from the build's
+    start count, and only as many more are taken as make SAMPLES."""
+    taken = iter([(0, 0), (0, 8)] * 50)
+    sampler = cpu_load.LoadSampler(look=lambda: next(taken))
+    for _ in range(30):                             # taken in the background meanwhile
+        sampler.add(sampler._look())
+    assert sampler.expected_slowdown() == pytest.approx(cpu_load.slowdown(4.0))
+    fresh = cpu_load.LoadSampler(look=lambda: (0, 6))
+    assert fresh.expected_slowdown() == pytest.approx(cpu_load.slowdown(6.0))
+    assert fresh._looks == cpu_load.SAMPLES        # no background looks yet: taken now
+
+
+def test_the_processor_probe_counts_its_work_not_its_wait(monkeypatch):
+    """On a busy machine the probe's runs wait for a core; that wait is the load, which the
+    estimate counts once (Costs.busy): the probe counts this thread's CPU time only."""
+    import time as clock
+
+    real = clock.perf_counter
+    monkeypatch.setattr(clock, "perf_counter", lambda: 10 * real())    # as if waiting 9/10
+    slowed = build_time.probe_seconds(chunks=10, budget_s=0.05)
+    monkeypatch.setattr(clock, "perf_counter", real)
+    alone = build_time.probe_seconds(chunks=10, budget_s=0.05)
+    assert slowed < 3 * alone
+
+
 # --- the estimate counts what applies to the model ------------------------------------------
 
 def _model_plan(name: str):

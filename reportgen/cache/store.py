@@ -35,6 +35,7 @@ from reportgen.cache import integrity, locking, workdirs
 from reportgen.cache.npz import read_npz
 from reportgen.cache.recent import RecentArrays
 from reportgen.errors import StoreError
+from reportgen.sizes import free_space, size_text
 
 DEFAULT_CACHE_DIR = Path(".reportgen/cache")
 MARKER = ".reportgen-store"
@@ -435,6 +436,8 @@ def store_error(root: Path, exc: OSError) -> StoreError:
     reason = exc.strerror or str(exc)
     where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(root) else ""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        free = free_space(root)
+        reason += "" if free is None else f" ({size_text(free)} free)"
         fix = "free disk space, or pass --cache-dir a folder on another disk"
     elif exc.errno in (errno.EEXIST, errno.ENOTDIR):
         blocker = _blocking_file(root)

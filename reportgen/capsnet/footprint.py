@@ -11,8 +11,10 @@ late inside TensorFlow with an out-of-memory error. The bounds, both against `ma
   the bytes), must fit in the machine's memory: no batch size could train it otherwise.
 
 Both are lower bounds of what a run takes (the framework, the data and a batch of more than one
-image come on top), so a model refused here cannot run on this machine; one accepted still may
-not fit a large batch.
+image come on top), so a model refused here cannot run on this machine. The batch a command
+will run is checked when it is known (`batch_bytes`, `largest_batch`): training holds the
+training state and the batch's activations with their gradients; a build, the weights and the
+batch's activations with the gradients Grad-CAM++ takes (the same two copies).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 from reportgen.capsnet.description import describe
 from reportgen.capsnet.param_count import count_trainable_params
 from reportgen.errors import ReportgenError
+from reportgen.sizes import size_text
 
 BYTES_PER_VALUE = 4                    # float32
 BYTES_PER_PARAMETER = 4 * BYTES_PER_VALUE   # weight, gradient, Adam's first and second moment
@@ -59,7 +62,7 @@ def max_trainable_params(memory: int | None = None) -> int:
     return (machine_memory() if memory is None else memory) // BYTES_PER_PARAMETER
 
 
-def max_activation_bytes(memory: int | None = None) -> int:
+def max_activationsize_text(memory: int | None = None) -> int:
     """The most bytes one image's forward activations may take (see the module docstring)."""
     return (machine_memory() if memory is None else memory) // ACTIVATION_COPIES
 
@@ -88,19 +91,11 @@ def activation_values(description) -> int:
     return total
 
 
-def _bytes(n: int) -> str:
-    """1.2 GB, 720 TB: decimal units, as a person reads sizes."""
-    for unit, size in (("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= size:
-            return f"{n / size:,.1f} {unit}"
-    return f"{n} bytes"
-
-
 def check_footprint(params, source: str, memory: int | None = None) -> None:
     """Refuse a model whose trainable parameters or per-image activations cannot fit in this
     machine's memory (module docstring): one line with the numbers and the bound."""
     memory = machine_memory() if memory is None else memory
-    what = f"The model in {source} is too large for this machine's {_bytes(memory)} of memory"
+    what = f"The model in {source} is too large for this machine's {size_text(memory)} of memory"
     trainable = count_trainable_params(params)
     if trainable > max_trainable_params(memory):
         raise ReportgenError(
@@ -108,16 +103,49 @@ def check_footprint(params, source: str, memory: int | None = None) -> None:
                            f"(training holds {BYTES_PER_PARAMETER} bytes for each: weight, "
                            f"gradient, Adam's two moments)",
             received=f"{trainable:,} trainable parameters "
-                     f"({_bytes(trainable * BYTES_PER_PARAMETER)} to train)",
+                     f"({size_text(trainable * BYTES_PER_PARAMETER)} to train)",
             fix="make the layers in params.toml smaller (conv filters, capsule types, decoder "
                 "units, the input size)")
     values = activation_values(describe(params))
-    if values * BYTES_PER_VALUE > max_activation_bytes(memory):
+    if values * BYTES_PER_VALUE > max_activationsize_text(memory):
         raise ReportgenError(
-            what, expected=f"at most {_bytes(max_activation_bytes(memory))} of activations per "
+            what, expected=f"at most {size_text(max_activationsize_text(memory))} of activations per "
                            f"image (kept for the backward pass beside their gradients: "
                            f"{ACTIVATION_COPIES}x that)",
-            received=f"{_bytes(values * BYTES_PER_VALUE)} per image ({values:,} float32 "
+            received=f"{size_text(values * BYTES_PER_VALUE)} per image ({values:,} float32 "
                      f"values: conv maps, capsule poses, routing votes)",
             fix="make the input, the conv layers or the capsule grid in params.toml smaller "
                 "(larger strides, fewer filters or capsule types)")
+
+
+def batch_bytes(params, batch: int, training: bool) -> int:
+    """Bytes a pass over `batch` images holds: the weights (with their gradients and Adam's
+    moments when `training`) and the batch's activations with their gradients."""
+    weights = count_trainable_params(params) * (BYTES_PER_PARAMETER if training
+                                                else BYTES_PER_VALUE)
+    per_image = activation_values(describe(params)) * BYTES_PER_VALUE * ACTIVATION_COPIES
+    return weights + batch * per_image
+
+
+def largest_batch(params, training: bool, memory: int | None = None) -> int:
+    """The most images a pass may hold in this machine's memory (0: not even one)."""
+    memory = machine_memory() if memory is None else memory
+    fixed = batch_bytes(params, 0, training)
+    per_image = batch_bytes(params, 1, training) - fixed
+    return max(0, (memory - fixed) // max(per_image, 1))
+
+
+def batch_refusal(params, batch: int, what: str, fix: str,
+                  memory: int | None = None) -> ReportgenError:
+    """The one-line refusal of `batch` images, with the numbers and `fix`."""
+    memory = machine_memory() if memory is None else memory
+    training = what.startswith("train")
+    weights = batch_bytes(params, 0, training)
+    per_image = batch_bytes(params, 1, training) - weights
+    return ReportgenError(
+        f"{what[:1].upper()}{what[1:]} with batch {batch:,} needs about "
+        f"{size_text(batch_bytes(params, batch, training))} of memory, more than this "
+        f"machine's {size_text(memory)} ({size_text(weights)} for the weights"
+        f"{', their gradients and Adam moments' if training else ''}, "
+        f"{size_text(per_image)} per image for its activations and their gradients)",
+        fix=fix)

@@ -79,7 +79,7 @@ class ClusterCompute:
                     model=entry.name, step=str(step), params=entry.params,
                     weights=str(Path(entry.weights_path(step)).absolute()),
                     variants=tuple((t.name, p) for t, p in prepared.chosen.variants), keys=keys,
-                    store=location_of(self.store), batch_size=build.settings.batch_size))
+                    store=location_of(self.store), batch_size=prepared.batch))
         if not planned:
             console.notice("Nothing to compute on the cluster: every result is stored.")
             return

@@ -17,7 +17,8 @@ from reportgen import console
 from reportgen.errors import ReportgenError
 
 _EXPECTED = "tcp://HOST:PORT (a running Dask scheduler) or local:N (N worker processes here)"
-CONNECT_TIMEOUT = "20s"
+# An unreachable scheduler is said within this many seconds (a scheduler answers at once).
+CONNECT_SECONDS = 3
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,56 @@ def _import_distributed():
     return distributed
 
 
+def _unreachable(address: str, why: str) -> ReportgenError:
+    return ReportgenError(f"Cannot reach the Dask scheduler at {address}", received=why[:200],
+                          fix="start it (`dask scheduler`) and its workers, or check the "
+                              "address")
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """(host, port) of a tcp:// or tls:// address (Dask's default port 8786), else None."""
+    protocol, _, rest = address.partition("://")
+    if protocol not in ("tcp", "tls"):
+        return None
+    host, _, port = rest.rstrip("/").rpartition(":")
+    if not host or not port.isdigit():
+        host, port = rest.rstrip("/"), "8786"
+    return host.strip("[]"), int(port)
+
+
+def _connect(distributed, address: str):
+    """A Client of the scheduler at `address`, or a one-line error within CONNECT_SECONDS.
+    Dask's own connection waits without end for a server that accepts connections and never
+    answers, so a plain TCP connection comes first: a Dask scheduler sends its handshake as
+    soon as it accepts one (distributed.comm.core.Listener.on_connection), so no byte within
+    CONNECT_SECONDS is no scheduler. Dask's handshake then also refuses a server that answers
+    otherwise."""
+    target = _host_port(address)
+    if target is not None:
+        _probe(address, *target)
+    try:
+        return distributed.Client(address, timeout=f"{CONNECT_SECONDS}s")
+    except Exception as exc:  # noqa: BLE001 - a timeout, or an answer that is not Dask's
+        why = " ".join(str(exc).split())
+        if not isinstance(exc, (OSError, TimeoutError)):
+            why = f"it does not answer as a Dask scheduler ({type(exc).__name__}: {why})"
+        raise _unreachable(address, why) from None
+
+
+def _probe(address: str, host: str, port: int) -> None:
+    import socket
+
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_SECONDS) as sock:
+            if address.startswith("tcp://"):      # TLS speaks first from the client's side
+                if not sock.recv(1):
+                    raise _unreachable(address, "it closed the connection at once")
+    except socket.timeout:
+        raise _unreachable(address, f"nothing answered within {CONNECT_SECONDS} s") from None
+    except OSError as exc:
+        raise _unreachable(address, exc.strerror or str(exc) or type(exc).__name__) from None
+
+
 @contextmanager
 def open_client(spec: SchedulerSpec) -> Iterator[object]:
     """A distributed.Client on the cluster (a LocalCluster is started here and shut down on
@@ -69,14 +120,7 @@ def open_client(spec: SchedulerSpec) -> Iterator[object]:
                 dashboard_address=":0", silence_logs=logging.CRITICAL)
             client = distributed.Client(cluster)
         else:
-            try:
-                client = distributed.Client(spec.address, timeout=CONNECT_TIMEOUT,
-                                            )
-            except (OSError, TimeoutError) as exc:
-                raise ReportgenError(f"Cannot reach the Dask scheduler at {spec.address}",
-                                     received=" ".join(str(exc).split())[:200],
-                                     fix="start it (`dask scheduler`) and its workers, or "
-                                         "check the address") from exc
+            client = _connect(distributed, spec.address)
     except BaseException:
         if cluster is not None:
             cluster.close()

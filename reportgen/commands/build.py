@@ -39,19 +39,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reportgen import console
-from reportgen.cache.backends import open_store
+from reportgen.cache.backends import check_location, open_store
 from reportgen.catalog import Catalog, ModelEntry
 from reportgen.commands import site_assembly as assembly
 from reportgen.commands.build_settings import (DEFAULT_IMAGES, BuildOptions,  # noqa: F401
                                                BuildSettings, load_build_config, select_steps,
                                                settle)
-from reportgen.commands import build_time
+from reportgen.commands import build_time, cpu_load
+from reportgen.commands.build_checks import build_batch, check_options
 from reportgen.data import held_out
 from reportgen.commands.work_folder import CALIBRATION_FILE, DIGESTS_FILE, WORK_ROOT, WorkFolder
 from reportgen.engine import step as engine_step
 from reportgen.engine.digests import DigestMemo
 from reportgen.engine.model import ModelHandle
 from reportgen.errors import ReportgenError, StoreError
+from reportgen.os_errors import DISK_ERRORS
 from reportgen.pages import site_output
 from reportgen.pages.assemble import MissingResult
 from reportgen.results.capsules_vs_cnns import model_kind
@@ -114,6 +116,12 @@ def build(catalog: Catalog, options: BuildOptions | BuildSettings,
     replaced only when at least one step was built.
     """
     started = time.monotonic()
+    # how busy the machine is, looked at from now until the plan is said (its estimate)
+    with cpu_load.LoadSampler(every_s=0.05).start() as watch:
+        return _build(catalog, options, scheduler, started, watch)
+
+
+def _build(catalog, options, scheduler, started: float, watch) -> BuildSummary:
     if options.render_site:
         # first: a site a killed build moved away comes back even if this build is refused
         site_output.recover_unless_busy(options.site_dir)
@@ -123,30 +131,35 @@ def build(catalog: Catalog, options: BuildOptions | BuildSettings,
 
         parse_scheduler(scheduler)          # a typo is said before anything else happens
     store = open_store(settings.cache_dir)
+    check_location(store, models_dir=catalog.root,
+                   site_dir=settings.site_dir if settings.render_site else None)
     summary = BuildSummary()
     entries = _match_models(catalog, settings.models, summary)
+    check_options(entries, settings)        # against each model's steps and data
     site_dir = Path(settings.site_dir)
     site_rules = dict(models_dir=catalog.root, cache_dir=store.root, work_dir=WORK_ROOT)
     with ExitStack() as stack:
         if settings.render_site:
             site = site_output.check_site_folder(site_dir, **site_rules)
-            if _lock_site(stack, site, settings):
-                # while this build waited, the other one may have left the folder otherwise
-                site_output.check_site_folder(site_dir, **site_rules)
-            site_output.recover_leftovers(site)
-        stack.enter_context(store.shared_lock())
         cluster = None
-        if scheduler:
+        if scheduler:           # reached (or said unreachable) before any folder is made
             from reportgen.cluster.runner import ClusterCompute
 
             cluster = stack.enter_context(ClusterCompute.open(scheduler, store))
+        if settings.render_site:
+            if _lock_site(stack, site, settings):
+                # while this build waited, the other one may have left the folder otherwise
+                site_output.check_site_folder(site_dir, **site_rules)
+                watch.reset()               # ... and its work no longer shares the machine
+            site_output.recover_leftovers(site)
+        stack.enter_context(store.shared_lock())
         if settings.project_dir:
             project = Path(settings.project_dir)
             if (project / "docs").exists():
                 shutil.rmtree(project / "docs")
         else:
             project = stack.enter_context(WorkFolder()) / "mkdocs"
-        _Build(settings, store, project, summary, cluster).run(entries)
+        _Build(settings, store, project, summary, cluster, watch).run(entries)
     summary.seconds = time.monotonic() - started
     return summary
 
@@ -217,7 +230,7 @@ class _Build:
     """One build: its settings, its store, its MkDocs project and what it has done so far."""
 
     def __init__(self, settings: BuildSettings, store, project: Path, summary: BuildSummary,
-                 cluster=None):
+                 cluster=None, watch=None):
         from reportgen.pages.assemble import Assembler
         from reportgen.techniques import get_technique
 
@@ -230,18 +243,19 @@ class _Build:
         self.assembler = Assembler(store, self.docs)
         self.summary = summary
         self.digests = DigestMemo(DIGESTS_FILE)
-        self.keras_models = 0          # Keras models built by this build
         self.cluster = cluster         # reportgen.cluster.runner.ClusterCompute, or None
         self._prepared: dict[str, _Prepared] = {}
         calibration, damaged = build_time.read_calibration(CALIBRATION_FILE)
         if damaged:
             console.notice(f"Ignoring {CALIBRATION_FILE} ({damaged}): the time estimate uses "
                            f"the reference costs, and this build's measurements replace it.")
-        self.clock = build_time.BuildClock(build_time.Costs(calibration))
+        self.clock = build_time.BuildClock(build_time.Costs(
+            calibration, load=None if watch is None else watch.expected_slowdown))
         self.keras_seconds = 0.0       # building Keras models (the "model" kind of work)
         self.import_seconds = 0.0      # importing TensorFlow (the "build" kind)
         self.attributed = 0.0          # seconds recorded as a model's kinds of work
         self.cold_models = 0           # models whose every step this build computed
+        self.watch = watch             # the look at the machine before the plan (estimate)
 
     # -- the whole build -----------------------------------------------------------------------
     def run(self, entries) -> None:
@@ -296,6 +310,8 @@ class _Build:
             self.clock.total_estimate = build_seconds(plans, self.clock.costs)
             self.clock.overhead_estimate = start_and_site_seconds(plans, self.clock.costs)
             self.summary.estimate = self.clock.total_estimate
+        if self.watch is not None:
+            self.watch.stop()          # the estimate has looked; the clock's sampler goes on
 
     def keep_measurements(self) -> None:
         """What this build measured, for the next estimate on this machine
@@ -316,6 +332,28 @@ class _Build:
 
     def model_or_failure(self, entry: ModelEntry):
         try:
+            return self._model_or_failure(entry)
+        finally:
+            self.release(entry)
+
+    def release(self, entry: ModelEntry) -> None:
+        """Free what building `entry` held (its network and compiled passes, its evaluation
+        images) before the next model is built: a build of several models holds one at a
+        time, so its peak memory is its largest model's."""
+        prepared = self._prepared.get(entry.name)
+        if prepared is None or not prepared.handle.built:
+            return
+        prepared.handle.release()
+        import gc
+
+        import keras
+
+        keras.backend.clear_session()       # Keras' global graph state of the released model
+        gc.collect()                        # reference cycles of the layers, now unreachable
+        _return_free_memory()
+
+    def _model_or_failure(self, entry: ModelEntry):
+        try:
             return self.model(entry)
         except StoreError:
             raise                 # not this model's fault: every other one would fail too
@@ -323,6 +361,8 @@ class _Build:
             self.summary.fail(entry.name, exc.message)
             console.failure_traceback(exc)
         except Exception as exc:  # a broken model must not stop the others
+            if isinstance(exc, OSError) and exc.errno in DISK_ERRORS:
+                raise             # a full or read-only disk: every other model would fail too
             self.summary.fail(entry.name, _one_line(exc))
             console.failure_traceback(exc)
         return None
@@ -341,6 +381,7 @@ class _Build:
         steps = settings.chosen_steps(entry.steps)
         if not steps:
             return None
+        entry.history()         # a hand-edited value fails the model before any step is built
         started = time.monotonic()
         params = entry.params
         handle = ModelHandle(params, build=self._keras_model)
@@ -354,9 +395,10 @@ class _Build:
             console.notice(line)
         plan = _plan(entry.name, params, steps, settings, len(inputs), chosen)
         evaluation = assembly.evaluation_set(dataset, plan.eval_images)
+        batch = build_batch(params, settings.batch_size, entry.name)   # fits in memory
         prepared = _Prepared(steps, handle, chosen, dataset, inputs, evaluation,
                              plan.with_eval_images(len(evaluation.y)),
-                             time.monotonic() - started)
+                             time.monotonic() - started, batch)
         self._prepared[entry.name] = prepared
         return prepared
 
@@ -458,8 +500,8 @@ class _Build:
 
     def _keras_model(self, params):
         """The Keras model (TensorFlow imported here, at the first model that needs one);
-        Keras' global state is cleared between models, which otherwise slow down one after
-        another."""
+        Keras' global state is cleared between models (`release`), which otherwise slow down
+        one after another."""
         from reportgen.engine.model import build_keras_model
 
         if self.assembler.drawing is not None:   # something to compute: something to draw
@@ -471,11 +513,6 @@ class _Build:
             import_tensorflow_quietly()
             self.import_seconds += time.monotonic() - started
             started = time.monotonic()
-        if self.keras_models:
-            import keras
-
-            keras.backend.clear_session()
-        self.keras_models += 1
         try:
             return build_keras_model(params)
         finally:
@@ -556,7 +593,7 @@ class _Build:
         engine_step.compute_step)."""
         counts = engine_step.compute_step(
             handle, entry.weights_path(step), variants, inputs, evaluation.as_tuple(), keys,
-            self.store, self.settings.batch_size, {"model": entry.name, "step": str(step)},
+            self.store, self.prepare(entry).batch, {"model": entry.name, "step": str(step)},
             analysed)
         self.summary.computed += counts.computed
         return counts
@@ -624,6 +661,19 @@ class _Build:
         self.summary.site = "built"
 
 
+def _return_free_memory() -> None:
+    """Give the memory the released model's arrays freed back to the system (glibc's
+    malloc_trim): freed blocks stay in the allocator's heaps otherwise, and the next model's
+    arrays of other sizes land beside them, so the resident size grew model after model."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):       # not glibc: nothing to trim this way
+        pass
+
+
 def _all_keys(keys: engine_step.StepKeys) -> set[str]:
     """Every stored result of one step."""
     return {*keys.inputs.values(), *keys.checkpoint.values(), *keys.dataset.values(),
@@ -640,6 +690,7 @@ class _Prepared:
     evaluation: object
     plan: object = None             # reportgen.commands.build_plan.ModelPlan
     seconds: float = 0.0            # spent preparing (loading the dataset, the inputs)
+    batch: int = 16                 # images per probe pass (--batch-size, or what fits)
 
 
 def _print_summary(summary: BuildSummary, options) -> None:

@@ -26,8 +26,11 @@ import click
                    "N), last, all chosen steps, or none; 0-0 always when saved.")
 @click.option("--eval-images", type=click.IntRange(min=10), default=None,
               help="Test images for accuracy, the confusion matrix and the dataset analyses "
-                   "(stratified); default: fitted to about 2.5 minutes of analyses per model.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True)
+                   "(stratified; all of the test split, said, when it has fewer); default: "
+                   "fitted to about 2.5 minutes of analyses per model.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True,
+              help="Images per probe pass; lowered (and said) to one whose activations fit "
+                   "in this machine's memory (the results are the same).")
 @click.option("--site-dir", default="site", show_default=True, type=click.Path(file_okay=False),
               help="Output folder, replaced once the build succeeded; it must be absent, "
                    "empty or a site reportgen made holding only the files it wrote (never the "
@@ -38,7 +41,9 @@ import click
 @click.option("--cache-dir", default=None, type=click.Path(file_okay=False),
               envvar="REPORTGEN_CACHE",
               help="Artifact store: a folder, or an fsspec URL (s3://bucket/prefix, gs://, "
-                   "file://, memory://) [.reportgen/cache].")
+                   "file://, memory://) [.reportgen/cache]. A new or empty folder or a store; "
+                   "never the models folder, a model's or the site folder, or a folder inside "
+                   "one.")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Compute the steps on a Dask cluster: tcp://HOST:8786 (a running scheduler) "
                    "or local:N (N worker processes here); default in this process.")

@@ -118,17 +118,17 @@ def probe_seconds(chunks: int = 30, budget_s: float = 0.3) -> float:
     runs, times `chunks`; about 0.12 s on this project's CPU. On a busy machine the runs stop
     after `budget_s` (at least 5 of them).
 
-    The fastest run measures the processor, not how busy it is at this moment: on a 2-core
-    machine shared with other work, the probe's total time varied twofold between consecutive
-    probes, and builds took the same time whatever it said. How busy the machine usually is
-    comes from the costs measured on it (the calibration file); how busy it is during this
-    build, from the steps done so far (BuildClock.correction)."""
+    The runs are timed in this thread's CPU time, not in wall time: on a busy machine a run
+    of a few milliseconds waits in the run queue for most of its wall time (on 2 cores at a
+    load of 7 the fastest of them still took 1.6-4.5x the reference's wall time), and the
+    estimate counts that wait once, as how busy the machine is (`Costs.busy`); counted here
+    too, it was counted twice. The fastest run measures the processor, not its moment."""
     import numpy as np
 
     a = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
     fastest, deadline = math.inf, time.perf_counter() + budget_s
     for done in range(chunks):
-        start = time.perf_counter()
+        start = time.thread_time()
         for _ in range(20):
             b = a
             for _ in range(4):
@@ -136,7 +136,7 @@ def probe_seconds(chunks: int = 30, budget_s: float = 0.3) -> float:
             total = 0
             for i in range(5_000):
                 total += i % 7
-        fastest = min(fastest, time.perf_counter() - start)
+        fastest = min(fastest, time.thread_time() - start)
         if done >= 4 and time.perf_counter() > deadline:
             break
     return fastest * chunks

@@ -4,9 +4,12 @@ takes while other work shares the processor.
 
 Counted from the kernel's run queue, not from the load average: `/proc/loadavg`'s fourth field
 is the number of threads running or waiting for a core at this instant, and `/proc/self/task`
-tells this process's own from the rest. The 1-minute load average would still count, for a
-minute, the training `reportgen demo` just finished, and would double the estimate of the
-build that follows it on an idle machine.
+tells this process's own (and its child processes', the drawing worker's) from the rest. The
+1-minute load average would still count, for a minute, the training `reportgen demo` just
+finished, and would double the estimate of the build that follows it on an idle machine. One
+instant says little on a busy machine (4.5x and 1.9x a few minutes apart at the same load
+average of 7.5 on 2 cores): the estimate averages the looks a LoadSampler took from the
+build's start until its plan is said.
 
 A build wanting `d` cores (OWN_DEMAND before it has run, measured while it runs) on `cores`
 cores shared with `o` other runnable threads gets each core's time in turns (the kernel's fair
@@ -41,20 +44,31 @@ def runnable_threads() -> tuple[int, int] | None:
         running = int(Path("/proc/loadavg").read_text().split()[3].split("/")[0])
     except (OSError, ValueError, IndexError):
         return None
-    own = 0
     try:
-        tasks = os.listdir("/proc/self/task")
+        own = _running_threads("self", children=True)
     except OSError:
         return None
-    for task in tasks:
-        try:
-            stat = Path(f"/proc/self/task/{task}/stat").read_text()
-        except OSError:        # the thread ended meanwhile
-            continue
-        if stat[stat.rfind(")") + 2:stat.rfind(")") + 3] == "R":
-            own += 1
     own = max(0, own - 1)      # the thread reading this is running only to read it
     return own, max(0, running - own - 1)
+
+
+def _running_threads(pid: str, children: bool = False) -> int:
+    """Threads of process `pid` running or ready to run (and of its child processes)."""
+    count = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            stat = Path(f"/proc/{pid}/task/{task}/stat").read_text()
+            kids = Path(f"/proc/{pid}/task/{task}/children").read_text().split() \
+                if children else []
+        except OSError:        # the thread ended meanwhile (or no children file)
+            continue
+        count += stat[stat.rfind(")") + 2:stat.rfind(")") + 3] == "R"
+        for kid in kids:
+            try:
+                count += _running_threads(kid)
+            except OSError:    # the child ended meanwhile
+                pass
+    return count
 
 
 def slowdown(others: float, demand: float = OWN_DEMAND, n_cores: int | None = None) -> float:
@@ -87,6 +101,7 @@ class LoadSampler:
         self._look = look
         self._own = self._others = 0.0
         self._looks = 0
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -97,6 +112,12 @@ class LoadSampler:
             self._thread.start()
         return self
 
+    def __enter__(self) -> "LoadSampler":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
@@ -106,11 +127,30 @@ class LoadSampler:
         while not self._stop.wait(self.every_s):
             self.add(self._look())
 
+    def reset(self) -> None:
+        """Forget the looks so far (they saw a machine that has changed since)."""
+        with self._lock:
+            self._own = self._others = 0.0
+            self._looks = 0
+
     def add(self, seen: tuple[int, int] | None) -> None:
         if seen is not None:
-            self._own += seen[0]
-            self._others += seen[1]
-            self._looks += 1
+            with self._lock:
+                self._own += seen[0]
+                self._others += seen[1]
+                self._looks += 1
+
+    def expected_slowdown(self) -> float:
+        """The slowdown a build starting now should expect (OWN_DEMAND beside the others the
+        looks so far saw), with looks taken now up to SAMPLES of them."""
+        while self._looks < SAMPLES:
+            seen = self._look()
+            if seen is None:
+                return 1.0 if not self._looks else slowdown(self._others / self._looks)
+            self.add(seen)
+            if self._looks < SAMPLES:
+                time.sleep(SAMPLE_GAP_S)
+        return slowdown(self._others / self._looks)
 
     def slowdown(self) -> float:
         """The build's time / what it would have taken alone (1.0 before any look)."""

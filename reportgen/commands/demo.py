@@ -34,11 +34,14 @@ def run_demo(models_dir, epochs: int | None, site_dir: str) -> None:
 
 
 def _check_site_dir(catalog: Catalog, site_dir: str) -> None:
-    """The build's own site-folder rules (reportgen.pages.site_output), checked up front."""
-    from reportgen.cache.store import ArtifactStore
+    """The build's own rules for the site folder (reportgen.pages.site_output) and the store
+    (reportgen.cache.backends.check_location), checked up front."""
+    from reportgen.cache.backends import check_location, open_store
     from reportgen.commands.work_folder import WORK_ROOT
     from reportgen.pages.site_output import check_site_folder, recover_unless_busy
 
     recover_unless_busy(site_dir)       # a site a killed build moved away, even if refused
-    check_site_folder(site_dir, models_dir=catalog.root, cache_dir=ArtifactStore().root,
+    store = open_store()
+    check_location(store, models_dir=catalog.root, site_dir=site_dir)
+    check_site_folder(site_dir, models_dir=catalog.root, cache_dir=store.root,
                       work_dir=WORK_ROOT)

@@ -3,6 +3,8 @@ is reportgen.importers')."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from reportgen.importers import LAYOUTS
@@ -38,11 +40,15 @@ def command(ctx, file, source, name, step, dataset, routing_iterations):
     from reportgen.catalog import default_models_dir
     from reportgen.console import echo, notice
     from reportgen.importers import import_checkpoint
+    from reportgen.os_errors import said_in_one_line
 
-    models_dir = ctx.obj.get("models_dir") if ctx.obj else None
-    result = import_checkpoint(models_dir or default_models_dir(), file, source, name=name,
-                               step=step, dataset=dataset,
-                               routing_iterations=routing_iterations)
+    models_dir = (ctx.obj.get("models_dir") if ctx.obj else None) or default_models_dir()
+    # the converted weights take about what the source's float32 tensors took
+    with said_in_one_line(lambda: Path(file).stat().st_size, path=models_dir,
+                          fix="free space on that disk, or import into a models folder on "
+                              "another disk (--models-dir)"):
+        result = import_checkpoint(models_dir, file, source, name=name, step=step,
+                                   dataset=dataset, routing_iterations=routing_iterations)
     model = f"the new model {result.name}" if result.created else f"model {result.name}"
     echo(f"Imported {click.format_filename(file)} ({source}, {result.parameters:,} parameters) "
          f"as step {result.step} of {model}: {result.folder.weights_path(result.step)}")

@@ -7,12 +7,14 @@ MkDocs search run in its Web Worker).
 from __future__ import annotations
 
 import functools
+from http import HTTPStatus
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import click
 
 from reportgen.errors import ReportgenError
+from reportgen.pages.not_found_page import NAME as NOT_FOUND_PAGE
 
 
 def check_site_dir(site_dir: str | Path) -> Path:
@@ -28,13 +30,34 @@ def check_site_dir(site_dir: str | Path) -> Path:
 
 
 class _Handler(SimpleHTTPRequestHandler):
-    """Static files; no caching, so a rebuilt site shows at the next reload."""
+    """Static files as GitHub Pages serves them: a missing path answers 404 with the site's own
+    404.html (which finds the site's root from any depth: reportgen.pages.not_found_page), and
+    a folder without an index.html is missing, not listed. No caching, so a rebuilt site shows
+    at the next reload."""
 
     quiet = False
 
     def end_headers(self):
         self.send_header("Cache-Control", "no-cache")
         super().end_headers()
+
+    def list_directory(self, path):
+        self.send_error(HTTPStatus.NOT_FOUND)
+        return None
+
+    def send_error(self, code, message=None, explain=None):
+        page = Path(self.directory) / NOT_FOUND_PAGE
+        if code != HTTPStatus.NOT_FOUND or not page.is_file():
+            super().send_error(code, message, explain)
+            return
+        body = page.read_bytes()
+        self.send_response(code, message)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
 
     def log_message(self, format, *args):  # noqa: A002 - the base class's signature
         if not self.quiet:

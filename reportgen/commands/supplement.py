@@ -42,6 +42,7 @@ from pathlib import Path, PurePosixPath
 
 from reportgen.commands.captions_tex import captions_tex
 from reportgen.errors import ReportgenError, StoreError
+from reportgen.os_errors import user_error
 from reportgen.figures.encode import PIXEL_RATIO, png_size, upscale_png
 from reportgen.pages.sitedata import (BuildFailure, FigureFile, InputInfo, ModelData, Panel,
                                       Prediction, SiteData, StepData)
@@ -541,9 +542,11 @@ def write_zip(path: str | Path, files: dict[str, bytes], force: bool = False) ->
             out.flush()
             os.fsync(out.fileno())
         _publish(tmp, path, force)
-    except OSError as exc:
-        raise ReportgenError(f"Cannot write {path}: {exc.strerror or exc}",
-                             fix="choose a writable --out path") from None
+    except OSError as exc:      # at most the files' own size: PNGs and PDFs barely compress
+        raise user_error(exc, sum(map(len, files.values())), "free space on that disk, or "
+                         "choose an --out on another disk", path) or ReportgenError(
+            f"Cannot write {path}: {exc.strerror or exc}", fix="choose a writable --out path"
+        ) from None
     finally:
         tmp.unlink(missing_ok=True)         # written and published, failed, or interrupted
     return path

@@ -29,6 +29,9 @@ def run_train(models_dir, name: str, options: dict, scheduler: str | None = None
         entries = catalog.match(name)
         for entry in entries:
             entry.params
+    if not scheduler:                        # a cluster's workers have memory of their own
+        for entry in entries:
+            check_batch_memory(entry, options)
     if scheduler:
         from reportgen.cluster.training import train_on_cluster
 
@@ -64,12 +67,47 @@ def run_train(models_dir, name: str, options: dict, scheduler: str | None = None
 
 
 def _train_here(entry, options: dict) -> None:
+    from reportgen.os_errors import said_in_one_line
     from reportgen.training.trainer import TrainOptions, train
 
-    history = train(entry, TrainOptions(**options))
+    with said_in_one_line(lambda: _step_bytes(entry), path=entry.path,
+                          fix="free space on that disk (the size needed is what one saved "
+                              "step writes), or move the models folder to another disk "
+                              "(--models-dir)"):
+        history = train(entry, TrainOptions(**options))
     last = history[-1]
     echo(f"{entry.name}: last step {last['step']}, validation accuracy "
          f"{last['val_accuracy']:.4f}; weights in {entry.path}/")
+
+
+def check_batch_memory(entry, options: dict) -> None:
+    """Refuse, before anything is written, a batch whose activations and training state do
+    not fit in this machine's memory (reportgen.capsnet.footprint), saying the largest that
+    does. The batch is the one the run will use: --batch-size, else (resuming) the run's own,
+    else params.toml's."""
+    from reportgen.capsnet.footprint import batch_refusal, largest_batch
+    from reportgen.training.run_info import training_run
+
+    recorded = training_run(entry)["batch_size"] if options.get("resume") else None
+    batch = options.get("batch_size") or recorded or entry.params.training.batch_size
+    fits = largest_batch(entry.params, training=True)
+    if batch > fits:
+        raise batch_refusal(entry.params, batch, f"training {entry.name}",
+                            f"train with --batch-size {fits} (the largest that fits)"
+                            if fits else "make the layers in params.toml smaller")
+
+
+def _step_bytes(entry) -> int:
+    """What one saved step writes: its weights and the optimizer's state, as large as the last
+    step's files, or (none saved yet) float32 weights and Adam's two moments."""
+    steps = entry.steps
+    files = [entry.weights_path(steps[-1]), entry.state_path] if steps else []
+    sizes = [f.stat().st_size for f in files if f.is_file()]
+    if sizes:
+        return sum(sizes)
+    from reportgen.capsnet.param_count import count_trainable_params
+
+    return 3 * 4 * count_trainable_params(entry.params)
 
 
 def _default(option: str) -> bool:

@@ -24,6 +24,8 @@ import threading
 import time
 from pathlib import Path
 
+from reportgen.errors import ReportgenError
+
 FORMAT = 1
 RACY_SECONDS = 2.0
 
@@ -64,12 +66,22 @@ class DigestMemo:
         return files if isinstance(files, dict) else {}
 
     def digest(self, path: str | Path) -> str:
+        """The file's sha256; a file that cannot be read (a folder in its place, no
+        permission) is a one-line ReportgenError naming it."""
         return self.fact(path, "sha256", hash_file)
 
     def fact(self, path: str | Path, name: str, compute):
         """`compute(path)` (a JSON value: the sha256, whether its weights are numbers),
-        remembered for this version of the file under `name`."""
-        path = Path(path)
+        remembered for this version of the file under `name`; a file that cannot be read is a
+        one-line ReportgenError naming it."""
+        try:
+            return self._fact(Path(path), name, compute)
+        except OSError as exc:
+            raise ReportgenError(f"Cannot read {path}: {exc.strerror or exc}",
+                                 fix=f"make {path} a readable file (the file training saved), "
+                                     f"or leave its step out of --steps") from None
+
+    def _fact(self, path: Path, name: str, compute):
         key = os.path.abspath(path)
         before = os.stat(path)
         with self._lock:

@@ -40,6 +40,11 @@ class ModelHandle:
             self._net = self._build(self.params)
         return self._net
 
+    def release(self) -> None:
+        """Let the Keras model and its compiled passes go (built again if asked for): a build
+        of several models holds one at a time."""
+        self._net = None
+
 
 def build_keras_model(params):
     """Import TensorFlow (quietly) and build the network of `params` (any family)."""

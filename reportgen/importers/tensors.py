@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import struct
 import zipfile
 from contextlib import contextmanager
@@ -280,6 +281,34 @@ def _torch_format(path: Path) -> str:
         fix="Copy the file again from where it was saved, or pass the file torch.save wrote.")
 
 
+# torch.load(weights_only=True) refuses a pickle that asks for anything but tensors and plain
+# containers, naming the global it asked for: a blocked function ("unsupported GLOBAL
+# posix.system whose module posix is blocked") or a class off its allowlist ("Unsupported
+# global: GLOBAL __main__.Model was not an allowed global"). Its messages open with advice to
+# load without that protection, which reportgen never repeats: only the detail is shown.
+_REFUSED_GLOBAL = re.compile(r"unsupported\s+(?:global:\s+)?GLOBAL\s+([\w.]+)", re.IGNORECASE)
+_UNPICKLER_DETAIL = re.compile(r"WeightsUnpickler error:\s*(.*?)(?:\s+Check the documentation|$)")
+
+
+def _torch_load_error(path: Path, exc: Exception) -> ReportgenError:
+    """One line for a file torch.load refused: a pickle asking for code (a function, a class
+    of the project that saved it), or a damaged file."""
+    text = " ".join(str(exc).split())
+    refused = _REFUSED_GLOBAL.search(text)
+    if refused:
+        return ReportgenError(
+            f"Refusing the PyTorch file {path}: it holds code that reportgen will not run (its "
+            f"pickle asks for {refused.group(1)}); reportgen reads tensors only",
+            fix="in the project that saved it, save the state dict alone "
+                "(torch.save(model.state_dict(), 'model.pt')) or as .safetensors")
+    detail = _UNPICKLER_DETAIL.search(text)
+    if detail or "weights_only" in text:
+        text = detail.group(1) if detail else "torch.load could not read it"
+    return ReportgenError(f"Cannot read the PyTorch file {path}: it is damaged, or not a state "
+                          f"dict torch.save wrote.", received=text[:300] or type(exc).__name__,
+                          fix="Copy the file again from where it was saved.")
+
+
 @contextmanager
 def _open_torch(path: Path) -> Iterator[StoredCheckpoint]:
     kind = _torch_format(path)
@@ -296,16 +325,7 @@ def _open_torch(path: Path) -> Iterator[StoredCheckpoint]:
         # mmap: storages are mapped, not read, so the declared shapes come first.
         data = torch.load(path, map_location="cpu", weights_only=True, mmap=kind == "zip")
     except Exception as exc:  # noqa: BLE001 - an UnpicklingError, a zip error, an EOF ...
-        text = " ".join(str(exc).split())
-        text = text[text.find("WeightsUnpickler error"):] if "WeightsUnpickler" in text else text
-        refused = "Unsupported global" in text
-        raise ReportgenError(
-            f"Cannot read the PyTorch file {path}"
-            + (": it holds Python objects besides tensors, which reportgen never unpickles."
-               if refused else ": it is damaged, or not a state dict torch.save wrote."),
-            received=text[:300] or type(exc).__name__,
-            fix="Save the model's state dict alone: torch.save(model.state_dict(), 'model.pt')"
-                if refused else "Copy the file again from where it was saved.") from exc
+        raise _torch_load_error(path, exc) from None
     state = _state_dict(data, path)
     tensors = {name: value for name, value in state.items()
                if isinstance(value, torch.Tensor)}   # not e.g. an epoch number beside them

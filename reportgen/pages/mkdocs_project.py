@@ -165,8 +165,10 @@ def build_site(project_dir: Path, site_dir: Path, *, strict: bool = False,
     from mkdocs.config import load_config
     from mkdocs.exceptions import MkDocsException
 
+    from reportgen.os_errors import said_in_one_line
     from reportgen.pages import linked_figures
     from reportgen.pages.site_output import staged_site
+    from reportgen.pages.site_space import check_room, site_bytes
 
     project_dir, site_dir = Path(project_dir), Path(site_dir)
     config_file = project_dir / "mkdocs.yml"
@@ -177,8 +179,12 @@ def build_site(project_dir: Path, site_dir: Path, *, strict: bool = False,
         try:
             config = load_config(config_file=str(config_file), site_dir=str(staging),
                                  strict=strict)
+            needed = site_bytes(Path(config.docs_dir), config.theme.dirs, site_dir.parent)
+            check_room(site_dir, needed)
             linked_figures.register(config)     # figure files linked, not copied
-            build(config)
+            with said_in_one_line(needed, fix="free space on that disk, or choose a "
+                                              "--site-dir on another disk"):
+                build(config)
         except MkDocsException as exc:
             raise ReportgenError("MkDocs could not build the site.", received=str(exc),
                                  fix="check the templates (a --templates override?) and "

@@ -14,9 +14,8 @@ import zipfile
 import numpy as np
 
 from reportgen.data.held_out import MARKER, MARKER_KEY
-from reportgen.model_folder import ModelFolder
+from reportgen.model_folder import RUN_SECTION, ModelFolder
 
-RUN_SECTION = "training"           # history.json's top-level key of the run's facts
 # What a run's facts hold (None = not recorded), in the order the overview shows them.
 FIELDS = ("data", "dataset", "training_images", "limit", "epochs", "epochs_trained",
           "batch_size", "learning_rate", "save_every", "seed", "wall_seconds", "until_accuracy",
