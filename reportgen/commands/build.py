@@ -426,7 +426,8 @@ class _Build:
             training=training_run(entry), sources=sources,
             labels_per_image=model_label_arity(params),
             citations=list(family_of(params).citations_for(params)),
-            leaves_out=list(handle.description.leaves_out))
+            leaves_out=list(handle.description.leaves_out),
+            routing_iterations=handle.description.routing_iterations)
         built = {s: self.assembler.step_keys[(entry.name, str(s))] for s in steps
                  if (entry.name, str(s)) in self.assembler.step_keys}
         filmstrip_started = time.monotonic()

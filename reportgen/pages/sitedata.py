@@ -134,6 +134,9 @@ class ModelData:
     citations: list[str] = field(default_factory=list)
     # what the model's description leaves out (ModelDescription.leaves_out), said on its pages
     leaves_out: list[str] = field(default_factory=list)
+    # routing iterations of its routed layers (1: uniform couplings); None: no iterative
+    # routing (a CNN, GraCapsNet's attention, self-routing) or not known
+    routing_iterations: int | None = None
 
 
 @dataclass

@@ -16,7 +16,7 @@ from pathlib import Path
 from reportgen.pages import analyses
 from reportgen.pages.analyses import PICTURES
 from reportgen.pages.captions import heading, split_caption
-from reportgen.pages.environment import ASSETS_URL
+from reportgen.pages.environment import ASSETS_URL, VEGA_BUNDLE
 from reportgen.pages.page_table import (ANALYSES_STEM, ANALYSES_TITLE, BESIDE_EVERY_LAYER,
                                         FILMSTRIP_STEM, FILMSTRIP_TITLE, KINDS, LAYER_PAGES,
                                         FAILED, LAYER_TITLES, NOT_APPLICABLE, NOT_COMPUTED,
@@ -341,7 +341,8 @@ def model_links(info: ModelInfo, root: str) -> list[dict]:
 def common(site: SiteData, root: str, kind: str) -> dict:
     """What every page template gets."""
     return {"site": site, "root": root, "page_kind": KINDS[kind].kind,
-            "assets": root + ASSETS_URL, "layer_titles": LAYER_TITLES, "layer_pages": LAYER_PAGES,
+            "assets": root + ASSETS_URL, "vega_bundle": root + VEGA_BUNDLE,
+            "layer_titles": LAYER_TITLES, "layer_pages": LAYER_PAGES,
             "not_applicable_label": NOT_APPLICABLE, "not_computed_label": NOT_COMPUTED,
             "failed_label": FAILED}
 

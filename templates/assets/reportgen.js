@@ -562,13 +562,9 @@
     syncControls(stepName, inputKey);
     setSelectionText({step: stepName || "none"});
     showStepBlocks(stepName);
-    page.querySelectorAll("[data-rg-marker]").forEach(function (line) {
-      var xs = JSON.parse(line.getAttribute("data-x") || "{}");
-      if (stepName in xs) {
-        line.setAttribute("x1", String(xs[stepName]));
-        line.setAttribute("x2", String(xs[stepName]));
-      }
-    });
+    if (window.reportgenCharts && stepName) {
+      window.reportgenCharts.markStep(stepName); /* the training curves' step line */
+    }
     var step = model.steps[stepName];
     page.querySelectorAll("[data-rg-thumb]").forEach(function (thumb) {
       var key = thumb.getAttribute("data-rg-thumb");
