@@ -35,7 +35,8 @@ OVERLAY_SERIES = {"accuracy": ("val_accuracy", "Validation accuracy"),
                   "loss": ("loss", "Total training loss")}
 SMOOTHING = (1, 3, 5, 9)        # saved steps in the trailing mean the page offers
 WIDTH, HEIGHT = 380, 190        # plotting area (px): with its axis the chart prints at 480 px
-INTERACTIVE = ("hover", "chosen")   # the names of the layers a printed figure leaves out
+INTERACTIVE = ("hover", "chosen")
+PLAIN = {"format": "", "formatType": "plain"}   # a text shown as it is (charts.js)   # the names of the layers a printed figure leaves out
 
 
 def number(value) -> float | None:
@@ -115,10 +116,15 @@ def line_chart(rows: list[dict], *, title: str, x_title: str, y_title: str, kind
              "x": x,
              "opacity": {"condition": {"param": "hover", "empty": False, "value": 0.5},
                          "value": 0},
-             "tooltip": [*([{"field": "step", "title": "step"}] if step_tooltip else []),
+             # formatType "plain" (charts.js registers it): Vega-Lite reads a tooltip field
+             # of the nearest point's rule through the pointer's cell only when it has a
+             # format; the text as it is
+             "tooltip": [*([{"field": "step", "title": "step", **PLAIN}] if step_tooltip
+                           else []),
                          {"field": "x", "type": "quantitative", "title": x_title,
                           "format": ",d"},
-                         *({"field": f"t{i}", "title": n} for i, n in enumerate(names))]},
+                         *({"field": f"t{i}", "title": n, **PLAIN}
+                           for i, n in enumerate(names))]},
          "params": [{"name": "hover", "select": {"type": "point", "fields": ["x"],
                                                  "nearest": True, "on": "pointerover",
                                                  "clear": "pointerout"}}]})

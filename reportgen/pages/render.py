@@ -52,9 +52,9 @@ from reportgen.pages.sitedata import FigureFile, Panel, SiteData
 from reportgen.pages.urls import file_part, model_slug, panel_id, step_key, url
 from reportgen.pages.views import (ANALYSES_NOTE, ModelInfo, SiteContext,
                                    card_min, common, confusion_view, evaluation_images,
-                                   find_dataset_panel, find_panel, input_view, model_info,
-                                   model_view, pages_for_model, per_class_view, picture,
-                                   technique_list, training_view, baseline_rows)
+                                   find_dataset_panel, find_panel, input_view, model_choices,
+                                   model_info, model_view, pages_for_model, per_class_view,
+                                   picture, technique_list, training_view, baseline_rows)
 
 # Imported from here by `reportgen build`, the tests and older code.
 __all__ = ["render_site", "build_site", "model_slug", "default_templates_dir",
@@ -81,6 +81,7 @@ def render_site(site: SiteData, docs_dir: Path, templates_dir: Path | None = Non
     env = make_environment(templates_dir)
     ctx = SiteContext(site, docs_dir)
     infos = [model_info(ctx, m) for m in site.models]
+    ctx.infos = infos
 
     files: dict[str, str] = {"index.md": _render_home(env, ctx, infos)}
     nav: list = [{"Home": "index.md"}]
@@ -170,8 +171,10 @@ def _render_home(env, ctx: SiteContext, infos: list[ModelInfo]) -> str:
              "n_steps": len(info.model.steps),
              "latest_step": info.model.steps[-1].step if info.model.steps else None}
             for info in infos]
+    present = {page.layer for info in infos for page in info.layers}
     return _template(env, "home").render(
         **common(ctx.site, root, "home"), rows=rows,
+        site_layer_pages=[p.title for p in page_table.LAYER_PAGES if p.layer in present],
         compare_href="compare.html" if any(i.pictures for i in infos)
         or ctx.site.compare_panels or len(infos) > 1 else None)
 
@@ -194,6 +197,7 @@ def _render_model(env, ctx: SiteContext, info: ModelInfo) -> str:
     curves = model_charts(model, selected)
     return _template(env, "model").render(
         **common(ctx.site, root, "model"), model=model_view(info, root),
+        model_choices=model_choices(ctx.infos, info, root, "index"),
         architecture=model.architecture, step_views=steps, gallery=gallery, curves=curves,
         training=training_view(model.training),
         history=model.history, techniques=technique_list(ctx, info, root))
@@ -210,6 +214,7 @@ def _render_layer(env, ctx: SiteContext, info: ModelInfo, page: LayerPage) -> st
 
     return _template(env, "layer").render(
         **common(ctx.site, root, "layer"), model=model_view(info, root),
+        model_choices=model_choices(ctx.infos, info, root, page.stem),
         layer=page.layer, layer_title=page.title, input=input_view(ctx, info, root, key),
         model_panels=views(info.panels_of(page_table.BESIDE_EVERY_LAYER)),
         panels=views(info.panels_of(page.layer)),
@@ -229,6 +234,7 @@ def _render_filmstrip(env, ctx: SiteContext, info: ModelInfo) -> str:
              for step in info.model.steps]
     return _template(env, "filmstrip").render(
         **common(ctx.site, root, "filmstrip"), model=model_view(info, root),
+        model_choices=model_choices(ctx.infos, info, root, FILMSTRIP_STEM),
         choices=choices, choice=choice, cards=cards, card_min=card_min(cards),
         input=input_view(ctx, info, root, key))
 
@@ -295,6 +301,7 @@ def _render_analyses(env, ctx: SiteContext, info: ModelInfo, files: dict[str, st
               for p in info.model.trend_panels]
     return _template(env, "analyses").render(
         **common(ctx.site, root, "analyses"), model=model_view(info, root),
+        model_choices=model_choices(ctx.infos, info, root, ANALYSES_STEM),
         panels=cards, trends=trends, missing_note=ANALYSES_NOTE,
         has_default=bool(step and step.dataset_panels),
         steps_with=[s.step for s in info.model.steps if s.dataset_panels],

@@ -11,7 +11,7 @@ strings still unescaped, the templates autoescape them).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from reportgen.pages import analyses
 from reportgen.pages.analyses import PICTURES
@@ -97,6 +97,7 @@ class SiteContext:
         self.techniques = {t["name"]: t for t in site.techniques}
         self.order = {t["name"]: i for i, t in enumerate(site.techniques)}
         self.slugs = unique_slugs(m.name for m in site.models)
+        self.infos: list[ModelInfo] = []     # every model's, once render_site has made them
 
     def file(self, path: str, source: str = "") -> Path:
         """Where a figure's bytes are: the stored file when known, else the docs copy."""
@@ -322,6 +323,22 @@ def pages_for_model(info: ModelInfo) -> dict[str, str]:
     if info.pictures:
         pages[f"{info.folder}/{FILMSTRIP_STEM}.md"] = FILMSTRIP_TITLE
     return pages
+
+
+def model_choices(infos: list[ModelInfo], current: ModelInfo, root: str,
+                  stem: str) -> list[dict]:
+    """The model picker of a model's pages: every model [{name, href, current, same}], `href`
+    its page of the same stem ("index", a layer page's, "analyses", "filmstrip") when it has
+    one (`same`), else its overview; [] for a site of one model."""
+    if len(infos) < 2:
+        return []
+    out = []
+    for info in infos:
+        pages = {PurePosixPath(path).stem for path in pages_for_model(info)}
+        same = stem in pages
+        out.append({"name": info.model.name, "current": info is current, "same": same,
+                    "href": f"{root}{url(info.folder)}/{stem if same else 'index'}.html"})
+    return out
 
 
 def model_links(info: ModelInfo, root: str) -> list[dict]:

@@ -16,6 +16,11 @@
   var chosenStep = null;
   var charts = [];
 
+  /* The tooltips' texts, shown as they are (the spec's formatType "plain"). */
+  function plain(value) {
+    return value === null || value === undefined ? "—" : String(value);
+  }
+
   function setLog(node) {
     if (!node || typeof node !== "object") {
       return;
@@ -55,7 +60,8 @@
       chart.view.finalize();
       chart.view = null;
     }
-    window.vegaEmbed(chart.target, spec, {actions: false, renderer: "svg"})
+    window.vegaEmbed(chart.target, spec, {actions: false, renderer: "svg",
+                                          expressionFunctions: {plain: plain}})
       .then(function (result) {
         chart.view = result.view;
         mark(chart);

@@ -502,11 +502,26 @@
     render();
   }
 
+  /* The first stop of the Tab key: a link to the step slider (it comes after the site's and
+   * the model's navigation otherwise), shown while it has the focus. */
+  function addSkipLink(target) {
+    var link = document.createElement("a");
+    link.className = "rg-skip";
+    link.href = "#";
+    link.textContent = "Skip to the training-step slider";
+    link.addEventListener("click", function (event) {
+      event.preventDefault();
+      target.focus();
+    });
+    document.body.insertBefore(link, document.body.firstChild);
+  }
+
   function bindControls() {
     if (controls) {
       controls.hidden = false;
     }
     if (slider) {
+      addSkipLink(slider);
       slider.addEventListener("input", function () {
         choose({step: sliderSteps[Number(slider.value)]});
       });
@@ -545,6 +560,19 @@
       });
     });
   }
+
+  /* The model picker beside a model's page links: the same page of another model (its
+   * overview when it has no such page); the step and input follow through localStorage. */
+  page.querySelectorAll("[data-rg-model-picker]").forEach(function (picker) {
+    var label = picker.closest("[data-rg-model-picker-label]");
+    if (label) {
+      label.hidden = false;
+    }
+    picker.addEventListener("change", function () {
+      writeStored(selection);
+      window.location.href = picker.value;
+    });
+  });
 
   /* ---------------------------------------------------------------- pages */
 
