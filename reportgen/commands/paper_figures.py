@@ -1,7 +1,8 @@
 """What `reportgen build` adds for papers: the overview page's downloads and the site's record.
 
-- `attach`: each model's training curves and each step's confusion matrix as paper figures
-  (PNG, SVG, PDF, CSV; reportgen.figures.training_curves and model_plots), drawn once into the artifact store (keyed
+- `attach`: each model's training curves and the confusion matrix of each step with dataset
+  analyses and of the last as paper figures (PNG, SVG, PDF, CSV;
+  reportgen.figures.training_curves and model_plots), drawn once into the artifact store (keyed
   by the numbers they show), placed beside the model's other figures and listed in
   `ModelData.downloads` / `StepData.downloads` for the overview page's links.
 - `remember_site`: the site data of a build (every panel, caption and store file), kept in the
@@ -42,8 +43,12 @@ def attach(assembler, models) -> None:
             lambda m=model, a=accuracy, c=chance: render_training_curves(m.history, m.name, a,
                                                                          c),
             folder / "overview")
+        # each step's matrix is a table on the page; its paper figure is drawn at the steps
+        # with dataset analyses and the last (the supplement's default), which keeps the site
+        # light
+        last = model.steps[-1] if model.steps else None
         for step in model.steps:
-            if not step.confusion_matrix:
+            if not step.confusion_matrix or not (step.dataset_panels or step is last):
                 continue
             step.downloads = _placed(
                 assembler, {"confusion_matrix": step.confusion_matrix, "model": model.name,

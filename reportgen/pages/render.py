@@ -198,6 +198,7 @@ def _render_model(env, ctx: SiteContext, info: ModelInfo) -> str:
     return _template(env, "model").render(
         **common(ctx.site, root, "model"), model=model_view(info, root),
         model_choices=model_choices(ctx.infos, info, root, "index"),
+        paper_steps=[s.step for s in model.steps if s.downloads],
         architecture=model.architecture, step_views=steps, gallery=gallery, curves=curves,
         training=training_view(model.training),
         history=model.history, techniques=technique_list(ctx, info, root))
