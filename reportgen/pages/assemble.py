@@ -30,7 +30,7 @@ from reportgen.pages.sitedata import FigureFile, Panel, Prediction
 from reportgen.techniques.base import Figure, RenderContext
 from reportgen.techniques.compute import params_dict, variant_label
 
-FIGURES_VERSION = 22     # bump when drawing changes: figures are redrawn, arrays are kept
+FIGURES_VERSION = 23     # bump when drawing changes: figures are redrawn, arrays are kept
 # What a panel hands on (`Technique.numbers` and `.data`): a file of the figures' entry (not
 # placed in docs); for figures an older reportgen stored without it, an entry of its own.
 HANDED_ON_VERSION = 1
