@@ -47,3 +47,56 @@ def compare_charts(models: list[ModelData]) -> list[dict]:
               (overlay_spec([(m.name, m.history) for m in models], "loss"),
                "Total training loss of every model over the images seen")]
     return [{"spec": spec, "label": label} for spec, label in charts if spec is not None]
+
+
+def gu_chart(gu: dict) -> list[dict]:
+    """"Capsules vs CNNs" Table 1 as one chart: each model's clean, affNIST-like and
+    adversarial accuracy at its matched step as bars, Gu's published figure (where his table
+    has one) as a black tick on its bar, chance as a dashed line; [] without scores."""
+    from reportgen.figures.vega import CONFIG
+    from reportgen.results.capsules_vs_cnns import ATTACKS
+
+    measures = [("clean_accuracy", "clean", "reference_mnist"),
+                ("affnist_accuracy", "affNIST-like", "reference_affnist"),
+                *((f"{a}_{e:g}_accuracy", label, None)
+                  for (a, e), label in zip(ATTACKS, gu["attacks"]))]
+    rows = []
+    for row in gu["accuracy"]:
+        for key, label, reference in measures:
+            value = row.get(key)
+            if value is None:
+                continue
+            published = row.get(reference) if reference else None
+            rows.append({"model": row["model"], "measure": label, "value": value,
+                         "gu": published / 100 if published is not None else None,
+                         "step": row.get("step_text", ""), "chance": row.get("chance")})
+    if not rows:
+        return []
+    names = [label for _, label, _ in measures]
+    x = {"field": "model", "type": "nominal", "title": None, "sort": None,
+         "axis": {"labelAngle": 0, "labelLimit": 140}}
+    offset = {"field": "measure", "type": "nominal", "sort": names}
+    y = {"type": "quantitative", "title": "accuracy", "scale": {"domain": [0, 1]},
+         "axis": {"format": ".0%"}}
+    tooltip = [{"field": "model"}, {"field": "step", "title": "matched step"},
+               {"field": "measure"}, {"field": "value", "title": "ours", "format": ".2%"},
+               {"field": "gu", "title": "Gu 2022", "format": ".2%"},
+               {"field": "chance", "format": ".1%"}]
+    spec = {"config": CONFIG, "title": "Accuracy at matched clean accuracy (Gu 2022, Table 1)",
+            "width": {"step": 22 * len(names)}, "height": 200,
+            "data": {"values": rows},
+            "layer": [
+                {"mark": "bar",
+                 "encoding": {"x": x, "xOffset": offset, "y": {**y, "field": "value"},
+                              "color": {**offset, "title": None,
+                                        "scale": {"scheme": "tableau10"}},
+                              "tooltip": tooltip}},
+                {"transform": [{"filter": "isValid(datum.gu)"}],
+                 "mark": {"type": "tick", "color": "black", "thickness": 2},
+                 "encoding": {"x": x, "xOffset": offset, "y": {**y, "field": "gu"},
+                              "tooltip": tooltip}},
+                {"mark": {"type": "rule", "strokeDash": [4, 3], "color": "#666666"},
+                 "encoding": {"y": {**y, "field": "chance", "aggregate": "max"}}}]}
+    return [{"spec": spec, "label": "Table 1 as a chart: accuracy per model and measure, "
+                                    "Gu's published figures as black ticks, chance dashed"}]
+

@@ -32,7 +32,7 @@ from markupsafe import escape
 from reportgen import console
 from reportgen.errors import ReportgenError
 from reportgen.pages import analyses, page_table
-from reportgen.pages.charts import compare_charts, model_charts
+from reportgen.pages.charts import compare_charts, gu_chart, model_charts
 from reportgen.pages.runs import runs_table
 from reportgen.pages.environment import (ASSET_FILES, ASSETS_URL, VEGA_BUNDLE, asset_source,
                                          default_templates_dir, make_environment)
@@ -91,7 +91,7 @@ def render_site(site: SiteData, docs_dir: Path, templates_dir: Path | None = Non
     gu = comparison(site.models)
     if gu is not None:
         files[f"{GU_STEM}.md"] = _template(env, "capsules_vs_cnns").render(
-            **common(site, "", "capsules_vs_cnns"), gu=gu)
+            **common(site, "", "capsules_vs_cnns"), gu=gu, charts=gu_chart(gu))
         for table, text in gu["csv"].items():
             files[f"numbers/{GU_STEM}-{table}.csv"] = text
         nav.append({GU_TITLE: f"{GU_STEM}.md"})
