@@ -69,4 +69,7 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from docs_tables import recorded
+
+    with recorded("bench_families"):
+        main()

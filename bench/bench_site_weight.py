@@ -249,4 +249,7 @@ def _print_timing(args) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from docs_tables import recorded
+
+    with recorded("bench_site_weight"):
+        main()

@@ -147,4 +147,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from docs_tables import recorded
+
+    with recorded("bench_training"):
+        main()

@@ -322,8 +322,12 @@ def make_site(docs_dir: Path) -> SiteData:
             errors=[] if model_i == 0 else ["gradcam_pp: <b>failed</b> at step 0-0 (test)"],
             not_applicable=[] if model_i == 0 else [dict(n) for n in NOT_APPLICABLE],
             trend_panels=trends, training=TRAINING if model_i == 0 else {}))
+    from reportgen.techniques import get_technique
+
+    # the references each technique declares, as the build hands them on
     techniques = [{"name": n, "title": t, "layer": layer, "scope": scope, "experimental": e,
-                   "description": f"What {t} shows (fixture text)."}
+                   "description": f"What {t} shows (fixture text).",
+                   "citations": list(get_technique(n).citations)}
                   for n, t, layer, scope, e, _ in TECHNIQUES]
     compare = [_dataset_panel(docs_dir, "artifacts/_compare", 11, 0.3, 4,
                               "Affine robustness of every model at its last analysed step.",

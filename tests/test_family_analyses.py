@@ -161,8 +161,12 @@ def test_affnist_benchmark_on_a_40x40_model():
     from reportgen.techniques import affnist_benchmark as bench
 
     net = build(TINY_CNN40)
-    assert bench.variants(net.description) == [bench.Params()]
-    assert bench.variants(build(tiny_cnn("avg")).description) == []       # 12x12: not its input
+    technique = bench.TECHNIQUE
+    assert technique.variants(net) == [bench.Params()]
+    small = build(tiny_cnn("avg"))                                      # 12x12: not its input
+    assert technique.variants(small) == [] and not technique.applicable(small)
+    assert technique.unsuited_reason(small) == ("its input is 12x12x1, not the affine "
+                                                "benchmark's 40x40 grayscale digits")
     clean = load_dataset("mnist40")
     evaluation = EvalBatch(net, clean.x_test[:20], clean.y_test[:20], clean.class_names)
     params = bench.Params(images=30)

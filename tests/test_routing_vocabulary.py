@@ -171,8 +171,10 @@ def test_dynamic_routing_analyses_do_not_apply(net_and_images, declared):
     assert not_applicable_reason(gracaps.missing_features(net)) == "it has no attention weights"
     for technique in all_techniques():
         if not technique.applicable(net):
-            reason = not_applicable_reason(technique.missing_features(net))
-            assert reason.startswith("it has no ") and "." not in reason, technique.name
+            missing = technique.missing_features(net) or technique.unsuited_reason(net)
+            reason = not_applicable_reason(missing)
+            assert reason.startswith(("it has no ", "its ")) and "." not in reason, \
+                technique.name
 
 
 def test_routing_entropy_and_dead_units_apply(net_and_images, declared):

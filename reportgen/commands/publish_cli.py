@@ -7,7 +7,9 @@ user's working tree, index and checked-out branch are never touched, then pushed
 the site has not changed since the branch's last commit.
 
 Run it inside the project's git repository (the remote's credentials and settings apply); with
---remote-url it also works outside any repository (a temporary one is used).
+--remote-url it also works outside any repository (a temporary one is used). `--docs-dir` adds
+reportgen's own built documentation (`mkdocs build`, docs-site/) under `docs/` of the same
+commit, beside the analysis site.
 """
 
 from __future__ import annotations
@@ -71,16 +73,49 @@ def _pin_not_found_page(git: _Git, site: Path, url: str, index_env: dict) -> Non
     git.run("update-index", "--cacheinfo", f"100644,{blob},{not_found_page.NAME}", env=index_env)
 
 
+DOCS_PREFIX = "docs"     # where --docs-dir's folder goes in the published tree
+
+
+def _check_docs_dir(docs_dir: str | Path, site: Path) -> Path:
+    """A built MkDocs site to publish under docs/, beside the analysis site (which must have
+    no docs/ of its own)."""
+    docs = Path(docs_dir)
+    if not (docs / "index.html").is_file():
+        raise ReportgenError(f"No built documentation in '{docs}'.",
+                             expected=f"{docs / 'index.html'} (written by `mkdocs build`)",
+                             received="missing folder" if not docs.exists()
+                             else "a folder without index.html",
+                             fix="run `mkdocs build` in reportgen's repository first (it writes "
+                                 "docs-site/), or pass --docs-dir with the folder it wrote")
+    if (site / DOCS_PREFIX).exists():
+        raise ReportgenError(f"The site '{site}' already has a '{DOCS_PREFIX}' entry.",
+                             expected=f"a site without {DOCS_PREFIX}/, so the docs can go there",
+                             received=str(site / DOCS_PREFIX),
+                             fix="publish without --docs-dir")
+    return docs.resolve()
+
+
+def _add_docs(git: _Git, docs: Path, index_env: dict, tmp_path: Path) -> None:
+    """Put the docs folder's tree under docs/ of the index being built."""
+    docs_env = {"GIT_INDEX_FILE": str(tmp_path / "docs-index")}
+    git.run(f"--work-tree={docs}", "add", "--all", "--force", ".", cwd=docs, env=docs_env)
+    tree = git.out("write-tree", env=docs_env)
+    git.run("read-tree", f"--prefix={DOCS_PREFIX}/", tree, env=index_env)
+
+
 def publish_site(site_dir: str | Path, *, remote: str = "origin", remote_url: str | None = None,
                  branch: str = "gh-pages", message: str | None = None, force: bool = False,
-                 repo_dir: str | Path | None = None) -> str | None:
-    """Commit `site_dir` onto `branch` and push it to `remote_url` or the named `remote`.
+                 repo_dir: str | Path | None = None,
+                 docs_dir: str | Path | None = None) -> str | None:
+    """Commit `site_dir` onto `branch` and push it to `remote_url` or the named `remote`;
+    with `docs_dir`, that built documentation goes under docs/ of the same commit.
 
     Returns the pushed commit's id, or None when the site is unchanged.
     """
     from reportgen.commands.serve_cli import check_site_dir
 
     site = check_site_dir(site_dir).resolve()
+    docs = _check_docs_dir(docs_dir, site) if docs_dir is not None else None
     repo_dir = Path(repo_dir or Path.cwd())
     git_dir = _find_git_dir(repo_dir)
     with tempfile.TemporaryDirectory(prefix="reportgen-publish-") as tmp:
@@ -129,6 +164,8 @@ def publish_site(site_dir: str | Path, *, remote: str = "origin", remote_url: st
                 env=index_env)
         _pin_not_found_page(git, site, git.out("remote", "get-url", target, check=False)
                             if remote_url is None else remote_url, index_env)
+        if docs is not None:
+            _add_docs(git, docs, index_env, tmp_path)
         tree = git.out("write-tree", env=index_env)
         if parent and git.out("rev-parse", f"{parent}^{{tree}}") == tree:
             return None
@@ -163,7 +200,10 @@ def publish_site(site_dir: str | Path, *, remote: str = "origin", remote_url: st
 @click.option("--branch", default="gh-pages", show_default=True, help="Branch to publish to.")
 @click.option("--message", "-m", default=None, help="Commit message [Publish the reportgen site].")
 @click.option("--force", is_flag=True, help="Overwrite the branch even if it has diverged.")
-def command(site_dir, remote, remote_url, branch, message, force):
+@click.option("--docs-dir", default=None, type=click.Path(file_okay=False),
+              help="Also publish reportgen's built documentation (`mkdocs build` writes "
+                   "docs-site/) under docs/ of the same branch.")
+def command(site_dir, remote, remote_url, branch, message, force, docs_dir):
     """Push the built site to a gh-pages branch (GitHub Pages).
 
     Run it from the project's git repository. Then set the repository's Pages source to the
@@ -173,14 +213,16 @@ def command(site_dir, remote, remote_url, branch, message, force):
     Examples:
       reportgen publish                          # site/ -> origin gh-pages
       reportgen publish --remote-url git@github.com:me/capsnets.git -m "10 epochs"
+      mkdocs build && reportgen publish --docs-dir docs-site   # the docs under docs/
     """
     from reportgen.console import notice
 
     commit = publish_site(site_dir, remote=remote, remote_url=remote_url, branch=branch,
-                          message=message, force=force)
+                          message=message, force=force, docs_dir=docs_dir)
     target = remote_url or remote
     if commit is None:
         notice(f"The site is unchanged since the last publish: nothing pushed to {target} "
                f"{branch}.")
     else:
-        notice(f"Published {site_dir} to {target} {branch} (commit {commit[:10]}).")
+        docs = f", with {docs_dir} under {DOCS_PREFIX}/," if docs_dir is not None else ""
+        notice(f"Published {site_dir}{docs} to {target} {branch} (commit {commit[:10]}).")

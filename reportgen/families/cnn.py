@@ -32,7 +32,7 @@ HEAD_NAMES = {"avg": "ConvNet-Avg", "fc": "ConvNet-FC", "r": "ConvNet-R", "cr": 
 
 @dataclass(frozen=True)
 class CNNParams:
-    head: str = choices("avg", CNN_HEADS)
+    head: str = choices("avg", CNN_HEADS)   # one of the heads above (Gu 2022, Ch.5)
     dense: tuple[int, ...] = ()       # hidden FC units of the "fc" head (Gu: [328, 192])
     vector_dims: int = 8              # "cr_sf": the squashed vectors' size (primary capsules)
 

@@ -57,21 +57,23 @@ def em_assignments(iterations: int) -> RoutingWeights:
 
 @dataclass(frozen=True)
 class ConvCapsParams:
-    types: int = 16
-    kernel_size: int = 3
-    strides: int = 1
+    types: int = 16                     # capsule types of this convolutional capsule layer
+    kernel_size: int = 3                # its window over the capsules before it
+    strides: int = 1                    # the window's step over that grid
 
 
 @dataclass(frozen=True)
 class EMParams:
-    conv_caps: tuple[ConvCapsParams, ...] = ()
-    routing_iterations: int = 3
-    inverse_temperature: float = 0.01
-    coordinate_addition: bool = True
-    margin_start: float = 0.2
-    margin_end: float = 0.9
-    kernel_init_stddev: float = 1.0
+    conv_caps: tuple[ConvCapsParams, ...] = ()     # convolutional capsule layers, in order
+    routing_iterations: int = 3         # T, for every routed layer
+    inverse_temperature: float = 0.01   # lambda; lambda_t = lambda (1 - 0.95^t)
+    coordinate_addition: bool = True    # class capsules: add the scaled receptive-field centre
+    margin_start: float = 0.2           # spread loss margin, growing linearly over training ...
+    margin_end: float = 0.9             # ... to this
+    kernel_init_stddev: float = 1.0     # the 4x4 transforms' Normal initialiser
+    # true: gradients treat the E-steps' R_ij as constants (faster; learns poorly)
     detach_assignments: bool = False
+    # the learning rate falls linearly by this share over training
     learning_rate_decay: float = 0.0
 
     def margin(self, progress: float) -> float:

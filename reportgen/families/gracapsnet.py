@@ -34,7 +34,7 @@ class GraphParams:
     """GraCapsNet's graph pooling: the Gaussian adjacency A_pq = exp(-|p - q|^2 / (2 sigma^2))
     over grid positions p, q (in grid cells). Gu, Wu & Tresp do not publish sigma."""
 
-    sigma: float = 2.0
+    sigma: float = 2.0                  # the adjacency's width, in grid cells
 
 
 def describe(params) -> ModelDescription:

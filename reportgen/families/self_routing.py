@@ -61,12 +61,12 @@ LEAVES_OUT = (
 
 @dataclass(frozen=True)
 class SelfRoutingParams:
-    padding: int = 1
-    conv_caps_types: int = 16
-    conv_caps_dims: int = 16
-    conv_caps_kernel_size: int = 3
-    conv_caps_strides: int = 2
-    batch_norm_momentum: float = 0.9
+    padding: int = 1                    # zero padding of every convolution and of the ConvCaps
+    conv_caps_types: int = 16           # ConvCaps output types B
+    conv_caps_dims: int = 16            # ConvCaps pose size D
+    conv_caps_kernel_size: int = 3      # ConvCaps kernel
+    conv_caps_strides: int = 2          # ConvCaps stride
+    batch_norm_momentum: float = 0.9    # Keras's (PyTorch's momentum 0.1)
 
 
 def _out(size: int, kernel: int, stride: int, pad: int) -> int:

@@ -39,18 +39,18 @@ def choices(default, allowed: tuple) -> Any:
 
 @dataclass(frozen=True)
 class ConvParams:
-    filters: int = 256
-    kernel_size: int = 9
-    strides: int = 1
-    activation: str = choices("relu", _ACTIVATIONS)
+    filters: int = 256                  # output channels
+    kernel_size: int = 9                # square kernel, "valid" padding
+    strides: int = 1                    # the kernel's step, in pixels of its input
+    activation: str = choices("relu", _ACTIVATIONS)     # applied to the conv's output
 
 
 @dataclass(frozen=True)
 class PrimaryCapsParams:
-    types: int = 32
-    dims: int = 8
-    kernel_size: int = 9
-    strides: int = 2
+    types: int = 32                     # capsule types (channels / dims) at every grid cell
+    dims: int = 8                       # pose values of each primary capsule
+    kernel_size: int = 9                # the convolution forming the capsules
+    strides: int = 2                    # ... and its stride
     # The thesis applies ReLU before the squash; Sabour et al. 2017 and CapsNet-Keras use none.
     activation: str = choices("relu", _ACTIVATIONS)
     # Batch normalisation of the primary conv's channels before the squash, as Gu's public
@@ -61,14 +61,14 @@ class PrimaryCapsParams:
 
 @dataclass(frozen=True)
 class ClassCapsParams:
-    dims: int = 16
-    routing_iterations: int = 3
+    dims: int = 16                      # pose values of each class capsule
+    routing_iterations: int = 3         # of dynamic routing (Sabour et al. 2017, Procedure 1)
     # LaLonde & Bagci: one transformation matrix per capsule type instead of per capsule (true,
     # or "type"); "all": one per class, shared by every primary capsule (Aff-CapsNet, Gu 2022).
     weight_sharing: bool | str = False
     # "none": coupling coefficients fixed uniform, i.e. one routing iteration (No-R, Gu 2022).
     routing: str = choices("dynamic", ROUTINGS)
-    kernel_init_stddev: float = 0.1
+    kernel_init_stddev: float = 0.1     # of the transformation matrices' Normal initialiser
     # Which way the coupling coefficients are normalised: "classes" (Sabour et al. 2017:
     # c_i = softmax_j(b_i), each input capsule shares itself out among the classes) or "inputs"
     # (softmax over the input capsules i for each class j, as gram-ai/capsule-networks and the
@@ -86,7 +86,9 @@ class ClassCapsParams:
 
 @dataclass(frozen=True)
 class DecoderParams:
+    # the reconstruction decoder from the masked class capsules; false: none
     enabled: bool = True
+    # its hidden ReLU layers' widths; the output layer (sigmoid) has one unit per input value
     units: tuple[int, ...] = (512, 1024)
 
 
@@ -94,35 +96,37 @@ class DecoderParams:
 class LossParams:
     # lambda recognition x mean squared pixel error; 0.392 = 0.0005 x 784 (the paper's summed error).
     reconstruction_weight: float = 0.392
-    m_plus: float = 0.9
-    m_minus: float = 0.1
-    down_weight: float = 0.5
+    m_plus: float = 0.9                 # margin loss: a present class's length should exceed m+
+    m_minus: float = 0.1                # ... an absent class's stay below m-
+    down_weight: float = 0.5            # lambda, the weight of the absent classes' term
 
 
 @dataclass(frozen=True)
 class TrainingParams:
-    epochs: int = 10
-    batch_size: int = 100
-    learning_rate: float = 1e-3
-    save_every: int = 100
+    epochs: int = 10                    # `reportgen train`'s defaults; its options win
+    batch_size: int = 100               # images per training step
+    learning_rate: float = 1e-3         # Adam's
+    save_every: int = 100               # save a step every K batches (and at each epoch's end)
 
 
 @dataclass(frozen=True)
 class ModelParams:
+    # a data set's name (reportgen.data.datasets) or a path to an .npz file or image folder
     dataset: str
-    input_shape: tuple[int, int, int]
-    num_classes: int = 10
-    conv: tuple[ConvParams, ...] = (ConvParams(),)
-    primary: PrimaryCapsParams = field(default_factory=PrimaryCapsParams)
-    class_caps: ClassCapsParams = field(default_factory=ClassCapsParams)
-    decoder: DecoderParams = field(default_factory=DecoderParams)
-    loss: LossParams = field(default_factory=LossParams)
-    training: TrainingParams = field(default_factory=TrainingParams)
-    description: str = ""
+    input_shape: tuple[int, int, int]   # [height, width, channels], channels 1 or 3
+    num_classes: int = 10               # classes of the data set (at least 2)
+    conv: tuple[ConvParams, ...] = (ConvParams(),)      # the convolutions before the capsules
+    primary: PrimaryCapsParams = field(default_factory=PrimaryCapsParams)    # primary capsules
+    class_caps: ClassCapsParams = field(default_factory=ClassCapsParams)    # class capsules
+    decoder: DecoderParams = field(default_factory=DecoderParams)    # reconstruction decoder
+    loss: LossParams = field(default_factory=LossParams)    # margin and reconstruction loss
+    training: TrainingParams = field(default_factory=TrainingParams)    # training defaults
+    description: str = ""                # one line the model's pages show
     # Where the weights came from when they were not trained by reportgen (`reportgen import`):
     # the source project, its commit and the file format, shown with the description.
     imported_from: str = ""
-    # The model family (reportgen.settings.families) and its own table, which it parsed.
+    # The model family (reportgen.settings.families): the kind of network, which reads the
+    # shared tables above and its own table (its parsed settings: family_settings).
     family: str = DEFAULT_FAMILY
     family_settings: Any = None
 

@@ -94,11 +94,11 @@ LEAVES_OUT = (
 
 @dataclass(frozen=True)
 class EfficientCapsNetParams:
-    batch_norm_momentum: float = 0.99
-    squash_epsilon: float = 1e-20
-    routing_bias: bool = True
-    learning_rate_decay: float = 0.97
-    min_learning_rate: float = 5e-5
+    batch_norm_momentum: float = 0.99   # Keras's BatchNormalization default, which the authors use
+    squash_epsilon: float = 1e-20       # the authors' eps in (1 - 1/(e^|s| + eps)) s / (|s| + eps)
+    routing_bias: bool = True           # b_ij of eq. 5 (false: the ablation without it)
+    learning_rate_decay: float = 0.97   # learning rate x decay^epoch (the authors' lr_dec) ...
+    min_learning_rate: float = 5e-5     # ... never below this (their scheduler's floor)
 
 
 def describe(params) -> ModelDescription:

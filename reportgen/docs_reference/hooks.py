@@ -1,0 +1,17 @@
+"""MkDocs hook (named in mkdocs.yml): adds the generated reference pages
+(reportgen.docs_reference) to the docs build, in memory: nothing is written into docs/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mkdocs.structure.files import File
+
+
+def on_files(files, config):
+    from reportgen.docs_reference import generated_pages
+
+    project_dir = Path(config["config_file_path"]).resolve().parent
+    for path, markdown in generated_pages(project_dir).items():
+        files.append(File.generated(config, path, content=markdown))
+    return files
