@@ -117,11 +117,14 @@ def test_over_http(context, base_url):
     page.goto(base_url + "models/MNIST_Demo/index.html")
     assert page.locator('[data-rg-step="1-10"]').is_visible()
     assert not page.locator('[data-rg-step="2-20"]').is_visible()
-    marker = page.locator("[data-rg-marker]").first
-    before = marker.get_attribute("x1")
+    marker = page.locator(".chosen_marks line, .chosen_marks path").first
+    marker.wait_for(state="attached")
+    before = marker.get_attribute("transform")
     page.locator("[data-rg-step-next]").click()
     assert page.locator('[data-rg-step="2-20"]').is_visible()
-    assert marker.get_attribute("x1") != before           # the chart's step marker moved
+    page.wait_for_function("before => { const m = document.querySelector("
+                           "'.chosen_marks line, .chosen_marks path'); "
+                           "return m && m.getAttribute('transform') !== before; }", arg=before)
 
     # compare models and filmstrip pickers
     page.goto(base_url + "compare.html")
@@ -157,6 +160,81 @@ def test_over_http(context, base_url):
     _search(page, "filmstrip")
 
     rec.check((base_url,))
+
+
+def _hover_chart(page, chart) -> str:
+    """Move the pointer over the middle of a drawn chart; the tooltip's text."""
+    plot = chart.locator("svg .mark-line path").first
+    plot.wait_for(state="attached")
+    chart.scroll_into_view_if_needed()
+    box = chart.locator("svg").first.bounding_box()
+    for share in (0.5, 0.55):
+        page.mouse.move(box["x"] + box["width"] * share, box["y"] + box["height"] * 0.35)
+    tooltip = page.locator("#vg-tooltip-element")
+    tooltip.wait_for(state="visible")
+    return tooltip.inner_text()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_live_charts_from_file_url(context, site):
+    """The overview's and Compare's charts are drawn by the bundled vega-embed from file:// (no
+    request leaves the disk): the pointer shows each series' value, the controls redraw them,
+    and Compare's runs table sorts by a column."""
+    rec = Recorder(context)
+    page = context.new_page()
+    page.goto((site / "models" / "MNIST_Demo" / "index.html").resolve().as_uri())
+    charts = page.locator("[data-rg-chart]")
+    assert charts.count() == 2
+    text = _hover_chart(page, charts.nth(1))
+    assert "validation accuracy" in text and "step" in text and "%" in text
+    assert not page.locator("[data-rg-nojs]").first.is_visible()
+    # the log scale redraws the charts (their y axes' labels change), and so does smoothing
+    labels = ("() => [...document.querySelectorAll('[data-rg-chart] .role-axis-label text')]"
+              ".map(e => e.textContent).join()")
+    linear = page.evaluate(labels)
+    page.check("[data-rg-log-scale]")
+    page.wait_for_function(f"before => ({labels})() !== before", arg=linear)
+    page.select_option("[data-rg-smoothing]", "3")
+    charts.nth(0).locator("svg .mark-line path").first.wait_for(state="attached")
+
+    page.goto((site / "compare.html").resolve().as_uri())
+    overlay = page.locator("[data-rg-chart]")
+    assert overlay.count() == 2
+    text = _hover_chart(page, overlay.nth(0))
+    assert "MNIST_Demo" in text and EVIL_MODEL in text        # the name as text, not markup
+    table = page.locator("table.rg-runs")
+    names = table.locator("tbody tr td:first-child a")
+    assert names.all_inner_texts() == ["MNIST_Demo", EVIL_MODEL]
+    page.click("table.rg-runs [data-rg-sort='2']")          # training images: not recorded last
+    page.click("table.rg-runs [data-rg-sort='8']")          # parameters, ascending
+    assert names.all_inner_texts() == [EVIL_MODEL, "MNIST_Demo"]
+    assert table.locator("th").nth(8).get_attribute("aria-sort") == "ascending"
+    rec.check(("file://",))
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_model_picker_and_the_sliders_place_in_the_tab_order(context, site):
+    """Tab's first stop leads to the step slider, which shows a focus ring; the model picker
+    opens the same page of another model (its overview when it lacks the page)."""
+    page = context.new_page()
+    page.goto((site / "models" / "MNIST_Demo" / "decoder.html").resolve().as_uri())
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.classList.contains('rg-skip')")
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.hasAttribute('data-rg-step-slider')")
+    page.keyboard.press("ArrowLeft")                      # keyboard focus: the ring shows
+    ring = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+    assert ring == "solid"
+    picker = page.locator("[data-rg-model-picker]")
+    assert picker.is_visible()
+    options = picker.locator("option").all_inner_texts()
+    assert options == ["MNIST_Demo", f"{EVIL_MODEL} (overview)"]     # it has no decoder
+    page.goto((site / "models" / "MNIST_Demo" / "conv.html").resolve().as_uri())
+    page.select_option("[data-rg-model-picker]", index=1)
+    page.wait_for_url("**/conv.html*")
+    assert page.locator("h1").first.inner_text().startswith(EVIL_MODEL)
 
 
 def test_from_file_url(context, site):

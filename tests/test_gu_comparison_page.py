@@ -113,6 +113,26 @@ def test_scores_over_different_images_say_their_counts_in_each_cell(tmp_path):
     assert "these models' evaluation sets differ" in page
 
 
+def test_table1_as_a_live_chart_with_gus_figures_and_chance(site):
+    """The table's scores as bars (a model without the benchmark has no affNIST-like bar),
+    Gu's published figures as ticks on their bars, chance as a line; drawn by the site's own
+    vega-embed."""
+    import json
+
+    html = (site / "capsules-vs-cnns.html").read_text("utf-8")
+    specs = [json.loads(t) for t in re.findall(
+        r'<script type="application/json" data-rg-spec>(.*?)</script>', html, re.S)]
+    assert len(specs) == 1
+    rows = {(r["model"], r["measure"]): r for r in specs[0]["data"]["values"]}
+    caps = rows[(CAPS.name, "clean")]
+    mnist, affnist = TABLE1_REFERENCE["Aff-CapsNet"][1:]
+    assert (caps["value"], caps["gu"], caps["chance"]) == (0.9931, mnist / 100, 0.1)
+    assert rows[(CAPS.name, "affNIST-like")]["gu"] == affnist / 100
+    assert rows[(CAPS.name, "FGSM ε = 0.1")]["gu"] is None
+    assert (CR.name, "affNIST-like") not in rows
+    assert "assets/vendor/vega-embed.js" in html and "data-rg-smoothing" not in html
+
+
 def test_without_a_recorded_target_the_models_are_matched_at_gus(site):
     html = (site / "capsules-vs-cnns.html").read_text("utf-8")
     said = re.search(r'<p class="rg-matched-target">(.*?)</p>', html, re.S).group(1)

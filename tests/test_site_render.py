@@ -22,7 +22,7 @@ from reportgen.cli import main
 from reportgen.errors import ReportgenError
 from reportgen.pages.input_scripts import read_index
 from reportgen.pages.render import (build_site, default_templates_dir, model_slug,
-                                    render_site, training_curves_svg)
+                                    render_site)
 from site_fixture import (EVIL_CLASS, EVIL_LABEL, EVIL_MODEL, TRAINING, build_fixture_site,
                           make_site)
 
@@ -125,7 +125,13 @@ def test_model_page_has_architecture_curves_confusion_gallery(built):
     _, _, site = built
     html = (site / "models" / "MNIST_Demo" / "index.html").read_text("utf-8")
     assert "PrimaryCaps" in html and "1,407,056" in html            # architecture table
-    assert html.count('<svg class="rg-chart"') == 2                  # loss + accuracy charts
+    specs = _chart_specs(html)                                       # loss + accuracy charts
+    assert [spec["title"] for spec in specs] == ["Loss over training", "Accuracy over training"]
+    # the chosen step (the default: the latest) is marked, the accuracy chart shows chance 1/10
+    assert [spec["params"] for spec in specs] == [[{"name": "chosen", "value": "2-20"}]] * 2
+    chance = [layer for layer in specs[1]["layer"] if "data" in layer]
+    assert [layer["data"]["values"] for layer in chance] == [
+        [{"chance": 0.1, "label": "chance 10.0% = 1/10"}]]
     assert html.count('class="rg-step-block" data-rg-step=') == 3    # one matrix per step
     assert len(re.findall(r'data-rg-step="[^"]+" hidden', html)) == 2  # only the latest shown
     assert html.count("data-rg-thumb=") == 3
@@ -161,29 +167,63 @@ def test_duration_in_words():
         "0 s", "45 s", "3 min 20 s", "1 h 02 min", "10 h 00 min"]
 
 
+def _chart_specs(html: str) -> list[dict]:
+    """The Vega-Lite specs of a page's live charts, in page order."""
+    import json
+
+    return [json.loads(text) for text in re.findall(
+        r'<script type="application/json" data-rg-spec>(.*?)</script>', html, re.S)]
+
+
 def test_compare_page_overlays_the_training_curves(built):
     """Validation accuracy and loss of every model in one chart each, over the images seen:
-    one polyline per model, its points where the history has the value."""
+    one series per model, a row per saved step that has the value, each model's chance a
+    dashed line; the charts' scripts are the site's own copies (no network)."""
     site_data, _, site = built
     html = (site / "compare.html").read_text("utf-8")
-    charts = re.findall(r'<svg class="rg-chart rg-overlay-chart".*?</svg>', html, re.S)
-    assert len(charts) == 2
-    for chart, key in zip(charts, ("val_accuracy", "loss")):
-        root = ET.fromstring(chart)
-        lines = [e for e in root.iter() if e.tag.endswith("polyline")]
-        assert [line.get("data-rg-series") for line in lines] == [m.name for m in site_data.models]
-        for line, model in zip(lines, site_data.models):
-            points = [tuple(map(float, p.split(","))) for p in line.get("points").split()]
-            wanted = [r for r in model.history if r[key] is not None]
-            assert len(points) == len(wanted)
-            # x grows with the images seen, in proportion (the axis starts at 0)
-            seen = [r["images_seen"] for r in wanted]
-            xs = [x for x, _ in points]
-            origin = 56.0
-            ratios = {round((x - origin) / n, 6) for x, n in zip(xs, seen) if n}
-            assert len(ratios) == 1, ratios
-        legend = [t.text for t in root.iter() if t.get("class") == "rg-legend"]
-        assert legend == [m.name for m in site_data.models]
+    specs = _chart_specs(html)
+    assert len(specs) == 2
+    for spec, key in zip(specs, ("val_accuracy", "loss")):
+        rows = spec["data"]["values"]
+        names = [m.name for m in site_data.models]
+        assert spec["layer"][0]["encoding"]["color"]["scale"]["domain"] == names
+        for model in site_data.models:
+            wanted = [(r["images_seen"], r[key]) for r in model.history if r[key] is not None]
+            assert [(r["x"], r["value"]) for r in rows if r["series"] == model.name] == wanted
+    chances = sorted(layer["data"]["values"][0]["chance"] for layer in specs[0]["layer"]
+                     if "data" in layer)
+    assert chances == sorted({1 / len(m.class_names) for m in site_data.models})
+    scripts = re.findall(r'<script src="([^"]+)"', html)
+    assert "assets/vendor/vega-embed.js" in scripts and "assets/reportgen/charts.js" in scripts
+    assert (site / "assets" / "vendor" / "vega-embed.js").stat().st_size > 100_000
+
+
+def test_compare_page_lists_the_training_runs(built):
+    """The runs' settings side by side, each cell with the value its column sorts by; what an
+    older run did not record says so."""
+    site_data, _, site = built
+    html = (site / "compare.html").read_text("utf-8")
+    table = re.search(r'<table class="rg-table rg-runs" data-rg-sortable>(.*?)</table>', html,
+                      re.S).group(1)
+    headings = re.findall(r'data-rg-sort="\d+">([^<]+)</button>', table)
+    assert headings == ["Model", "Data", "Training images", "Epochs", "Batch", "Learning rate",
+                        "Seed", "Routing iterations", "Parameters", "Wall time",
+                        "Best val. accuracy"]
+    rows = re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1], re.S)
+    assert len(rows) == len(site_data.models)
+    cells = [re.findall(r'<td class="[^"]*" data-label="([^"]+)" data-rg-value="([^"]*)">'
+                        r'(.*?)</td>', row, re.S) for row in rows]
+    first = {label: (value, re.sub(r"<[^>]+>", " ", text).split()) for label, value, text
+             in cells[0]}
+    assert first["Training images"] == ("400", ["400", "--limit", "400"])
+    assert first["Epochs"][1] == ["2", "of", "3"] and first["Learning rate"][0] == "0.001"
+    assert first["Wall time"] == ("3725.4", ["1", "h", "02", "min"])
+    best = site_data.models[0].best_val_accuracy
+    assert first["Best val. accuracy"][0] == str(best)
+    assert " ".join(first["Best val. accuracy"][1]).endswith("accuracy; chance 10.0%")
+    older = {label: text for label, _, text in cells[1]}
+    assert older["Seed"] == older["Batch"] == "not recorded"
+    assert "sort-table.js" in html
 
 
 # ------------------------------------------------------------------ links and remote requests
@@ -441,56 +481,31 @@ def test_stale_pages_are_removed_on_re_render(tmp_path):
     assert (docs / "artifacts" / "evil").is_dir(), "artifacts are not the renderer's to delete"
 
 
-def test_training_curves_are_valid_deterministic_svg():
+def test_training_curve_specs_are_deterministic_and_print_without_interaction():
+    """A chart's spec depends on the numbers alone; the paper figure is the same spec without
+    what only a pointer or the slider does (its rule, the chosen step, the zoom)."""
+    from reportgen.figures.training_curves import printed, training_curves_spec
+
     history = [{"step": "0-0", "images_seen": 0, "loss": None, "val_accuracy": 0.1},
                {"step": "1-10", "images_seen": 100, "loss": 0.4, "margin_loss": 0.3,
                 "reconstruction_loss": 0.1, "val_accuracy": 0.9}]
     for kind in ("loss", "accuracy"):
-        svg = training_curves_svg(history, kind, "1-10")
-        assert svg == training_curves_svg(history, kind, "1-10")
-        root = ET.fromstring(str(svg))
-        assert root.tag.endswith("svg")
-    assert training_curves_svg([], "loss") == ""
-
-
-def test_chart_axes_hold_every_value():
-    """Each axis runs from its first tick to its last: the ticks must reach past both ends of
-    the values (a total loss of 0.682 once got ticks up to 0.6 and was drawn above the plot)."""
-    from reportgen.pages.svg_charts import nice_ticks, overlay_curves_svg
-
-    rng = np.random.default_rng(0)
-    cases = [(0.0, 0.682), (0.7, 1.0), (0.0, 21000.0), (0.0, 20000.0), (0.3, 1.0),
-             *((lo, lo + span) for lo, span in zip(rng.uniform(0, 1, 40),
-                                                   10.0 ** rng.uniform(-4, 4, 40)))]
-    for lo, hi in cases:
-        ticks = nice_ticks(lo, hi, 5)
-        gaps = np.diff(ticks)
-        assert ticks[0] <= lo + 1e-12 and ticks[-1] >= hi - 1e-12, (lo, hi, ticks)
-        assert np.allclose(gaps, gaps[0]) and 3 <= len(ticks) <= 8, (lo, hi, ticks)
-        assert ticks[0] > lo - gaps[0] and ticks[-1] < hi + gaps[0], (lo, hi, ticks)
-    history = [{"step": "0-0", "images_seen": 0, "loss": None},
-               {"step": "1-10", "images_seen": 1000, "loss": 0.682},
-               {"step": "1-20", "images_seen": 21000, "loss": 0.45}]
-    for svg in (training_curves_svg(history, "loss"),
-                overlay_curves_svg([("A", history)], "loss")):
-        root = ET.fromstring(str(svg))
-        lines = [e for e in root.iter() if e.tag.endswith("line")
-                 and "rg-gridline" in e.get("class", "")]
-        top = min(float(e.get("y1")) for e in lines)
-        bottom = max(float(e.get("y1")) for e in lines)
-        dots = [e for e in root.iter() if e.tag.endswith("circle")]
-        polylines = [e for e in root.iter() if e.tag.endswith("polyline")]
-        ys = [float(e.get("cy")) for e in dots] + [
-            float(p.split(",")[1]) for e in polylines for p in e.get("points").split()]
-        assert ys and all(top - 1e-6 <= y <= bottom + 1e-6 for y in ys), (top, bottom, ys)
-    ticks = [e.text for e in ET.fromstring(str(overlay_curves_svg([("A", history)], "loss")))
-             .iter() if e.tag.endswith("text") and "rg-tick" in e.get("class", "")]
-    assert "25,000" in ticks and "0.8" in ticks and not [t for t in ticks if "e+" in t], ticks
+        spec = training_curves_spec(history, kind, chosen="1-10")
+        assert spec == training_curves_spec(history, kind, chosen="1-10")
+        assert [layer.get("name") for layer in spec["layer"]][-2:] == ["hover", "chosen"]
+        still = printed(spec)
+        assert "params" not in still and not any("params" in layer or layer.get("name")
+                                                 for layer in still["layer"])
+    loss = training_curves_spec(history, "loss")
+    assert {(r["step"], r["series"], r["value"]) for r in loss["data"]["values"]} == {
+        ("1-10", "total loss", 0.4), ("1-10", "margin loss", 0.3),
+        ("1-10", "reconstruction loss", 0.1)}
+    assert training_curves_spec([], "loss") is None
 
 
 def test_downloadable_training_curves_name_what_the_accuracy_counts(tmp_path):
-    """A two-digit model's matplotlib curves (the download, the paper's figure) say top-2
-    accuracy in legend, axis and caption, as its pages do; a one-digit model's plain accuracy."""
+    """A two-digit model's curves (the download, the paper's figure) say top-2 accuracy in
+    legend, axis and caption, as its pages do; a one-digit model's plain accuracy."""
     from reportgen.cache.store import ArtifactStore
     from reportgen.commands.paper_figures import attach
     from reportgen.pages.assemble import Assembler
@@ -510,7 +525,7 @@ def test_downloadable_training_curves_name_what_the_accuracy_counts(tmp_path):
         texts = " ".join(t.strip() for t in ET.parse(svg.source).getroot().itertext())
         assert f"validation {named}" in texts and f"train {named} (running)" in texts
         assert ("top-2" in texts) == (named != "accuracy")
-    from reportgen.figures.model_plots import render_training_curves
+    from reportgen.figures.training_curves import render_training_curves
 
     caption = render_training_curves(history, "Two", "top-2 accuracy")[0].caption
     assert "validation top-2 accuracy at each saved step" in caption

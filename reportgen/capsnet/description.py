@@ -312,6 +312,14 @@ class ModelDescription:
 
     # --- what the model has -------------------------------------------------------------------
     @property
+    def routing_iterations(self) -> int | None:
+        """The routing iterations of its routed layers (the most, if they differ); None when
+        no layer's weights are found by iterating."""
+        counts = [c.routing.iterations for c in self.capsule_layers
+                  if c.routing is not None and c.routing.iterations]
+        return max(counts) if counts else None
+
+    @property
     def features(self) -> frozenset[str]:
         """The FEATURES this model has (what Technique.applies_to is checked against)."""
         found = set()

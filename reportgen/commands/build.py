@@ -473,7 +473,8 @@ class _Build:
             held_out_warning=held_out.older_split_warning(dataset, training),
             test_images=len(dataset.y_test),
             citations=list(family_of(params).citations_for(params)),
-            leaves_out=list(handle.description.leaves_out))
+            leaves_out=list(handle.description.leaves_out),
+            routing_iterations=handle.description.routing_iterations)
         built = {s: self.assembler.step_keys[(entry.name, str(s))] for s in steps
                  if (entry.name, str(s)) in self.assembler.step_keys}
         filmstrip_started = time.monotonic()

@@ -1,9 +1,9 @@
 """`captions.tex` of the paper supplement (README "Paper supplement"): one `figure` environment
 per figure, which pdflatex sets in a document that loads graphicx and nothing else.
 
-- Every figure is at most its own width (LINE_WIDTH_PX layout pixels fill \\linewidth) and at
-  most the text height less its caption's lines (`keepaspectratio` keeps its shape), so no float
-  is taller than a page.
+- Every figure is at most its own width (reportgen.figures.print_size: LINE_WIDTH_PX layout
+  pixels fill \\linewidth) and at most the text height less its caption's lines
+  (`keepaspectratio` keeps its shape), so no float is taller than a page.
 - A `\\clearpage` after every FLOAT_BARRIER figures: LaTeX holds at most 18 floats it has not
   placed yet, and a document of figures alone has no text to place them between; without the
   barriers a long supplement stops with "Output loop---100 consecutive dead cycles" or "Too
@@ -20,6 +20,7 @@ import re
 import unicodedata
 from typing import Protocol
 
+from reportgen.figures.print_size import printed_width_share
 from reportgen.pages.formulas import Formula, split_formulas
 
 
@@ -33,7 +34,6 @@ class CaptionedFigure(Protocol):
     width: int
     cite: tuple[str, ...]
 
-LINE_WIDTH_PX = 480                    # layout pixels that fill \linewidth
 FLOAT_BARRIER = 8                      # figures between two \clearpage (LaTeX holds 18 floats)
 # LaTeX's \caption first sets its text on one line to measure it: beyond about 3,000 characters
 # that line is longer than TeX's largest dimension (16384pt) and pdflatex stops with "Dimension
@@ -180,7 +180,7 @@ def _split_caption(text: str, limit: int) -> tuple[str, str]:
 
 def figure_tex(fig: CaptionedFigure) -> list[str]:
     """The lines of one figure environment."""
-    width = min(1.0, max(0.25, fig.width / LINE_WIDTH_PX)) if fig.width else 1.0
+    width = printed_width_share(fig.width)
     title = latex_escape(" ".join(fig.title.split()), formulas=False)
     caption = " ".join(fig.caption.split())
     cite = f" \\cite{{{','.join(fig.cite)}}}" if fig.cite else ""

@@ -1,7 +1,8 @@
 """What `reportgen build` adds for papers: the overview page's downloads and the site's record.
 
-- `attach`: each model's training curves and each step's confusion matrix as paper figures
-  (PNG, SVG, PDF, CSV; reportgen.figures.model_plots), drawn once into the artifact store (keyed
+- `attach`: each model's training curves and the confusion matrix of each step with dataset
+  analyses and of the last as paper figures (PNG, SVG, PDF, CSV;
+  reportgen.figures.training_curves and model_plots), drawn once into the artifact store (keyed
   by the numbers they show), placed beside the model's other figures and listed in
   `ModelData.downloads` / `StepData.downloads` for the overview page's links.
 - `remember_site`: the site data of a build (every panel, caption and store file), kept in the
@@ -20,26 +21,34 @@ from reportgen.cache.keys import hash_json
 from reportgen.figures.figure import Figure
 from reportgen.pages.sitedata import FigureFile
 
-MODEL_FIGURES_VERSION = 4     # bump when model_plots draws differently
+MODEL_FIGURES_VERSION = 5     # bump when model_plots draws differently
 SITE_RECORD_VERSION = 1
 
 
 def attach(assembler, models) -> None:
     """Draw (or reuse) the training curves and confusion matrices of `models` (ModelData) and
     list their files in the models' and steps' `downloads`."""
-    from reportgen.figures.model_plots import render_confusion_matrix, render_training_curves
+    from reportgen.figures.model_plots import render_confusion_matrix
+    from reportgen.figures.training_curves import render_training_curves
+    from reportgen.pages.charts import chance_line
     from reportgen.results.findings import accuracy_name
 
     for model in models:
         folder = assembler.docs / "artifacts" / model.name
         accuracy = accuracy_name(model.labels_per_image)     # "top-2 accuracy" for two digits
+        chance = chance_line(model)
         model.downloads = _placed(
             assembler, {"training_curves": model.history, "model": model.name,
-                        "accuracy": accuracy},
-            lambda m=model, a=accuracy: render_training_curves(m.history, m.name, a),
+                        "accuracy": accuracy, "chance": list(chance)},
+            lambda m=model, a=accuracy, c=chance: render_training_curves(m.history, m.name, a,
+                                                                         c),
             folder / "overview")
+        # each step's matrix is a table on the page; its paper figure is drawn at the steps
+        # with dataset analyses and the last (the supplement's default), which keeps the site
+        # light
+        last = model.steps[-1] if model.steps else None
         for step in model.steps:
-            if not step.confusion_matrix:
+            if not step.confusion_matrix or not (step.dataset_panels or step is last):
                 continue
             step.downloads = _placed(
                 assembler, {"confusion_matrix": step.confusion_matrix, "model": model.name,

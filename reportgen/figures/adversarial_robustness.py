@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from reportgen.figures.encode import new_figure
-from reportgen.figures.plots import (figure_pair, legend_below, png_figure, style_axes,
+from reportgen.figures.plots import (chance_line, figure_pair, legend_below, png_figure, style_axes,
                                      summary_value)
 from reportgen.results.adversarial_robustness import (ATTACK_LABELS, TARGET_LABELS,
                                                          metric_key)
@@ -94,6 +94,7 @@ def render(arrays, params, ctx) -> list[Figure]:
     _curves(ax, epsilons, np.asarray(arrays["accuracy"], np.float64), params)
     ax.axhline(clean_accuracy, color=CLEAN_COLOR, linestyle=":", linewidth=1,
                label=f"clean ({clean_accuracy:.1%})")
+    chance_line(ax, len(ctx.class_names))
     ax.set_ylim(0, 1.02)
     ax.set_ylabel("accuracy", fontsize=FONT)
     ax.set_title(f"{prefix}accuracy under attack ({n} images)", fontsize=FONT + 1)
@@ -244,26 +245,32 @@ def render_trend(history, params, ctx) -> list[Figure]:
     steps = [str(s) for s, _ in history]
     x = np.arange(len(steps))
     combos = _combos(params)
-    fig = new_figure(3.2 * len(combos), 3.3, dpi=DPI)
-    axes = np.asarray(fig.subplots(1, len(combos))).reshape(-1)
+    cols = min(2, len(combos))        # two abreast: the supplement prints at the text width
+    rows = -(-len(combos) // cols)
+    fig = new_figure(3.2 * cols, 2.8 * rows + 0.6, dpi=DPI)
+    grid = np.asarray(fig.subplots(rows, cols, squeeze=False))
+    for extra in grid.flat[len(combos):]:
+        extra.set_axis_off()
+    axes = grid.reshape(-1)[:len(combos)]
     colors = _eps_colors(params.epsilons)
     for ax, (_, target, _, attack) in zip(axes, combos):
         for epsilon, color in zip(params.epsilons, colors):
             ax.plot(x, [summary_value(s, metric_key("accuracy", target, attack, epsilon))
                         for _, s in history], marker="o", markersize=3, color=color,
                     label=f"eps {epsilon:g}" + (" (clean)" if epsilon == 0 else ""))
+        chance_line(ax, len(getattr(ctx, "class_names", ()) or ()))
         ax.set_title(_combo_label(target, attack), fontsize=FONT + 1)
         ax.set_ylim(0, 1.02)
         ax.set_xticks(x)
         ax.set_xticklabels(steps, rotation=90 if len(steps) > 6 else 0, fontsize=FONT - 1)
         ax.set_xlabel("training step", fontsize=FONT)
         style_axes(ax)
-    axes[0].set_ylabel("accuracy", fontsize=FONT)
-    axes[-1].legend(fontsize=FONT - 1, frameon=False)
+    for ax in grid[:, 0]:
+        ax.set_ylabel("accuracy", fontsize=FONT)
     model = getattr(ctx, "model", "")
     fig.suptitle(f"{model + ': ' if model else ''}adversarial accuracy over training",
                  fontsize=FONT + 2)
-    fig.tight_layout()
+    legend_below(fig)
     images = history[-1][1].get("images", "?")
     caption = (f"Adversarial robustness over training steps{' of ' + model if model else ''}: "
                f"accuracy at each eps, one panel per attack and attack target. "
@@ -287,8 +294,10 @@ def render_compare(entries, params, ctx) -> list[Figure]:
     combos = _combos(params)
     detection = any(s.get("has_decoder") for _, s in entries)
     rows = 2 if detection else 1
-    fig = new_figure(3.2 * len(combos), 3.0 * rows, dpi=DPI)
-    axes = np.asarray(fig.subplots(rows, len(combos))).reshape(rows, len(combos))
+    # a row per attack, a column per measure: two abreast at most (the supplement prints at
+    # the text width)
+    fig = new_figure(3.2 * rows, 2.4 * len(combos) + 0.6, dpi=DPI)
+    axes = np.asarray(fig.subplots(len(combos), rows, squeeze=False)).T
     from matplotlib import colormaps
 
     palette = colormaps["tab10"]
@@ -300,21 +309,21 @@ def render_compare(entries, params, ctx) -> list[Figure]:
                           for e in params.epsilons]
                 axes[r, c].plot(epsilons, values, marker="o", markersize=3,
                                 color=palette(i % 10), label=str(model))
-        axes[0, c].set_title(_combo_label(target, attack), fontsize=FONT + 1)
         for r, metric in enumerate(("accuracy", "undetected success rate")[:rows]):
+            axes[r, c].set_title(f"{_combo_label(target, attack)}: {metric}",
+                                 fontsize=FONT + 1)
             axes[r, c].set_ylim(0, 1.02)
-            axes[r, c].set_xlabel("eps", fontsize=FONT)
+            if c == len(combos) - 1:
+                axes[r, c].set_xlabel("eps", fontsize=FONT)
             style_axes(axes[r, c])
-            if c == 0:
-                axes[r, c].set_ylabel(metric, fontsize=FONT)
     fig.suptitle("Adversarial robustness across models", fontsize=FONT + 2)
     legend_below(fig)
     models = ", ".join(f"{m} ({s.get('images', '?')} images, clean accuracy "
                        f"{summary_value(s, 'clean_accuracy'):.1%})" for m, s in entries)
-    undetected = (" Bottom row: successful AND undetected adversarial examples among "
+    undetected = (" Right column: successful AND undetected adversarial examples among "
                   "originally-correct images (threshold: 95th percentile of each model's clean "
                   "reconstruction distances; models without a decoder have no line)."
                   if detection else "")
-    caption = (f"Adversarial robustness across models ({models}): accuracy vs eps, one panel per "
+    caption = (f"Adversarial robustness across models ({models}): accuracy vs eps, one row per "
                f"attack and attack target.{undetected} {procedure(params, 'the')} {GU_2022}")
     return figure_pair(fig, "compare", caption, svg_size=False)

@@ -11,8 +11,8 @@ import math
 import numpy as np
 
 from reportgen.figures.encode import new_figure
-from reportgen.figures.plots import (figure_pair, legend_below, lines_over_steps, styled,
-                                     summary_value)
+from reportgen.figures.plots import (chance_line, figure_pair, legend_below, lines_over_steps,
+                                     styled, summary_value)
 from reportgen.probe.affine import FACTORS
 from reportgen.figures.figure import Figure
 
@@ -65,6 +65,7 @@ def render(arrays, params, ctx) -> list[Figure]:
             ax.plot(values, accuracy, color=LINE, marker="o", markersize=3, linewidth=1.2)
             ax.axhline(clean, color="0.35", linestyle="--", linewidth=0.8,
                        label=f"clean {clean:.1%}")
+            chance_line(ax, len(np.asarray(arrays["class_counts"])))
             ax.axvline(FACTORS[factor][1], color="0.75", linestyle=":", linewidth=0.8)
             ax.set_xlabel(_label(factor))
             ax.set_ylim(-0.02, 1.02)
@@ -81,7 +82,7 @@ def render(arrays, params, ctx) -> list[Figure]:
                f"Affine robustness: accuracy (longest class capsule = prediction) of {n} "
                f"evaluation images, each transformed with every value of one factor at a time "
                f"({sweeps}; {TRANSFORM_NOTE}); dashed line: clean accuracy {clean:.1%}, dotted "
-               f"line: the identity. {AFFNIST_REFERENCE}.")
+               f"line: the identity; grey dots: chance (1/K). {AFFNIST_REFERENCE}.")
     return figure_pair(fig, "affine_robustness", caption)
 
 
@@ -99,6 +100,7 @@ def render_trend(series, params, ctx) -> list[Figure]:
                 linestyle="--", marker="o", markersize=3, linewidth=1.2, label="clean")
         lines_over_steps(ax, series, [(f"{factor}_mean_accuracy", f"{factor} (mean over sweep)")
                                       for factor in factors])
+        chance_line(ax, len(getattr(ctx, "class_names", ()) or ()))
         ax.set_ylabel("accuracy")
         ax.set_ylim(-0.02, 1.02)
         ax.legend(frameon=False, fontsize=6)

@@ -6,7 +6,7 @@ import numpy as np
 
 from reportgen.figures.encode import new_figure
 from reportgen.figures.figure import Figure
-from reportgen.figures.plots import (figure_pair, legend_below, png_figure, style_axes, styled,
+from reportgen.figures.plots import (chance_line, figure_pair, legend_below, png_figure, style_axes, styled,
                                      summary_value)
 
 COLORS = ("#1b9e77", "#d95f02")
@@ -29,6 +29,9 @@ def render(arrays, params, ctx) -> list[Figure]:
                         ha="center", fontsize=7)
         ax.set_xticks([0, 1])
         ax.set_xticklabels(["clean (40x40)", "affNIST-like"])
+        chance_line(ax, len(names))
+        if len(names) > 1:
+            ax.legend(frameon=False, loc="lower right")
         ax.set_ylim(0, 1.05)
         ax.set_ylabel("accuracy")
         style_axes(ax)

@@ -163,11 +163,19 @@ def upscale_png(data: bytes, factor: int = PIXEL_RATIO) -> bytes:
 
 
 def new_figure(width_in: float, height_in: float, dpi: float = 100):
-    """A pyplot-free matplotlib figure (Agg for PNG; the SVG/PDF backends pick themselves)."""
+    """A pyplot-free matplotlib figure (Agg for PNG; the SVG/PDF backends pick themselves)
+    whose text is raised to what prints at 7 pt in the supplement before each tight layout
+    (reportgen.figures.print_size)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure as MplFigure
 
-    fig = MplFigure(figsize=(width_in, height_in), dpi=dpi)
+    from reportgen.figures.print_size import tight_layout
+
+    class PaperFigure(MplFigure):
+        def tight_layout(self, *args, **kwargs):
+            tight_layout(self, lambda: super(PaperFigure, self).tight_layout(*args, **kwargs))
+
+    fig = PaperFigure(figsize=(width_in, height_in), dpi=dpi)
     FigureCanvasAgg(fig)
     return fig
 

@@ -237,6 +237,15 @@ def _examples_figure(arrays, ctx, grid, layer, model, builtin="rpv_modified"):
 
 # --- over training steps and across models ------------------------------------------------------
 
+def _three_panels(width: float, height: float):
+    """A figure of three axes, two above one (side by side they would print too small: the
+    supplement fits a figure to the text width, reportgen.figures.print_size)."""
+    fig = new_figure(width, height, dpi=DPI)
+    grid = fig.subplots(2, 2)
+    grid[1, 1].set_axis_off()
+    return fig, [grid[0, 0], grid[0, 1], grid[1, 0]]
+
+
 def render_trend(history, params, ctx) -> list[Figure]:
     """Deletion AOPC, insertion AUC per method and the mean agreement over training steps."""
     history = list(history)
@@ -244,8 +253,7 @@ def render_trend(history, params, ctx) -> list[Figure]:
         return []
     steps = [str(s) for s, _ in history]
     x = np.arange(len(steps))
-    fig = new_figure(10.0, 3.2, dpi=DPI)
-    axes = fig.subplots(1, 3)
+    fig, axes = _three_panels(6.4, 5.4)
     methods = summarized_methods(s for _, s in history)  # only the model's own methods
     for ax, key, title in ((axes[0], "deletion_aopc", "deletion AOPC (higher = faithful)"),
                            (axes[1], "insertion_auc", "insertion AUC (higher = faithful)")):
@@ -292,8 +300,7 @@ def render_compare(entries, params, ctx) -> list[Figure]:
     methods = sorted(summarized_methods(s for _, s in entries) or ("random",),
                      key=lambda m: m in ("gradcam_pp", "random"))
     width = 0.8 / len(methods)
-    fig = new_figure(max(8.0, 2.0 + 1.3 * len(models) * 2), 3.6, dpi=DPI)
-    axes = fig.subplots(1, 3)
+    fig, axes = _three_panels(max(6.4, 2.0 + 1.3 * len(models)), 6.0)
     for ax, key, title in ((axes[0], "deletion_aopc", "deletion AOPC (higher = faithful)"),
                            (axes[1], "insertion_auc", "insertion AUC (higher = faithful)")):
         for m, method in enumerate(methods):
@@ -305,16 +312,21 @@ def render_compare(entries, params, ctx) -> list[Figure]:
     stds = np.array([summary_value(s, "agreement_std") for _, s in entries])
     axes[2].bar(x, np.nan_to_num(means), 0.6, yerr=np.nan_to_num(stds), color=AGREEMENT_COLOR,
                 capsize=3, error_kw={"linewidth": 0.8})
-    for i, (_, s) in enumerate(entries):
-        axes[2].annotate(f"{s.get('grid', '?')} grid", (x[i], 0), xytext=(0, -10 if means[i] >= 0
-                         else 4), textcoords="offset points", ha="center", fontsize=FONT - 1)
+    grids = {str(s.get("grid", "?")) for _, s in entries}
+    if len(grids) > 1:               # one grid for all: the title says it
+        for i, (_, s) in enumerate(entries):
+            axes[2].annotate(f"{s.get('grid', '?')} grid", (x[i], 0),
+                             xytext=(0, -10 if means[i] >= 0 else 4),
+                             textcoords="offset points", ha="center", fontsize=FONT - 1)
     axes[2].axhline(0, color="#999999", linewidth=0.6)
     axes[2].set_ylim(-1, 1)
     axes[2].set_ylabel("mean ± std over images", fontsize=FONT)
     recorded = {str(s.get("builtin_method") or "rpv_modified") for _, s in entries}
     own = [m for m in MAPS if m in recorded] or ["rpv_modified"]
     subject = SUBJECTS[own[0]] if len(own) == 1 else "own explanation"
-    axes[2].set_title(f"{subject} vs Grad-CAM++\n(Spearman)", fontsize=FONT + 1)
+    axes[2].set_title(f"{subject} vs Grad-CAM++\n(Spearman"
+                      + (f", {next(iter(grids))} grid)" if len(grids) == 1 else ")"),
+                      fontsize=FONT + 1)
     for ax in axes:
         ax.set_xticks(x)
         ax.set_xticklabels(models, rotation=30 if len(models) > 3 else 0, ha="right"

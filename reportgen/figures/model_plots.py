@@ -1,98 +1,19 @@
-"""Paper figures of a model's overview page: the training curves and the confusion matrix.
-
-The page draws both itself (an inline SVG chart, an HTML table); these are the same numbers as
-matplotlib figures (PNG, SVG, PDF; reportgen.figures.plots) with the numbers as CSV, for the
-page's downloads and the paper supplement. No TensorFlow here.
+"""The paper figure of a model overview's confusion matrix (the page draws it as an HTML table):
+the same numbers as a matplotlib figure (PNG, SVG, PDF; reportgen.figures.plots) with the
+numbers as CSV, for the page's downloads and the paper supplement. The training curves are
+Vega-Lite charts (reportgen.figures.training_curves). No TensorFlow here.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import math
 
 import numpy as np
 
 from reportgen.figures.encode import new_figure
 from reportgen.figures.figure import Figure
-from reportgen.figures.plots import figure_pair, style_axes, styled
-
-# (history key, legend label, colour), also the overview's inline chart's (pages/svg_charts.py)
-LOSSES = (("loss", "total loss", "#3f51b5"), ("margin_loss", "margin loss", "#e65100"),
-          ("reconstruction_loss", "reconstruction loss", "#2e7d32"))
-ACCURACIES = (("val_accuracy", "validation accuracy", "#c2185b"),
-              ("train_accuracy", "train accuracy (running)", "#757575"))
-HISTORY_COLUMNS = ("step", "epoch", "batch", "images_seen", "loss", "margin_loss",
-                   "reconstruction_loss", "train_accuracy", "val_accuracy")
-
-
-def _number(value) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
-        and math.isfinite(float(value)) else None
-
-
-def history_csv(history: list[dict]) -> bytes:
-    """The training history, one row per saved step (empty cells where a value is missing)."""
-    rows = io.StringIO()
-    writer = csv.writer(rows, lineterminator="\n")
-    writer.writerow(HISTORY_COLUMNS)
-    for record in history:
-        writer.writerow(["" if record.get(c) is None else record.get(c) for c in HISTORY_COLUMNS])
-    return rows.getvalue().encode()
-
-
-def has_curves(history: list[dict]) -> bool:
-    """Whether the history has any loss or accuracy value to plot."""
-    return any(_number(r.get(key)) is not None for r in history
-               for key, _, _ in LOSSES + ACCURACIES)
-
-
-def render_training_curves(history: list[dict], model: str,
-                           accuracy: str = "accuracy") -> list[Figure]:
-    """Loss (left) and accuracy (right) over the saved steps, x = images seen when every record
-    has it (else the record's position), ticks labelled with the steps; [] without values.
-    `accuracy`: what the accuracies count ("top-2 accuracy" for images of two digits), in the
-    legend, the axis and the caption."""
-    if not history or not has_curves(history):
-        return []
-    use_seen = all(_number(r.get("images_seen")) is not None for r in history)
-    xs = np.array([float(r["images_seen"]) if use_seen else float(i)
-                   for i, r in enumerate(history)])
-    fig = new_figure(7.2, 2.8)
-    with styled():
-        axes = fig.subplots(1, 2)
-        for ax, series, ylabel in ((axes[0], LOSSES, "loss"), (axes[1], ACCURACIES, accuracy)):
-            drawn = False
-            for key, label, colour in series:
-                label = label.replace("accuracy", accuracy)
-                points = [(x, _number(r.get(key))) for x, r in zip(xs, history)
-                          if _number(r.get(key)) is not None]
-                if points:
-                    px, py = zip(*points)
-                    ax.plot(px, py, marker="o", markersize=2.5, linewidth=1.2, color=colour,
-                            label=label)
-                    drawn = True
-            style_axes(ax)
-            ax.set_ylabel(ylabel)
-            ax.set_xlabel("step (EPOCH-BATCH), spaced by images seen" if use_seen
-                          else "step (EPOCH-BATCH)")
-            if series is ACCURACIES:
-                ax.set_ylim(top=1.0)
-            if drawn:
-                ax.legend(frameon=False)
-        every = max(1, math.ceil(len(history) / 6))
-        shown = sorted(set(range(0, len(history), every)) | {len(history) - 1})
-        for ax in axes:
-            ax.set_xticks(xs[shown], [str(history[i].get("step", i)) for i in shown])
-        fig.suptitle(f"{model}: training curves")
-        fig.tight_layout()
-    spacing = "spaced by images seen" if use_seen else "one point per saved step"
-    caption = (f"Training curves of {model} over {len(history)} saved steps (EPOCH-BATCH, "
-               f"{spacing}). Left: total, margin and reconstruction loss, each the mean over "
-               f"the batches since the previous saved step. Right: validation {accuracy} at "
-               f"each saved step and the running training {accuracy}.")
-    figures = figure_pair(fig, "training_curves", caption)
-    return figures + [Figure("training_curves.csv", history_csv(history), "csv", caption)]
+from reportgen.figures.plots import figure_pair, styled
 
 
 def confusion_csv(matrix, class_names) -> bytes:

@@ -37,6 +37,9 @@ def legend_below(fig, fontsize: float = FONT - 1):
     area so that it never covers data: the labels of every axes, each once, in as many columns
     as fit the figure's width; the figure grows by the legend's height. Returns the legend
     (None without labels). Use in place of fig.tight_layout()."""
+    from reportgen.figures.print_size import text_floor
+
+    fontsize = max(fontsize, text_floor(fig.get_figwidth(), fig.dpi))
     found: dict[str, object] = {}
     for ax in fig.axes:
         for handle, label in zip(*ax.get_legend_handles_labels()):
@@ -60,10 +63,15 @@ def legend_below(fig, fontsize: float = FONT - 1):
 
 
 def figure_pair(fig, stem: str, caption: str, svg_size: bool = True) -> list[Figure]:
-    """The PNG (site), SVG and PDF (paper) files of one matplotlib figure, same caption.
+    """The PNG (site), SVG and PDF (paper) files of one matplotlib figure, same caption; no
+    text under what prints at 7 pt (reportgen.figures.print_size).
 
     The SVG and PDF carry the PNG's layout size unless `svg_size` is False (then 0 x 0).
     """
+    from reportgen.figures.print_size import enlarge_small_text
+
+    if enlarge_small_text(fig) and not fig.legends:    # laid out without tight_layout
+        fig.tight_layout()
     png = png_figure(fig, f"{stem}.png", caption)
     width, height = (png.width, png.height) if svg_size else (0, 0)
     return [png,
@@ -118,3 +126,21 @@ def grouped_bars(ax, series, values, label=lambda model, summary: str(model)) ->
         heights = values(summary)
         ax.bar(np.arange(len(heights)) + (m - (len(series) - 1) / 2) * width, heights,
                width=width, label=label(model, summary), color=f"C{m % 10}")
+
+
+def plain_log_ticks(ax, axis: str = "y") -> None:
+    """Log-scale tick labels as plain numbers (0.01, 0.1, 1) rather than powers of ten, whose
+    exponents print at two thirds of the labels' size."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    target.set_minor_formatter(NullFormatter())
+
+
+def chance_line(ax, classes: int) -> None:
+    """A dotted line at chance accuracy, 1/K, labelled for the legend (every accuracy axis
+    shows what guessing gives)."""
+    if classes and classes > 1:
+        ax.axhline(1.0 / classes, color="0.55", linestyle=(0, (1, 2)), linewidth=1.0,
+                   label=f"chance 1/{classes}")

@@ -12,7 +12,7 @@ import numpy as np
 from reportgen.figures.encode import new_figure
 from reportgen.figures.figure import Figure
 from reportgen.figures.plots import (figure_pair, grouped_bars, legend_below, lines_over_steps,
-                                     step_axis, styled, summary_value)
+                                     plain_log_ticks, step_axis, styled, summary_value)
 
 DEFICIT_FLOOR_SHOWN = 1e-9    # compare chart: normalised deficits below this are drawn at it
 
@@ -81,6 +81,7 @@ def _entropy(arrays, params, ctx) -> list[Figure]:
         ax_h.legend(frameon=False, fontsize=6, ncols=2 if classes > 5 else 1,
                     title="class capsule", title_fontsize=6, loc="upper left")
         ax_d.set_xscale("log")
+        plain_log_ticks(ax_d, "x")
         ax_d.set_xlim(deficit_edges[0], deficit_edges[-1])
         ax_d.set_xlabel("log K − H (nats, log scale; 0 = uniform)")
         ax_d.set_title("distance from uniform routing")
@@ -225,6 +226,7 @@ def render_compare(series, params, ctx) -> list[Figure]:
         for m, model in enumerate(models):
             axes[0].bar(x[m], deficits[m], label=model, color=f"C{m % 10}")
         axes[0].set_yscale("log")
+        plain_log_ticks(axes[0])
         axes[0].set_xticks(x, models, rotation=20, ha="right")
         axes[0].set_ylabel("1 − mean H / log K (log scale)")
         axes[0].set_title("distance from uniform routing")

@@ -8,7 +8,7 @@ with a user's folder); `build_site` runs MkDocs. The parts, one job each:
 - `urls`: slugs, anchors and relative URLs;
 - `views`: what the templates see;
 - `site_index`: the per-model index the slider and the pickers read;
-- `svg_charts`: the training curves;
+- `charts`: the training curves (Vega-Lite specs the page draws with vega-embed);
 - `analyses` / `live`: the numbers behind the trend and comparison plots, and the live
   decoder's per-step data, both from the panels' numbers (never read back from docs/);
 - `mkdocs_project`: mkdocs.yml, writing the docs folder, and the MkDocs build.
@@ -32,7 +32,9 @@ from markupsafe import escape
 from reportgen import console
 from reportgen.errors import ReportgenError
 from reportgen.pages import analyses, page_table
-from reportgen.pages.environment import (ASSET_FILES, ASSETS_URL, asset_source,
+from reportgen.pages.charts import compare_charts, gu_chart, model_charts
+from reportgen.pages.runs import runs_table
+from reportgen.pages.environment import (ASSET_FILES, ASSETS_URL, VEGA_BUNDLE, asset_source,
                                          default_templates_dir, make_environment)
 from reportgen.pages.gu_comparison import STEM as GU_STEM
 from reportgen.pages.gu_comparison import TITLE as GU_TITLE
@@ -47,17 +49,16 @@ from reportgen.pages.mkdocs_project import (SITE_SCRIPT, build_site, choose_them
 from reportgen.pages.page_table import ANALYSES_STEM, FILMSTRIP_STEM, KINDS, LayerPage
 from reportgen.pages.site_index import index_js, index_json, model_index
 from reportgen.pages.sitedata import FigureFile, Panel, SiteData
-from reportgen.pages.svg_charts import overlay_curves_svg, training_curves_svg
-from reportgen.pages.urls import file_part, model_slug, panel_id, step_key
-from reportgen.pages.views import (ANALYSES_NOTE, ModelInfo, SiteContext, accuracy_label,
+from reportgen.pages.urls import file_part, model_slug, panel_id, step_key, url
+from reportgen.pages.views import (ANALYSES_NOTE, ModelInfo, SiteContext,
                                    card_min, common, confusion_view, evaluation_images,
-                                   find_dataset_panel, find_panel, input_view, model_info,
-                                   model_view, pages_for_model, per_class_view, picture,
-                                   technique_list, training_view, baseline_rows)
+                                   find_dataset_panel, find_panel, input_view, model_choices,
+                                   model_info, model_view, pages_for_model, per_class_view,
+                                   picture, technique_list, training_view, baseline_rows)
 
 # Imported from here by `reportgen build`, the tests and older code.
-__all__ = ["render_site", "build_site", "model_slug", "training_curves_svg",
-           "default_templates_dir", "make_environment"]
+__all__ = ["render_site", "build_site", "model_slug", "default_templates_dir",
+           "make_environment"]
 
 
 def render_site(site: SiteData, docs_dir: Path, templates_dir: Path | None = None, *,
@@ -80,6 +81,7 @@ def render_site(site: SiteData, docs_dir: Path, templates_dir: Path | None = Non
     env = make_environment(templates_dir)
     ctx = SiteContext(site, docs_dir)
     infos = [model_info(ctx, m) for m in site.models]
+    ctx.infos = infos
 
     files: dict[str, str] = {"index.md": _render_home(env, ctx, infos)}
     nav: list = [{"Home": "index.md"}]
@@ -89,7 +91,7 @@ def render_site(site: SiteData, docs_dir: Path, templates_dir: Path | None = Non
     gu = comparison(site.models)
     if gu is not None:
         files[f"{GU_STEM}.md"] = _template(env, "capsules_vs_cnns").render(
-            **common(site, "", "capsules_vs_cnns"), gu=gu)
+            **common(site, "", "capsules_vs_cnns"), gu=gu, charts=gu_chart(gu))
         for table, text in gu["csv"].items():
             files[f"numbers/{GU_STEM}-{table}.csv"] = text
         nav.append({GU_TITLE: f"{GU_STEM}.md"})
@@ -103,11 +105,20 @@ def render_site(site: SiteData, docs_dir: Path, templates_dir: Path | None = Non
             {title: path} for path, title in pages_for_model(info).items()]})
 
     files[SITE_SCRIPT] = page_table.site_script()
+    if _draws_charts(files):
+        from reportgen.figures.vega import embed_bundle
+
+        files[VEGA_BUNDLE] = embed_bundle()
     for name in ASSET_FILES:
         files[f"{ASSETS_URL}/{name}"] = asset_source(name, templates_dir).read_text("utf-8")
     write_files(docs_dir, files)
     return write_project(env, project_dir, mkdocs_config(site.title, docs_dir, project_dir,
                                                          nav, theme), theme)
+
+
+def _draws_charts(files: dict[str, str]) -> bool:
+    """Whether a page holds a live chart (the pages load vega-embed only then)."""
+    return any(path.endswith(".md") and "data-rg-chart" in text for path, text in files.items())
 
 
 def _check_page_table() -> None:
@@ -160,8 +171,10 @@ def _render_home(env, ctx: SiteContext, infos: list[ModelInfo]) -> str:
              "n_steps": len(info.model.steps),
              "latest_step": info.model.steps[-1].step if info.model.steps else None}
             for info in infos]
+    present = {page.layer for info in infos for page in info.layers}
     return _template(env, "home").render(
         **common(ctx.site, root, "home"), rows=rows,
+        site_layer_pages=[p.title for p in page_table.LAYER_PAGES if p.layer in present],
         compare_href="compare.html" if any(i.pictures for i in infos)
         or ctx.site.compare_panels or len(infos) > 1 else None)
 
@@ -181,12 +194,11 @@ def _render_model(env, ctx: SiteContext, info: ModelInfo) -> str:
         gallery.append({"key": inp.key, "label": inp.label, "true_class": inp.true_class,
                         "image": ctx.image(inp.image, root), "prediction": pred})
     selected = default.step if default else None
-    label = accuracy_label(model)
-    curves = [c for c in (training_curves_svg(model.history, "loss", selected),
-                          training_curves_svg(model.history, "accuracy", selected,
-                                              accuracy=label["name"])) if c]
+    curves = model_charts(model, selected)
     return _template(env, "model").render(
         **common(ctx.site, root, "model"), model=model_view(info, root),
+        model_choices=model_choices(ctx.infos, info, root, "index"),
+        paper_steps=[s.step for s in model.steps if s.downloads],
         architecture=model.architecture, step_views=steps, gallery=gallery, curves=curves,
         training=training_view(model.training),
         history=model.history, techniques=technique_list(ctx, info, root))
@@ -203,6 +215,7 @@ def _render_layer(env, ctx: SiteContext, info: ModelInfo, page: LayerPage) -> st
 
     return _template(env, "layer").render(
         **common(ctx.site, root, "layer"), model=model_view(info, root),
+        model_choices=model_choices(ctx.infos, info, root, page.stem),
         layer=page.layer, layer_title=page.title, input=input_view(ctx, info, root, key),
         model_panels=views(info.panels_of(page_table.BESIDE_EVERY_LAYER)),
         panels=views(info.panels_of(page.layer)),
@@ -222,6 +235,7 @@ def _render_filmstrip(env, ctx: SiteContext, info: ModelInfo) -> str:
              for step in info.model.steps]
     return _template(env, "filmstrip").render(
         **common(ctx.site, root, "filmstrip"), model=model_view(info, root),
+        model_choices=model_choices(ctx.infos, info, root, FILMSTRIP_STEM),
         choices=choices, choice=choice, cards=cards, card_min=card_min(cards),
         input=input_view(ctx, info, root, key))
 
@@ -263,15 +277,11 @@ def _render_compare(env, ctx: SiteContext, infos: list[ModelInfo], files: dict[s
                for p in ctx.site.compare_panels]
     baselines = {view.anchor: baseline_rows(models, p)
                  for view, p in zip(compare, ctx.site.compare_panels)}
-    runs = [(info.model.name, info.model.history) for info in infos]
-    # a two-digit model's accuracy is top-2: its legend row says so, with its chance
-    labels = [accuracy_label(info.model) for info in infos]
-    scored = [(f"{name} ({label['name']}, chance {label['chance']})" if label["chance"]
-               else name, history) for (name, history), label in zip(runs, labels)]
-    curves = [c for c in (overlay_curves_svg(scored, "accuracy"), overlay_curves_svg(runs, "loss"))
-              if c]
+    curves = compare_charts(models)
+    runs = runs_table([(info.model, f"{root}{url(info.folder)}/index.html") for info in infos])
     return _template(env, "compare").render(
-        **common(ctx.site, root, "compare"), curves=curves, cards=cards if choice else [],
+        **common(ctx.site, root, "compare"), curves=curves, runs=runs,
+        cards=cards if choice else [],
         choices=ordered,
         choice=choice, card_min=card_min([c["panel"] for c in cards]),
         inputs=[{"key": k, "label": v} for k, v in inputs.items()], input_key=input_key,
@@ -292,6 +302,7 @@ def _render_analyses(env, ctx: SiteContext, info: ModelInfo, files: dict[str, st
               for p in info.model.trend_panels]
     return _template(env, "analyses").render(
         **common(ctx.site, root, "analyses"), model=model_view(info, root),
+        model_choices=model_choices(ctx.infos, info, root, ANALYSES_STEM),
         panels=cards, trends=trends, missing_note=ANALYSES_NOTE,
         has_default=bool(step and step.dataset_panels),
         steps_with=[s.step for s in info.model.steps if s.dataset_panels],

@@ -140,6 +140,9 @@ class ModelData:
     held_out: str = ""
     held_out_warning: str | None = None
     test_images: int = 0      # the held-out split's size (0: unknown)
+    # routing iterations of its routed layers (1: uniform couplings); None: no iterative
+    # routing (a CNN, GraCapsNet's attention, self-routing) or not known
+    routing_iterations: int | None = None
 
 
 @dataclass

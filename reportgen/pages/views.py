@@ -11,12 +11,12 @@ strings still unescaped, the templates autoescape them).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from reportgen.pages import analyses
 from reportgen.pages.analyses import PICTURES
 from reportgen.pages.captions import heading, split_caption
-from reportgen.pages.environment import ASSETS_URL
+from reportgen.pages.environment import ASSETS_URL, VEGA_BUNDLE
 from reportgen.pages.page_table import (ANALYSES_STEM, ANALYSES_TITLE, BESIDE_EVERY_LAYER,
                                         FILMSTRIP_STEM, FILMSTRIP_TITLE, KINDS, LAYER_PAGES,
                                         FAILED, LAYER_TITLES, NOT_APPLICABLE, NOT_COMPUTED,
@@ -99,6 +99,7 @@ class SiteContext:
         self.techniques = {t["name"]: t for t in site.techniques}
         self.order = {t["name"]: i for i, t in enumerate(site.techniques)}
         self.slugs = unique_slugs(m.name for m in site.models)
+        self.infos: list[ModelInfo] = []     # every model's, once render_site has made them
 
     def file(self, path: str, source: str = "") -> Path:
         """Where a figure's bytes are: the stored file when known, else the docs copy."""
@@ -326,6 +327,22 @@ def pages_for_model(info: ModelInfo) -> dict[str, str]:
     return pages
 
 
+def model_choices(infos: list[ModelInfo], current: ModelInfo, root: str,
+                  stem: str) -> list[dict]:
+    """The model picker of a model's pages: every model [{name, href, current, same}], `href`
+    its page of the same stem ("index", a layer page's, "analyses", "filmstrip") when it has
+    one (`same`), else its overview; [] for a site of one model."""
+    if len(infos) < 2:
+        return []
+    out = []
+    for info in infos:
+        pages = {PurePosixPath(path).stem for path in pages_for_model(info)}
+        same = stem in pages
+        out.append({"name": info.model.name, "current": info is current, "same": same,
+                    "href": f"{root}{url(info.folder)}/{stem if same else 'index'}.html"})
+    return out
+
+
 def model_links(info: ModelInfo, root: str) -> list[dict]:
     """The links between a model's pages; `layer` is what the page links mark as current."""
     folder = f"{root}{url(info.folder)}"
@@ -343,7 +360,8 @@ def model_links(info: ModelInfo, root: str) -> list[dict]:
 def common(site: SiteData, root: str, kind: str) -> dict:
     """What every page template gets."""
     return {"site": site, "root": root, "page_kind": KINDS[kind].kind,
-            "assets": root + ASSETS_URL, "layer_titles": LAYER_TITLES, "layer_pages": LAYER_PAGES,
+            "assets": root + ASSETS_URL, "vega_bundle": root + VEGA_BUNDLE,
+            "layer_titles": LAYER_TITLES, "layer_pages": LAYER_PAGES,
             "not_applicable_label": NOT_APPLICABLE, "not_computed_label": NOT_COMPUTED,
             "failed_label": FAILED}
 

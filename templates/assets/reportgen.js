@@ -502,11 +502,26 @@
     render();
   }
 
+  /* The first stop of the Tab key: a link to the step slider (it comes after the site's and
+   * the model's navigation otherwise), shown while it has the focus. */
+  function addSkipLink(target) {
+    var link = document.createElement("a");
+    link.className = "rg-skip";
+    link.href = "#";
+    link.textContent = "Skip to the training-step slider";
+    link.addEventListener("click", function (event) {
+      event.preventDefault();
+      target.focus();
+    });
+    document.body.insertBefore(link, document.body.firstChild);
+  }
+
   function bindControls() {
     if (controls) {
       controls.hidden = false;
     }
     if (slider) {
+      addSkipLink(slider);
       slider.addEventListener("input", function () {
         choose({step: sliderSteps[Number(slider.value)]});
       });
@@ -546,6 +561,19 @@
     });
   }
 
+  /* The model picker beside a model's page links: the same page of another model (its
+   * overview when it has no such page); the step and input follow through localStorage. */
+  page.querySelectorAll("[data-rg-model-picker]").forEach(function (picker) {
+    var label = picker.closest("[data-rg-model-picker-label]");
+    if (label) {
+      label.hidden = false;
+    }
+    picker.addEventListener("change", function () {
+      writeStored(selection);
+      window.location.href = picker.value;
+    });
+  });
+
   /* ---------------------------------------------------------------- pages */
 
   /* Blocks of one step (the model page's step sections, the untrained-step banners of every
@@ -562,13 +590,9 @@
     syncControls(stepName, inputKey);
     setSelectionText({step: stepName || "none"});
     showStepBlocks(stepName);
-    page.querySelectorAll("[data-rg-marker]").forEach(function (line) {
-      var xs = JSON.parse(line.getAttribute("data-x") || "{}");
-      if (stepName in xs) {
-        line.setAttribute("x1", String(xs[stepName]));
-        line.setAttribute("x2", String(xs[stepName]));
-      }
-    });
+    if (window.reportgenCharts && stepName) {
+      window.reportgenCharts.markStep(stepName); /* the training curves' step line */
+    }
     var step = model.steps[stepName];
     page.querySelectorAll("[data-rg-thumb]").forEach(function (thumb) {
       var key = thumb.getAttribute("data-rg-thumb");

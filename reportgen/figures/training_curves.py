@@ -1,0 +1,223 @@
+"""Training curves as Vega-Lite specs (reportgen.figures.vega): one drawing path for the
+overview's live chart, the Compare page's overlay of every model and the paper figure.
+
+A chart's data is one row per (saved step, series): x = training images seen when every record
+has it (else the record's position), the step's name and the value. The page's controls vary
+the spec (reportgen's charts.js): the SMOOTHING window of the top-level transform (a trailing
+mean over saved steps), a log y scale; wheel and drag zoom and pan (double-click resets), the
+pointer shows every series' value at the nearest saved step. The overview's chart marks the
+step the slider chooses (the `chosen` parameter). Accuracy charts draw chance (1/K, or 1/C(K, 2)
+for two digits per image, reportgen.results.findings.chance_of) as a dashed line.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+
+from reportgen.figures.figure import Figure
+from reportgen.figures.vega import CONFIG, paper_files
+
+# (history key, legend label, colour)
+LOSSES = (("loss", "total loss", "#3f51b5"), ("margin_loss", "margin loss", "#e65100"),
+          ("reconstruction_loss", "reconstruction loss", "#2e7d32"))
+ACCURACIES = (("val_accuracy", "validation accuracy", "#c2185b"),
+              ("train_accuracy", "train accuracy (running)", "#757575"))
+CURVE_SERIES = {"loss": LOSSES, "accuracy": ACCURACIES}
+HISTORY_COLUMNS = ("step", "epoch", "batch", "images_seen", "loss", "margin_loss",
+                   "reconstruction_loss", "train_accuracy", "val_accuracy")
+# The Compare page's overlay: one colour per model (matplotlib's tab10, as the paper figures).
+MODEL_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+                 "#7f7f7f", "#bcbd22", "#17becf")
+OVERLAY_SERIES = {"accuracy": ("val_accuracy", "Validation accuracy"),
+                  "loss": ("loss", "Total training loss")}
+SMOOTHING = (1, 3, 5, 9)        # saved steps in the trailing mean the page offers
+WIDTH, HEIGHT = 380, 190        # plotting area (px): with its axis the chart prints at 480 px
+INTERACTIVE = ("hover", "chosen")
+PLAIN = {"format": "", "formatType": "plain"}   # a text shown as it is (charts.js)   # the names of the layers a printed figure leaves out
+
+
+def number(value) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(float(value)) else None
+
+
+def history_csv(history: list[dict]) -> bytes:
+    """The training history, one row per saved step (empty cells where a value is missing)."""
+    rows = io.StringIO()
+    writer = csv.writer(rows, lineterminator="\n")
+    writer.writerow(HISTORY_COLUMNS)
+    for record in history:
+        writer.writerow(["" if record.get(c) is None else record.get(c) for c in HISTORY_COLUMNS])
+    return rows.getvalue().encode()
+
+
+def has_curves(history: list[dict]) -> bool:
+    """Whether the history has any loss or accuracy value to plot."""
+    return any(number(r.get(key)) is not None for r in history
+               for key, _, _ in LOSSES + ACCURACIES)
+
+
+def _x_of(history: list[dict]) -> tuple[list[float], str]:
+    seen = all(number(r.get("images_seen")) is not None for r in history)
+    xs = [float(r["images_seen"]) if seen else float(i) for i, r in enumerate(history)]
+    return xs, ("training images seen" if seen else "saved step (position)")
+
+
+def line_chart(rows: list[dict], *, title: str, x_title: str, y_title: str, kind: str,
+               series: list[tuple[str, str]], chance: list[tuple[float, str]] = (),
+               chosen: str | None = None, step_tooltip: bool = True) -> dict:
+    """The Vega-Lite spec of one line chart: `rows` [{x, step, series, value}], `series`
+    [(name, colour)] in legend order, `kind` "accuracy" (percent axis) or "loss";
+    `chance` [(value, label)] dashed lines; `chosen` a step to mark (the overview's slider);
+    `step_tooltip`: the pointer names the step (one model's chart: its steps share an x)."""
+    names = [name for name, _ in series]
+    y_format = ".0%" if kind == "accuracy" else "~g"
+    value_format = ".2%" if kind == "accuracy" else ".4~g"
+    colour = {"field": "series", "type": "nominal", "title": None,
+              "scale": {"domain": names, "range": [c for _, c in series]}}
+    x = {"field": "x", "type": "quantitative", "title": x_title,
+         "axis": {"format": ",.0f", "tickCount": 6}}
+    y = {"field": "shown", "type": "quantitative", "title": y_title,
+         "axis": {"format": y_format}, "scale": {"zero": False}}
+    layers: list[dict] = [
+        {"mark": {"type": "line", "strokeWidth": 2, "clip": True},
+         "encoding": {"x": x, "y": y, "color": colour},
+         "params": [{"name": "zoom", "select": "interval", "bind": "scales"}]},
+        {"mark": {"type": "point", "filled": True, "size": 16, "opacity": 0.6, "clip": True},
+         "encoding": {"x": x, "y": {**y, "field": "value"}, "color": colour}},
+    ]
+    for value, label in chance:
+        layers.append({"data": {"values": [{"chance": value, "label": label}]},
+                       "transform": [],
+                       "layer": [{"mark": {"type": "rule", "strokeDash": [4, 3],
+                                           "color": "#666666", "clip": True},
+                                  "encoding": {"y": {**y, "field": "chance"}}},
+                                 {"mark": {"type": "text", "align": "right", "dy": -6,
+                                           "fontSize": 10, "color": "#444444", "clip": True},
+                                  "encoding": {"y": {**y, "field": "chance"},
+                                               "x": {"value": WIDTH - 4},
+                                               "text": {"field": "label"}}}]})
+    # the pointer's rule: one row per x (and step, on one model's chart), a text per series
+    # named by its position (a series' name is the user's: quotes or brackets in it would
+    # read as a field path), "—" where a series has no value there
+    by = ["x", "step"] if step_tooltip else ["x"]
+    texts = [{"calculate": f"isValid(datum.s{i}) ? format(datum.s{i}, '{value_format}') "
+                           f": '—'", "as": f"t{i}"} for i in range(len(names))]
+    layers.append(
+        {"name": "hover",
+         "transform": [{"calculate": f"'s' + indexof({json.dumps(names)}, datum.series)",
+                        "as": "key"},
+                       {"pivot": "key", "value": "shown", "groupby": by}, *texts],
+         "mark": {"type": "rule", "color": "#555555"},
+         "encoding": {
+             "x": x,
+             "opacity": {"condition": {"param": "hover", "empty": False, "value": 0.5},
+                         "value": 0},
+             # formatType "plain" (charts.js registers it): Vega-Lite reads a tooltip field
+             # of the nearest point's rule through the pointer's cell only when it has a
+             # format; the text as it is
+             "tooltip": [*([{"field": "step", "title": "step", **PLAIN}] if step_tooltip
+                           else []),
+                         {"field": "x", "type": "quantitative", "title": x_title,
+                          "format": ",d"},
+                         *({"field": f"t{i}", "title": n, **PLAIN}
+                           for i, n in enumerate(names))]},
+         "params": [{"name": "hover", "select": {"type": "point", "fields": ["x"],
+                                                 "nearest": True, "on": "pointerover",
+                                                 "clear": "pointerout"}}]})
+    if chosen is not None:
+        layers.append({"name": "chosen",
+                       "transform": [{"filter": "datum.step === chosen"}],
+                       "mark": {"type": "rule", "strokeDash": [6, 3], "color": "#222222"},
+                       "encoding": {"x": x}})
+    spec = {"config": CONFIG, "title": title, "width": WIDTH, "height": HEIGHT,
+            "data": {"values": rows},
+            "transform": [{"window": [{"op": "mean", "field": "value", "as": "shown"}],
+                           "frame": [0, 0], "groupby": ["series"],
+                           "sort": [{"field": "x"}]}],
+            "layer": layers,
+            "usermeta": {"reportgen": {"smoothing": list(SMOOTHING)}}}
+    if chosen is not None:
+        spec["params"] = [{"name": "chosen", "value": chosen}]
+    return spec
+
+
+def printed(spec: dict) -> dict:
+    """The spec as a still figure: without the pointer's rule, the chosen step and the zoom."""
+    out = {k: v for k, v in spec.items() if k not in ("params", "usermeta")}
+    out["layer"] = [{k: v for k, v in layer.items() if k != "params"}
+                    for layer in spec["layer"] if layer.get("name") not in INTERACTIVE]
+    return out
+
+
+def training_curves_spec(history: list[dict], kind: str, *, accuracy: str = "accuracy",
+                         chance: tuple[float, str] | None = None,
+                         chosen: str | None = None) -> dict | None:
+    """One chart ("loss" or "accuracy") of a model's history; None without values. `accuracy`:
+    what the accuracies count ("top-2 accuracy" for images of two digits); `chance` (value,
+    label) on the accuracy chart."""
+    xs, x_title = _x_of(history)
+    rows, series = [], []
+    for key, label, colour in CURVE_SERIES[kind]:
+        label = label.replace("accuracy", accuracy)
+        found = [{"x": x, "step": str(r.get("step", i)), "series": label, "value": v}
+                 for i, (x, r) in enumerate(zip(xs, history))
+                 if (v := number(r.get(key))) is not None]
+        if found:
+            rows += found
+            series.append((label, colour))
+    if not rows:
+        return None
+    title = "Loss" if kind == "loss" else accuracy[:1].upper() + accuracy[1:]
+    return line_chart(rows, title=f"{title} over training", x_title=x_title,
+                      y_title="loss" if kind == "loss" else accuracy, kind=kind, series=series,
+                      chance=[chance] if chance and kind == "accuracy" else [],
+                      chosen=chosen if chosen is not None else rows[-1]["step"])
+
+
+def overlay_spec(runs: list[tuple[str, list[dict]]], kind: str,
+                 chance: list[tuple[float, str]] = ()) -> dict | None:
+    """One measure ("accuracy": validation accuracy, "loss": total training loss) of several
+    models' histories over the images seen (models of other data-set and batch sizes line up
+    by what they saw); None when no model has it."""
+    key, title = OVERLAY_SERIES[kind]
+    rows, series = [], []
+    for i, (name, history) in enumerate(runs):
+        found = [{"x": seen, "step": str(r.get("step", "")), "series": name, "value": v}
+                 for r in history
+                 if (seen := number(r.get("images_seen"))) is not None
+                 and (v := number(r.get(key))) is not None]
+        if found:
+            rows += found
+            series.append((name, MODEL_COLOURS[i % len(MODEL_COLOURS)]))
+    if not rows:
+        return None
+    return line_chart(rows, title=title, x_title="training images seen",
+                      y_title="validation accuracy" if kind == "accuracy" else "loss",
+                      kind=kind, series=series, chance=list(chance) if kind == "accuracy"
+                      else [], step_tooltip=False)
+
+
+def render_training_curves(history: list[dict], model: str, accuracy: str = "accuracy",
+                           chance: tuple[float, str] | None = None) -> list[Figure]:
+    """The paper figure of a model's training curves (loss above accuracy, the overview's
+    charts as still figures) as PNG, SVG and PDF, with the history as CSV; [] without values."""
+    charts = [training_curves_spec(history, kind, accuracy=accuracy, chance=chance)
+              for kind in ("loss", "accuracy")]
+    charts = [printed(c) for c in charts if c is not None]
+    if not charts:
+        return []
+    spec = {"config": CONFIG, "title": f"{model}: training curves",
+            "vconcat": [{k: v for k, v in c.items() if k != "config"} for c in charts],
+            "resolve": {"scale": {"color": "independent"}}}
+    _, x_title = _x_of(history)
+    caption = (f"Training curves of {model} over {len(history)} saved steps (x: {x_title}). "
+               f"Top: total, margin and reconstruction loss, each the mean over the batches "
+               f"since the previous saved step. Bottom: validation {accuracy} at each saved "
+               f"step and the running training {accuracy}"
+               + (f"; dashed: chance ({chance[1]})." if chance else "."))
+    return paper_files(spec, "training_curves", caption) + [
+        Figure("training_curves.csv", history_csv(history), "csv", caption)]
