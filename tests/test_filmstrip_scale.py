@@ -32,7 +32,7 @@ def _setup(tmp_path, name, params, key_name, shape):
     assembler = Assembler(store, tmp_path / "docs")
     tech = get_technique(name)
     description = describe(parse_model_params(SMALL_CAPSNET))     # conv1 20x20, 6x6x8 capsules
-    dataset = SimpleNamespace(class_names=[str(k) for k in range(10)])
+    dataset = SimpleNamespace(class_names=[str(k) for k in range(10)], y_test=np.zeros(3, int))
     item = SimpleNamespace(key="test-0", label="test #0", image=np.zeros((28, 28, 1)),
                            known_classes=())
     rng = np.random.default_rng(0)

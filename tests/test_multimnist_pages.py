@@ -4,6 +4,7 @@ single-label model's stays plain "accuracy"; and Gu's MNIST/affNIST comparison l
 
 from __future__ import annotations
 
+import json
 import re
 
 from site_fixture import make_site
@@ -44,7 +45,7 @@ def test_a_two_digit_models_accuracy_is_top2_beside_1_in_45(tmp_path):
     assert shares == [f"{100 * s:.1f}" for s in last.per_class_accuracy] * len(pair.steps)
     curves = overview[overview.index('id="training-curves"'):overview.index('id="evaluation"')]
     assert "validation top-2 accuracy" in curves and f"chance {chance}" in curves
-    assert "<title>Top-2 accuracy over training steps</title>" in curves
+    assert 'aria-label="Top-2 accuracy over training"' in curves
     # the single-label model keeps its words and its confusion matrix
     other = next(p for p in (docs / "models").iterdir() if p.name != "MNIST_Demo")
     plain = (other / "index.md").read_text()
@@ -56,9 +57,11 @@ def test_a_two_digit_models_accuracy_is_top2_beside_1_in_45(tmp_path):
     assert f'<div class="rg-muted">top-2 accuracy; chance {chance}</div>' in pair_row
     assert all("top-2" not in r for r in rows if "rg-model-link" in r and r is not pair_row)
     compare = (docs / "compare.md").read_text()
-    legend = re.findall(r'<text class="rg-legend"[^>]*>([^<]*)</text>', compare)
-    assert f"MNIST_Demo (top-2 accuracy, chance {chance})" in legend
-    assert "MNIST_Demo" in legend                                 # the loss chart's row
+    series = {v.get("series") for t in re.findall(
+        r'<script type="application/json" data-rg-spec>(.*?)</script>', compare, re.S)
+        for v in json.loads(t).get("data", {}).get("values", [])}
+    assert "MNIST_Demo (top-2 accuracy)" in series and f'"label": "chance {chance}"' in compare
+    assert "MNIST_Demo" in series                                 # the loss chart's row
 
 
 def test_gu_comparison_leaves_out_two_digit_models(tmp_path):

@@ -31,6 +31,17 @@ class TaskReport:
     error: str | None = None
 
 
+def check_store_for_cluster(store) -> None:
+    """A store cluster workers cannot write into (memory://) is refused in one line."""
+    from reportgen.cache.backends import shared_between_processes
+
+    if not shared_between_processes(store):
+        raise ReportgenError(f"The artifact store {store.location} lives in this process "
+                             f"only; cluster workers cannot write into it",
+                             fix="pass --cache-dir a folder every worker sees, or a URL "
+                                 "such as s3://bucket/prefix")
+
+
 @dataclass
 class ClusterCompute:
     """One build's use of the cluster."""
@@ -43,14 +54,8 @@ class ClusterCompute:
     @classmethod
     @contextmanager
     def open(cls, scheduler: str, store) -> Iterator[ClusterCompute]:
-        from reportgen.cache.backends import shared_between_processes
-
         spec = parse_scheduler(scheduler)
-        if not shared_between_processes(store):
-            raise ReportgenError(f"The artifact store {store.location} lives in this process "
-                                 f"only; cluster workers cannot write into it",
-                                 fix="pass --cache-dir a folder every worker sees, or a URL "
-                                     "such as s3://bucket/prefix")
+        check_store_for_cluster(store)
         with open_client(spec) as client:
             yield cls(client, store)
 

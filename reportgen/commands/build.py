@@ -133,6 +133,10 @@ def _build(catalog, options, scheduler, started: float, watch) -> BuildSummary:
     store = open_store(settings.cache_dir)
     check_location(store, models_dir=catalog.root,
                    site_dir=settings.site_dir if settings.render_site else None)
+    if scheduler:
+        from reportgen.cluster.runner import check_store_for_cluster
+
+        check_store_for_cluster(store)      # before any model's data is read
     summary = BuildSummary()
     entries = _match_models(catalog, settings.models, summary)
     check_options(entries, settings)        # against each model's steps and data

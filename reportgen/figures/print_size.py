@@ -89,9 +89,13 @@ def tight_layout(fig, layout, tries: int = 6) -> None:
     while it cannot fit the decorations, the figure grows 20% taller and tries again."""
     import warnings
 
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
     if enlarge_small_text(fig):
         thin_ticks(fig)
     fit_titles(fig)
+    if isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
+        return      # laid out when drawn (a colorbar beside subplots); a tight layout would fail
     for _ in range(tries):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

@@ -39,7 +39,23 @@ CONFIG = {"font": "Liberation Sans, DejaVu Sans, Arial, sans-serif",
 def render_svg(spec: dict) -> str:
     import vl_convert
 
-    return vl_convert.vegalite_to_svg(spec)
+    return canonical_svg(vl_convert.vegalite_to_svg(spec))
+
+
+def canonical_svg(svg: str) -> str:
+    """The SVG with its element ids numbered from 1 in order of appearance: Vega numbers clip
+    paths and gradients by a counter that runs for the whole process (`clip625` after many
+    charts), so equal drawings would otherwise differ by how many charts came before."""
+    import re
+
+    ids: dict[str, str] = {}
+    for name in re.findall(r'\bid="([A-Za-z_-]+\d+)"', svg):
+        if name not in ids:
+            ids[name] = name.rstrip("0123456789") + str(len(ids) + 1)
+    if not ids:
+        return svg
+    pattern = re.compile(r'(id="|url\(#|href="#)(' + "|".join(map(re.escape, ids)) + r')\b')
+    return pattern.sub(lambda m: m.group(1) + ids[m.group(2)], svg)
 
 
 def paper_files(spec: dict, stem: str, caption: str) -> list[Figure]:
