@@ -92,4 +92,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from docs_tables import recorded
+
+    with recorded("bench_analyze"):
+        main()

@@ -27,6 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 
 def _load() -> str:
@@ -109,4 +110,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from docs_tables import recorded
+
+    with recorded("bench_estimate"):
+        main()

@@ -107,9 +107,12 @@ def main() -> None:
     alone = max(peaks[m]["maxrss"] for m in args.models)
     together = peaks[" + ".join(args.models)]["maxrss"]
     print(f"\n{len(args.models)}-model build {together / 1e9:.2f} GB against the largest "
-          f"single-model build's {alone / 1e9:.2f} GB: +{(together - alone) / 1e9:.2f} GB "
+          f"single-model build's {alone / 1e9:.2f} GB: {(together - alone) / 1e9:+.2f} GB "
           f"(target <= +0.5 GB)")
 
 
 if __name__ == "__main__":
-    main()
+    from docs_tables import recorded
+
+    with recorded("bench_memory"):
+        main()

@@ -75,11 +75,10 @@ def _step(net, images, one_hot):
     return out, want, grads
 
 
-# Compiled (15-20 s each on 2 cores): the default (assignments not detached) at both shapes,
-# detached at the wide shape only; eagerly, every combination.
+# Compiled (15-50 s each on 2 cores): the default (assignments not detached) at both shapes;
+# eagerly, every combination (detaching changes what is differentiated, not how XLA compiles).
 CASES = [(shape, False, detach) for shape in ("tiny", "wide") for detach in (False, True)] + \
-    [pytest.param(shape, True, detach, marks=pytest.mark.slow)
-     for shape, detach in (("tiny", False), ("wide", False), ("wide", True))]
+    [pytest.param(shape, True, False, marks=pytest.mark.slow) for shape in ("tiny", "wide")]
 
 
 @pytest.mark.parametrize(("shape", "compiled", "detach"), CASES)
