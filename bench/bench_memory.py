@@ -29,10 +29,6 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 
-def _load() -> str:
-    return " ".join(f"{v:.1f}" for v in os.getloadavg())
-
-
 def _tree_rss(pid: int) -> int:
     """Resident bytes of process `pid` and its children (from /proc)."""
     total, pending = 0, [str(pid)]
@@ -86,7 +82,7 @@ def main() -> None:
     from reportgen.tf_quiet import import_tensorflow_quietly
 
     import_tensorflow_quietly()
-    from bench_estimate import make_project
+    from bench_estimate import _load, make_project
 
     print(f"Cold builds, --steps last --analyses last, {args.images} images, "
           f"{args.eval_images} evaluation images; {os.cpu_count()} CPUs\n")
