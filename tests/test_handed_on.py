@@ -63,7 +63,11 @@ def test_plain_is_what_a_json_round_trip_gives_without_the_text():
     value = _summary({"x": x}, Params())
     assert _same(plain(value), _json_round_trip(value))
     assert list(plain(value)["per_class"]) == ["2", "10"]      # sorted as numbers, then text
-    assert plain(value)["mean"] == float(np.float32(x.mean()) * 2.0)
+    mean = np.float32(x.mean()) * np.float32(2.0)
+    # a float32 keeps its value and is written with its own shortest digits, not float64's
+    assert np.float32(plain(value)["mean"]) == mean and repr(plain(value)["mean"]) == str(mean)
+    assert json.dumps(plain({"v": np.float32(0.1)})) == '{"v": 0.1}' != json.dumps(
+        {"v": float(np.float32(0.1))})
     with pytest.raises(TypeError):
         plain({"x": object()})
 
@@ -123,8 +127,10 @@ def test_class_capsules_hand_on_their_values(tmp_path):
                             RenderContext(model="M", step="1-2", class_names=("a", "b", "c"),
                                           input_label="test #0", image=np.zeros((12, 12, 1))),
                             tmp_path / "docs" / "artifacts")
-    np.testing.assert_array_equal(panel.numbers["capsules"], row["capsules"].astype(np.float64))
-    np.testing.assert_array_equal(panel.numbers["lengths"], row["lengths"].astype(np.float64))
+    # the same float32 values, written with their own digits (not float64's 17)
+    np.testing.assert_array_equal(np.float32(panel.numbers["capsules"]), row["capsules"])
+    np.testing.assert_array_equal(np.float32(panel.numbers["lengths"]), row["lengths"])
+    assert [repr(v) for v in panel.numbers["lengths"]] == ["0.2", "0.9", "0.4"]
     assert panel.numbers["predicted"] == 1
 
 

@@ -14,9 +14,10 @@ import threading
 
 import numpy as np
 
-# zlib level 4: half the encoding time of level 6 for 9 % more bytes (palette PNGs of a
-# default MNIST_Demo site; bench/bench_site_weight.py)
-PNG_COMPRESS_LEVEL = 4
+# zlib level 6: 8 % fewer bytes than level 4 for 1.3x its encoding time (40.6 -> 37.3 MB of
+# palette PNGs on a default MNIST_Demo site, a few seconds of its build); level 9 saves 4 % more
+# for 5x the time (bench/bench_site_weight.py)
+PNG_COMPRESS_LEVEL = 6
 SVG_HASHSALT = "reportgen"
 KINDS = ("png", "svg", "pdf")
 # PNG plots are drawn at twice their layout size (the page's width/height attributes): sharp on
@@ -41,6 +42,18 @@ def to_uint8(rgb: np.ndarray) -> np.ndarray:
     if np.issubdtype(arr.dtype, np.floating):
         return (np.clip(np.nan_to_num(arr, nan=0.0), 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
     return np.clip(arr, 0, 255).astype(np.uint8)
+
+
+def json_floats(values) -> list | float:
+    """float32 (or float16) `values` as Python floats that print with the shortest digits
+    reading back to the same float32 (0.2419113, not 0.24191129207611084): the JSON holds the
+    precision the network computed, in half the characters. Nested lists keep the array's
+    shape; float64 values pass through as they are."""
+    arr = np.asarray(values)
+    if arr.dtype not in (np.float32, np.float16):
+        return arr.tolist()
+    # NumPy prints each float32 with its shortest round-trip digits (Dragon4)
+    return np.vectorize(float, otypes=[object])(arr.astype(str)).tolist()
 
 
 def png_bytes(rgb: np.ndarray, compress_level: int = PNG_COMPRESS_LEVEL,

@@ -25,12 +25,13 @@ import numpy as np
 
 from reportgen.cache.keys import hash_json
 from reportgen.errors import ReportgenError
+from reportgen.figures.encode import json_floats
 from reportgen.pages.analyses import flatten
 from reportgen.pages.sitedata import FigureFile, Panel, Prediction
 from reportgen.techniques.base import Figure, RenderContext
 from reportgen.techniques.compute import params_dict, variant_label
 
-FIGURES_VERSION = 23     # bump when drawing changes: figures are redrawn, arrays are kept
+FIGURES_VERSION = 24     # bump when drawing changes: figures are redrawn, arrays are kept
 # What a panel hands on (`Technique.numbers` and `.data`): a file of the figures' entry (not
 # placed in docs); for figures an older reportgen stored without it, an entry of its own.
 HANDED_ON_VERSION = 1
@@ -314,8 +315,9 @@ def plain(value):
         return {_json_key(k): plain(v) for k, v in sorted(value.items())}
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
-    if isinstance(value, (np.ndarray, np.generic)):
-        return plain(value.tolist()) if isinstance(value, np.ndarray) else plain(value.item())
+    if isinstance(value, (np.ndarray, np.generic)):   # float32 with its own digits (json_floats)
+        return plain(json_floats(value)) if isinstance(value, np.ndarray) or \
+            value.dtype.kind == "f" else plain(value.item())
     if value is None or isinstance(value, (str, bool)):
         return value
     if isinstance(value, int):
@@ -346,10 +348,10 @@ def export_figures(name: str, summary: dict) -> list[Figure]:
 
 
 def _json_default(obj):
+    if isinstance(obj, np.ndarray) or (isinstance(obj, np.generic) and obj.dtype.kind == "f"):
+        return json_floats(obj)                  # float32 with its own digits, as `plain`
     if isinstance(obj, np.generic):
         return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 

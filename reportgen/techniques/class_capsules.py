@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reportgen.figures.encode import json_floats
 from reportgen.results.references import cite
 from reportgen.techniques.base import Technique
 
@@ -38,10 +39,11 @@ def _render(result, params, ctx):
 def capsule_numbers(result, params=None, ctx=None) -> dict:
     """The pose values themselves (K x D), their lengths and the predicted class: what the
     Decoder page's live decoder starts its sliders from (`Panel.numbers`), and a download."""
-    capsules = np.asarray(result["capsules"], np.float64)
-    lengths = np.asarray(result["lengths"], np.float64).reshape(-1)
-    return {"capsules": [[float(v) for v in row] for row in capsules],
-            "lengths": [float(v) for v in lengths], "predicted": int(np.argmax(lengths))}
+    # float32 as the network computed them, with their shortest digits (json_floats)
+    capsules = np.asarray(result["capsules"], np.float32)
+    lengths = np.asarray(result["lengths"], np.float32).reshape(-1)
+    return {"capsules": json_floats(capsules), "lengths": json_floats(lengths),
+            "predicted": int(np.argmax(lengths))}
 
 
 def _capsules_json(result):
