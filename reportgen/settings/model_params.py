@@ -110,6 +110,10 @@ class TrainingParams:
     # the learning rate's factor per epoch, applied batch by batch (lr x decay^(epochs done));
     # 1: constant. CapsNet-Keras decays by 0.9 per epoch (its --lr_decay).
     learning_rate_decay: float = 1.0
+    # true: the training step runs XLA-compiled even where the family's measurement (Family.xla)
+    # says its gradients run faster without, for a small network XLA speeds up (measure with
+    # bench/bench_xla.py; the site's own passes keep the family's choice)
+    xla: bool = False
 
     def __post_init__(self):
         if not 0 < self.learning_rate_decay <= 1:
@@ -171,7 +175,8 @@ _OPTIONAL_DEFAULTS = {("primary", "batch_norm"): False,
                       ("imported_from",): "",
                       ("class_caps", "routing"): "dynamic",
                       ("family",): DEFAULT_FAMILY,
-                      ("training", "learning_rate_decay"): 1.0}
+                      ("training", "learning_rate_decay"): 1.0,
+                      ("training", "xla"): False}
 
 
 def fail(source: str, key: str, expected: str, received: Any) -> ReportgenError:

@@ -469,6 +469,12 @@ def _stopped(entry: ModelFolder, run: Run, history: list[dict], why: str) -> Rep
              f"Train at a lower learning rate: --learning-rate {rate / 10:g}"))
 
 
+def _xla_training(net) -> bool:
+    """Whether the training step is XLA-compiled: the family's measured choice, or params.toml's
+    training.xla for a network it speeds up."""
+    return net.uses_xla(gradients=True) or net.params.training.xla
+
+
 def make_train_step(net, optimizer):
     """One compiled optimisation step of the family's loss (`net.training_losses`: for the
     CapsNet, margin loss + lambda x reconstruction loss, Sabour et al. 2017, eq. 4 and section
@@ -479,10 +485,11 @@ def make_train_step(net, optimizer):
     variables = net.model.trainable_variables
     losses = net.training_losses      # the family's loss (reportgen.capsnet.network.Network)
 
-    # XLA where the family's passes with gradients gain from it (Family.xla). Batches are not
+    # XLA where the family's passes with gradients gain from it (Family.xla), or where
+    # params.toml's training.xla asks for it. Batches are not
     # padded (batch norm in training reads the batch's own statistics): an epoch's short last
     # batch traces once more, and that trace is reused by every later epoch.
-    @tf.function(jit_compile=net.uses_xla(gradients=True) or None)
+    @tf.function(jit_compile=_xla_training(net) or None)
     def train_step(images, one_hot):
         with tf.GradientTape() as tape:
             margin, rec, lengths = losses(images, one_hot)
@@ -513,7 +520,7 @@ def make_pair_train_step(name: str, net, optimizer):
             fix="Give it a single-label data set, or train a MULTIMNIST_* model.")
     variables = net.model.trainable_variables
 
-    @tf.function(jit_compile=net.uses_xla(gradients=True) or None)
+    @tf.function(jit_compile=_xla_training(net) or None)
     def train_step(images, labels, sources):
         with tf.GradientTape() as tape:
             classification, rec, scores = losses(images, labels, sources)
