@@ -1,5 +1,5 @@
 """Two tiny trained models and the in-process build of them that cluster builds must equal
-byte for byte; made once per test session (tests/test_cluster.py and
+byte for byte; made once per test run, for every xdist worker (tests/test_cluster.py and
 tests/test_faults_cluster.py share them)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from test_training import TINY_TOML, _tiny_data
+from trained_tiny import copy_trained_tiny, made_once
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("Tiny_A", "Tiny_B")
@@ -19,23 +19,15 @@ MODELS = ("Tiny_A", "Tiny_B")
 BUILD = ("build", "--steps", "last", "--images", "test:0", "--eval-images", "10",
          "--technique", "predictions", "--technique", "conv_kernels",
          "--technique", "routing_entropy")
-_made: dict[str, Path] = {}
 
 
 def trained_models(tmp_path_factory) -> Path:
     """models/Tiny_A and models/Tiny_B, one epoch each (seeds 0 and 1); treat as read-only."""
-    if "models" not in _made:
-        from reportgen.catalog import Catalog
-        from reportgen.training.trainer import TrainOptions, train
-
-        base = tmp_path_factory.mktemp("cluster-models")
-        data = _tiny_data(base / "toy.npz")
+    def make(base: Path) -> None:
         for seed, name in enumerate(MODELS):
-            (base / "models" / name).mkdir(parents=True)
-            (base / "models" / name / "params.toml").write_text(TINY_TOML.format(data=data))
-            train(Catalog(base / "models").get(name), TrainOptions(epochs=1, seed=seed))
-        _made["models"] = base / "models"
-    return _made["models"]
+            copy_trained_tiny(tmp_path_factory, base / "models" / name, seed=seed)
+
+    return made_once(tmp_path_factory, "cluster-models", make) / "models"
 
 
 def copy_models(tmp_path_factory, target: Path) -> Path:
@@ -70,13 +62,13 @@ def tree(folder: Path) -> dict[str, bytes]:
 
 def reference(tmp_path_factory) -> tuple[dict[str, bytes], str]:
     """(site files, output) of the in-process build of the trained models with BUILD."""
-    if "reference" not in _made:
-        work = tmp_path_factory.mktemp("cluster-reference")
+    def make(work: Path) -> None:
         proc = run(work, trained_models(tmp_path_factory), *BUILD, "--cache-dir", "cache")
         assert proc.returncode == 0, proc.stdout + proc.stderr
-        _made["reference"] = work
-        _made["reference-output"] = proc.stdout + proc.stderr
-    return tree(_made["reference"] / "site"), _made["reference-output"]
+        (work / "output.txt").write_text(proc.stdout + proc.stderr)
+
+    work = made_once(tmp_path_factory, "cluster-reference", make)
+    return tree(work / "site"), (work / "output.txt").read_text()
 
 
 def computed(output: str) -> int:

@@ -5,20 +5,13 @@ import pytest
 
 import reportgen
 from reportgen.errors import ReportgenError
-from test_training import TINY_TOML, _tiny_data
+from trained_tiny import copy_trained_tiny
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    from reportgen.catalog import Catalog
-    from reportgen.training.trainer import TrainOptions, train
-
-    tmp = tmp_path_factory.mktemp("api")
-    data = _tiny_data(tmp / "toy.npz")
-    root = tmp / "models"
-    (root / "Tiny").mkdir(parents=True)
-    (root / "Tiny" / "params.toml").write_text(TINY_TOML.format(data=data))
-    train(Catalog(root).get("Tiny"), TrainOptions(epochs=1))
+    root = tmp_path_factory.mktemp("api") / "models"
+    copy_trained_tiny(tmp_path_factory, root / "Tiny")
     return root
 
 

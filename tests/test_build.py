@@ -17,19 +17,17 @@ from reportgen.commands.build import BuildOptions, build, select_steps
 from reportgen.errors import ReportgenError
 from reportgen.training.checkpoints import Step
 from test_training import TINY_TOML, _tiny_data
+from trained_tiny import copy_trained_tiny
 
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
-    from reportgen.training.trainer import TrainOptions, train
-
     tmp = tmp_path_factory.mktemp("build")
-    data = _tiny_data(tmp / "toy.npz")
     root = tmp / "models"
-    for name in ("Tiny", "Untrained"):
-        (root / name).mkdir(parents=True)
-        (root / name / "params.toml").write_text(TINY_TOML.format(data=data))
-    train(Catalog(root).get("Tiny"), TrainOptions(epochs=1))
+    copy_trained_tiny(tmp_path_factory, root / "Tiny")
+    (root / "Untrained").mkdir(parents=True)
+    (root / "Untrained" / "params.toml").write_text(
+        TINY_TOML.format(data=_tiny_data(tmp / "toy.npz")))
     return root
 
 
@@ -58,10 +56,11 @@ def test_each_checkpoint_is_loaded_once_and_only_when_needed(models, tmp_path, m
     real = checkpoints.load_weights
     monkeypatch.setattr(checkpoints, "load_weights", lambda net, path: (loads.append(path),
                                                                          real(net, path)))
-    build(Catalog(models), _options(tmp_path, steps="all"))
+    # one input: loading counts per step, not per input
+    build(Catalog(models), _options(tmp_path, steps="all", images="test:0"))
     assert sorted(loads) == sorted(set(loads)) and len(loads) == len(Catalog(models).get("Tiny").steps)
     loads.clear()
-    build(Catalog(models), _options(tmp_path, steps="all"))
+    build(Catalog(models), _options(tmp_path, steps="all", images="test:0"))
     assert loads == []
 
 
@@ -147,9 +146,10 @@ def test_dataset_analyses_trends_and_comparisons_are_cached(models, tmp_path):
     shutil.copytree(models, twin)
     shutil.rmtree(twin / "Untrained")
     shutil.copytree(twin / "Tiny", twin / "Twin")     # comparisons need two models
-    options = _options(tmp_path, models="*", steps="all", analyses="all", render_site=True,
+    # two steps make a trend, ten images an analysis: the assertions need no more
+    options = _options(tmp_path, models="*", steps="0-0,1-5", analyses="all", render_site=True,
                        techniques=("predictions", "routing_entropy", "affine_robustness"),
-                       eval_images=30)
+                       eval_images=10)
     first = build(Catalog(twin), options)
     assert first.ok
     trends = list((tmp_path / "mkdocs" / "docs" / "artifacts" / "Tiny" / "trends").iterdir())

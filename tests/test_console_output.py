@@ -12,6 +12,7 @@ import pytest
 
 from reportgen import console
 from test_training import TINY_TOML, _tiny_data
+from trained_tiny import copy_trained_tiny
 
 
 def test_each_notice_prints_once_per_command(capsys):
@@ -38,18 +39,14 @@ def test_progress_without_a_terminal_is_one_final_line(capsys):
 
 
 @pytest.mark.slow
-def test_build_to_a_file_has_no_progress_spam(tmp_path):
+def test_build_to_a_file_has_no_progress_spam(tmp_path, tmp_path_factory):
     import shutil
 
-    from reportgen.catalog import Catalog
     from reportgen.commands.build_time import read_calibration
-    from reportgen.training.trainer import TrainOptions, train
 
     models = tmp_path / "models"
-    (models / "Tiny").mkdir(parents=True)
-    toml = TINY_TOML.format(data=_tiny_data(tmp_path / "toy.npz"))
-    (models / "Tiny" / "params.toml").write_text(toml)
-    train(Catalog(models).get("Tiny"), TrainOptions(epochs=1))
+    copy_trained_tiny(tmp_path_factory, models / "Tiny")
+    toml = (models / "Tiny" / "params.toml").read_text()
     # a second model: Tiny's weights under other settings (so none of its results are Tiny's)
     shutil.copytree(models / "Tiny", models / "Other")
     (models / "Other" / "params.toml").write_text(toml.replace("learning_rate = 0.01",
@@ -144,14 +141,8 @@ def test_final_line_counts_and_total_in_one_format(capsys):
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    from reportgen.catalog import Catalog
-    from reportgen.training.trainer import TrainOptions, train
-
-    tmp = tmp_path_factory.mktemp("said")
-    models = tmp / "models"
-    (models / "Tiny").mkdir(parents=True)
-    (models / "Tiny" / "params.toml").write_text(TINY_TOML.format(data=_tiny_data(tmp / "toy.npz")))
-    train(Catalog(models).get("Tiny"), TrainOptions(epochs=1))
+    models = tmp_path_factory.mktemp("said") / "models"
+    copy_trained_tiny(tmp_path_factory, models / "Tiny")
     return models
 
 

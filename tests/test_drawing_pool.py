@@ -7,7 +7,7 @@ import pytest
 
 from reportgen.errors import ReportgenError
 from reportgen.pages import drawing_pool
-from test_training import TINY_TOML, _tiny_data
+from trained_tiny import copy_trained_tiny
 
 
 def test_one_worker_where_there_is_a_second_core_unless_the_environment_says(monkeypatch):
@@ -31,16 +31,13 @@ def _tree(folder):
 
 
 @pytest.mark.slow
-def test_a_site_drawn_ahead_in_a_worker_equals_one_drawn_in_the_build(tmp_path, monkeypatch):
+def test_a_site_drawn_ahead_in_a_worker_equals_one_drawn_in_the_build(tmp_path, monkeypatch,
+                                                                     tmp_path_factory):
     from reportgen.catalog import Catalog
     from reportgen.commands.build import run_build
-    from reportgen.training.trainer import TrainOptions, train
 
     models = tmp_path / "models"
-    (models / "Tiny").mkdir(parents=True)
-    (models / "Tiny" / "params.toml").write_text(
-        TINY_TOML.format(data=_tiny_data(tmp_path / "toy.npz")))
-    train(Catalog(models).get("Tiny"), TrainOptions(epochs=1))
+    copy_trained_tiny(tmp_path_factory, models / "Tiny")
 
     taken = []
     original = drawing_pool.DrawingPool.take

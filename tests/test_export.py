@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from reportgen.cli import main
 from reportgen.figures.encode import PIXEL_RATIO, png_size
 from test_captions_tex import check_every_figure, compile_captions, needs_pdflatex
-from test_training import TINY_TOML, _tiny_data
+from trained_tiny import copy_trained_tiny
 
 TECHNIQUES = ("predictions", "gradcam_pp", "conv_feature_maps", "class_capsules", "rpv",
               "affine_robustness")
@@ -34,14 +34,10 @@ def built(tmp_path_factory):
     at every step, so there are trends): (root, models dir, site dir, cache dir)."""
     from reportgen.catalog import Catalog
     from reportgen.commands.build import BuildOptions, build
-    from reportgen.training.trainer import TrainOptions, train
 
     root = tmp_path_factory.mktemp("export")
-    data = _tiny_data(root / "toy.npz")
     models = root / "models"
-    (models / "Tiny").mkdir(parents=True)
-    (models / "Tiny" / "params.toml").write_text(TINY_TOML.format(data=data))
-    train(Catalog(models).get("Tiny"), TrainOptions(epochs=1))
+    copy_trained_tiny(tmp_path_factory, models / "Tiny")
     summary = build(Catalog(models), BuildOptions(
         models="Tiny", steps="all", images="test:0-1", analyses="all", techniques=TECHNIQUES,
         eval_images=30, cache_dir=str(root / "cache"), site_dir=str(root / "site")))
@@ -158,19 +154,15 @@ def test_captions_tex_compiles_with_every_figure_and_its_formulas(supplement, tm
 
 @pytest.mark.slow
 @needs_pdflatex
-def test_a_two_model_supplement_compiles(tmp_path):
+def test_a_two_model_supplement_compiles(tmp_path, tmp_path_factory):
     """A site of two models: its supplement adds the comparisons across models, and its
     captions.tex still compiles with every figure placed."""
     from reportgen.catalog import Catalog
     from reportgen.commands.build import BuildOptions, build
-    from reportgen.training.trainer import TrainOptions, train
 
-    data = _tiny_data(tmp_path / "toy.npz")
     models = tmp_path / "models"
     for name, seed in (("TinyA", 0), ("TinyB", 1)):
-        (models / name).mkdir(parents=True)
-        (models / name / "params.toml").write_text(TINY_TOML.format(data=data))
-        train(Catalog(models).get(name), TrainOptions(epochs=1, seed=seed))
+        copy_trained_tiny(tmp_path_factory, models / name, seed=seed)
     summary = build(Catalog(models), BuildOptions(
         models="TinyA,TinyB", steps="last", images="test:0", analyses="last",
         techniques=("predictions", "class_capsules", "rpv", "affine_robustness"),

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from reportgen.commands.supplement import SUPPLEMENT_MARKER
-from test_training import TINY_TOML, _tiny_data
+from trained_tiny import copy_trained_tiny
 
 pytestmark = [pytest.mark.faults, pytest.mark.slow]
 
@@ -52,13 +52,10 @@ def built(tmp_path_factory):
     (site dir, cache dir)."""
     from reportgen.catalog import Catalog
     from reportgen.commands.build import BuildOptions, build
-    from reportgen.training.trainer import TrainOptions, train
 
     root = tmp_path_factory.mktemp("export-faults")
     models = root / "models"
-    (models / "Tiny").mkdir(parents=True)
-    (models / "Tiny" / "params.toml").write_text(TINY_TOML.format(data=_tiny_data(root / "t.npz")))
-    train(Catalog(models).get("Tiny"), TrainOptions(epochs=1))
+    copy_trained_tiny(tmp_path_factory, models / "Tiny")
     summary = build(Catalog(models), BuildOptions(
         models="Tiny", steps="last", images="test:0-1", analyses="none",
         techniques=("predictions", "conv_feature_maps"), cache_dir=str(root / "cache"),

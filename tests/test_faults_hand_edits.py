@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from test_training import TINY_TOML, _tiny_data
+from trained_tiny import copy_trained_tiny
 
 pytestmark = [pytest.mark.faults, pytest.mark.slow]
 
@@ -33,14 +33,8 @@ DAMAGE = {
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
     """models/Good and one copy of it per kind of damage, all trained once."""
-    from reportgen.catalog import Catalog
-    from reportgen.training.trainer import TrainOptions, train
-
     root = tmp_path_factory.mktemp("hand-edits")
-    good = root / "models" / "Good"
-    good.mkdir(parents=True)
-    (good / "params.toml").write_text(TINY_TOML.format(data=_tiny_data(root / "toy.npz")))
-    train(Catalog(root / "models").get("Good"), TrainOptions(epochs=1))
+    good = copy_trained_tiny(tmp_path_factory, root / "models" / "Good")
     for name, (kind, edit, _) in DAMAGE.items():
         folder = root / "models" / name
         shutil.copytree(good, folder)

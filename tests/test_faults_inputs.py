@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from test_training import TINY_TOML, _tiny_data
+from trained_tiny import copy_trained_tiny
 
 pytestmark = [pytest.mark.faults, pytest.mark.slow]
 
@@ -42,9 +43,6 @@ def _run(args, cwd, models, timeout=240, **env):
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     """A trained tiny model beside folders that are not valid models."""
-    from reportgen.catalog import Catalog
-    from reportgen.training.trainer import TrainOptions, train
-
     tmp = tmp_path_factory.mktemp("hostile")
     params = TINY_TOML.format(data=_tiny_data(tmp / "toy.npz"))
     root = tmp / "models"
@@ -53,7 +51,8 @@ def models(tmp_path_factory):
         (root / name / "params.toml").write_text(params)
     (root / "Garbage").mkdir()
     (root / "Garbage" / "params.toml").write_bytes(b"\x89PNG\x00 = = [[[ not toml")
-    train(Catalog(root).get("Tiny"), TrainOptions(epochs=1))
+    shutil.rmtree(root / "Tiny")
+    copy_trained_tiny(tmp_path_factory, root / "Tiny")
     return root
 
 

@@ -20,7 +20,7 @@ from reportgen.commands.build_settings import BuildOptions, StepChoice, settle
 from reportgen.engine import digests
 from reportgen.errors import ReportgenError
 from reportgen.model_folder import Step
-from test_training import TINY_TOML, _tiny_data
+from trained_tiny import copy_trained_tiny
 
 # ------------------------------------------------------------------ settings
 
@@ -178,15 +178,11 @@ def _tree(folder):
 
 
 @pytest.mark.slow
-def test_a_rebuild_with_nothing_to_compute_imports_no_tensorflow(tmp_path):
+def test_a_rebuild_with_nothing_to_compute_imports_no_tensorflow(tmp_path, tmp_path_factory):
     from reportgen.catalog import Catalog
-    from reportgen.training.trainer import TrainOptions, train
 
     models = tmp_path / "models"
-    (models / "Tiny").mkdir(parents=True)
-    (models / "Tiny" / "params.toml").write_text(
-        TINY_TOML.format(data=_tiny_data(tmp_path / "toy.npz")))
-    train(Catalog(models).get("Tiny"), TrainOptions(epochs=1))
+    copy_trained_tiny(tmp_path_factory, models / "Tiny")
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "todo.txt").write_text("mine")
