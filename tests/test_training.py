@@ -172,6 +172,25 @@ def test_resumed_run_computes_the_same_steps_as_an_uninterrupted_one(tmp_path, m
             np.testing.assert_allclose(got[name], want[name], rtol=1e-6, atol=1e-7)
 
 
+def test_resume_says_the_learning_rate_changed_only_when_the_user_changed_it(models_dir,
+                                                                           capsys):
+    """A decayed run resumed as it was trained says nothing about its rate (the optimizer's
+    rate at the saved step is the decayed one); --learning-rate on resume is said."""
+    from reportgen.training.trainer import TrainOptions, open_run
+
+    params = models_dir / "Tiny" / "params.toml"
+    params.write_text(params.read_text().replace("[training]",
+                                                 "[training]\nlearning_rate_decay = 0.1"))
+    _train(models_dir, epochs=1)
+    capsys.readouterr()
+    entry = Catalog(models_dir).get("Tiny")
+    open_run(entry, TrainOptions(epochs=2, resume=True))
+    assert "Learning rate changed" not in capsys.readouterr().err
+    run = open_run(entry, TrainOptions(epochs=2, resume=True, learning_rate=1e-4))
+    assert "Learning rate changed from 0.01 to 0.0001." in capsys.readouterr().err
+    assert float(np.asarray(run.optimizer.learning_rate)) == np.float32(1e-4)
+
+
 def test_resume_after_weights_removed_by_hand_says_the_optimizer_is_fresh(models_dir, capsys):
     _train(models_dir, epochs=1)
     tiny = models_dir / "Tiny"

@@ -320,8 +320,9 @@ def _restore_optimizer(entry: ModelFolder, optimizer, committed: Committed, last
                 f"`reportgen train {entry.name} --fresh`")
     for var, array in zip(variables, committed.optimizer):
         var.assign(array)
-    previous = float(np.asarray(optimizer.learning_rate))
-    if not np.isclose(previous, learning_rate):
+    # the run's base rate, not the optimizer's: a decaying rate is set again batch by batch
+    previous = (committed.settings or {}).get("learning_rate")
+    if previous is not None and not np.isclose(previous, learning_rate):
         console.notice(f"Learning rate changed from {previous:g} to {learning_rate:g}.")
     optimizer.learning_rate = learning_rate
 
