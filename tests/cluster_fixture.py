@@ -35,12 +35,17 @@ def copy_models(tmp_path_factory, target: Path) -> Path:
     return target
 
 
+# MkDocs dates the sitemap (and its gzip header) by the build's day: builds compared byte for
+# byte (each process's, and an in-process one's) must not see midnight pass between them
+BUILD_DATE = {"SOURCE_DATE_EPOCH": "1767225600"}
+
+
 def env(**extra: str) -> dict:
     """The environment of a `reportgen` process (and of its cluster's workers): this checkout
     importable, no settings of the caller's."""
     out = {k: v for k, v in os.environ.items()
            if not k.startswith("REPORTGEN_") and k != "PYTHONPATH"}
-    return {**out, "PYTHONPATH": str(ROOT), **extra}
+    return {**out, "PYTHONPATH": str(ROOT), **BUILD_DATE, **extra}
 
 
 def command(models: Path, *args: str) -> list[str]:

@@ -10,7 +10,7 @@ import uuid
 import pytest
 from click.testing import CliRunner
 
-from cluster_fixture import BUILD, computed, reference, run, trained_models, tree
+from cluster_fixture import BUILD, BUILD_DATE, computed, reference, run, trained_models, tree
 
 MARKER = ".reportgen-site.json"
 
@@ -88,6 +88,8 @@ def test_an_in_process_build_on_a_memory_store_equals_the_disk_build(
 
     expected, reference_output = reference(tmp_path_factory)
     monkeypatch.chdir(tmp_path)
+    for name, value in BUILD_DATE.items():
+        monkeypatch.setenv(name, value)
     options = dict(steps="last", images="test:0", eval_images=10,
                    techniques=("predictions", "conv_kernels", "routing_entropy"),
                    cache_dir=f"memory://reportgen-{uuid.uuid4().hex}/cache")
