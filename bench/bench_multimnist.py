@@ -5,8 +5,9 @@
 Training validates on a fixed sample of 1,000 held-out pairs (reportgen.data.held_out): a step's
 accuracy there is known to about +-1.3 points (one standard error at 80%). This scores each
 saved step on every held-out pair of the model's data set (multimnist:80: 10,000 pairs of the
-1,000 held-out digits, none a training digit; +-0.4 points) and prints them beside the validation figure and the training run's minutes, into the table that
-docs/how-to/multimnist.md includes (bench/docs_tables.py).
+1,000 held-out digits, none a training digit; +-0.4 points) and prints them beside the
+validation figure and the training run's minutes, into the table that docs/how-to/multimnist.md
+includes (bench/docs_tables.py).
 """
 
 from __future__ import annotations
