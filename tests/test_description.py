@@ -65,7 +65,8 @@ def test_features():
     assert tiny.features == {"conv", "capsules", "vector_capsules", "primary_capsules",
                              "capsule_maps", "class_capsules", "routing_weights",
                              "dynamic_routing", "decoder", "class_vectors", "routing_paths",
-                             "own_explanation", "votes"}
+                             "own_explanation", "votes", "capsule_activations",
+                             "grid_activations"}
     assert tiny.capabilities == {"votes"}          # declared by its family (reportgen.contract)
     assert "decoder" not in describe(_params(decoder={"enabled": False})).features
     assert tiny.conv_layer_names == ("conv1", "primary_conv")

@@ -25,7 +25,8 @@ NAME = "gracapsnet"
 # parent's weights over its children sum to 1; they pool, rather than route each child to
 # its parents, so no routing path is followed through them.
 GRAPH_ATTENTION = RoutingWeights(kind="attention", words="attention weights",
-                                 lacks="attention weights", sums_over="children", paths=False,
+                                 lacks="graph-pooling attention of GraCapsNet (Gu, Wu & Tresp "
+                                       "2021)", sums_over="children", paths=False,
                                  symbol="Att", output="attention")
 
 

@@ -91,6 +91,13 @@ class Family:
                    "family" and "dataset" are filled in): reportgen's contract tests build it
                    and run every technique over it, a `.keras` round trip and a default
                    build, so that a plug-in is held to the tests reportgen's own families pass.
+    squash:        the family's own squash, a keras.ops function s -> v over the last axis,
+                   used by every technique that squashes for it (the vote attack's mean
+                   votes); None: Sabour et al. 2017's (reportgen.capsnet.ops.squash).
+    classification_loss: the name of its classification loss term, as the training history
+                   records it and the pages say it ("margin_loss", "spread_loss",
+                   "cross_entropy", "nll", ...).
+    classification_loss_words: the same in words ("margin loss (Sabour et al. 2017)").
     """
 
     name: str
@@ -111,6 +118,9 @@ class Family:
     capabilities: frozenset[str] = frozenset()
     outputs: dict[str, str] = field(default_factory=dict)
     example: dict | None = None
+    squash: Callable[[Any], Any] | None = None
+    classification_loss: str = "margin_loss"
+    classification_loss_words: str = ""
 
     def __post_init__(self):
         object.__setattr__(self, "capabilities", frozenset(self.capabilities))
@@ -184,6 +194,12 @@ def check_family(family, others: dict[str, Family]) -> None:
     from reportgen.contract import check_declaration
 
     check_declaration(family.name, family.capabilities, family.outputs)
+    if family.squash is not None and not callable(family.squash):
+        raise ValueError(f"family '{family.name}': squash must be a function s -> v")
+    if not isinstance(family.classification_loss, str) or \
+            not _NAME.match(family.classification_loss):
+        raise ValueError(f"family '{family.name}': classification_loss is a lower-case name "
+                         f"(letters, digits, '_'); got {family.classification_loss!r}")
     if family.example is not None and not isinstance(family.example, dict):
         raise ValueError(f"family '{family.name}': example is a params.toml document (a dict)")
     from reportgen.bibtex import check_entries
