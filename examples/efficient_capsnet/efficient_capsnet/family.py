@@ -106,7 +106,7 @@ def describe(params) -> ModelDescription:
     capsules scored by their length) and the "class_caps" they route into."""
     p = params.primary
     convs = conv_stack(params.input_shape, [
-        *((f"conv{i + 1}", c.filters, c.kernel_size, c.strides, "valid", c.activation, "")
+        *((f"conv{i + 1}", c.filters, c.kernel_size, c.strides, c.padding, c.activation, "")
           for i, c in enumerate(params.conv)),
         ("primary_conv", p.types * p.dims, p.kernel_size, p.strides, "valid", p.activation,
          "primary_caps")])
