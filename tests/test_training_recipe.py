@@ -333,6 +333,38 @@ def test_a_cnns_history_names_cross_entropy_and_its_optimizer(tmp_path, capsys):
     assert "Optimizer" not in {f["label"] for f in training_view({"learning_rate": 0.1})}
 
 
+@pytest.mark.slow
+def test_resuming_an_older_run_renames_its_margin_loss_records(tmp_path):
+    """An older reportgen recorded a CNN's cross-entropy as "margin_loss" (in history.json and
+    the train state's copy): resumed, every record names it cross_entropy."""
+    from reportgen.training.trainer import TrainOptions, train
+
+    catalog = _model(tmp_path, "Cnn", tiny_cnn("avg"), {})
+    train(catalog.get("Cnn"), TrainOptions())
+    folder = tmp_path / "models" / "Cnn"
+
+    def older(doc: dict) -> dict:
+        doc.pop("classification_loss")
+        doc["records"] = [{("margin_loss" if k == "cross_entropy" else k): v
+                           for k, v in r.items()} for r in doc["records"]]
+        return doc
+
+    with np.load(folder / "train_state.npz") as state:
+        arrays = {k: state[k] for k in state.files}
+    arrays["history"] = np.array(json.dumps(older(json.loads(str(arrays["history"]))),
+                                            indent=1))
+    np.savez(folder / "train_state.npz", **arrays)
+    (folder / "history.json").write_text(str(arrays["history"]))
+    before = json.loads(str(arrays["history"]))["records"]
+    history = train(catalog.get("Cnn"), TrainOptions(epochs=2, resume=True))
+    assert len(history) > len(before)
+    assert all("margin_loss" not in r for r in history)
+    assert [r["cross_entropy"] for r in history[:len(before)]] == \
+        [r["margin_loss"] for r in before]
+    doc = json.loads((folder / "history.json").read_text())
+    assert doc["classification_loss"] == "cross_entropy" and doc["records"] == history
+
+
 def _interrupt_after(monkeypatch, step: str) -> None:
     from reportgen.training import trainer
 

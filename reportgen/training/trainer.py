@@ -6,9 +6,14 @@ after a kill at any moment, are in reportgen.training.run_state), so `--resume` 
 the last saved step with the optimizer's state as it was (Adam's moments, SGD's momentum
 buffers, the iteration count): a resumed run computes the same next steps as an uninterrupted
 one with the same seed. The optimizer is params.toml's `[training] optimizer`
-(reportgen.training.optimizers); a resume refuses another kind than the run's. A custom loop (not `fit`)
-because saves fall inside epochs and a resume may start mid-epoch; the bench compares its
-throughput with `fit` on the same model.
+(reportgen.training.optimizers); a resume refuses another kind than the run's. A custom loop
+(not `fit`) because saves fall inside epochs and a resume may start mid-epoch; the bench
+compares its throughput with `fit` on the same model.
+
+Each record holds the classification loss under the name of the loss the network trains
+(`Network.classification_loss_name()`: its family's `classification_loss`, e.g. "margin_loss",
+"cross_entropy"); history.json's "classification_loss" says which. Runs of an older reportgen
+recorded every family's under "margin_loss": resuming one renames it in the earlier records.
 
 The model comes as a `ModelFolder` (reportgen.model_folder: its name, folder, parameters and
 file paths), so training never imports the catalog that finds the folders.
@@ -418,6 +423,8 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
         classification = net.classification_loss_name()
     console.notice(f"Optimizer: {optimizer_words(params.training)} at learning rate "
                    f"{settings['learning_rate']:g}; classification loss: {classification}")
+    if run.resumed_from is not None:
+        history[:] = [_named_loss(r, classification) for r in history]
     clock = time.perf_counter()
     # wall time over every session of the run; unknown when resuming a run that did not
     # record it
@@ -529,6 +536,14 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
                        f"`reportgen train {entry.name} --resume`.")
         raise
     return history
+
+
+def _named_loss(record: dict, name: str) -> dict:
+    """`record` with an older reportgen's "margin_loss" (which held every family's
+    classification loss) under `name`, in its place; as it is otherwise."""
+    if name == "margin_loss" or "margin_loss" not in record or name in record:
+        return record
+    return {name if key == "margin_loss" else key: value for key, value in record.items()}
 
 
 def _stopped(entry: ModelFolder, run: Run, history: list[dict], why: str) -> ReportgenError:
