@@ -24,6 +24,12 @@ VARIANTS = {
     "deep": DEEP,
     "no_decoder": {"decoder": {"enabled": False}},
     "no_routing": {"class_caps": {"dims": 4, "routing_iterations": 1, "weight_sharing": True}},
+    # [[conv]] padding "same": 11 -> ceil(11 / 2) = 6 (one cell of padding before, two after)
+    # -> 6 -> primary 3x3 s1 4x4
+    "same_padding": {"conv": [{"filters": 4, "kernel_size": 4, "strides": 2, "padding": "same"},
+                              {"filters": 6, "kernel_size": 3, "padding": "same"}],
+                     "primary": {"types": 2, "dims": 4, "kernel_size": 3, "strides": 1},
+                     "input_shape": [11, 11, 1]},
 }
 
 
@@ -113,7 +119,7 @@ def _expected(field: ReceptiveField, grid, input_hw):
     return seen
 
 
-@pytest.mark.parametrize("name", ["tiny", "deep"])
+@pytest.mark.parametrize("name", ["tiny", "deep", "same_padding"])
 def test_receptive_fields_are_what_the_model_sees(name, make_net):
     net = make_net(**VARIANTS[name])
     description = net.description

@@ -644,11 +644,12 @@ def describe(params) -> ModelDescription:
 
 
 def capsule_convs(params, channels_per_type: int, activation: str) -> tuple[ConvLayer, ...]:
-    """The `[[conv]]` layers, then "primary_conv" forming the primary capsules ("primary_caps":
-    `primary.types` x `channels_per_type` channels after `activation`)."""
+    """The `[[conv]]` layers (each with its `padding`), then "primary_conv" forming the primary
+    capsules ("primary_caps": `primary.types` x `channels_per_type` channels after
+    `activation`, no padding)."""
     p = params.primary
     return conv_stack(params.input_shape, [
-        *((f"conv{i + 1}", conv.filters, conv.kernel_size, conv.strides, "valid",
+        *((f"conv{i + 1}", conv.filters, conv.kernel_size, conv.strides, conv.padding,
            conv.activation, "") for i, conv in enumerate(params.conv)),
         ("primary_conv", p.types * channels_per_type, p.kernel_size, p.strides, "valid",
          activation, "primary_caps")])

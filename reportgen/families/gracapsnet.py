@@ -102,6 +102,6 @@ FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_pa
                 capabilities={"explanation"},
                 outputs={"attention": "(B, heads, gh*gw, classes) the graph-pooling attention "
                                       "Att^l of each head over the primary grid's nodes"},
-                citations=cite("gu2021graph"), example=EXAMPLE,
+                citations=cite("gu2021graph"), example=EXAMPLE, classification_loss="margin_loss",
                 modules=(__name__, "reportgen.capsnet.gracapsnet",
                          "reportgen.capsnet.graph_pooling"))

@@ -104,7 +104,7 @@ def describe(params) -> ModelDescription:
     capsules scored by their length) and the "class_caps" they route into."""
     p = params.primary
     convs = conv_stack(params.input_shape, [
-        *((f"conv{i + 1}", c.filters, c.kernel_size, c.strides, "valid", c.activation, "")
+        *((f"conv{i + 1}", c.filters, c.kernel_size, c.strides, c.padding, c.activation, "")
           for i, c in enumerate(params.conv)),
         ("primary_conv", p.types * p.dims, p.kernel_size, p.strides, "valid", p.activation,
          "primary_caps")])
@@ -225,5 +225,4 @@ FAMILY = Family(
     # the network contract (reportgen.contract): the votes u_hat[j|i] (Network.votes), and
     # the output the family's own technique reads
     citations=(CITATION,), capabilities=frozenset({"votes"}), outputs=OUTPUTS,
-    example=EXAMPLE, squash=squash, classification_loss="margin_loss",
-    classification_loss_words="margin loss (Sabour et al. 2017), as Mazzia et al. 2021 train")
+    example=EXAMPLE, squash=squash, classification_loss="margin_loss")

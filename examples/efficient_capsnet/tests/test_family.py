@@ -60,7 +60,11 @@ def test_without_the_routing_bias_b_is_gone_from_the_count_and_the_model():
     assert net.trainable_params() == count_trainable_params(without)
 
 
-@pytest.mark.parametrize("raw", [TINY, GRID], ids=["1x1", "3x3"])
+# [[conv]] padding "same": 28 -> 14 -> 7, then the depthwise 5x5 (no padding) -> a 3x3 grid
+SAME = {**TINY, "conv": [{**c, "padding": "same"} for c in TINY["conv"]]}
+
+
+@pytest.mark.parametrize("raw", [TINY, GRID, SAME], ids=["1x1", "3x3", "same padding"])
 def test_the_description_is_what_is_built(raw):
     net = build(raw)
     description = describe(net.params)
@@ -73,6 +77,7 @@ def test_the_description_is_what_is_built(raw):
         config = net.model.get_layer(conv.name).get_config()
         assert tuple(config["kernel_size"]) == conv.kernel_size
         assert tuple(config["strides"]) == conv.strides
+        assert config["padding"] == conv.padding
     primary, classes = description.primary_capsules, description.class_capsules
     assert net.model.get_layer(primary.name) is net.primary_caps
     assert net.model.get_layer(classes.name) is net.class_caps
@@ -84,6 +89,9 @@ def test_the_description_is_what_is_built(raw):
     assert description.features >= {"self_attention_routing", "routing_paths",
                                      "vector_capsules", "primary_capsules", "decoder"}
     assert "dynamic_routing" not in description.features
+    if raw is SAME:
+        assert [c.grid for c in description.conv_layers] == [(14, 14), (7, 7), (3, 3)]
+        assert description.conv_layers[0].receptive_field.start == (-1, -1)
 
 
 def test_mnist_description_and_receptive_field():
