@@ -141,6 +141,7 @@ def register(family: Family) -> Family:
     _load_plugins()
     check_family(family, {n: f for n, f in _REGISTRY.items() if n != family.name})
     _REGISTRY[family.name] = family
+    _ORIGINS.pop(family.name, None)        # no package's any more: registered in code
     return family
 
 
@@ -232,6 +233,8 @@ def _load_own_package() -> None:
                            None)
         if isinstance(declared, Family) and declared.name not in _REGISTRY:
             _REGISTRY[declared.name] = declared
+            _ORIGINS[declared.name] = plugins.own_record(
+                plugins.FAMILIES, declared.name, f"{PLUGIN_PACKAGE}.{info.name}:FAMILY")
 
 
 _FOUND: list[plugins.Plugin] = []
@@ -242,6 +245,15 @@ def plugin_records() -> list[plugins.Plugin]:
     a family registered from code has no record."""
     _load_plugins()
     return list(_FOUND)
+
+
+def origin(declared: Family) -> plugins.Plugin | None:
+    """The plug-in record of a registered family (reportgen's own too, when read from its
+    package without entry points); None for one registered in code or not registered."""
+    _load_plugins()
+    if _REGISTRY.get(declared.name) is not declared:
+        return None
+    return _ORIGINS.get(declared.name)
 
 
 def registered() -> tuple[str, ...]:

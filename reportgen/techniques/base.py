@@ -225,4 +225,5 @@ def lazy(module: str, function: str, default_params: Callable[[], Any] | None = 
         return getattr(import_module(module), function)(data, params, ctx)
 
     call.__name__ = call.__qualname__ = f"lazy_{function}"
+    call.lazy_module = module       # whose source keys its figures (reportgen.engine.code_identity)
     return call
