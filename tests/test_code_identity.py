@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 import re
 import sys
-from dataclasses import dataclass
 
 import pytest
 

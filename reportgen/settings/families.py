@@ -75,7 +75,8 @@ class Family:
     routing:       the kinds of routing weights its capsule layers have
                    (reportgen.capsnet.description.RoutingWeights; their `kind`s become model
                    features techniques can require, with their words for "not applicable").
-    modules:       the reportgen modules that are this family's own (they may name it).
+    modules:       the modules that are this family's own: reportgen's may name it, and their
+                   source is in its models' cache keys (reportgen.engine.code_identity).
     xla:           which of its passes are XLA-compiled (XLA), with the measured ratio beside
                    the setting in its module.
     citations:     the BibTeX entries of the papers its networks come from (reportgen.bibtex);
