@@ -54,6 +54,23 @@ class Plugin:
                 f"not loaded: {self.problem}")
 
 
+def own_version() -> str:
+    """reportgen's version: its package metadata's, else its `__version__` (a source tree)."""
+    try:
+        return metadata.version(OWN_PACKAGE)
+    except metadata.PackageNotFoundError:
+        from reportgen import __version__
+
+        return __version__
+
+
+def own_record(group: str, name: str, target: str) -> Plugin:
+    """The record of one of reportgen's own plug-ins read from its package, when its entry
+    points are not installed (a source tree run without `pip install -e .`)."""
+    return Plugin(group=group, name=name, target=target, package=OWN_PACKAGE,
+                  version=own_version())
+
+
 class PluginRejected(Exception):
     """Raised by a registry's `accept` for a declaration it refuses; the message is the
     reason, said in the plug-in's one line."""

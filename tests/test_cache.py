@@ -15,7 +15,7 @@ from reportgen.cache.store import ArtifactStore
 from reportgen.techniques.base import Figure
 
 BASE = dict(model="m", weights="w", input="i", technique="rpv", version=1,
-            params={"method": "modified"})
+            params={"method": "modified"}, code="c")
 
 
 def test_key_changes_when_any_input_changes_and_only_then():
@@ -24,7 +24,7 @@ def test_key_changes_when_any_input_changes_and_only_then():
     assert artifact_key(**{**BASE, "params": {"method": "modified"}}) == key
     for field, value in [("model", "m2"), ("weights", "w2"), ("input", "i2"),
                          ("technique", "gradcam_pp"), ("version", 2),
-                         ("params", {"method": "original"})]:
+                         ("params", {"method": "original"}), ("code", "c2")]:
         assert artifact_key(**{**BASE, field: value}) != key, field
 
 

@@ -1,8 +1,9 @@
 """Content-addressed cache keys: sha256 over everything that shapes a result.
 
-A key covers the model's parameters, the weights file's bytes, the input's bytes and transform,
-the technique's name, version and options, and the versions of the libraries that shape the
-numbers. Change any of these and the key changes; change nothing and it stays the same.
+A key covers the model's parameters and its family's code, the weights file's bytes, the input's
+bytes and transform, the technique's name, version, options and code
+(reportgen.engine.code_identity), and the versions of the libraries that shape the numbers.
+Change any of these and the key changes; change nothing and it stays the same.
 """
 
 from __future__ import annotations
@@ -66,8 +67,9 @@ def library_versions() -> dict[str, str]:
 
 
 def artifact_key(*, model: str, weights: str, input: str, technique: str, version: int,
-                 params: dict) -> str:
-    """The key of one technique result for one (model params, weights, input)."""
+                 params: dict, code: str) -> str:
+    """The key of one technique result for one (model digest, weights, input); `code` is the
+    digest of the technique's code (reportgen.engine.code_identity.technique_code)."""
     return hash_json({"model": model, "weights": weights, "input": input,
                       "technique": technique, "version": version, "params": params,
-                      "libraries": library_versions()})
+                      "code": code, "libraries": library_versions()})

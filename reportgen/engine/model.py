@@ -16,8 +16,12 @@ from reportgen.capsnet.description import NUMERICS_VERSION, describe, lacks_word
 
 def model_digest(params) -> str:
     """What identifies a model's architecture and settings in cache keys, with the version of
-    the layers' numerics."""
-    return hash_json({"params": params.to_dict(), "numerics": NUMERICS_VERSION})
+    the layers' numerics and its family's code (reportgen.engine.code_identity)."""
+    from reportgen.engine.code_identity import family_code
+    from reportgen.settings.families import family_of
+
+    return hash_json({"params": params.to_dict(), "numerics": NUMERICS_VERSION,
+                      "family_code": family_code(family_of(params))})
 
 
 class ModelHandle:

@@ -25,6 +25,7 @@ import numpy as np
 
 from reportgen import console
 from reportgen.cache.keys import artifact_key, file_digest
+from reportgen.engine.code_identity import technique_code
 from reportgen.engine.model import LABELS_PER_IMAGE, materialise
 from reportgen.techniques.compute import params_dict
 
@@ -89,14 +90,17 @@ def step_keys(model_digest, weights_path, variants, inputs, eval_digest,
     """`digest(path)` gives the weights file's sha256 (a DigestMemo's remembers it between
     builds)."""
     weights = digest(weights_path)
+    codes = {tech.name: technique_code(tech) for tech, _ in variants}
 
     def key(tech, p, input_digest):
         return artifact_key(model=model_digest, weights=weights, input=input_digest,
-                            technique=tech.name, version=tech.version, params=params_dict(p))
+                            technique=tech.name, version=tech.version, params=params_dict(p),
+                            code=codes[tech.name])
 
+    # the evaluation is the engine's own pass: the model's digest holds its family's code
     keys = StepKeys(evaluation=artifact_key(model=model_digest, weights=weights,
                                             input=eval_digest, technique=EVALUATION, version=1,
-                                            params={}))
+                                            params={}, code=""))
     for t, p in variants:
         if t.scope == "input":
             if t.analysed_steps_only and not with_dataset:

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from reportgen.cache.keys import hash_json
+from reportgen.engine.code_identity import drawing_code
 from reportgen.errors import ReportgenError
 from reportgen.figures.encode import json_floats
 from reportgen.pages.analyses import flatten
@@ -31,7 +32,9 @@ from reportgen.pages.sitedata import FigureFile, Panel, Prediction
 from reportgen.techniques.base import Figure, RenderContext
 from reportgen.techniques.compute import params_dict, variant_label
 
-FIGURES_VERSION = 24     # bump when drawing changes: figures are redrawn, arrays are kept
+# bump when reportgen's shared drawing code changes: figures are redrawn, arrays are kept (a
+# technique's own drawing modules are keyed by their source: code_identity.drawing_code)
+FIGURES_VERSION = 24
 # What a panel hands on (`Technique.numbers` and `.data`): a file of the figures' entry (not
 # placed in docs); for figures an older reportgen stored without it, an entry of its own.
 HANDED_ON_VERSION = 1
@@ -79,9 +82,11 @@ class Assembler:
         return arrays
 
     @staticmethod
-    def figure_key(params, array_key: str, ctx: RenderContext) -> str:
-        """The store key of the figures drawn from one stored result in one context."""
+    def figure_key(tech, params, array_key: str, ctx: RenderContext) -> str:
+        """The store key of the figures `tech` draws from one stored result in one context
+        (with the digest of its drawing code, reportgen.engine.code_identity)."""
         return hash_json({"arrays": array_key, "figures": FIGURES_VERSION,
+                          "drawing": drawing_code(tech),
                           "model": ctx.model, "step": ctx.step, "input": ctx.input_label,
                           "classes": ctx.class_names, "params": params_dict(params),
                           **({"range": list(ctx.value_range)} if ctx.value_range else {}),
@@ -93,7 +98,7 @@ class Assembler:
         has one and the figures are not stored yet); `panel` takes what it drew."""
         if self.drawing is None or not self.drawing.processes:
             return
-        fig_key = self.figure_key(params, array_key, ctx)
+        fig_key = self.figure_key(tech, params, array_key, ctx)
         if self.store.get_figures(fig_key) is None:
             self.drawing.submit(fig_key, tech.name, arrays, params, ctx)
 
@@ -101,7 +106,7 @@ class Assembler:
               draw: bool = True) -> Panel | None:
         """The panel of one stored result: drawn once, then reused (`draw=False`: None when
         it has not been drawn yet)."""
-        fig_key = self.figure_key(params, array_key, ctx)
+        fig_key = self.figure_key(tech, params, array_key, ctx)
         what = f"{tech.name} ({ctx.model}, step {ctx.step}" + (
             f", {ctx.input_label})" if ctx.input_label else ")")
         for attempt in range(_ATTEMPTS):
@@ -142,7 +147,8 @@ class Assembler:
         """A panel drawn from the summaries of several steps or models (trends, comparisons),
         cached by those summaries: `draw(series)` runs only when they changed."""
         key = hash_json({"derived": tech.name, "version": tech.version, "suffix": title_suffix,
-                         "figures": FIGURES_VERSION, "params": params_dict(params),
+                         "figures": FIGURES_VERSION, "drawing": drawing_code(tech),
+                         "params": params_dict(params),
                          "series": series})
         for attempt in range(_ATTEMPTS):
             figures = self.store.get_figures(key)

@@ -75,7 +75,8 @@ class Family:
     routing:       the kinds of routing weights its capsule layers have
                    (reportgen.capsnet.description.RoutingWeights; their `kind`s become model
                    features techniques can require, with their words for "not applicable").
-    modules:       the reportgen modules that are this family's own (they may name it).
+    modules:       the modules that are this family's own: reportgen's may name it, and their
+                   source is in its models' cache keys (reportgen.engine.code_identity).
     xla:           which of its passes are XLA-compiled (XLA), with the measured ratio beside
                    the setting in its module.
     citations:     the BibTeX entries of the papers its networks come from (reportgen.bibtex);
@@ -156,6 +157,7 @@ def register(family: Family) -> Family:
     _load_plugins()
     check_family(family, {n: f for n, f in _REGISTRY.items() if n != family.name})
     _REGISTRY[family.name] = family
+    _ORIGINS.pop(family.name, None)        # no package's any more: registered in code
     return family
 
 
@@ -254,6 +256,8 @@ def _load_own_package() -> None:
                            None)
         if isinstance(declared, Family) and declared.name not in _REGISTRY:
             _REGISTRY[declared.name] = declared
+            _ORIGINS[declared.name] = plugins.own_record(
+                plugins.FAMILIES, declared.name, f"{PLUGIN_PACKAGE}.{info.name}:FAMILY")
 
 
 _FOUND: list[plugins.Plugin] = []
@@ -264,6 +268,15 @@ def plugin_records() -> list[plugins.Plugin]:
     a family registered from code has no record."""
     _load_plugins()
     return list(_FOUND)
+
+
+def origin(declared: Family) -> plugins.Plugin | None:
+    """The plug-in record of a registered family (reportgen's own too, when read from its
+    package without entry points); None for one registered in code or not registered."""
+    _load_plugins()
+    if _REGISTRY.get(declared.name) is not declared:
+        return None
+    return _ORIGINS.get(declared.name)
 
 
 def registered() -> tuple[str, ...]:

@@ -49,6 +49,7 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 _REGISTRY: dict[str, Technique] = {}
 _FOUND: list[plugins.Plugin] = []
+_ORIGINS: dict[str, plugins.Plugin] = {}
 _LOADED = False
 
 
@@ -70,6 +71,7 @@ def check_technique(technique, others: dict[str, Technique]) -> None:
 def _accept(technique, plugin: plugins.Plugin) -> None:
     check_technique(technique, _REGISTRY)
     _REGISTRY[technique.name] = technique
+    _ORIGINS[technique.name] = plugin
 
 
 def _load() -> None:
@@ -81,8 +83,10 @@ def _load() -> None:
         _FOUND[:] = plugins.load(plugins.TECHNIQUES, _accept)
         if not any(p.builtin for p in _FOUND):     # a source tree run without being installed
             for name in BUILT_IN:
-                _REGISTRY.setdefault(name, import_module(f"reportgen.techniques.{name}")
-                                     .TECHNIQUE)
+                if name not in _REGISTRY:
+                    _REGISTRY[name] = import_module(f"reportgen.techniques.{name}").TECHNIQUE
+                    _ORIGINS[name] = plugins.own_record(
+                        plugins.TECHNIQUES, name, f"reportgen.techniques.{name}:TECHNIQUE")
     except BaseException:
         _LOADED = False
         raise
@@ -122,11 +126,22 @@ def register(technique: Technique) -> Technique:
     _load()
     check_technique(technique, {n: t for n, t in _REGISTRY.items() if n != technique.name})
     _REGISTRY[technique.name] = technique
+    _ORIGINS.pop(technique.name, None)     # no package's any more: registered in code
     return technique
 
 
 def unregister(name: str) -> None:
     _REGISTRY.pop(name, None)
+    _ORIGINS.pop(name, None)
+
+
+def origin(technique: Technique) -> plugins.Plugin | None:
+    """The plug-in record of a registered technique (reportgen's own too, when read from its
+    package without entry points); None for one registered in code or not registered."""
+    _load()
+    if _REGISTRY.get(technique.name) is not technique:
+        return None
+    return _ORIGINS.get(technique.name)
 
 
 def plugin_records() -> list[plugins.Plugin]:

@@ -93,7 +93,7 @@ class Technique:
     family)."""
     applies_to: frozenset[str]         # FEATURES a model must have; frozenset() = every model
     params_type: type                  # frozen dataclass of options; hashed into the cache key
-    version: int                       # bump when the numbers change
+    version: int                       # bump when code outside its own modules changes its numbers
     compute: Callable[..., dict[str, np.ndarray]]     # (batch: ProbeBatch, params) -> arrays
     render: Callable[..., list[Figure]]               # (arrays of ONE item, params, ctx) -> figures
     variants: Callable[..., list[Any]] = _one_default
@@ -225,4 +225,5 @@ def lazy(module: str, function: str, default_params: Callable[[], Any] | None = 
         return getattr(import_module(module), function)(data, params, ctx)
 
     call.__name__ = call.__qualname__ = f"lazy_{function}"
+    call.lazy_module = module       # whose source keys its figures (reportgen.engine.code_identity)
     return call
