@@ -59,9 +59,10 @@ def own_version() -> str:
     try:
         return metadata.version(OWN_PACKAGE)
     except metadata.PackageNotFoundError:
-        from reportgen import __version__
+        import sys
 
-        return __version__
+        # the package is imported already (this module is part of it): no import, no cycle
+        return getattr(sys.modules.get(OWN_PACKAGE), "__version__", "")
 
 
 def own_record(group: str, name: str, target: str) -> Plugin:

@@ -15,14 +15,27 @@ import pytest
 from reportgen import plugins, techniques
 from reportgen.cache.keys import hash_bytes
 from reportgen.engine import code_identity
-from reportgen.engine.code_identity import (REGISTERED_IN_CODE, drawing_code, family_code,
-                                            module_digest, technique_code)
+from reportgen.engine.code_identity import (REGISTERED_IN_CODE, drawing_code as _drawing,
+                                            family_code as _family,
+                                            module_digest, technique_code as _technique)
 from reportgen.engine.model import model_digest
 from reportgen.engine.step import step_keys
 from reportgen.figures.figure import RenderContext
 from reportgen.pages.assemble import Assembler
 from reportgen.settings import families
 from reportgen.settings.model_params import parse_model_params
+
+
+def family_code(family):
+    return _family(family, families.origin(family))
+
+
+def technique_code(technique):
+    return _technique(technique, techniques.origin(technique))
+
+
+def drawing_code(technique):
+    return _drawing(technique, techniques.origin(technique))
 
 # A family of a conv layer and a dense head (tests/test_family_plugin.py's toy, without a table
 # of its own); TensorFlow only inside `build`.

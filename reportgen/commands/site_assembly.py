@@ -340,13 +340,14 @@ def _shared_frames(assembler, model: str, description, dataset, tech, params, it
     from dataclasses import replace
 
     from reportgen.engine.code_identity import drawing_code
+    from reportgen.techniques import origin as technique_origin
     from reportgen.figures.shared_scale import shared_range
     from reportgen.pages.assemble import FIGURES_VERSION, MissingResult
     from reportgen.techniques.compute import params_dict
 
     what = f"{tech.name} ({model}, {item.label})"
     key = hash_json({"filmstrip": tech.name, "version": FILMSTRIP_VERSION,
-                     "figures": FIGURES_VERSION, "drawing": drawing_code(tech),
+                     "figures": FIGURES_VERSION, "drawing": drawing_code(tech, technique_origin(tech)),
                      "model": model, "input": item.label,
                      "classes": list(dataset.class_names), "params": params_dict(params),
                      "steps": [step.step for step, _, _ in found],

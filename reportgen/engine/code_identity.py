@@ -60,28 +60,23 @@ def forget() -> None:
         _digests.clear()
 
 
-def family_code(family) -> str:
-    """The digest of a Family's code: its package, version and modules' sources."""
-    from reportgen.settings import families
+def family_code(family, origin) -> str:
+    """The digest of a Family's code: its package, version and modules' sources. `origin`:
+    its plug-in record (reportgen.settings.families.origin), None when registered in code."""
+    modules = [_declaring(origin), _module_of(family.describe), _module_of(family.build),
+               *family.modules]
+    return _code(origin, modules)
 
-    modules = [_declaring(families.origin(family)), _module_of(family.describe),
-               _module_of(family.build), *family.modules]
-    return _code(families.origin(family), modules)
 
-
-def technique_code(technique) -> str:
-    """The digest of the code computing a Technique's arrays."""
-    from reportgen import techniques
-
-    origin = techniques.origin(technique)
+def technique_code(technique, origin) -> str:
+    """The digest of the code computing a Technique's arrays. `origin`: its plug-in record
+    (reportgen.techniques.origin), None when registered in code."""
     return _code(origin, [_declaring(origin), _module_of(technique.compute)])
 
 
-def drawing_code(technique) -> str:
+def drawing_code(technique, origin) -> str:
     """The digest of the code drawing a Technique's figures and what its panels hand on."""
-    from reportgen import techniques
-
-    return _code(techniques.origin(technique), [
+    return _code(origin, [
         _module_of(getattr(technique, key)) for key in
         ("render", "render_trend", "render_compare", "summarize", "numbers", "data")])
 

@@ -18,10 +18,11 @@ def model_digest(params) -> str:
     """What identifies a model's architecture and settings in cache keys, with the version of
     the layers' numerics and its family's code (reportgen.engine.code_identity)."""
     from reportgen.engine.code_identity import family_code
-    from reportgen.settings.families import family_of
+    from reportgen.settings.families import family_of, origin
 
+    family = family_of(params)
     return hash_json({"params": params.to_dict(), "numerics": NUMERICS_VERSION,
-                      "family_code": family_code(family_of(params))})
+                      "family_code": family_code(family, origin(family))})
 
 
 class ModelHandle:

@@ -90,7 +90,9 @@ def step_keys(model_digest, weights_path, variants, inputs, eval_digest,
     """`digest(path)` gives the weights file's sha256 (a DigestMemo's remembers it between
     builds)."""
     weights = digest(weights_path)
-    codes = {tech.name: technique_code(tech) for tech, _ in variants}
+    from reportgen.techniques import origin
+
+    codes = {tech.name: technique_code(tech, origin(tech)) for tech, _ in variants}
 
     def key(tech, p, input_digest):
         return artifact_key(model=model_digest, weights=weights, input=input_digest,

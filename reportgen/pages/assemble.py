@@ -25,6 +25,7 @@ import numpy as np
 
 from reportgen.cache.keys import hash_json
 from reportgen.engine.code_identity import drawing_code
+from reportgen.techniques import origin as technique_origin
 from reportgen.errors import ReportgenError
 from reportgen.figures.encode import json_floats
 from reportgen.pages.analyses import flatten
@@ -86,7 +87,7 @@ class Assembler:
         """The store key of the figures `tech` draws from one stored result in one context
         (with the digest of its drawing code, reportgen.engine.code_identity)."""
         return hash_json({"arrays": array_key, "figures": FIGURES_VERSION,
-                          "drawing": drawing_code(tech),
+                          "drawing": drawing_code(tech, technique_origin(tech)),
                           "model": ctx.model, "step": ctx.step, "input": ctx.input_label,
                           "classes": ctx.class_names, "params": params_dict(params),
                           **({"range": list(ctx.value_range)} if ctx.value_range else {}),
@@ -147,7 +148,7 @@ class Assembler:
         """A panel drawn from the summaries of several steps or models (trends, comparisons),
         cached by those summaries: `draw(series)` runs only when they changed."""
         key = hash_json({"derived": tech.name, "version": tech.version, "suffix": title_suffix,
-                         "figures": FIGURES_VERSION, "drawing": drawing_code(tech),
+                         "figures": FIGURES_VERSION, "drawing": drawing_code(tech, technique_origin(tech)),
                          "params": params_dict(params),
                          "series": series})
         for attempt in range(_ATTEMPTS):
