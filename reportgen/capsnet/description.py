@@ -368,11 +368,11 @@ class ModelDescription:
     @property
     def class_scores(self) -> str:
         """What scores the classes, in words (the prediction is the largest score): the class
-        capsules' lengths or activations, or a CNN's class probabilities."""
-        classes = self.class_capsules
-        if classes is None:
-            return "class probabilities"
-        return "class-capsule " + ("lengths" if classes.activation == "length" else "activations")
+        capsules' lengths or activations, a learnt readout's logits, or a CNN's class
+        probabilities (reportgen.capsnet.model_words.scores_phrase)."""
+        from reportgen.capsnet.model_words import scores_phrase
+
+        return scores_phrase(self)
 
     @property
     def routed_layers(self) -> tuple[CapsuleLayer, ...]:
