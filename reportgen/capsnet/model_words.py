@@ -41,7 +41,7 @@ NEUTRAL = {
     "readout": "", "scores": "", "score": "score", "scores_words": "the class scores",
     "prediction": "the highest class score", "top2": "the two highest class scores",
     "gradient": "the class score", "routing": "", "routing_symbol": "",
-    "primary_activation": "activation", "family": "",
+    "primary_activation": "activation",
 }
 
 
@@ -229,15 +229,15 @@ def primary_activation_word(description) -> str:
     return (activation_word(primary) if primary is not None else "") or "activation"
 
 
-def words_of(description, family: str = "") -> dict[str, str]:
+def words_of(description) -> dict[str, str]:
     """Every word above as one record (ModelData.words), for the pages and findings, which
-    read the site's data rather than the description; `family` the family's display name."""
+    read the site's data rather than the description."""
     return {"readout": readout(description), "scores": scores_kind(description),
             "score": score_word(description), "scores_words": score_words(description),
             "prediction": prediction_words(description), "top2": top2_words(description),
             "gradient": gradient_words(description), "routing": routing_words(description),
             "routing_symbol": routing_symbol(description),
-            "primary_activation": primary_activation_word(description), "family": family}
+            "primary_activation": primary_activation_word(description)}
 
 
 def word(record: dict | None, key: str) -> str:

@@ -201,6 +201,15 @@ def overlay_spec(runs: list[tuple[str, list[dict]]], kind: str,
                       else [], step_tooltip=False)
 
 
+def _losses_text(history: list[dict]) -> str:
+    """The loss terms the history holds, in words ("total, margin and reconstruction loss"):
+    only the model's own (a model trained with another loss has no margin loss)."""
+    names = [label.removesuffix(" loss") for key, label, _ in LOSSES
+             if any(number(r.get(key)) is not None for r in history)] or ["total"]
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return f"{listed} loss"
+
+
 def render_training_curves(history: list[dict], model: str, accuracy: str = "accuracy",
                            chance: tuple[float, str] | None = None) -> list[Figure]:
     """The paper figure of a model's training curves (loss above accuracy, the overview's
@@ -215,7 +224,7 @@ def render_training_curves(history: list[dict], model: str, accuracy: str = "acc
             "resolve": {"scale": {"color": "independent"}}}
     _, x_title = _x_of(history)
     caption = (f"Training curves of {model} over {len(history)} saved steps (x: {x_title}). "
-               f"Top: total, margin and reconstruction loss, each the mean over the batches "
+               f"Top: {_losses_text(history)}, each the mean over the batches "
                f"since the previous saved step. Bottom: validation {accuracy} at each saved "
                f"step and the running training {accuracy}"
                + (f"; dashed: chance ({chance[1]})." if chance else "."))
