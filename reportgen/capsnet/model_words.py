@@ -95,7 +95,8 @@ def score_words(description) -> str:
     if kind == "lengths":
         return "the class capsules' lengths"
     if kind == "activations":
-        return ("the class capsules' logistic activations" if class_activation(description) == "logistic"
+        logistic = class_activation(description) == "logistic"
+        return ("the class capsules' logistic activations" if logistic
                 else "the class capsules' activations")
     if kind == "logits":
         return "the logits a learnt layer reads out of the class capsules"
@@ -191,7 +192,8 @@ def gradient_words(description) -> str:
     if kind == "length":
         return "the class capsule's length"
     if kind == "activation":
-        return ("the class capsule's logistic activation" if class_activation(description) == "logistic"
+        logistic = class_activation(description) == "logistic"
+        return ("the class capsule's logistic activation" if logistic
                 else "the class capsule's activation")
     return "the class's logit, read out of its class capsule by a learnt layer"
 

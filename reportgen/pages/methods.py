@@ -123,7 +123,8 @@ def thresholds() -> list[dict]:
                   f"\"cannot be told from chance on N images\"; images of two digits: one pair "
                   f"of classes, top-2 accuracy against 1/C(K, 2))"},
         {"what": "routing counts as uniform",
-         "value": f"mean coupling entropy within {findings.ROUTING_NATS:g} nats of log K"},
+         "value": f"mean entropy of the routing weights (each family's: coupling coefficients, "
+                  f"EM assignments, ...) within {findings.ROUTING_NATS:g} nats of log K"},
         {"what": "dead units worth flagging",
          "value": f"more than {100 * findings.DEAD_SHARE:g}% of a conv layer's filters, or of the "
                   f"primary capsule types"},

@@ -19,7 +19,7 @@ from reportgen.results.explanation_fidelity import METHOD_LABELS
 from reportgen.results.multimnist import top2_chance
 
 UNTRAINED = "0-0"                  # the step `reportgen train` saves before any update
-ROUTING_NATS = 0.05                # mean coupling entropy this close to log K counts as uniform
+ROUTING_NATS = 0.05                # mean routing-weight entropy this close to log K: uniform
 DEAD_SHARE = 0.05                  # a share of dead filters / inactive types above this is flagged
 DEAD_TYPE_LENGTH = 1e-3            # dead_units' default: a type never more active is inactive
 AOPC_MARGIN = 0.05                 # deletion AOPC / insertion AUC differences below this are ties
@@ -487,7 +487,7 @@ def multimnist_finding(summary: dict | None,
                "below" if accuracy < chance - margin else "no better than")
     text = (f"Top-2 accuracy is {_pct(accuracy)} on {images} MultiMNIST test pairs, {verdict} "
             f"chance ({_pct(chance)} = 1/{round(1 / chance)}; threshold: {CHANCE_SIGMAS} "
-            f"standard errors, ±{_pct(margin)}; Sabour et al. 2017: 95%)")
+            f"standard errors, ±{_pct(margin)}; a CapsNet in Sabour et al. 2017: 95%)")
     iou = _num(s, "segmentation_iou")
     before_iou = _num(untrained, "segmentation_iou")
     reference = _num(s, "segmentation_reference")
