@@ -62,7 +62,7 @@ class InputInfo:
 @dataclass
 class Prediction:
     predicted: str            # class name
-    confidence: float         # the predicted class capsule's length
+    confidence: float         # the predicted class's score (ModelData.words["score"] says what)
     correct: bool | None      # None when the true class is unknown
 
 
