@@ -42,25 +42,23 @@ def _description(name: str):
 def learnt(activation: str = "length"):
     """A toy capsule head whose class scores a learnt layer reads out of the class capsules
     into logits (a CapsNet's layers otherwise), the class capsules' activation `activation`."""
+    from reportgen.capsnet.description import Head
+
     description = _description("capsnet")
     head = description.head
     layers = tuple(dataclasses.replace(c, activation=activation) if c.name == head.layer else c
                    for c in description.capsule_layers)
-    try:
-        from reportgen.capsnet.description import Head
-
-        new_head = Head(kind="capsules", classes=head.classes, layer=head.layer,
-                        readout="learnt", scores="logits")
-    except TypeError:                   # before the SDK's Head fields: the same attributes
-        new_head = NS(kind="capsules", classes=head.classes, layer=head.layer,
-                      readout="learnt", scores="logits")
-    return dataclasses.replace(description, head=new_head, capsule_layers=layers)
+    return dataclasses.replace(description, capsule_layers=layers,
+                               head=Head(kind="capsules", classes=head.classes,
+                                         layer=head.layer, readout="learnt"))
 
 
 @pytest.fixture(scope="module")
 def families():
+    from test_capsule_vocabulary import pose_only
+
     return {name: _description(name) for name in ("capsnet", "em", "self_routing", "cnn")} | \
-        {"learnt": learnt()}
+        {"learnt": learnt(), "pose_only": pose_only()}
 
 
 def _ctx(description, image=None) -> RenderContext:

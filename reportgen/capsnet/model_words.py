@@ -8,22 +8,29 @@ gradients are taken of names the model's own mechanism: its head (`Head.kind`, `
 capsule; matrix capsules by their most active one; a capsule head with a learnt readout by the
 largest logit that layer reads out of the class capsules; a CNN by its most probable class.
 
-Nothing here imports TensorFlow, and a description without the newer Head fields (`readout`,
-`scores`) reads as the defaults they stand for.
+Two kinds of class scores are told apart:
+- the scores the pages show (`shown_kind`): what the probe's "lengths" tensor holds, drawn by
+  the predictions chart and read by the class-capsule and explanation-fidelity analyses — the
+  class capsules' lengths or activations, or, for a learnt readout or a CNN, the class
+  probabilities of its logits (reportgen.probe);
+- the encoder's scores (`scores_kind`, Head.scores): what the network's encoder returns, which
+  the adversarial attack's loss reads ("lengths", "activations", "logits", "probabilities").
+Gradients are of the score output (reportgen.contract.score_output): a length, an activation,
+or a logit.
+
+Nothing here imports TensorFlow; a description whose Head lacks `readout` or `scores` (an
+older plug-in's) reads as the defaults they stand for.
 
 - `readout(d)`: "length" | "activation" | "learnt" for a capsule head, "" for a CNN
-- `scores_kind(d)`: what the class scores shown are: "lengths" | "activations" | "logits" |
-  "probabilities"
-- `score_word(d)`: one class's score, as a bar label says it ("length", "activation", "logit",
+- `scores_kind(d)`, `shown_kind(d)`: the encoder's and the pages' class scores
+- `score_word(d)`: one shown score, as a bar label says it ("length", "activation",
   "probability")
-- `score_words(d)`: the class scores with whose they are ("the class capsules' lengths")
-- `scores_phrase(d)`, `score_label(d)`: the scores as plain nouns ("class-capsule lengths",
-  "class-capsule length")
-- `class_score_words(d, whose)`: one class's score in a sentence
+- `score_words(d)`: the shown scores with whose they are ("the class capsules' lengths")
+- `scores_phrase(d)`, `score_label(d)`: the encoder's scores and one shown score as plain nouns
+- `class_score_words(d, whose)`: one class's shown score in a sentence
 - `prediction_words(d)`: what the prediction is ("the longest class capsule")
 - `top2_words(d)`: a two-digit model's top-2 prediction ("the two longest class capsules")
-- `strongest_other_words(d)`: the wrong class that scores highest ("the longest other class
-  capsule")
+- `strongest_other_words(d)`: the wrong class that scores highest
 - `gradient_words(d)`: what the gradients are taken of ("the class capsule's length")
 - `routing_words(d)`, `routing_symbol(d)`: the routing weights into the classes
 - `activation_word(layer)`: a capsule layer's activation ("length", "logistic activation")
@@ -34,6 +41,7 @@ from __future__ import annotations
 
 READOUTS = ("length", "activation", "learnt")
 SCORES = ("lengths", "activations", "logits", "probabilities")
+LEARNT = "a learnt layer reads out of the class capsules"
 
 # the record ModelData.words holds (the pages and findings read it; a record of an older build,
 # or a test's ModelData, may lack some): a neutral default for each
@@ -45,83 +53,138 @@ NEUTRAL = {
 }
 
 
+def _capsules(description) -> bool:
+    return description.head.kind == "capsules"
+
+
 def class_activation(description) -> str:
     """The class capsules' activation ("length", "logistic", "none"); "" for a CNN."""
     classes = description.class_capsules
     return classes.activation if classes is not None else ""
 
 
+def _logistic(description) -> bool:
+    return class_activation(description) == "logistic"
+
+
 def readout(description) -> str:
     """How the class scores are read from the class capsules: "length" (|v|, Sabour et al.
     2017), "activation" (a logistic unit of its own, Hinton et al. 2018) or "learnt" (a learnt
-    layer maps each class capsule's pose to a logit); "" for a head of logits (a CNN)."""
-    head = description.head
-    if head.kind != "capsules":
+    layer maps each class capsule's pose to a logit, Tsai et al. 2020); "" for a head of logits
+    (a CNN)."""
+    if not _capsules(description):
         return ""
-    declared = getattr(head, "readout", "") or ""
+    declared = getattr(description.head, "readout", "") or ""
     if declared:
         return declared
-    activation = class_activation(description)
-    return {"length": "length", "logistic": "activation"}.get(activation, "learnt")
+    return {"length": "length", "logistic": "activation"}.get(class_activation(description),
+                                                              "learnt")
 
 
 def scores_kind(description) -> str:
-    """What the class scores the model's pages show are (the encoder's scores, what the
-    predictions chart draws): "lengths", "activations", "logits" or "probabilities" (a CNN's
-    class probabilities)."""
+    """What the encoder returns as class scores (Head.scores): "lengths", "activations",
+    "logits" or "probabilities" (a CNN's)."""
     declared = getattr(description.head, "scores", "") or ""
     if declared:
         return declared
-    if description.head.kind != "capsules":
+    if not _capsules(description):
         return "probabilities"
     return {"length": "lengths", "activation": "activations", "learnt": "logits"}[
         readout(description)]
 
 
+def shown_kind(description) -> str:
+    """What the class scores the pages show are (the probe's "lengths"): "lengths",
+    "activations", or "probabilities" (of a learnt readout's or a CNN's logits)."""
+    kind = readout(description)
+    return {"length": "lengths", "activation": "activations"}.get(kind, "probabilities")
+
+
 def score_word(description) -> str:
-    """One class's score, as a bar's label names it: "length", "activation", "logit" or
+    """One shown class score, as a bar's label names it: "length", "activation" or
     "probability"."""
-    return {"lengths": "length", "activations": "activation", "logits": "logit",
-            "probabilities": "probability"}[scores_kind(description)]
+    return {"lengths": "length", "activations": "activation", "probabilities": "probability"}[
+        shown_kind(description)]
 
 
 def score_words(description) -> str:
-    """The class scores, with whose they are: "the class capsules' lengths", "the class
-    capsules' logistic activations", "the logits a learnt layer reads out of the class
-    capsules", "the CNN's class probabilities"."""
-    kind = scores_kind(description)
-    if description.head.kind != "capsules":
-        return "the CNN's class logits" if kind == "logits" else "the CNN's class probabilities"
+    """The shown class scores, with whose they are: "the class capsules' lengths", "the class
+    capsules' logistic activations", "the class probabilities of the logits a learnt layer
+    reads out of the class capsules", "the CNN's class probabilities"."""
+    kind = shown_kind(description)
+    if not _capsules(description):
+        return "the CNN's class probabilities"
     if kind == "lengths":
         return "the class capsules' lengths"
     if kind == "activations":
-        logistic = class_activation(description) == "logistic"
-        return ("the class capsules' logistic activations" if logistic
+        return ("the class capsules' logistic activations" if _logistic(description)
                 else "the class capsules' activations")
-    if kind == "logits":
-        return "the logits a learnt layer reads out of the class capsules"
-    return "the class probabilities a learnt layer reads out of the class capsules"
+    return f"the class probabilities of the logits {LEARNT}"
+
+
+def scores_phrase(description) -> str:
+    """The encoder's class scores as a plural noun: "class-capsule lengths", "class-capsule
+    activations", "logits read out of the class-capsule poses by a learnt layer", "class
+    probabilities" (ModelDescription.class_scores)."""
+    kind = scores_kind(description)
+    if kind in ("lengths", "activations"):
+        return f"class-capsule {kind}"
+    if not _capsules(description):
+        return f"class {kind}"
+    what = "logits" if kind == "logits" else "class probabilities"
+    return f"{what} read out of the class-capsule poses by a learnt layer"
+
+
+def score_label(description) -> str:
+    """One shown class score as an axis names it: "class-capsule length", "class-capsule
+    activation", "class probability"."""
+    kind = shown_kind(description)
+    return f"class-capsule {kind[:-1]}" if kind != "probabilities" else "class probability"
+
+
+def encoder_score_label(description) -> str:
+    """One of the encoder's class scores as a noun ("class-capsule length", "logit read out of
+    the class-capsule poses by a learnt layer", "class probability")."""
+    kind = scores_kind(description)
+    if kind in ("lengths", "activations"):
+        return f"class-capsule {kind[:-1]}"
+    if not _capsules(description):
+        return "class logit" if kind == "logits" else "class probability"
+    what = "logit" if kind == "logits" else "class probability"
+    return f"{what} read out of the class-capsule poses by a learnt layer"
+
+
+def class_score_words(description, whose: str) -> str:
+    """The shown score of one class `whose` ("the true class"): "the length of the class
+    capsule of the true class", "the probability of the true class from the logits a learnt
+    layer reads out of the class capsules", "the CNN's probability of the true class", ..."""
+    kind = shown_kind(description)
+    if kind == "lengths":
+        return f"the length of the class capsule of {whose}"
+    if kind == "activations":
+        return f"the activation of the class capsule of {whose}"
+    if not _capsules(description):
+        return f"the CNN's probability of {whose}"
+    return f"the probability of {whose} from the logits {LEARNT}"
 
 
 def prediction_words(description) -> str:
     """What the model's prediction is: "the longest class capsule", "the most active class
-    capsule", "the largest logit read out of the class capsules", "the most probable class"."""
-    if description.head.kind != "capsules":
-        return "the CNN's largest logit" if scores_kind(description) == "logits" \
-            else "the CNN's most probable class"
+    capsule", "the largest logit read out of the class capsules", "the CNN's most probable
+    class"."""
+    if not _capsules(description):
+        return "the CNN's most probable class"
     kind = readout(description)
     if kind == "length":
         return "the longest class capsule"
     if kind == "activation":
         return "the most active class capsule"
-    return ("the most probable class read out of the class capsules"
-            if scores_kind(description) == "probabilities"
-            else "the largest logit read out of the class capsules")
+    return "the largest logit read out of the class capsules"
 
 
 def top2_words(description) -> str:
     """A two-digit model's top-2 prediction: "the two longest class capsules", ..."""
-    if description.head.kind != "capsules":
+    if not _capsules(description):
         return "the CNN's two most probable classes"
     kind = readout(description)
     if kind == "length":
@@ -131,69 +194,29 @@ def top2_words(description) -> str:
     return "the two largest logits read out of the class capsules"
 
 
-def scores_phrase(description) -> str:
-    """The class scores as a plural noun: "class-capsule lengths", "class-capsule
-    activations", "logits read out of the class capsules", "class probabilities"."""
-    kind = scores_kind(description)
-    if kind in ("lengths", "activations"):
-        return f"class-capsule {kind}"
-    if description.head.kind != "capsules":
-        return f"class {kind}"
-    return f"{'logits' if kind == 'logits' else 'class probabilities'} read out of the class " \
-        f"capsules"
-
-
-def score_label(description) -> str:
-    """One class score as an axis names it: "class-capsule length", "class-capsule
-    activation", "logit read out of the class capsules", "class probability"."""
-    kind = scores_kind(description)
-    if kind in ("lengths", "activations"):
-        return f"class-capsule {kind[:-1]}"
-    if description.head.kind != "capsules":
-        return "class logit" if kind == "logits" else "class probability"
-    return f"{'logit' if kind == 'logits' else 'class probability'} read out of the class " \
-        f"capsules"
-
-
-def class_score_words(description, whose: str) -> str:
-    """The score of one class `whose` ("the true class"): "the length of the class capsule of
-    the true class", "the logit a learnt layer reads out of the class capsule of the true
-    class", "the CNN's probability of the true class", ..."""
-    kind = scores_kind(description)
-    capsules = description.head.kind == "capsules"
-    if kind == "lengths":
-        return f"the length of the class capsule of {whose}"
-    if kind == "activations":
-        return f"the activation of the class capsule of {whose}"
-    if not capsules:
-        return f"the CNN's {score_word(description)} of {whose}"
-    return f"the {score_word(description)} a learnt layer reads out of the class capsule of {whose}"
-
-
 def strongest_other_words(description) -> str:
     """The wrong class that scores highest: "the longest other class capsule", "the most active
     other class capsule", "the other class with the largest logit", ..."""
-    if description.head.kind == "capsules":
-        kind = readout(description)
-        if kind == "length":
-            return "the longest other class capsule"
-        if kind == "activation":
-            return "the most active other class capsule"
-    return f"the other class with the largest {score_word(description)}"
+    kind = readout(description)
+    if kind == "length":
+        return "the longest other class capsule"
+    if kind == "activation":
+        return "the most active other class capsule"
+    return "the other class with the largest logit"
 
 
 def gradient_words(description) -> str:
-    """What the gradients of a class's score are taken of (the probe's score output): "the
-    class capsule's length", "the class capsule's logistic activation", "the class's logit,
-    read out of its class capsule by a learnt layer", "the CNN's logit of the class"."""
-    if description.head.kind != "capsules":
+    """What the gradients of a class's score are taken of (the score output,
+    reportgen.contract.score_output): "the class capsule's length", "the class capsule's
+    logistic activation", "the class's logit, read out of its class capsule by a learnt
+    layer", "the CNN's logit of the class"."""
+    if not _capsules(description):
         return "the CNN's logit of the class"
     kind = readout(description)
     if kind == "length":
         return "the class capsule's length"
     if kind == "activation":
-        logistic = class_activation(description) == "logistic"
-        return ("the class capsule's logistic activation" if logistic
+        return ("the class capsule's logistic activation" if _logistic(description)
                 else "the class capsule's activation")
     return "the class's logit, read out of its class capsule by a learnt layer"
 
@@ -234,7 +257,7 @@ def primary_activation_word(description) -> str:
 def words_of(description) -> dict[str, str]:
     """Every word above as one record (ModelData.words), for the pages and findings, which
     read the site's data rather than the description."""
-    return {"readout": readout(description), "scores": scores_kind(description),
+    return {"readout": readout(description), "scores": shown_kind(description),
             "score": score_word(description), "scores_words": score_words(description),
             "prediction": prediction_words(description), "top2": top2_words(description),
             "gradient": gradient_words(description), "routing": routing_words(description),

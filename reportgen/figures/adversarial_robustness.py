@@ -50,12 +50,12 @@ def procedure(params, images: int | str, description=None) -> str:
     step = ("alpha = 2.5 eps / steps" if params.pgd_step_size == 0
             else f"alpha = {float(params.pgd_step_size):g}")
     start = "a uniform random point of the eps-ball" if params.random_start else "the clean input"
-    from reportgen.capsnet.model_words import score_label, scores_kind, scores_phrase
+    from reportgen.capsnet.model_words import encoder_score_label, scores_kind, scores_phrase
 
     if description is None:
         scores, largest, logged = ANY_SCORES, "class score", False
     else:
-        scores, largest = scores_phrase(description), score_label(description)
+        scores, largest = scores_phrase(description), encoder_score_label(description)
         logged = scores_kind(description) != "logits"       # logits are taken as they are
     through = ("through the output capsules (routing included) or through the votes (Gu 2022: "
                "the votes u_hat[j|i] of all primary capsules averaged per class and squashed, "

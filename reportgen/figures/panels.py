@@ -306,13 +306,7 @@ def _bar_layout(lengths, names):
                 height=height, x0=MARGIN + label_w, bar_h=row_h - 6)
 
 
-def _bar_share(value, axis) -> float:
-    """Where `value` falls on the bar axis (lo, hi), clipped to 0 … 1."""
-    lo, hi = axis
-    return float(np.clip((value - lo) / (hi - lo), 0.0, 1.0)) if hi > lo else 0.0
-
-
-def _predictions_png(lengths, names, predicted: frozenset, title, axis=(0.0, 1.0)):
+def _predictions_png(lengths, names, predicted: frozenset, title):
     lay = _bar_layout(lengths, names)
     canvas = np.full((lay["height"], lay["width"], 3), WHITE, dtype=np.uint8)
     x0, plot_w, top, row_h = lay["x0"], lay["plot_w"], lay["top"], lay["row_h"]
@@ -324,7 +318,7 @@ def _predictions_png(lengths, names, predicted: frozenset, title, axis=(0.0, 1.0
     texts = [(MARGIN, MARGIN // 2, title, "left", None, TITLE_SIZE)]
     for k, (value, name) in enumerate(zip(lengths, names)):
         y = top + k * row_h
-        bar = int(round(_bar_share(value, axis) * (plot_w - 1)))
+        bar = int(round(np.clip(value, 0.0, 1.0) * (plot_w - 1)))
         colour = HIGHLIGHT if k in predicted else BAR
         if bar > 0:
             canvas[y + 3:y + 3 + lay["bar_h"], x0:x0 + bar] = colour
@@ -337,11 +331,11 @@ def _predictions_png(lengths, names, predicted: frozenset, title, axis=(0.0, 1.0
     for t in ticks:
         x = x0 + int(round(t * (plot_w - 1)))
         canvas[bottom:bottom + 3, x] = AXIS
-        texts.append((x, bottom + 4, fmt(axis[0] + t * (axis[1] - axis[0])), "center", MUTED))
+        texts.append((x, bottom + 4, fmt(t), "center", MUTED))
     return draw_texts(canvas, texts)
 
 
-def _predictions_svg(lengths, names, predicted: frozenset, title, axis=(0.0, 1.0)) -> bytes:
+def _predictions_svg(lengths, names, predicted: frozenset, title) -> bytes:
     """The same chart as SVG text, written directly (deterministic, no matplotlib)."""
     lay = _bar_layout(lengths, names)
     x0, plot_w, top, row_h = lay["x0"], lay["plot_w"], lay["top"], lay["row_h"]
@@ -363,10 +357,10 @@ def _predictions_svg(lengths, names, predicted: frozenset, title, axis=(0.0, 1.0
         out.append(f'<line x1="{x:.1f}" y1="{bottom}" x2="{x:.1f}" y2="{bottom + 3}" '
                    f'stroke="{rgb(AXIS)}"/>')
         out.append(f'<text x="{x:.1f}" y="{bottom + 4 + FONT_SIZE}" text-anchor="middle" '
-                   f'fill="{rgb(MUTED)}">{fmt(axis[0] + t * (axis[1] - axis[0]))}</text>')
+                   f'fill="{rgb(MUTED)}">{fmt(t)}</text>')
     for k, (value, name) in enumerate(zip(lengths, names)):
         y = top + k * row_h
-        bar = _bar_share(value, axis) * (plot_w - 1)
+        bar = float(np.clip(value, 0.0, 1.0)) * (plot_w - 1)
         colour = rgb(HIGHLIGHT if k in predicted else BAR)
         text_colour = rgb(HIGHLIGHT if k in predicted else TEXT_COLOR)
         weight = ' font-weight="bold"' if k in predicted else ""
@@ -394,9 +388,9 @@ def _gradient_words(ctx: RenderContext) -> str:
 
 
 def _prediction_terms(result, ctx: RenderContext, count: int):
-    """(chart title, a bar's word, sentence saying what the bars are, axis (lo, hi)) in the
-    model's own terms (reportgen.capsnet.model_words), from its description; without one, from
-    the arrays (a CNN's come with its "probabilities")."""
+    """(chart title, a bar's word, sentence saying what the bars are) in the model's own terms
+    (reportgen.capsnet.model_words), from its description; without one, from the arrays (a
+    CNN's come with its "probabilities")."""
     from reportgen.capsnet import model_words
 
     description = ctx.description
@@ -404,34 +398,25 @@ def _prediction_terms(result, ctx: RenderContext, count: int):
         kind = "probabilities" if "probabilities" in result else "lengths"
         cnn = kind == "probabilities"
     else:
-        kind = model_words.scores_kind(description)
+        kind = model_words.shown_kind(description)
         cnn = description.head.kind != "capsules"
     if kind == "lengths":
         return ("Class-capsule lengths", "length",
                 f"Predictions: length of each of the {count} class capsules (not a softmax; "
-                f"each in 0 … 1, axis 0 … 1).", (0.0, 1.0))
+                f"each in 0 … 1, axis 0 … 1).")
     if kind == "activations":
         logistic = description is not None and \
             model_words.class_activation(description) == "logistic"
         return ("Class-capsule activations", "activation",
                 f"Predictions: the {'logistic ' if logistic else ''}activation of each of the "
-                f"{count} class capsules (not a softmax; each in 0 … 1, axis 0 … 1).",
-                (0.0, 1.0))
-    if kind == "probabilities":
-        whose = ("the CNN's probability of each of the " if cnn else
-                 "the probability a learnt layer reads out of the class capsules for each of "
-                 "the ")
-        return "Class probabilities", "probability", \
-            f"Predictions: {whose}{count} classes (axis 0 … 1).", (0.0, 1.0)
-    values = np.asarray(result["lengths"], dtype=np.float64).reshape(-1)
-    finite = values[np.isfinite(values)]
-    lo = min(0.0, float(finite.min())) if finite.size else 0.0
-    hi = max(1.0, float(finite.max())) if finite.size else 1.0
-    whose = "the CNN's logit" if cnn else \
-        "the logit a learnt layer reads out of the class capsules"
-    return ("Class logits", "logit",
-            f"Predictions: {whose} for each of the {count} classes (not a probability; axis "
-            f"{fmt(lo)} … {fmt(hi)}, bars from {fmt(lo)}).", (lo, hi))
+                f"{count} class capsules (not a softmax; each in 0 … 1, axis 0 … 1).")
+    if cnn:
+        return ("Class probabilities", "probability",
+                f"Predictions: the CNN's probability of each of the {count} classes (axis 0 … "
+                f"1).")
+    return ("Class probabilities", "probability",
+            f"Predictions: the probability of each of the {count} classes, from the logits "
+            f"{model_words.LEARNT} (axis 0 … 1).")
 
 
 def render_predictions(result, params, ctx: RenderContext) -> list[Figure]:
@@ -443,14 +428,14 @@ def render_predictions(result, params, ctx: RenderContext) -> list[Figure]:
     names = [_class_name(ctx, k) for k in range(len(lengths))]
     # the predicted class, or both of a two-digit model's (its two highest scores: top-2)
     shown = [int(k) for k in np.argsort(-lengths, kind="stable")[:max(1, ctx.labels_per_image)]]
-    title, kind, what, axis = _prediction_terms(result, ctx, len(lengths))
+    title, kind, what = _prediction_terms(result, ctx, len(lengths))
     value = (lambda k: length_label(lengths[k])) if kind == "length" else \
         (lambda k: f"{lengths[k]:.3f}")
     named = " and ".join(f"{names[k]} ({kind} {value(k)})" for k in shown)
     caption = (f"{what} Predicted class {named} highlighted." if len(shown) == 1 else
                f"{what} Predicted classes {named}, the two highest (top-2), highlighted.")
-    canvas = _predictions_png(lengths, names, frozenset(shown), title, axis)
-    svg = _predictions_svg(lengths, names, frozenset(shown), title, axis)
+    canvas = _predictions_png(lengths, names, frozenset(shown), title)
+    svg = _predictions_svg(lengths, names, frozenset(shown), title)
     return [_png_figure("predictions.png", canvas, caption),
             Figure(name="predictions.svg", data=svg, kind="svg", caption=caption,
                    width=int(canvas.shape[1]), height=int(canvas.shape[0]))]
