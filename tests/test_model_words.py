@@ -78,10 +78,15 @@ def test_each_family_is_told_in_its_own_words(families):
     assert words["cnn"]["prediction"] == "the CNN's most probable class"
     assert words["cnn"]["gradient"] == "the CNN's logit of the class"
     assert words["cnn"]["routing"] == ""
-    assert words["learnt"]["readout"] == "learnt" and words["learnt"]["scores"] == "logits"
+    # a learnt readout's pages show the probabilities of its logits (the probe's scores)
+    assert words["learnt"]["readout"] == "learnt"
+    assert words["learnt"]["scores"] == "probabilities"
     assert words["learnt"]["prediction"] == "the largest logit read out of the class capsules"
     assert words["learnt"]["top2"] == "the two largest logits read out of the class capsules"
     assert "learnt layer" in words["learnt"]["gradient"]
+    assert words["pose_only"] == {**words["learnt"], "routing": words["pose_only"]["routing"],
+                                  "routing_symbol": words["pose_only"]["routing_symbol"],
+                                  "primary_activation": "activation"}
     for name, record in words.items():
         text = " ".join(record.values())
         if name != "capsnet":
@@ -90,26 +95,24 @@ def test_each_family_is_told_in_its_own_words(families):
             assert not any(w in text for w in CNN_ONLY), (name, text)
     # the one description property that said it before reads the same place
     assert families["capsnet"].class_scores == "class-capsule lengths"
-    assert families["learnt"].class_scores == "logits read out of the class capsules"
+    assert families["learnt"].class_scores == \
+        "logits read out of the class-capsule poses by a learnt layer"
     # a record of an older build has no words: neutral ones, of no family
     assert mw.word({}, "prediction") == "the highest class score"
 
 
 def test_the_predictions_chart_names_the_models_own_scores(families):
-    logits = np.array([-1.5, 2.0, 0.25])
-    png, svg = panels.render_predictions({"lengths": logits}, None, _ctx(families["learnt"]))
-    caption = png.caption
-    assert "logit a learnt layer reads out of the class capsules" in caption
-    assert "Predicted class one (logit 2.000)" in caption
-    assert not any(w in caption for w in CAPSNET_ONLY + CNN_ONLY + ("probability of",)), caption
-    # logits are no share of 0 … 1: the axis runs from the smallest to the largest
-    assert "axis -1.5 … 2" in caption
-    texts = re.findall(r">([^<]*)</text>", svg.data.decode())
-    assert "Class logits" in texts and "-1.5" in texts and "2" in texts
-    # a learnt readout's class capsules may even carry a probabilities output: still no CNN
-    png, _ = panels.render_predictions({"lengths": logits, "probabilities": logits},
-                                       None, _ctx(families["learnt"]))
-    assert "CNN" not in png.caption
+    probabilities = np.array([0.05, 0.8, 0.15])
+    for name in ("learnt", "pose_only"):
+        png, svg = panels.render_predictions({"lengths": probabilities}, None,
+                                             _ctx(families[name]))
+        caption = png.caption
+        assert ("the probability of each of the 3 classes, from the logits a learnt layer reads "
+                "out of the class capsules") in caption, caption
+        assert "Predicted class one (probability 0.800)" in caption
+        assert not any(w in caption for w in CAPSNET_ONLY + CNN_ONLY), caption
+        texts = re.findall(r">([^<]*)</text>", svg.data.decode())
+        assert "Class probabilities" in texts
     em, _ = panels.render_predictions({"lengths": np.array([0.1, 0.7, 0.2])}, None,
                                       _ctx(families["em"]))
     assert "logistic activation of each of the 3 class capsules" in em.caption
@@ -124,6 +127,7 @@ def test_class_capsules_are_labelled_by_the_score_the_model_reads_from_them(fami
               "lengths": np.array([-0.5, 3.0, 1.0])}
     fig, = panels.render_class_capsules(result, None, _ctx(families["learnt"]))
     assert "the prediction is the largest logit read out of the class capsules" in fig.caption
+    assert "each row's probability on the right" in fig.caption
     assert "longest" not in fig.caption and "|v|" not in fig.caption
     fig, = panels.render_class_capsules(result, None, _ctx(families["capsnet"]))
     assert "the longest is the prediction" in fig.caption and "|v|" in fig.caption
@@ -182,15 +186,17 @@ def test_explanation_fidelity_and_adversarial_captions_name_the_score(families):
     learnt_score = explanation_fidelity._score(_ctx(families["learnt"]), NS(target="true"))
     text = explanation_fidelity.procedure(NS(target="true", patch=5, seed=0, start="blur"), 10,
                                           24, "6x6", "conv1", "rpv_modified", learnt_score)
-    assert "Score f = the logit a learnt layer reads out of the class capsule of the true " \
-           "class" in text and "length" not in text
+    assert "Score f = the probability of the true class from the logits a learnt layer reads " \
+           "out of the class capsules" in text and "length" not in text
     capsnet = explanation_fidelity._score(_ctx(families["capsnet"]), NS(target="true"))
     assert capsnet == "the length of the class capsule of the true class"
     params = ar.variants(families["learnt"])[0]
     text = adversarial_robustness.procedure(params, 10, families["learnt"])
-    assert "softmax of the logits read out of the class capsules with the true label" in text
+    assert ("softmax of the logits read out of the class-capsule poses by a learnt layer with "
+            "the true label") in text
     assert "log logits" not in text and "probabilit" not in text
-    assert text.endswith("(the largest logit read out of the class capsules).")
+    assert text.endswith("(the largest logit read out of the class-capsule poses by a learnt "
+                         "layer).")
 
 
 def test_findings_name_the_models_own_routing_weights_and_activations(families):
