@@ -243,6 +243,7 @@ def test_render_context_reads_the_geometry_from_the_description(tiny_net):
 
 @pytest.mark.parametrize("name", ["primary_heatmaps", "rpv", "gradcam_pp"])
 def test_overlays_are_the_same_from_the_description_or_the_old_tuples(name, tiny_net, probe):
+    from reportgen.capsnet.model_words import gradient_words
     from reportgen.figures.figure import RenderContext
     from reportgen.techniques import get_technique
 
@@ -252,12 +253,19 @@ def test_overlays_are_the_same_from_the_description_or_the_old_tuples(name, tiny
     new = RenderContext(**common, description=tiny_net.description)
     old = RenderContext(**common, receptive_fields=tuple(tiny_net.receptive_fields()),
                         conv_layer_names=tiny_net.conv_layer_names)
+    # without a description a caption names no family's score: Grad-CAM++'s gradients are
+    # "of the class score" there, and of the model's own score (its length) with one
+    own = gradient_words(tiny_net.description)
     for params in technique.variants(tiny_net):
         result = {k: v[0] for k, v in technique.compute(probe, params).items()}
-        drawn = [(f.name, f.data, f.caption) for f in technique.render(result, params, new)]
+        drawn = [(f.name, f.data, f.caption.replace(own, "the class score"))
+                 for f in technique.render(result, params, new)]
         assert drawn == [(f.name, f.data, f.caption)
                          for f in technique.render(result, params, old)]
         assert "placed by receptive field" in drawn[0][2]
+        if name == "gradcam_pp":
+            assert "gradients of the class capsule's length" in \
+                technique.render(result, params, new)[0].caption
 
 
 def test_not_applicable_names_the_most_fundamental_lack():

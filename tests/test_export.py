@@ -132,8 +132,10 @@ def test_captions_tex_has_one_figure_per_figure_with_escaped_captions(supplement
             assert re.fullmatch(r"[\\{}_^|A-Za-z0-9 ]*", math), math
     assert any("\\%" in c for c in captions) and any("primary\\_conv" in c for c in captions)
     gradcam = next(c for c in captions if "Grad-CAM++ (conv1)" in c)
-    assert "Tiny, step 1-5, input test \\#1." in tex and "\\cite{chattopadhay2018gradcampp}" \
-        in gradcam
+    # the technique's reference, then the model's family's (Tiny is a CapsNet)
+    assert "Tiny, step 1-5, input test \\#1." in tex and \
+        "\\cite{chattopadhay2018gradcampp,sabour2017dynamic}" in gradcam
+    assert all("sabour2017dynamic" in c for c in captions)       # every figure is Tiny's
 
 
 @pytest.mark.slow

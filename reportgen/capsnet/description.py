@@ -444,13 +444,11 @@ class ModelDescription:
     @property
     def class_scores(self) -> str:
         """What scores the classes, in words (the prediction is the largest score): the class
-        capsules' lengths or activations, the logits a learnt layer reads out of the class
-        capsules' poses, or a CNN's class probabilities."""
-        if self.head.kind == "logits":
-            return "class probabilities"
-        return {"length": "class-capsule lengths", "activation": "class-capsule activations",
-                "learnt": "logits read out of the class-capsule poses by a learnt layer"}[
-            self.head.readout]
+        capsules' lengths or activations, a learnt readout's logits, or a CNN's class
+        probabilities (reportgen.capsnet.model_words.scores_phrase)."""
+        from reportgen.capsnet.model_words import scores_phrase
+
+        return scores_phrase(self)
 
     @property
     def routed_layers(self) -> tuple[CapsuleLayer, ...]:

@@ -40,6 +40,7 @@ from pathlib import Path
 
 from reportgen import console
 from reportgen.cache.backends import check_location, open_store
+from reportgen.capsnet import model_words
 from reportgen.catalog import Catalog, ModelEntry
 from reportgen.commands import site_assembly as assembly
 from reportgen.commands.build_settings import (DEFAULT_IMAGES, BuildOptions,  # noqa: F401
@@ -478,7 +479,8 @@ class _Build:
             test_images=len(dataset.y_test),
             citations=list(family_of(params).citations_for(params)),
             leaves_out=list(handle.description.leaves_out),
-            routing_iterations=handle.description.routing_iterations)
+            routing_iterations=handle.description.routing_iterations,
+            words=model_words.words_of(handle.description))
         built = {s: self.assembler.step_keys[(entry.name, str(s))] for s in steps
                  if (entry.name, str(s)) in self.assembler.step_keys}
         filmstrip_started = time.monotonic()

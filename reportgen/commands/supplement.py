@@ -219,34 +219,42 @@ def collect(site: SiteData, models: list[ModelData], steps: str = "last",
         mdir = names.part(model.name)
         _cite(out, model.citations)
         _cite(out, references.dataset_entries(model.dataset))
-        _downloads(out, model.downloads, f"{mdir}/training_curves", "Training curves")
+        # every figure of the model cites its family beside the technique (Family.citations_for)
+        family = _keys(model.citations)
+        _downloads(out, model.downloads, f"{mdir}/training_curves", "Training curves", family)
         labels = {i.key: i.label for i in model.inputs}
         chosen_inputs = select_inputs(model, inputs)
         for step in select_steps(model, steps):
             sdir = f"{mdir}/{names.part(step.step)}"
-            _downloads(out, step.downloads, f"{sdir}/confusion_matrix", "Confusion matrix")
+            _downloads(out, step.downloads, f"{sdir}/confusion_matrix", "Confusion matrix",
+                       family)
             at_step = f"{model.name}, step {step.step}."
             for panel in step.checkpoint_panels:
-                _panel_figures(out, panel, f"{sdir}/checkpoint", at_step, cites=cites)
+                _panel_figures(out, panel, f"{sdir}/checkpoint", at_step, cites=cites,
+                               family=family)
             for panel in step.dataset_panels:
-                _panel_figures(out, panel, f"{sdir}/dataset", at_step, cites=cites)
+                _panel_figures(out, panel, f"{sdir}/dataset", at_step, cites=cites,
+                               family=family)
             for key in chosen_inputs:
                 for panel in step.input_panels.get(key, []):
                     _panel_figures(out, panel, f"{sdir}/{names.part(key)}",
                                    f"{model.name}, step {step.step}, input "
-                                   f"{labels.get(key, key)}.", cites=cites)
+                                   f"{labels.get(key, key)}.", cites=cites, family=family)
         for panel in model.trend_panels:
             from reportgen.pages.analyses import derived_numbers, trend_sources
 
             _panel_figures(out, panel, f"{mdir}/trends", f"{model.name}, over training.",
                            numbers=derived_numbers(panel, trend_sources(model, panel), "step"),
-                           cites=cites)
+                           cites=cites, family=family)
     if {m.name for m in models} == {m.name for m in site.models}:
         from reportgen.pages.analyses import compare_sources, derived_numbers
 
+        # a comparison overlays every model: it cites each compared model's family
+        every = _keys(entry for m in site.models for entry in m.citations)
         for panel in site.compare_panels:
             _panel_figures(out, panel, "compare", numbers=derived_numbers(
-                panel, compare_sources(site.models, panel), "model"), cites=cites)
+                panel, compare_sources(site.models, panel), "model"), cites=cites,
+                family=every)
     elif site.compare_panels:
         out.notes.append("The comparisons across models are left out: they overlay every "
                          "model of the site, and not all of them were chosen.")
@@ -303,14 +311,20 @@ def _paper_png(fig: FigureFile, data: bytes) -> bytes:
     return data
 
 
-def _downloads(out: Supplement, files: list[FigureFile], stem: str, title: str) -> None:
+def _keys(entries) -> tuple[str, ...]:
+    """The BibTeX keys of `entries`, each once, in order."""
+    return tuple(bibtex.entry_key(e) for e in bibtex.unique(entries))
+
+
+def _downloads(out: Supplement, files: list[FigureFile], stem: str, title: str,
+               family: tuple[str, ...] = ()) -> None:
     pictures = [f for f in files if f.kind in PAPER_KINDS]
     if not pictures:
         return
     first = pictures[0]
     caption = _captions(first).get(PurePosixPath(first.source).name, "")
     figure = SupplementFigure(stem=f"figures/{stem}", title=title, caption=caption,
-                              width=first.width, height=first.height)
+                              width=first.width, height=first.height, cite=family)
     for f in pictures:
         data = _read(f)
         figure.files[f.kind] = _paper_png(f, data) if f.kind == "png" else data
@@ -326,13 +340,15 @@ def _cite(out: Supplement, entries) -> None:
 
 
 def _panel_figures(out: Supplement, panel: Panel, folder: str, context: str = "",
-                   numbers: tuple[str, str] | None = None, cites: dict | None = None) -> None:
+                   numbers: tuple[str, str] | None = None, cites: dict | None = None,
+                   family: tuple[str, ...] = ()) -> None:
     """One supplement figure per picture of the panel (its caption after `context`, e.g.
-    "MNIST_Demo, step 5-40, input test #3."); its numbers as CSV."""
+    "MNIST_Demo, step 5-40, input test #3."), citing the technique's references and then the
+    model's family's (`family`, BibTeX keys; each key once); its numbers as CSV."""
     from reportgen.pages.analyses import groups, humane
 
     cites = cites or {}
-    cite = tuple(bibtex.entry_key(e) for e in cites.get(panel.technique, ()))
+    cite = tuple(dict.fromkeys((*_keys(cites.get(panel.technique, ())), *family)))
     stem = panel.technique + (f"-{panel.variant}" if panel.variant else "")
     grouped = groups(panel)
     pictured = [(label, files) for label, files in grouped

@@ -39,7 +39,9 @@ def _eps_list(epsilons) -> str:
 
 
 # The class scores when the caption covers several models (compare) or none is described.
-ANY_SCORES = "class scores (class-capsule lengths or activations, a CNN's class probabilities)"
+ANY_SCORES = ("class scores (each model's own: the log of its class-capsule lengths or "
+              "activations or of a CNN's class probabilities; the logits of a learnt readout "
+              "as they are)")
 
 
 def procedure(params, images: int | str, description=None) -> str:
@@ -48,9 +50,13 @@ def procedure(params, images: int | str, description=None) -> str:
     step = ("alpha = 2.5 eps / steps" if params.pgd_step_size == 0
             else f"alpha = {float(params.pgd_step_size):g}")
     start = "a uniform random point of the eps-ball" if params.random_start else "the clean input"
-    scores = description.class_scores if description is not None else ANY_SCORES
-    plural = scores.split(" (")[0]
-    largest = plural[:-3] + "y" if plural.endswith("ies") else plural[:-1]
+    from reportgen.capsnet.model_words import encoder_score_label, scores_kind, scores_phrase
+
+    if description is None:
+        scores, largest, logged = ANY_SCORES, "class score", False
+    else:
+        scores, largest = scores_phrase(description), encoder_score_label(description)
+        logged = scores_kind(description) != "logits"       # logits are taken as they are
     through = ("through the output capsules (routing included) or through the votes (Gu 2022: "
                "the votes u_hat[j|i] of all primary capsules averaged per class and squashed, "
                "bypassing routing)" if "votes" in params.targets else "through the model's output")
@@ -58,7 +64,8 @@ def procedure(params, images: int | str, description=None) -> str:
             f"pixels in [0, 1], eps in {{{_eps_list(params.epsilons)}}}: FGSM (one signed "
             f"gradient step of size eps) and PGD ({params.pgd_steps} signed steps of {step} from "
             f"{start}, projected on the eps-ball and [0, 1]; the last iterate is used). Loss: "
-            f"cross-entropy of the softmax of the log {scores} with the true label, {through}. "
+            f"cross-entropy of the softmax of the {'log ' if logged else ''}{scores} with the true "
+            f"label, {through}. "
             f"Every adversarial example is classified by the real model (the largest {largest}).")
 
 

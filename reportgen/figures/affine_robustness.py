@@ -79,11 +79,20 @@ def render(arrays, params, ctx) -> list[Figure]:
     sweeps = "; ".join(_sweep_text(f, arrays[f"values_{f}"]) for f in factors)
     caption = (f"Accuracy as each affine transform grows (clean accuracy {clean:.1%}, dashed). "
                f"Details: "
-               f"Affine robustness: accuracy (longest class capsule = prediction) of {n} "
+               f"Affine robustness: accuracy{_predicted_by(ctx)} of {n} "
                f"evaluation images, each transformed with every value of one factor at a time "
                f"({sweeps}; {TRANSFORM_NOTE}); dashed line: clean accuracy {clean:.1%}, dotted "
                f"line: the identity; grey dots: chance (1/K). {AFFNIST_REFERENCE}.")
     return figure_pair(fig, "affine_robustness", caption)
+
+
+def _predicted_by(ctx) -> str:
+    """" (prediction = the longest class capsule)" in the model's own terms
+    (reportgen.capsnet.model_words); "" without its description."""
+    from reportgen.capsnet.model_words import prediction_words
+
+    description = getattr(ctx, "description", None)
+    return f" (prediction = {prediction_words(description)})" if description is not None else ""
 
 
 def render_trend(series, params, ctx) -> list[Figure]:

@@ -52,16 +52,35 @@ def _target_text(params) -> str:
             else "the predicted class")
 
 
+def _score(ctx, params) -> str:
+    """Score f: the target class's score in the model's own terms
+    (reportgen.capsnet.model_words); the models' class scores across models."""
+    from reportgen.capsnet.model_words import class_score_words
+
+    description = getattr(ctx, "description", None)
+    if description is None:
+        return f"the class score of {_target_text(params)} (each model's own)"
+    return class_score_words(description, _target_text(params))
+
+
+def _score_label(ctx) -> str:
+    from reportgen.capsnet.model_words import score_label
+
+    description = getattr(ctx, "description", None)
+    return score_label(description) if description is not None else "class score"
+
+
 def procedure(params, images: int, patches: int, grid: str, layer: str,
-              builtin: str | tuple[str, ...] = "rpv_modified") -> str:
+              builtin: str | tuple[str, ...] = "rpv_modified", score: str = "") -> str:
     """Every procedure choice, for the captions; `builtin` the model's own explanation (the
-    models' own explanations, for a comparison)."""
+    models' own explanations, for a comparison); `score` what f is (`_score`)."""
+    score = score or f"the length of the class capsule of {_target_text(params)}"
     maps = "; ".join(MAPS[b] for b in ((builtin,) if isinstance(builtin, str) else builtin))
     patch = int(_get(params, "patch", 5))
     return (f"{images} images of the evaluation set (stratified by class, seed "
             f"{_get(params, 'seed', 0)}); inputs cut into {patch}x{patch}-pixel patches "
-            f"({patches} patches; edge patches may be smaller). Score f = the length of the class "
-            f"capsule of {_target_text(params)}; every map explains that class. A patch's "
+            f"({patches} patches; edge patches may be smaller). Score f = {score}; every map "
+            f"explains that class. A patch's "
             f"relevance is the mean of the map placed on the input (grid cells drawn at their "
             f"receptive-field centres, pixels outside count as 0); patches are taken in "
             f"descending relevance, ties in random order; 'random order' is a seeded random "
@@ -86,7 +105,7 @@ def render(arrays, params, ctx) -> list[Figure]:
     grid = f"{gh}x{gw}"
     layer = str(_get(params, "gradcam_layer", "conv1"))
     builtin = builtin_method(arrays)
-    text = procedure(params, n, steps - 1, grid, layer, builtin)
+    text = procedure(params, n, steps - 1, grid, layer, builtin, _score(ctx, params))
     model = f"{ctx.model} step {ctx.step}: " if getattr(ctx, "model", "") else ""
 
     # Curves: deletion and insertion, mean ± standard error over images.
@@ -110,7 +129,7 @@ def render(arrays, params, ctx) -> list[Figure]:
                      fontsize=FONT + 1)
         ax.set_xlabel("fraction of patches perturbed" if mode == "deletion"
                       else "fraction of patches restored", fontsize=FONT)
-        ax.set_ylabel("target class-capsule length (mean)", fontsize=FONT)
+        ax.set_ylabel(f"target {_score_label(ctx)} (mean)", fontsize=FONT)
         ax.set_xlim(0, 1)
         style_axes(ax)
         if n:
@@ -120,7 +139,7 @@ def render(arrays, params, ctx) -> list[Figure]:
     caption = (f"Which saliency map finds what the model uses? The class score as the most "
                f"relevant patches are deleted (left: faster drop = more faithful) or inserted "
                f"(right: faster rise = more faithful). Details: "
-               f"Explanation fidelity, {model}mean target class-capsule length (bands: ± one "
+               f"Explanation fidelity, {model}mean target {_score_label(ctx)} (bands: ± one "
                f"standard error over images) as patches are deleted (left; a faithful map drops "
                f"fast: higher AOPC, AOPC = mean over k = 0 … P of f(x_0) - f(x_k)) or inserted "
                f"(right; a faithful map rises fast: higher AUC, trapezoid area over the fraction "
@@ -281,7 +300,8 @@ def render_trend(history, params, ctx) -> list[Figure]:
                  fontsize=FONT + 2)
     legend_below(fig)
     text = procedure(params, int(last.get("images", 0)), int(last.get("patches", 0)),
-                     str(last.get("grid", "?")), str(last.get("gradcam_layer", "?")), builtin)
+                     str(last.get("grid", "?")), str(last.get("gradcam_layer", "?")), builtin,
+                     _score(ctx, params))
     caption = (f"Explanation fidelity over training steps{' of ' + model if model else ''}: "
                f"deletion AOPC and insertion AUC per saliency method, and the mean per-image "
                f"Spearman correlation of {SUBJECTS[builtin]} and Grad-CAM++ on the primary "
@@ -349,5 +369,6 @@ def render_compare(entries, params, ctx) -> list[Figure]:
                f"grid{thesis}. "
                + procedure(params, int(entries[0][1].get("images", 0)),
                            int(entries[0][1].get("patches", 0)), "model's",
-                           str(_get(params, "gradcam_layer", "conv1")), tuple(own)))
+                           str(_get(params, "gradcam_layer", "conv1")), tuple(own),
+                           _score(None, params)))
     return figure_pair(fig, "compare", caption, svg_size=False)

@@ -67,6 +67,11 @@ def render_class_poses(result, params, ctx: RenderContext) -> list[Figure]:
     """One 4x4 tile per class (the pose, row-major), on one diverging scale (the entries of
     coordinate addition framed, on their own scale); the class name and activation a above
     each tile, the predicted (most active) class framed."""
+    from reportgen.capsnet import model_words
+
+    description = ctx.description
+    by_activation = description is None or model_words.readout(description) == "activation"
+    symbol = "a" if by_activation else model_words.score_word(description)
     poses = np.asarray(result["capsules"], dtype=np.float64).reshape(-1, POSE)   # (K, 16)
     activations = np.asarray(result["lengths"], dtype=np.float64).reshape(-1)
     classes = poses.shape[0]
@@ -85,7 +90,7 @@ def render_class_poses(result, params, ctx: RenderContext) -> list[Figure]:
     tiles[predicted, :, -2:] = HIGHLIGHT
     names = [_class_name(ctx, k) for k in range(classes)]
     labels = [[(names[k], HIGHLIGHT if k == predicted else None),
-               (f"a = {activations[k]:.3f}", HIGHLIGHT if k == predicted else MUTED)]
+               (f"{symbol} = {activations[k]:.3f}", HIGHLIGHT if k == predicted else MUTED)]
               for k in range(classes)]
     mosaic = _mosaic(tiles, _columns(classes, 10), gutter=8, above=labels)
     width = min(200, mosaic.array.shape[1])
@@ -105,8 +110,16 @@ def render_class_poses(result, params, ctx: RenderContext) -> list[Figure]:
         bars = _colorbar(DIVERGING, -vmax, vmax, "pose entry", width=width)
         scale = (f"{DIVERGING} colours symmetric around zero, scale ±{fmt(vmax)} = the largest "
                  f"absolute entry for this image")
-    caption = (f"The 4x4 pose of every class capsule; the most active is the prediction. Details: "
+    if by_activation:
+        lead, above = "the most active is the prediction", "its logistic activation a"
+        framed = f"the most active class, {names[predicted]}, framed"
+    else:
+        lead = f"the prediction is {model_words.prediction_words(description)}"
+        above = (f"its {symbol} (its class score, one of "
+                 f"{model_words.score_words(description)})")
+        framed = f"the predicted class, {names[predicted]}, framed"
+    caption = (f"The 4x4 pose of every class capsule; {lead}. Details: "
                f"Class capsules: the 4x4 pose matrix of each of the {classes} class capsules "
-               f"(rows and columns as in the matrix), {scale}; above each, its logistic "
-               f"activation a; the most active class, {names[predicted]}, framed.")
+               f"(rows and columns as in the matrix), {scale}; above each, {above}; "
+               f"{framed}.")
     return [_png_figure("class_capsules.png", _compose([mosaic, bars]), caption)]

@@ -90,10 +90,18 @@ def render_pair(result, params, ctx: RenderContext) -> list[Figure]:
                f"(blue) and from the class {names[1]} capsule (orange), each with every other "
                f"class capsule masked, drawn over each other on white (where both draw, the "
                f"colours mix to brown); pixel values clipped to 0 … 1, no normalisation. The "
-               f"top-2 prediction is the two longest class capsules"
+               f"top-2 prediction is {_top2(ctx)}"
                + ("." if right else "; it is not the true pair, so the reconstructions of the "
                                      "two predicted classes are drawn on the right."))
     return [_png_figure("multimnist_pair.png", _compose(blocks), caption)]
+
+
+def _top2(ctx: RenderContext) -> str:
+    """The model's top-2 prediction in its own terms (reportgen.capsnet.model_words)."""
+    from reportgen.capsnet.model_words import top2_words
+
+    description = getattr(ctx, "description", None)
+    return top2_words(description) if description is not None else "its two highest class scores"
 
 
 def render_input(result, params, ctx: RenderContext) -> list[Figure]:
@@ -128,7 +136,8 @@ def _render_predicted_pair(image, top2, recs, ctx: RenderContext) -> list[Figure
     caption = (f"The input pulled apart into its two predicted digits, {names[0]} and "
                f"{names[1]}; its true classes are unknown. Details: MultiMNIST segmentation "
                f"(Sabour et al. 2017, Fig. 5): the input ({height}x{width}) and the decoder's "
-               f"reconstructions from the two longest class capsules, class {names[0]} in blue "
+               f"reconstructions from the capsules of its top-2 classes ({_top2(ctx)}), "
+               f"class {names[0]} in blue "
                f"and class {names[1]} in orange, each with every other class capsule masked, "
                f"drawn over each other on white; pixel values clipped to 0 … 1.")
     return [_png_figure("multimnist_pair.png", _compose(blocks), caption)]

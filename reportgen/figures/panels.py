@@ -378,33 +378,59 @@ def _predictions_svg(lengths, names, predicted: frozenset, title) -> bytes:
     return "\n".join(out).encode("utf-8")
 
 
-def _logistic(ctx: RenderContext) -> bool:
-    """Whether the class capsules' activation is a logistic unit (matrix capsules, Hinton et
-    al. 2018) rather than a length, from the model's description."""
-    classes = None if ctx.description is None else ctx.description.class_capsules
-    return classes is not None and classes.activation == "logistic"
+def _gradient_words(ctx: RenderContext) -> str:
+    """What the model's class gradients are taken of (reportgen.capsnet.model_words); "the
+    class score" without a description."""
+    from reportgen.capsnet import model_words
+
+    return "the class score" if ctx.description is None else \
+        model_words.gradient_words(ctx.description)
+
+
+def _prediction_terms(result, ctx: RenderContext, count: int):
+    """(chart title, a bar's word, sentence saying what the bars are) in the model's own terms
+    (reportgen.capsnet.model_words), from its description; without one, from the arrays (a
+    CNN's come with its "probabilities")."""
+    from reportgen.capsnet import model_words
+
+    description = ctx.description
+    if description is None:
+        kind = "probabilities" if "probabilities" in result else "lengths"
+        cnn = kind == "probabilities"
+    else:
+        kind = model_words.shown_kind(description)
+        cnn = description.head.kind != "capsules"
+    if kind == "lengths":
+        return ("Class-capsule lengths", "length",
+                f"Predictions: length of each of the {count} class capsules (not a softmax; "
+                f"each in 0 … 1, axis 0 … 1).")
+    if kind == "activations":
+        logistic = description is not None and \
+            model_words.class_activation(description) == "logistic"
+        return ("Class-capsule activations", "activation",
+                f"Predictions: the {'logistic ' if logistic else ''}activation of each of the "
+                f"{count} class capsules (not a softmax; each in 0 … 1, axis 0 … 1).")
+    if cnn:
+        return ("Class probabilities", "probability",
+                f"Predictions: the CNN's probability of each of the {count} classes (axis 0 … "
+                f"1).")
+    return ("Class probabilities", "probability",
+            f"Predictions: the probability of each of the {count} classes, from the logits "
+            f"{model_words.LEARNT} (axis 0 … 1).")
 
 
 def render_predictions(result, params, ctx: RenderContext) -> list[Figure]:
-    """Horizontal bar chart of the class capsules' lengths (not a softmax), 0 … 1, the longest
-    (predicted) highlighted, the two longest for a two-digit model (`ctx.labels_per_image`).
+    """Horizontal bar chart of the class scores in the model's own terms (class-capsule lengths,
+    not a softmax; logistic activations; a learnt readout's logits; a CNN's probabilities), the
+    predicted class highlighted, the two highest for a two-digit model (`ctx.labels_per_image`).
     PNG (Pillow) + SVG (written directly)."""
     lengths = np.asarray(result["lengths"], dtype=np.float64).reshape(-1)
     names = [_class_name(ctx, k) for k in range(len(lengths))]
     # the predicted class, or both of a two-digit model's (its two highest scores: top-2)
     shown = [int(k) for k in np.argsort(-lengths, kind="stable")[:max(1, ctx.labels_per_image)]]
-    kind, value = "length", lambda k: length_label(lengths[k])
-    title = "Class-capsule lengths"
-    what = (f"Predictions: length of each of the {len(lengths)} class capsules (not a softmax; "
-            f"each in 0 … 1, axis 0 … 1).")
-    if _logistic(ctx):                # matrix capsules (Hinton et al. 2018)
-        title, kind, value = "Class-capsule activations", "activation", lambda k: f"{lengths[k]:.3f}"
-        what = (f"Predictions: the logistic activation of each of the {len(lengths)} class "
-                f"capsules (not a softmax; each in 0 … 1, axis 0 … 1).")
-    if "probabilities" in result:     # a CNN (Gu 2022's baselines)
-        title, kind, value = "Class probabilities", "probability", lambda k: f"{lengths[k]:.3f}"
-        what = (f"Predictions: the CNN's probability of each of the {len(lengths)} classes "
-                f"(axis 0 … 1).")
+    title, kind, what = _prediction_terms(result, ctx, len(lengths))
+    value = (lambda k: length_label(lengths[k])) if kind == "length" else \
+        (lambda k: f"{lengths[k]:.3f}")
     named = " and ".join(f"{names[k]} ({kind} {value(k)})" for k in shown)
     caption = (f"{what} Predicted class {named} highlighted." if len(shown) == 1 else
                f"{what} Predicted classes {named}, the two highest (top-2), highlighted.")
@@ -575,7 +601,13 @@ def render_rpv(result, params, ctx: RenderContext) -> list[Figure]:
 # --- class capsules -----------------------------------------------------------------------------
 
 def render_class_capsules(result, params, ctx: RenderContext) -> list[Figure]:
-    """K rows x D columns of pose values (diverging), each row with class name and length."""
+    """K rows x D columns of pose values (diverging), each row with class name and its score
+    (its length |v| when the length is what the model predicts by)."""
+    from reportgen.capsnet import model_words
+
+    description = ctx.description
+    by_length = description is None or model_words.readout(description) == "length"
+    score = "|v|" if by_length else model_words.score_word(description)
     capsules = np.asarray(result["capsules"], dtype=np.float64)           # (K, D)
     lengths = np.asarray(result["lengths"], dtype=np.float64).reshape(-1)
     classes, dims = capsules.shape
@@ -587,7 +619,7 @@ def render_class_capsules(result, params, ctx: RenderContext) -> list[Figure]:
     names = [_class_name(ctx, k) for k in range(classes)]
     lh = _line_height()
     label_w = max(text_size(n)[0] for n in names) + 8
-    value_w = max(text_size(f"|v| = {length_label(v)}")[0] for v in lengths) + 8
+    value_w = max(text_size(f"{score} = {length_label(v)}")[0] for v in lengths) + 8
     header = lh + 2
     height = header + grid.shape[0] + 2
     width = label_w + grid.shape[1] + value_w + 4
@@ -606,16 +638,20 @@ def render_class_capsules(result, params, ctx: RenderContext) -> list[Figure]:
         y = y0 + k * (cell + 1) + (cell - lh) // 2 + 1
         colour = HIGHLIGHT if k == predicted else None
         texts.append((x0 - 6, y, names[k], "right", colour))
-        texts.append((x0 + grid.shape[1] + 6, y, f"|v| = {length_label(lengths[k])}", "left",
+        texts.append((x0 + grid.shape[1] + 6, y, f"{score} = {length_label(lengths[k])}", "left",
                       colour))
     blocks = [_Block(array, texts),
               _colorbar(DIVERGING, -vmax, vmax, "pose value", width=min(200, grid.shape[1]))]
-    caption = (f"The pose vector of every class capsule; the longest is the prediction. Details: "
+    lead = ("the longest is the prediction" if by_length else
+            f"the prediction is {model_words.prediction_words(description)}")
+    each = ("each row's length |v| on the right" if by_length else
+            f"each row's {model_words.score_word(description)} on the right (its class score, "
+            f"one of {model_words.score_words(description)})")
+    caption = (f"The pose vector of every class capsule; {lead}. Details: "
                f"Class capsules: the {dims}-dimensional pose vector of each of the {classes} class "
                f"capsules (rows; columns = dimensions 0 … {dims - 1}), {DIVERGING} colours "
                f"symmetric around zero, scale ±{fmt(vmax)} = the largest absolute value for this "
-               f"image; each row's length |v| on the right, predicted class "
-               f"{names[predicted]} framed.")
+               f"image; {each}, predicted class {names[predicted]} framed.")
     return [_png_figure("class_capsules.png", _compose(blocks), caption)]
 
 
@@ -787,11 +823,10 @@ def render_gradcam_pp(result, params, ctx: RenderContext) -> list[Figure]:
     mosaic = _mosaic(np.stack(panels), len(panels), gutter=8, above=labels)
     blocks = [mosaic, _colorbar(cmap, 0.0, 1.0, "Grad-CAM++ (min-max per image)",
                                 width=min(200, mosaic.array.shape[1]), levels=OVERLAY_LEVELS)]
-    score = "logistic activation" if _logistic(ctx) else "length"
     caption = (f"Where the network looks for the class, from the gradients at layer "
                f"{layer or '(unnamed)'}. Details: "
                f"Grad-CAM++{for_class} from layer {layer or '(unnamed)'} ({gh}x{gw} map, gradients "
-               f"of the class capsule's {score}), {where}, as a {cmap} overlay ({alpha:.0%} "
+               f"of {_gradient_words(ctx)}), {where}, as a {cmap} overlay ({alpha:.0%} "
                f"opacity) on the grayscale input. Normalisation: min-max per image (0 … 1).")
     return [_png_figure("gradcam_pp.png", _compose(blocks), caption)]
 
@@ -800,6 +835,12 @@ def render_gradcam_pp(result, params, ctx: RenderContext) -> list[Figure]:
 
 def render_activation_maximization(result, params, ctx: RenderContext) -> list[Figure]:
     """A row of synthesized images, one per class, with the model's lengths for each."""
+    from reportgen.capsnet import model_words
+
+    # the ascent is on the class capsules' lengths (the technique's); the model predicts by
+    # them only when its readout is their length
+    description = ctx.description
+    by_length = description is None or model_words.readout(description) == "length"
     images = np.asarray(result["images"], dtype=np.float64)               # (K, H, W, C)
     lengths = np.asarray(result["lengths"], dtype=np.float64)             # (K, K)
     classes, height, width = images.shape[:3]
@@ -809,17 +850,22 @@ def render_activation_maximization(result, params, ctx: RenderContext) -> list[F
     for k in range(classes):
         pred = int(np.argmax(lengths[k]))
         below.append([f"|v|={lengths[k, k]:.3f}",
-                      (f"pred {names[pred]}", MUTED if pred == k else DEAD)])
+                      (f"{'pred' if by_length else 'longest'} {names[pred]}",
+                       MUTED if pred == k else DEAD)])
     cols = _columns(classes, 10)
     mosaic = _mosaic(tiles, cols, gutter=4, above=names, below=below)
     blocks = [_title("Activation maximization (experimental)"), mosaic]
+    verdict = ("the model's prediction for it (red when another class wins)" if by_length else
+               f"the longest class capsule for it (red when another class's is longer; this "
+               f"model predicts by {model_words.prediction_words(description)}, not by length)")
     caption = ("Images synthesised to maximise each class capsule, and what the model predicts "
-               "for them. Details: "
+               "for them. Details: " if by_length else
+               "Images synthesised to lengthen each class capsule, and which capsule is then "
+               "the longest. Details: ") + (
                "Activation maximization (experimental): for each class, an image synthesized by "
                "gradient ascent on that class capsule's length from an all-black input, no "
-               "regulariser; below each, the length of its own class capsule and the model's "
-               "prediction for it (red when another class wins). Pixel values clipped to 0 … 1, "
-               "no normalisation.")
+               f"regulariser; below each, the length of its own class capsule and {verdict}. "
+               "Pixel values clipped to 0 … 1, no normalisation.")
     return [_png_figure("activation_maximization.png", _compose(blocks), caption)]
 
 

@@ -236,6 +236,15 @@ def overlay_spec(runs: list[tuple[str, list[dict]]], kind: str,
                       else [], step_tooltip=False)
 
 
+def _losses_text(history: list[dict]) -> str:
+    """The loss terms the history holds, in words ("total loss, margin loss and reconstruction
+    loss"): only the model's own (a model trained without a decoder has no reconstruction
+    loss; its classification loss as its family names it)."""
+    names = [label for key, label, _ in _keyed(LOSSES, history)
+             if any(number(r.get(key)) is not None for r in history)] or ["total loss"]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def render_training_curves(history: list[dict], model: str, accuracy: str = "accuracy",
                            chance: tuple[float, str] | None = None) -> list[Figure]:
     """The paper figure of a model's training curves (loss above accuracy, the overview's
@@ -249,11 +258,8 @@ def render_training_curves(history: list[dict], model: str, accuracy: str = "acc
             "vconcat": [{k: v for k, v in c.items() if k != "config"} for c in charts],
             "resolve": {"scale": {"color": "independent"}}}
     _, x_title = _x_of(history)
-    key = classification_loss_key(history)
-    classification = loss_label(key) if key is not None else "classification loss"
     caption = (f"Training curves of {model} over {len(history)} saved steps (x: {x_title}). "
-               f"Top: total loss, {classification} and reconstruction loss, each the mean over "
-               f"the batches "
+               f"Top: {_losses_text(history)}, each the mean over the batches "
                f"since the previous saved step. Bottom: validation {accuracy} at each saved "
                f"step and the running training {accuracy}"
                + (f"; dashed: chance ({chance[1]})." if chance else "."))

@@ -46,33 +46,60 @@ def _agreement(arrays, params, ctx) -> list[Figure]:
         axes[0].set_ylabel("share of votes")
         axes[0].legend(loc="upper left", frameon=False)
         axes[1].set_ylabel("mean vote length")
-        axes[2].set_ylabel("mean c_ij")
+        axes[2].set_ylabel(f"mean {_symbol(ctx)}_ij")
         axes[2].set_xlabel("cos(v_j, û_j|i)")
         axes[2].set_xlim(-1, 1)
         axes[0].set_title(f"Vote agreement {_where(ctx)}".strip())
         fig.tight_layout()
     bins = len(centres)
+    weights = _weights_word(ctx)
     caption = (f"Do the votes agree with the class capsule they build? Cosine of votes and class "
-               f"capsule, true class against the strongest wrong class (coupling-weighted means "
+               f"capsule, true class against the strongest wrong class ({weights}-weighted means "
                f"{weighted[0]:.3f} and {weighted[1]:.3f}). Details: "
                f"Vote agreement: for every one of {n} evaluation images, the "
                f"cosine between class capsule v_j and each primary capsule's vote "
                f"û_j|i = W_ij u_i "
-               f"for j = the true class (orange) and j = the strongest wrong class (the longest "
-               f"other class capsule, blue); {bins} equal bins over [-1, 1] (a vote parallel to "
+               f"for j = the true class (orange) and j = the strongest wrong class "
+               f"({_strongest_other(ctx)}, blue); {bins} equal bins over [-1, 1] (a vote parallel to "
                f"v_j falls in the last bin; a zero vote counts as cosine 0). Top: share of all "
                f"votes per bin (each curve sums to 1); middle: mean vote length |û_j|i| per bin; "
                f"bottom: mean final routing weight into the class ({_routing_words(ctx)}) per "
                f"bin (gaps = empty bins). "
-               f"Coupling-weighted mean cosine: true {weighted[0]:.3f}, wrong {weighted[1]:.3f}.")
+               f"{weights[:1].upper()}{weights[1:]}-weighted mean cosine: true "
+               f"{weighted[0]:.3f}, wrong {weighted[1]:.3f}.")
     return figure_pair(fig, "vote_agreement", caption)
 
 
 def _routing_words(ctx) -> str:
     """What the model's routing weights into the classes are called (its RoutingWeights)."""
+    from reportgen.capsnet.model_words import routing_words
+
     description = getattr(ctx, "description", None)
-    routed = description.routed_layers if description is not None else ()
-    return routed[-1].routing.words if routed else "coupling coefficients c_ij"
+    words = routing_words(description) if description is not None else ""
+    return words or "coupling coefficients c_ij"
+
+
+def _symbol(ctx) -> str:
+    """The routing weights' letter ("c" for c_ij, "R" for EM's R_ij)."""
+    from reportgen.capsnet.model_words import routing_symbol
+
+    description = getattr(ctx, "description", None)
+    return (routing_symbol(description) if description is not None else "") or "c"
+
+
+def _weights_word(ctx) -> str:
+    """What weights the weighted means: "coupling" for coupling coefficients c, else the
+    routing weights' letter ("R_ij")."""
+    symbol = _symbol(ctx)
+    return "coupling" if symbol == "c" else f"{symbol}_ij"
+
+
+def _strongest_other(ctx) -> str:
+    from reportgen.capsnet.model_words import strongest_other_words
+
+    description = getattr(ctx, "description", None)
+    return strongest_other_words(description) if description is not None else \
+        "the other class with the highest score"
 
 
 def _agreement_images(arrays, params, ctx) -> list[Figure]:

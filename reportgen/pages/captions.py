@@ -26,7 +26,7 @@ _SUP = dict(zip("0123456789+-n()", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻ⁿ⁽⁾")
 WORDS = {"modified": "modified method", "original": "original method",
          "per_layer": "one scale per layer", "per_map": "one scale per map",
          "absolute": "absolute scale", "argmax": "grouped by strongest class",
-         "weighted": "weighted by coupling", "true": "true class", "predicted": "predicted class",
+         "weighted": "weighted by routing weight", "true": "true class", "predicted": "predicted class",
          "blur": "blurred start", "blank": "blank start", "per_class": "per class",
          "pooled": "pooled", "first": "first images"}
 

@@ -1,9 +1,12 @@
-"""The "About the methods" page: every technique of the site with what it shows and the full
-references it declares (`Technique.citations`, handed on in SiteData.techniques), the model
-families of the built models with theirs (`Family.citations`, in ModelData.citations), written
-out as plain text (no links: the site makes no remote request), and the thresholds behind the
-findings (reportgen/results/findings.py). A technique or family that declares no citation shows
-none.
+"""The "About the methods" page: every technique the site built (a figure, or a failure it
+reports, for some model: `built_techniques`) with what it shows and the full references it
+declares (`Technique.citations`, handed on in SiteData.techniques), the others of the build's
+technique list in one line each saying why they are not there (they did not apply to the
+models, with the reason; or were not run at the built steps), the model families of the built
+models with theirs (`Family.citations`, in ModelData.citations), written out as plain text (no
+links: the site makes no remote request), and the thresholds behind the findings
+(reportgen/results/findings.py). A technique or family that declares no citation shows none.
+Home's techniques table lists the same built techniques.
 """
 
 from __future__ import annotations
@@ -20,14 +23,67 @@ def reference(entry: str) -> str:
     return bibtex.reference(entry, readable)
 
 
-def methods_view(techniques: list[dict], scope_of=lambda name: "input") -> list[dict]:
+def _panels_of(site):
+    for model in site.models:
+        yield from model.trend_panels
+        for step in model.steps:
+            yield from step.checkpoint_panels
+            yield from step.dataset_panels
+            for panels in step.input_panels.values():
+                yield from panels
+    yield from site.compare_panels
+
+
+def built_techniques(site) -> frozenset[str]:
+    """The techniques the site built: those with a panel (its figures, or the failure its card
+    reports) for some model, step or input, or across models."""
+    return frozenset(p.technique for p in _panels_of(site) if p.figures or p.failed)
+
+
+def built_list(site) -> list[dict]:
+    """SiteData.techniques (the build's list, in page order) cut to the built ones."""
+    built = built_techniques(site)
+    return [t for t in site.techniques if t["name"] in built]
+
+
+def not_built_view(site) -> list[dict]:
+    """[{name, title, why}] of the build's techniques the site did not build, in page order:
+    "did not apply to M1, M2: it has no …" when every model lists it as not applicable
+    (ModelData.not_applicable, its reasons grouped), else that no built step ran it."""
+    built = built_techniques(site)
+    rows = []
+    for t in site.techniques:
+        if t["name"] in built:
+            continue
+        reasons: dict[str, list[str]] = {}
+        for model in site.models:
+            for n in model.not_applicable:
+                if n.get("technique") == t["name"]:
+                    reasons.setdefault(str(n.get("reason", "")).strip().rstrip("."),
+                                       []).append(model.name)
+        models = [name for names in reasons.values() for name in names]
+        if site.models and len(models) == len(site.models):
+            why = "did not apply to " + "; to ".join(
+                f"{', '.join(names)}{': ' + reason if reason else ''}"
+                for reason, names in reasons.items())
+        else:
+            why = "not run at the built steps (no model has a figure of it)"
+        rows.append({"name": t["name"], "title": t.get("title", t["name"]), "why": why})
+    return rows
+
+
+def methods_view(techniques: list[dict], scope_of=lambda name: "input",
+                 built: frozenset[str] | None = None) -> list[dict]:
     """[{name, title, page, description, experimental, references}] of the site's techniques
-    (SiteData.techniques), in page order; `page` says where its figures are (`scope_of(name)`
-    is the technique's scope)."""
+    (SiteData.techniques), in page order, only the `built` ones when given
+    (`built_techniques`); `page` says where its figures are (`scope_of(name)` is the
+    technique's scope)."""
     from reportgen.pages.page_table import ANALYSES_TITLE, BESIDE_EVERY_LAYER, LAYER_TITLES
 
     rows = []
     for t in techniques:
+        if built is not None and t["name"] not in built:
+            continue
         name = t["name"]
         layer = t.get("layer", "")
         page = (f"the {ANALYSES_TITLE} page" if scope_of(name) == "dataset"
@@ -67,7 +123,8 @@ def thresholds() -> list[dict]:
                   f"\"cannot be told from chance on N images\"; images of two digits: one pair "
                   f"of classes, top-2 accuracy against 1/C(K, 2))"},
         {"what": "routing counts as uniform",
-         "value": f"mean coupling entropy within {findings.ROUTING_NATS:g} nats of log K"},
+         "value": f"mean entropy of the routing weights (each family's: coupling coefficients, "
+                  f"EM assignments, ...) within {findings.ROUTING_NATS:g} nats of log K"},
         {"what": "dead units worth flagging",
          "value": f"more than {100 * findings.DEAD_SHARE:g}% of a conv layer's filters, or of the "
                   f"primary capsule types"},

@@ -41,8 +41,8 @@ from reportgen.pages.gu_comparison import TITLE as GU_TITLE
 from reportgen.pages.gu_comparison import comparison
 from reportgen.pages.input_scripts import split_index
 from reportgen.pages.live import live_step
-from reportgen.pages.methods import (METHODS_STEM, METHODS_TITLE, families_view, methods_view,
-                                     thresholds)
+from reportgen.pages.methods import (METHODS_STEM, METHODS_TITLE, built_list, built_techniques,
+                                     families_view, methods_view, not_built_view, thresholds)
 from reportgen.pages.live import summary_line as live_summary_line
 from reportgen.pages.mkdocs_project import (SITE_SCRIPT, build_site, choose_theme,
                                             mkdocs_config, write_files, write_project)
@@ -96,8 +96,10 @@ def render_site(site: SiteData, docs_dir: Path, templates_dir: Path | None = Non
             files[f"numbers/{GU_STEM}-{table}.csv"] = text
         nav.append({GU_TITLE: f"{GU_STEM}.md"})
     files[f"{METHODS_STEM}.md"] = _template(env, "methods").render(
-        **common(site, "", "methods"), methods=methods_view(site.techniques, ctx.scope),
-        families=families_view(site.models), thresholds=thresholds())
+        **common(site, "", "methods"),
+        methods=methods_view(site.techniques, ctx.scope, built_techniques(site)),
+        not_built=not_built_view(site), families=families_view(site.models),
+        thresholds=thresholds())
     nav.append({METHODS_TITLE: f"{METHODS_STEM}.md"})
     for info in infos:
         files.update(_render_model_pages(env, ctx, info, files))
@@ -173,7 +175,7 @@ def _render_home(env, ctx: SiteContext, infos: list[ModelInfo]) -> str:
             for info in infos]
     present = {page.layer for info in infos for page in info.layers}
     return _template(env, "home").render(
-        **common(ctx.site, root, "home"), rows=rows,
+        **common(ctx.site, root, "home"), rows=rows, techniques=built_list(ctx.site),
         site_layer_pages=[p.title for p in page_table.LAYER_PAGES if p.layer in present],
         compare_href="compare.html" if any(i.pictures for i in infos)
         or ctx.site.compare_panels or len(infos) > 1 else None)

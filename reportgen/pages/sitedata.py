@@ -62,7 +62,7 @@ class InputInfo:
 @dataclass
 class Prediction:
     predicted: str            # class name
-    confidence: float         # the predicted class capsule's length
+    confidence: float         # the predicted class's score (ModelData.words["score"] says what)
     correct: bool | None      # None when the true class is unknown
 
 
@@ -143,6 +143,10 @@ class ModelData:
     # routing iterations of its routed layers (1: uniform couplings); None: no iterative
     # routing (a CNN, GraCapsNet's attention, self-routing) or not known
     routing_iterations: int | None = None
+    # how it scores and predicts, in words from its description (what it predicts by, what
+    # its gradients are of, its routing weights' name: reportgen.capsnet.model_words.words_of),
+    # for the pages and findings; {} (neutral words) when not known
+    words: dict = field(default_factory=dict)
 
 
 @dataclass

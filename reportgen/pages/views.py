@@ -586,7 +586,8 @@ def model_findings(info: ModelInfo, root: str) -> list[dict]:
                      untrained=summaries_at(before) or None,
                      untrained_accuracy=first.accuracy if first else None,
                      reference=reference, predicts_nothing=step_verdict(model, step),
-                     labels_per_image=model.labels_per_image)
+                     labels_per_image=model.labels_per_image,
+                     words=getattr(model, "words", None))
     folder = f"{root}{url(info.folder)}"
     anchors = {}
     for meta in info.dataset_panels:

@@ -64,7 +64,8 @@ TENSORS = {
                                  ("routing_weights",)),
     "predicted": ("(B,) int64 the predicted class: argmax of the lengths (of a CNN's logits)",
                   ()),
-    "reconstruction": ("(B, H, W, C) decoder output from the longest capsule", ("decoder",)),
+    "reconstruction": ("(B, H, W, C) decoder output from the predicted class's capsule",
+                       ("decoder",)),
     "explanation": ("(B, classes, gh, gw) the network's own explanation map per class on its "
                     "primary grid (the 'explanation' capability, reportgen.contract)",
                     ("explanation",)),

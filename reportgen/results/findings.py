@@ -19,7 +19,7 @@ from reportgen.results.explanation_fidelity import METHOD_LABELS
 from reportgen.results.multimnist import top2_chance
 
 UNTRAINED = "0-0"                  # the step `reportgen train` saves before any update
-ROUTING_NATS = 0.05                # mean coupling entropy this close to log K counts as uniform
+ROUTING_NATS = 0.05                # mean routing-weight entropy this close to log K: uniform
 DEAD_SHARE = 0.05                  # a share of dead filters / inactive types above this is flagged
 DEAD_TYPE_LENGTH = 1e-3            # dead_units' default: a type never more active is inactive
 AOPC_MARGIN = 0.05                 # deletion AOPC / insertion AUC differences below this are ties
@@ -269,9 +269,11 @@ def _routing_gaps(summary: dict) -> list[float] | None:
 
 
 def routing_finding(summary: dict | None, classes: int,
-                    untrained: dict | None = None) -> Finding | None:
+                    untrained: dict | None = None, words: dict | None = None) -> Finding | None:
     """Whether routing departs from uniform weights: the uniform entropy minus the mean entropy
-    of the routing weights, per routed layer."""
+    of the routing weights, per routed layer, called what the model's family calls them
+    (`words`, reportgen.capsnet.model_words.words_of: "coupling coefficients of dynamic
+    routing", "EM assignments", ...; "routing weights" when unknown)."""
     gaps = _routing_gaps(summary or {})
     if not gaps:
         return None
@@ -281,8 +283,7 @@ def routing_finding(summary: dict | None, classes: int,
     largest = max(gaps)
     if largest < ROUTING_NATS:
         text = (f"Routing stays within {largest:.2g} nats of uniform{where} (threshold "
-                f"{threshold}): the {'assignments' if several else 'coupling coefficients'} "
-                f"barely depart from 1/{'(number of parents)' if several else classes}.")
+                f"{threshold}): the {_routing_weights(words)} barely depart from 1/{'(number of parents)' if several else classes}.")
     else:
         parts = ", ".join(f"layer {i + 1}: {g:.2g}" for i, g in enumerate(gaps)) if several \
             else f"{largest:.2g} nats"
@@ -293,6 +294,14 @@ def routing_finding(summary: dict | None, classes: int,
     return Finding("routing", text, threshold, "routing_entropy",
                    _untrained(None if not before else
                               f"{max(before):.2g} nats from uniform"))
+
+
+def _routing_weights(words: dict | None) -> str:
+    """The model's routing weights into the classes in its family's words."""
+    from reportgen.capsnet.model_words import word
+
+    found = word(words, "routing")
+    return found or "routing weights"
 
 
 def _dead_filters(summary: dict) -> list[tuple[str, int, int]]:
@@ -321,9 +330,14 @@ def _dead_parts(summary: dict, share: bool = True) -> list[tuple[str, str, float
             for what, text, value in parts]
 
 
-def dead_units_finding(summary: dict | None, untrained: dict | None = None) -> Finding | None:
+def dead_units_finding(summary: dict | None, untrained: dict | None = None,
+                       words: dict | None = None) -> Finding | None:
     """Conv filters that never fire, counted per conv layer (each layer has its own filters),
-    and primary capsule types that never activate; each layer's share against DEAD_SHARE."""
+    and primary capsule types that never activate (below their activation's threshold: a
+    vector capsule's length, a logistic unit; `words` says which); each layer's share against
+    DEAD_SHARE."""
+    from reportgen.capsnet.model_words import word
+
     s = summary or {}
     parts = _dead_parts(s)
     if not parts:
@@ -336,7 +350,7 @@ def dead_units_finding(summary: dict | None, untrained: dict | None = None) -> F
                f"({threshold})")
     what = ["a dead filter outputs 0 on every evaluation image"] if _dead_filters(s) else []
     if _num(s, "type_count"):
-        what.append(f"an inactive type stays below length "
+        what.append(f"an inactive type stays below {word(words, 'primary_activation')} "
                     f"{_num(s, 'dead_type_threshold') or DEAD_TYPE_LENGTH:g} on every image")
     meaning = "; ".join(what)
     text = (f"{'; '.join(text for _, text, _ in parts)}. {meaning[:1].upper()}{meaning[1:]}: "
@@ -473,7 +487,7 @@ def multimnist_finding(summary: dict | None,
                "below" if accuracy < chance - margin else "no better than")
     text = (f"Top-2 accuracy is {_pct(accuracy)} on {images} MultiMNIST test pairs, {verdict} "
             f"chance ({_pct(chance)} = 1/{round(1 / chance)}; threshold: {CHANCE_SIGMAS} "
-            f"standard errors, ±{_pct(margin)}; Sabour et al. 2017: 95%)")
+            f"standard errors, ±{_pct(margin)}; a CapsNet in Sabour et al. 2017: 95%)")
     iou = _num(s, "segmentation_iou")
     before_iou = _num(untrained, "segmentation_iou")
     reference = _num(s, "segmentation_reference")
@@ -575,13 +589,16 @@ def findings(summaries: dict[str, dict], classes: int, *, accuracy: float | None
              reference: tuple | None = None,
              predicts_nothing: UntrainedVerdict | None = None,
              labels_per_image: int = 1,
-             accuracy_counted: str = "evaluation images") -> list[Finding]:
+             accuracy_counted: str = "evaluation images",
+             words: dict | None = None) -> list[Finding]:
     """Every finding the numbers support, in reading order. `summaries` and `untrained`:
     {technique name: its summary} at the analysed step and at 0-0; `reference`: Gu's Table 1
     row for the model's kind (see `affnist_finding`). `predicts_nothing` (`untrained_verdict` of
     the analysed step): the accuracy and that verdict only, since the other numbers then
     describe an untrained network (an UNCLEAR verdict leaves every finding). `labels_per_image`
-    2: `accuracy` is top-2 accuracy; `accuracy_counted` what its `images` are."""
+    2: `accuracy` is top-2 accuracy; `accuracy_counted` what its `images` are. `words`: the
+    model's mechanism in words (ModelData.words, reportgen.capsnet.model_words.words_of), so
+    that no finding names another family's."""
     before = untrained or {}
     # two digits per image: the accuracy is top-2, whose chance is 1/C(K, 2), not 1/K
     pairs = multimnist_finding(summaries.get("multimnist_segmentation"),
@@ -591,8 +608,8 @@ def findings(summaries: dict[str, dict], classes: int, *, accuracy: float | None
     if predicts_nothing is not None and predicts_nothing.untrained:
         return [f for f in out if f is not None] + [untrained_finding(predicts_nothing)]
     out.append(routing_finding(summaries.get("routing_entropy"), classes,
-                               before.get("routing_entropy")))
-    out.append(dead_units_finding(summaries.get("dead_units"), before.get("dead_units")))
+                               before.get("routing_entropy"), words))
+    out.append(dead_units_finding(summaries.get("dead_units"), before.get("dead_units"), words))
     out.extend(explanation_findings(summaries.get("explanation_fidelity"),
                                     before.get("explanation_fidelity"))
                if "explanation_fidelity" in summaries else [])

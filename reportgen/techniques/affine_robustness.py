@@ -2,7 +2,8 @@
 
 One sweep per factor (rotation, x/y translation, scale, x/y shear): every evaluation image is
 transformed with each value of the sweep (reportgen.probe.affine: bilinear, zero fill, image
-centre as origin) and classified by the longest class capsule. The clean accuracy comes from
+centre as origin) and classified by the model's own rule (its highest class score:
+reportgen.capsnet.model_words.prediction_words says which). The clean accuracy comes from
 the EvalBatch's shared clean pass. Context, not a result of ours: on affNIST (MNIST digits
 under random small affine transforms, trained on translated MNIST only) Sabour et al. 2017
 report 79% for a CapsNet and 66% for a CNN of the same size.

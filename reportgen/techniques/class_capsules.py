@@ -75,8 +75,9 @@ TECHNIQUE = Technique(
     render=_render,
     numbers=capsule_numbers,
     variants=variants,
-    description="The pose vector of every class capsule after its routing, with its length "
-                "(the class probability). The decoder reconstructs the input from the longest "
-                "one (Sabour et al. 2017). Matrix capsules (Hinton et al. 2018) show each "
-                "class's 4x4 pose matrix with its logistic activation.",
+    description="The pose of every class capsule after its routing, with the class score the "
+                "model reads from it: a vector capsule's length, the class probability (Sabour "
+                "et al. 2017), whose decoder reconstructs the input from the predicted class's "
+                "capsule; a 4x4 pose matrix with its logistic activation (Hinton et al. 2018); "
+                "or the logit a learnt readout gives. The caption names the model's own.",
 )

@@ -1,5 +1,6 @@
-"""Grad-CAM++ (Chattopadhyay et al. 2017) of the predicted class-capsule length (of a CNN's
-predicted logit, the score Grad-CAM++ was defined on).
+"""Grad-CAM++ (Chattopadhyay et al. 2017) of the predicted class's score, the probe's: the
+class capsule's length or activation, the logit a learnt readout gives, or a CNN's predicted
+logit (the score Grad-CAM++ was defined on).
 
 The closed form is tf-keras-vis 0.8.7's GradcamPlusPlus: with score S (the predicted class
 capsule's length), A the layer's feature maps and g = dS/dA,
@@ -106,6 +107,8 @@ TECHNIQUE = Technique(
     variants=variants,
     description="Where the network looks for the predicted class: Grad-CAM++ (Chattopadhyay et "
                 "al. 2017) weights a convolutional layer's feature maps by the positive "
-                "gradients of the predicted class capsule's length, with the closed form of "
-                "tf-keras-vis 0.8.7; normalised to [0, 1] per image. The panel names the layer.",
+                "gradients of the predicted class's score, the model's own (its class capsule's "
+                "length or activation, the logit a learnt readout gives, or a CNN's logit: the "
+                "caption names it), with the closed form of tf-keras-vis 0.8.7; normalised to "
+                "[0, 1] per image. The panel names the layer.",
 )

@@ -1,8 +1,9 @@
-"""Predictions: the length of every class capsule, the network's class probabilities.
+"""Predictions: every class's score, in the model's own terms (reportgen.capsnet.model_words).
 
-Lengths, not a softmax: each class capsule's length is its own probability (Sabour et al. 2017).
-A CNN (Gu 2022's baselines) shows its class probabilities (softmax, or the sigmoid / length of
-its class units) instead.
+Vector capsules: lengths, not a softmax; each class capsule's length is its own probability
+(Sabour et al. 2017). Matrix capsules: logistic activations. A learnt readout: the logits it
+reads out of the class capsules. A CNN (Gu 2022's baselines) shows its class probabilities
+(softmax, or the sigmoid / length of its class units).
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ TECHNIQUE = Technique(
     compute=compute,
     render=lazy("reportgen.figures.panels", "render_predictions"),
     variants=variants,
-    description="The length of every class capsule, drawn as a bar chart. A class capsule's "
-                "length is the network's probability that the class is present (Sabour et al. "
-                "2017); lengths are not a softmax and need not sum to 1. A CNN shows its class "
-                "probabilities.",
+    description="Every class's score, drawn as a bar chart, in the model's own terms (the "
+                "caption names them): a class capsule's length, the network's probability that "
+                "the class is present (Sabour et al. 2017; lengths are not a softmax and need "
+                "not sum to 1); a class capsule's logistic activation; the logit a learnt layer "
+                "reads out of the class capsules; or a CNN's class probabilities.",
 )

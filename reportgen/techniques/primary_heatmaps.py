@@ -91,8 +91,9 @@ TECHNIQUE = Technique(
     variants=variants,
     page_layer=page_layer,
     title_for=title_for,
-    description="For each primary-capsule type, the grid of capsule lengths (how strongly the "
-                "type's feature is present at each place) as a heatmap over the input. Each grid "
+    description="For each primary-capsule type, the grid of capsule activations (how strongly "
+                "the type's feature is present at each place: a vector capsule's length) as a "
+                "heatmap over the input. Each grid "
                 "cell covers the input region it actually sees (its receptive field), not an "
                 "even stretch of the grid over the whole image. Matrix capsules show their "
                 "logistic activations, for the primary and every convolutional capsule layer, "

@@ -15,7 +15,8 @@ def class_lengths(net, images: np.ndarray) -> np.ndarray:
 
 
 def accuracy(net, images: np.ndarray, labels: np.ndarray) -> float:
-    """Share of images whose longest class capsule is the true class."""
+    """Share of images whose highest class score (the encoder's: a CapsNet's longest class
+    capsule) is the true class."""
     if len(images) == 0:
         return float("nan")
     predicted = class_lengths(net, images).argmax(axis=1)

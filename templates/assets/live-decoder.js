@@ -472,7 +472,8 @@
       var option = document.createElement("option");
       option.value = String(k);
       option.textContent = name + (k === state.record.predicted ? " (predicted)" : "") +
-        ": |v| = " + state.record.lengths[k].toFixed(3);
+        ": |v| = " + norm(state.record.capsules[k]).toFixed(3);   /* the vector's own length:
+           the record's scores are what the model reads out, a length or not */
       return option;
     });
     ui.classPicker.replaceChildren.apply(ui.classPicker, options);
