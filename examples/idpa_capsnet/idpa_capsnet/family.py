@@ -248,4 +248,6 @@ FAMILY = Family(
     display_name=lambda params: "IDPA-CapsNet", table=NAME, settings=IDPAParams, check=check,
     routing=(INTO_CONV_CAPS, INTO_CLASSES), xla=XLA_PASSES,
     modules=(__name__, "idpa_capsnet.layers", "idpa_capsnet.network"),
-    citations=(CITATION,), classification_loss="cross_entropy", example=EXAMPLE)
+    citations=(CITATION,), classification_loss="cross_entropy",
+    classification_loss_words="cross-entropy of the softmax of the logits (Tsai et al. 2020)",
+    example=EXAMPLE)

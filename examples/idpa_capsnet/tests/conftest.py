@@ -77,12 +77,11 @@ def parse(raw: dict):
 
 
 def build_params(params, seed: int = 0):
-    import keras
+    """The network of ModelParams, weights seeded, built as reportgen builds every model: held
+    to the network contract and its declarations checked on a batch."""
+    from reportgen.sdk.testing import build_network
 
-    from idpa_capsnet.family import FAMILY
-
-    keras.utils.set_random_seed(seed)
-    return FAMILY.build(params)
+    return build_network(params, seed)
 
 
 def build(raw: dict, seed: int = 0):
