@@ -77,17 +77,19 @@ def test_the_description_is_what_is_built(raw):
 
 
 def test_mnist_description_grids_and_receptive_fields():
-    """conv1 5x5 s2: 12x12, each cell sees 5 pixels from 2r; the primary 3x3 s1: 10x10, 9
-    pixels; conv_caps1 3x3 s2: 4x4, 9 + 2*2*2 = 17 pixels from 4r."""
+    """conv1 5x5 s2: 12x12, cell r sees pixels 2r .. 2r + 4; the primary 3x3 s1: 10x10, conv1
+    cells r .. r + 2, so pixels 2r .. 2r + 8 (9); conv_caps1 3x3 s2: 4x4, primary cells 2r ..
+    2r + 2, so pixels 4r .. 4r + 12 (13)."""
     description = describe(load_model_params(MODEL))
     primary, conv_caps, classes = description.capsule_layers
     assert [c.grid for c in description.conv_layers] == [(12, 12), (10, 10)]
     assert (primary.grid, primary.types, primary.pose_size) == ((10, 10), 8, 16)
     assert primary.capsules == 800
     assert primary.receptive_field.size == (9, 9) and primary.receptive_field.stride == (2, 2)
+    assert conv_caps.receptive_field.start == (0, 0)
     assert (conv_caps.grid, conv_caps.kernel_size, conv_caps.strides) == ((4, 4), (3, 3),
                                                                           (2, 2))
-    assert conv_caps.receptive_field.size == (17, 17)
+    assert conv_caps.receptive_field.size == (13, 13)
     assert conv_caps.receptive_field.stride == (4, 4)
     assert (primary.routing.sums_over, conv_caps.routing.sums_over) == ("window", "parents")
     assert primary.routing.iterations == conv_caps.routing.iterations == 2

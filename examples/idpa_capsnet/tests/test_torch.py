@@ -27,10 +27,11 @@ def _compare(net, images):
     twin = torch_twin.from_keras(net)
     logits, poses, weights = torch_twin.run(twin, images, (*below.grid, below.types))
     out = {k: np.asarray(v) for k, v in net.model(images, training=False).items()}
-    differences = {"logits": np.abs(out["logits"] - logits).max(),
-                   "class_capsules": np.abs(out["class_capsules"] - poses).max()}
-    for name, r in zip(_routing_outputs(net), weights):
-        differences[name] = np.abs(out[name] - r).max()
+    references = {"logits": logits, "class_capsules": poses,
+                  **dict(zip(_routing_outputs(net), weights))}
+    # the largest difference, relative to the reference's scale where it exceeds 1
+    differences = {name: float(np.abs(out[name] - ref).max()) / max(1.0, np.abs(ref).max())
+                   for name, ref in references.items()}
     return differences, out
 
 
