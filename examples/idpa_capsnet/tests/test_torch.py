@@ -21,10 +21,10 @@ def _routing_outputs(net):
     return [layer.routing.output_of(layer.name) for layer in grid_layers]
 
 
-def _compare(net, images):
+def _compare(net, images, dtype=torch.float32):
     d = net.description
     below = d.capsule_layers[-2]
-    twin = torch_twin.from_keras(net)
+    twin = torch_twin.from_keras(net, dtype=dtype)
     logits, poses, weights = torch_twin.run(twin, images, (*below.grid, below.types))
     out = {k: np.asarray(v) for k, v in net.model(images, training=False).items()}
     references = {"logits": logits, "class_capsules": poses,
@@ -58,11 +58,13 @@ def test_the_mnist_model_equals_the_authors_model(sequential):
 
 def test_a_trained_like_scale_and_two_capsule_layers_equal_the_twin():
     """Two convolutional capsule layers, sequential routing, 3 iterations (TWO_LAYERS), and the
-    tiny example, at W x 4."""
+    tiny example, at W x 4: near one-hot routing, where float32 rounding on both sides adds up
+    to 2e-5 over three iterations; the twin computes in float64 here, so what is left is this
+    package's own float32 rounding."""
     for raw in (TINY, TWO_LAYERS):
         net = build(raw, seed=3)
         randomise(net, seed=4, scale=4.0)
-        differences, _ = _compare(net, digits(4, seed=3))
+        differences, _ = _compare(net, digits(4, seed=3), dtype=torch.float64)
         print(raw["idpa"], {k: f"{v:.1e}" for k, v in differences.items()})
         assert max(differences.values()) <= TOLERANCE
 

@@ -175,11 +175,12 @@ class CapsModel(nn.Module):
         return self.final_fc(out).squeeze(-1), out, keys
 
 
-def from_keras(net, expansion=input_expansion_fixed) -> CapsModel:
+def from_keras(net, expansion=input_expansion_fixed, dtype=torch.float32) -> CapsModel:
     """The twin of a built idpa network (one plain convolution), every weight copied from it:
     convolution kernels (kh, kw, in, out) -> (out, in, kh, kw); W of the convolutional capsule
     layers as they are (the same layout); the class capsules' W from reportgen's child order
-    (row, column, type) to the authors' (type, row, column)."""
+    (row, column, type) to the authors' (type, row, column). `dtype` float64: the twin computes
+    without float32 rounding of its own."""
     d = net.description
     own = net.params.family_settings
     conv, primary_conv = d.conv_layers
@@ -194,7 +195,7 @@ def from_keras(net, expansion=input_expansion_fixed) -> CapsModel:
                       sequential_routing=own.sequential_routing, expansion=expansion)
 
     def t(a):
-        return torch.tensor(np.asarray(a), dtype=torch.float32)
+        return torch.tensor(np.asarray(a), dtype=dtype)
 
     get = net.model.get_layer
     kernel, bias = get(conv.name).get_weights()
@@ -217,7 +218,7 @@ def from_keras(net, expansion=input_expansion_fixed) -> CapsModel:
     kernel, bias = get("readout").get_weights()
     model.final_fc.weight.data = t(kernel[None])
     model.final_fc.bias.data = t(np.reshape(bias, (1,)))
-    return model
+    return model.to(dtype)
 
 
 def run(model: CapsModel, images, grids):
@@ -226,7 +227,9 @@ def run(model: CapsModel, images, grids):
     children (row, column, type), classes)). `grids`: (gh, gw, types) of the class capsules'
     children."""
     with torch.no_grad():
-        logits, poses, keys = model(torch.tensor(np.asarray(images).transpose(0, 3, 1, 2)))
+        dtype = model.final_fc.weight.dtype
+        logits, poses, keys = model(torch.tensor(np.asarray(images).transpose(0, 3, 1, 2),
+                                                 dtype=dtype))
     weights = [k.permute(0, 5, 6, 2, 3, 1, 4).numpy() for k in keys[:-1]]
     gh, gw, types = grids
     last = keys[-1].numpy()
