@@ -248,6 +248,8 @@ FAMILY = Family(
     display_name=lambda params: "IDPA-CapsNet", table=NAME, settings=IDPAParams, check=check,
     routing=(INTO_CONV_CAPS, INTO_CLASSES), xla=XLA_PASSES,
     modules=(__name__, "idpa_capsnet.layers", "idpa_capsnet.network"),
-    citations=(CITATION,), classification_loss="cross_entropy",
+    # the network contract: the votes v_ij into the class capsules (Network.votes)
+    capabilities=frozenset({"votes"}), citations=(CITATION,),
+    classification_loss="cross_entropy",
     classification_loss_words="cross-entropy of the softmax of the logits (Tsai et al. 2020)",
     example=EXAMPLE)

@@ -20,7 +20,8 @@ iteration's class capsules are thus routed from the layer below's poses of the i
 primary poses, "<layer>_routing" for every capsule layer routed into the next (window form
 (B, Ph, Pw, K, K, Tin, Tout) into a convolutional capsule layer, (B, children, classes) into
 the class capsules: the last iteration's r), "class_capsules" (B, classes, 16), "logits" and
-"probabilities" (their softmax). `encoder`: image -> [class capsules, logits].
+"probabilities" (their softmax). `encoder`: image -> [class capsules, logits]. `votes` (the
+"votes" capability): images -> the votes into the class capsules (B, children, classes, 16).
 """
 
 from __future__ import annotations
@@ -106,8 +107,8 @@ def build_idpa(params) -> Network:
     routed = [ConvCaps(d.types, d.kernel_size[0], d.strides[0], epsilon, name=d.name)
               for d in grid_layers[1:]]
     class_caps = ClassCaps(class_desc.types, epsilon, name=class_desc.name)
-    capsules, weights, _ = route([*routed, class_caps], primary, own.iterations,
-                                 own.sequential_routing)
+    capsules, weights, routed_from = route([*routed, class_caps], primary, own.iterations,
+                                           own.sequential_routing)
     for child, r in zip(grid_layers, weights):
         outputs[child.routing.output_of(child.name)] = r
     logits = Readout(name="readout")(capsules)
@@ -116,6 +117,13 @@ def build_idpa(params) -> Network:
                     "probabilities": probabilities})
     model = keras.Model(image, outputs, name="idpa_capsnet")
     encoder = keras.Model(image, [capsules, logits], name="idpa_capsnet_encoder")
+    # the poses the last iteration's class capsules were routed from
+    children_model = keras.Model(image, routed_from[-1], name="idpa_capsnet_class_children")
+
+    def votes(images):
+        """images -> v_ij = P_i W_ij (B, children, classes, 16): the votes of the capsules the
+        class capsules were routed from in the last iteration, by the model's own layers."""
+        return class_caps.votes(children_model(images, training=False))
 
     def training_losses(images, one_hot):
         """The authors' nn.CrossEntropyLoss of the logits (per image), no reconstruction."""
@@ -125,5 +133,5 @@ def build_idpa(params) -> Network:
 
     return Network(params=params, description=description, model=model, encoder=encoder,
                    decoder=None, primary_conv=primary_conv, primary_caps=primary_caps,
-                   class_caps=class_caps, training_losses=training_losses,
+                   class_caps=class_caps, training_losses=training_losses, votes=votes,
                    capsule_layers={layer.name: layer for layer in [*routed, class_caps]})

@@ -145,3 +145,35 @@ def test_one_iteration_is_uniform_routing():
     out = net.model(digits(2), training=False)
     np.testing.assert_allclose(np.asarray(out["primary_caps_routing"]), 1 / 4, atol=1e-7)
     np.testing.assert_allclose(np.asarray(out["conv_caps1_routing"]), 1 / 10, atol=1e-7)
+
+
+@pytest.mark.parametrize("raw", [TINY, TWO_LAYERS, FLAT],
+                         ids=["tiny", "two-conv-caps-sequential-3", "no-conv-caps-2x2"])
+def test_the_votes_are_those_the_class_capsules_were_routed_from(raw):
+    """The "votes" capability: net.votes(images) is v_ij = P_i W_ij of the poses the last
+    iteration's class capsules were routed from (under concurrent routing: the layer below's
+    of the iteration before), and LayerNorm(sum_i r_ij v_ij) with the model's own r gives its
+    class capsules."""
+    net = build(raw)
+    randomise(net, scale=3.0)
+    images = digits(3, seed=4)
+    own = net.params.family_settings
+    weights = oracle_weights(net)
+    ref = forward(weights, images, own.iterations, not own.sequential_routing,
+                  own.layer_norm_epsilon)
+    children = ref["conv_caps"][-1] if ref["conv_caps"] else \
+        ref["primary_capsules"].reshape(len(images), *net.description.capsule_layers[0].grid,
+                                        -1, net.description.capsule_layers[0].pose_size)
+    W, gamma, beta = weights["class_caps"]
+    q = W.shape[1]
+    flat = children.reshape(len(images), -1, q, q)
+    expected = np.einsum("bnax,nxdm->bnmad", flat, W).reshape(*flat.shape[:2], W.shape[-1], -1)
+    votes = np.asarray(net.votes(images))
+    assert votes.shape == expected.shape
+    assert np.abs(votes - expected).max() <= TOLERANCE * max(1.0, np.abs(expected).max())
+    out = net.model(images, training=False)
+    *_, below, _ = net.description.capsule_layers
+    r = np.asarray(out[below.routing.output_of(below.name)], np.float64)
+    rebuilt = layer_norm(np.einsum("bnm,bnmd->bmd", r, votes), gamma, beta,
+                         own.layer_norm_epsilon)
+    np.testing.assert_allclose(np.asarray(out["class_capsules"]), rebuilt, atol=2e-5)
