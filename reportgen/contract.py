@@ -7,21 +7,31 @@ tensor name is present.
 Every network (reportgen.capsnet.network.Network, returned by a family's `build`) provides:
 - `model`: image -> dict of named outputs (the standard outputs below that its description
   calls for, and the outputs its family declares in `Family.outputs`);
-- `encoder`: image -> [class vectors, class scores]; `training_losses`; `description`;
+- `encoder`: image -> [class vectors, class scores], the scores being what the head declares
+  (`Head.scores`: "lengths", "activations", "logits" or "probabilities"), the same values as
+  the model output of that name; `training_losses`; `description`;
 - `decoder` exactly when its description has one (`ModelDescription.decoder`).
 
 The standard outputs, by what the description says (`required_outputs`):
 - every conv layer's post-activation maps, under the layer's name;
-- the class scores the prediction and its gradients are read from: "lengths" (class capsules
-  scored by their length), "activations" (capsules with a logistic activation) or "logits" with
-  "probabilities" (a logits head);
+- the class scores the prediction and its gradients are read from, by the head's readout:
+  "lengths" (class capsules scored by their length), "activations" (capsules with an
+  activation of their own) or "logits" with "probabilities" (a learnt readout of the class
+  capsules' poses, or a CNN's logits head);
 - "class_capsules" (B, classes, pose values) when the class capsules have a pose;
   "features" (B, G, dims) for a CNN head with class-by-dimension units;
-- per capsule layer on a grid: "<layer>_activations" (B, gh, gw, types), except primary
-  capsules whose activation is their length, which give their poses as "primary_capsules"
-  (B, gh * gw * types, dims) instead;
-- per capsule layer with routing weights into the next: "<layer>_routing" (B, children,
-  parents), or its convolutional window form, or the output its RoutingWeights name;
+- per capsule layer on a grid: "<layer>_activations" (B, gh, gw, types) when it has an
+  activation, except primary capsules whose activation is their length or that have none
+  (pose-only), which give their poses as "primary_capsules" (B, gh * gw * types, pose_size);
+- per capsule layer with routing weights into the next: "<layer>_routing", or the output its
+  RoutingWeights name, in one of two forms:
+    dense   (B, children, parents), children in the layer's capsule order (row-major, types
+            fastest), parents in the next layer's, 0 where a child cannot route;
+    window  (B, Ph, Pw, Kh, Kw, Tin, Tout), into a convolutional capsule layer: the weight from
+            the child at row p * stride + ky, column q * stride + kx, type i to the parent of
+            type o at position (p, q);
+  normalised as its RoutingWeights' `sums_over` declares ("parents", "children" or "window"),
+  which the build checks on a batch (reportgen.capsnet.declarations);
 - "reconstruction" with a decoder.
 
 Optional capabilities (`Family.capabilities`, `CAPABILITIES`), each a model feature
@@ -77,21 +87,20 @@ def check_declaration(name: str, capabilities, outputs) -> None:
 
 
 def score_output(description) -> str:
-    """The model output a prediction and its gradients are read from: the class-capsule
-    lengths, logistic activations, or a CNN's logits."""
-    if description.head.kind == "logits":
-        return "logits"
-    classes = description.class_capsules
-    return "activations" if classes is not None and classes.activation == "logistic" \
-        else "lengths"
+    """The model output a prediction and its gradients are read from, by the head's readout:
+    the class-capsule lengths, their activations, or logits (a learnt readout of the class
+    poses, a CNN's logits head)."""
+    return {"length": "lengths", "activation": "activations",
+            "learnt": "logits"}[description.head.readout]
 
 
 def required_outputs(description) -> dict[str, str]:
     """{model output: why the contract requires it} for a network of `description`."""
     need = {name: "conv layer" for name in description.conv_layer_names}
     need[score_output(description)] = "class scores"
-    if description.head.kind == "logits":
-        need["probabilities"] = "class probabilities of a logits head"
+    if description.head.readout == "learnt":
+        need["probabilities"] = "class probabilities of the logits"
+    need[description.head.scores] = "the class scores its encoder returns"
     if description.class_vectors == "class_capsules":
         need["class_capsules"] = "class-capsule poses"
     elif description.class_vectors == "features":
@@ -101,9 +110,10 @@ def required_outputs(description) -> dict[str, str]:
     for layer in layers:
         if layer.grid is None:
             continue
-        if layer is primary and layer.activation == "length":
-            need["primary_capsules"] = "primary-capsule poses (their lengths are activations)"
-        else:
+        if layer is primary and layer.activation in ("length", "none"):
+            need["primary_capsules"] = "primary-capsule poses" + (
+                " (their lengths are activations)" if layer.activation == "length" else "")
+        elif layer.has_activation:
             need[f"{layer.name}_activations"] = f"activations of capsule layer {layer.name}"
     for layer in description.routed_layers:
         need[layer.routing.output_of(layer.name)] = f"routing weights of {layer.name}"
@@ -144,3 +154,4 @@ def check_network(net, family_name: str, described=None) -> None:
         fail("its `decoder` must be given exactly when its description has a decoder")
     if "votes" in description.capabilities and not callable(getattr(net, "votes", None)):
         fail("it declares the capability 'votes' but its Network has no `votes` function")
+

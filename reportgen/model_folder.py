@@ -205,9 +205,10 @@ class ModelFolder:
 _COUNTS = ("epoch", "batch", "images_seen", "training_images", "limit", "epochs", "batch_size",
            "save_every", "seed")
 _FRACTIONS = ("train_accuracy", "val_accuracy", "until_accuracy")      # within [0, 1]
-_NUMBERS = ("loss", "margin_loss", "reconstruction_loss", "seconds", "wall_seconds",
-            "learning_rate")
-_TEXTS = ("model", "data", "dataset", "accuracy")
+# the classification losses of reportgen's families (Family.classification_loss) among them
+_NUMBERS = ("loss", "margin_loss", "spread_loss", "nll", "cross_entropy", "reconstruction_loss",
+            "seconds", "wall_seconds", "learning_rate", "momentum", "weight_decay")
+_TEXTS = ("model", "data", "dataset", "accuracy", "classification_loss", "optimizer")
 RUN_SECTION = "training"           # history.json's key of the run's facts (training.run_info)
 
 

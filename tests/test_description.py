@@ -24,6 +24,12 @@ VARIANTS = {
     "deep": DEEP,
     "no_decoder": {"decoder": {"enabled": False}},
     "no_routing": {"class_caps": {"dims": 4, "routing_iterations": 1, "weight_sharing": True}},
+    # [[conv]] padding "same": 11 -> ceil(11 / 2) = 6 (one cell of padding before, two after)
+    # -> 6 -> primary 3x3 s1 4x4
+    "same_padding": {"conv": [{"filters": 4, "kernel_size": 4, "strides": 2, "padding": "same"},
+                              {"filters": 6, "kernel_size": 3, "padding": "same"}],
+                     "primary": {"types": 2, "dims": 4, "kernel_size": 3, "strides": 1},
+                     "input_shape": [11, 11, 1]},
 }
 
 
@@ -65,7 +71,8 @@ def test_features():
     assert tiny.features == {"conv", "capsules", "vector_capsules", "primary_capsules",
                              "capsule_maps", "class_capsules", "routing_weights",
                              "dynamic_routing", "decoder", "class_vectors", "routing_paths",
-                             "own_explanation", "votes"}
+                             "own_explanation", "votes", "capsule_activations",
+                             "grid_activations"}
     assert tiny.capabilities == {"votes"}          # declared by its family (reportgen.contract)
     assert "decoder" not in describe(_params(decoder={"enabled": False})).features
     assert tiny.conv_layer_names == ("conv1", "primary_conv")
@@ -112,7 +119,7 @@ def _expected(field: ReceptiveField, grid, input_hw):
     return seen
 
 
-@pytest.mark.parametrize("name", ["tiny", "deep"])
+@pytest.mark.parametrize("name", ["tiny", "deep", "same_padding"])
 def test_receptive_fields_are_what_the_model_sees(name, make_net):
     net = make_net(**VARIANTS[name])
     description = net.description

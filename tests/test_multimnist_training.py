@@ -272,6 +272,8 @@ def test_a_convnet_trains_on_pairs_with_sigmoid_scores(tmp_path):
     history = train(Catalog(root).get("PairCNN"), TrainOptions(limit=10))
     assert [r["step"] for r in history] == ["0-0", "1-1"]
     assert history[-1]["reconstruction_loss"] == 0.0
+    # the binary cross-entropy of its sigmoid scores, named as the CNN family names its loss
+    assert history[-1]["cross_entropy"] > 0 and "margin_loss" not in history[-1]
     data = load_dataset("multimnist")
     net = Catalog(root).load("PairCNN", "1-1")
     val = validation_indices(len(data.y_test))

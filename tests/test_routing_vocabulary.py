@@ -168,7 +168,8 @@ def test_dynamic_routing_analyses_do_not_apply(net_and_images, declared):
 
     gracaps = get_technique("gracaps_attention")
     assert not gracaps.applicable(net)
-    assert not_applicable_reason(gracaps.missing_features(net)) == "it has no attention weights"
+    assert not_applicable_reason(gracaps.missing_features(net)) == \
+        "it has no graph-pooling attention of GraCapsNet (Gu, Wu & Tresp 2021)"
     for technique in all_techniques():
         if not technique.applicable(net):
             missing = technique.missing_features(net) or technique.unsuited_reason(net)

@@ -84,7 +84,8 @@ def test_training_lowers_loss_and_names_steps(models_dir):
                                "dataset": doc["dataset"], "training_images": 48, "limit": None,
                                "epochs": 3, "batch_size": 10, "learning_rate": 0.01,
                                "save_every": 2, "seed": 0, "until_accuracy": None,
-                               "held_out": "one split per data set"}
+                               "held_out": "one split per data set", "optimizer": "adam",
+                               "momentum": None, "weight_decay": 0.0}
     walls = [r["wall_seconds"] for r in history]
     assert walls == sorted(walls) and walls[-1] > 0
     facts = training_run(ModelFolder.at(models_dir / "Tiny"))
@@ -424,7 +425,8 @@ def test_training_run_of_an_older_run_reads_what_it_left(tmp_path):
     assert facts == {"data": "toy.npz", "dataset": "toy data", "training_images": None,
                      "limit": 40, "epochs": None, "epochs_trained": 2, "batch_size": 10,
                      "learning_rate": 0.002, "save_every": 5, "seed": 3, "wall_seconds": None,
-                     "until_accuracy": None, "held_out": None}
+                     "until_accuracy": None, "held_out": None, "optimizer": None,
+                     "momentum": None, "weight_decay": None}
     (folder / "train_state.npz").write_bytes(b"PK\x03\x04 damaged")
     facts = training_run(entry)
     assert facts["learning_rate"] is None and facts["batch_size"] == 10

@@ -12,10 +12,13 @@ from reportgen.settings.families import family_of
 
 def build_capsnet(params) -> Network:
     """The Keras 3 model for `params`, weights freshly initialised; held to the network
-    contract (reportgen.contract.check_network: one line naming what it lacks)."""
+    contract (reportgen.contract.check_network: one line naming what it lacks) and to its own
+    declarations on a batch (reportgen.capsnet.declarations: the encoder's scores, the routing weights'
+    normalisation)."""
     from dataclasses import replace
 
     from reportgen.capsnet.description import describe
+    from reportgen.capsnet.declarations import check_outputs
     from reportgen.contract import check_network
 
     family = family_of(params)
@@ -27,4 +30,5 @@ def build_capsnet(params) -> Network:
                outputs=described.outputs) == described:
         net.description = described
     check_network(net, family.name, described)
+    check_outputs(net, family.name)
     return net

@@ -122,6 +122,8 @@ def build_cnn(params) -> Network:
                   pair_logits=None if head == "cr_sf" else
                   keras.Model(image, [vectors, logits], name=f"convnet_{head}_pair"))
     net.training_losses = _training_losses(params, scores, decoder, reconstructor)
+    if head == "cr_sf":        # the lengths of squashed class vectors: the margin loss
+        net.classification_loss = "margin_loss"
     return net
 
 

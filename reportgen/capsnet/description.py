@@ -17,7 +17,13 @@ Capsule families and their words (one word per concept):
 - matrix capsules (Hinton, Sabour & Frosst 2018): pose = a 4x4 matrix, activation = a logistic
   unit;
 - capsules without a pose (Hahn, Pyeon & Kim 2019's Self-Routing class capsules): an activation
-  only; it is then the class score, and no vector per class is left to study.
+  only; it is then the class score, and no vector per class is left to study;
+- pose-only capsules (Tsai, Srivastava, Goh & Salakhutdinov 2020's inverted dot-product
+  attention routing): a pose (a p x q matrix, LayerNorm-ed) and no activation; the class scores
+  are read out of the class poses by a learnt layer (Head.readout "learnt").
+The class scores come from the class capsules' lengths, their activations, or a learnt readout
+of their poses into logits (a capsule head all the same: every class-capsule analysis reads
+its poses); the encoder's second output is declared (Head.scores) and checked on a batch.
 What a routed layer's routing weights are (coupling coefficients of dynamic routing, EM
 assignments, attention weights, …) is not a closed list: each family describes its own in a
 RoutingWeights (what they are called, over which axis they sum to 1, whether routing paths
@@ -33,13 +39,27 @@ from reportgen.contract import CAPABILITIES
 from reportgen.contract import LACKS as CAPABILITY_LACKS
 from reportgen.errors import ReportgenError
 
-# "none": an activation only (pose_size 0)
-POSE_KINDS = ("vector", "matrix4x4", "none")
-ACTIVATION_KINDS = ("length", "logistic")
-# Over which axis routing weights sum to 1: each child's over the parents it routes to, or
-# each parent's over its children (or the grid nodes it pools).
-ROUTING_SUMS = ("parents", "children")
+# "matrix": a p x q pose (CapsuleLayer.pose_shape), held flattened row-major; "matrix4x4" is
+# the 4 x 4 matrix of Hinton et al. 2018; "none": an activation only (pose_size 0)
+POSE_KINDS = ("vector", "matrix", "matrix4x4", "none")
+MATRIX_POSES = ("matrix", "matrix4x4")
+# "none": pose-only capsules, which have no activation of their own
+ACTIVATION_KINDS = ("length", "logistic", "none")
+# Over which axis routing weights sum to 1 (RoutingWeights.sums_over):
+#   "parents":  each child's weights over every parent it can route to (dense (B, children,
+#               parents), or the window form of a convolutional capsule layer whose children
+#               compete over all the windows that see them, Hinton et al. 2018's EM);
+#   "children": each parent's weights over its children (or the grid nodes it pools);
+#   "window":   window form only (B, Ph, Pw, Kh, Kw, Tin, Tout): at each parent position, each
+#               child in that position's kernel window has weights over the Tout parent types
+#               there that sum to 1, so a child seen by several windows has one distribution per
+#               window (Tsai et al. 2020's convolutional capsule layer).
+ROUTING_SUMS = ("parents", "children", "window")
 HEAD_KINDS = ("capsules", "logits")
+# How a capsule head's class scores are read from its class capsules (Head.readout).
+READOUTS = ("length", "activation", "learnt")
+# What a network's encoder returns as its class scores (Head.scores).
+SCORE_KINDS = ("lengths", "activations", "logits", "probabilities")
 PADDINGS = ("valid", "same")
 # Part of every model's cache key (reportgen.engine.model.model_digest): bump it when the layers
 # compute other numbers for the same params and weights, so that stored results are computed
@@ -50,12 +70,17 @@ NUMERICS_VERSION = 2
 FEATURES = {
     "conv": "at least one plain convolutional layer (not the one that forms capsules)",
     "capsules": "at least one capsule layer",
+    "capsule_activations": "every capsule layer has an activation (a length or a unit of its "
+                           "own), not poses only",
+    "grid_activations": "a capsule layer on a spatial grid has activations (a length or a unit "
+                        "of its own) to map",
     "vector_capsules": "capsules are vectors whose length is their activation",
     "matrix_capsules": "capsules are 4x4 pose matrices with a logistic activation",
     "primary_capsules": "a capsule layer on a spatial grid",
     "capsule_maps": "primary capsules on a grid of more than one cell, so that their "
                     "activations form a map over the input",
-    "class_capsules": "the classifier head is a layer of class capsules",
+    "class_capsules": "the classifier head is a layer of class capsules (scored by their "
+                      "length, their activation or a learnt readout of their poses)",
     "logits": "the classifier head gives logits (a plain CNN)",
     "routing_weights": "a capsule layer has routing weights into the next layer",
     "routing_paths": "every routed layer's weights lead from its children to its parents, so "
@@ -86,13 +111,15 @@ LACKS = {
                      "features)",
     "class_capsules": "class capsules",
     "vector_capsules": "vector capsules (whose lengths are activations)",
+    "capsule_activations": "capsule activations (its capsules are poses only)",
+    "grid_activations": "activations on its capsule grids (its grid capsules are poses only)",
     "matrix_capsules": "matrix capsules",
     "primary_capsules": "capsules on a spatial grid",
     "capsule_maps": "capsule grid of more than one cell",
     "routing_weights": "routing weights",
     "routing_paths": "routing weights that lead from the primary capsules to the classes",
-    "own_explanation": "explanation of its own (routing paths from its primary capsules to the "
-                       "classes, or an explanation map built in)",
+    "own_explanation": "explanation of its own (capsule activations along routing paths from "
+                       "its primary capsules to the classes, or an explanation map built in)",
     "conv": "plain convolutional layer before its capsules",
     "class_features": "class-by-dimension feature units (a ConvNet-R, -CR or -CR-SF head)",
     "logits": "logits head (it is not a plain CNN)",
@@ -177,7 +204,11 @@ class RoutingWeights:
     words:      what the weights are called: "coupling coefficients of dynamic routing"
     lacks:      what a model without this kind has not, after "it has no": "dynamic routing"
     sums_over:  "parents": each child's weights over the parents it routes to sum to 1;
-                "children": each parent's weights over its children (or grid nodes) do
+                "children": each parent's weights over its children (or grid nodes) do;
+                "window": window-form weights (B, Ph, Pw, Kh, Kw, Tin, Tout), each child of
+                each parent position's kernel window summing to 1 over the Tout parent types
+                at that position (ROUTING_SUMS says more). The build checks the declared
+                normalisation on the network's own tensors (reportgen.contract).
     paths:      the weights lead from each child to each parent, so routing paths can be
                 followed through them; the probe then gives them as "routing:<layer>"
                 (B, children, parents) and their entropy as "routing_entropy:<layer>"
@@ -211,10 +242,12 @@ class RoutingWeights:
 class CapsuleLayer:
     """A layer of capsules. `grid` is None for a class-capsule layer (one capsule per class).
 
-    pose:        "vector" (pose_size values), "matrix4x4" (pose_size = 16) or "none" (an
-                 activation only, pose_size = 0)
-    activation:  "length" (|pose|, Sabour et al. 2017) or "logistic" (a separate unit, Hinton
-                 et al. 2018; Hahn et al. 2019)
+    pose:        "vector" (pose_size values), "matrix" (a pose_shape = (p, q) matrix held as
+                 pose_size = p * q values, row-major), "matrix4x4" (= "matrix" of (4, 4)) or
+                 "none" (an activation only, pose_size = 0)
+    activation:  "length" (|pose|, Sabour et al. 2017), "logistic" (a separate unit, Hinton
+                 et al. 2018; Hahn et al. 2019) or "none" (pose-only capsules, such as the
+                 LayerNorm-ed poses of Tsai et al. 2020)
     routing:     what the routing weights from this layer into the next one are
                  (RoutingWeights), or None (the last layer, or no routing)
     kernel_size, strides: a convolutional capsule layer's kernel and stride over the grid of
@@ -235,6 +268,18 @@ class CapsuleLayer:
     kernel_size: tuple[int, int] | None = None
     strides: tuple[int, int] | None = None
     coordinate_addition: bool = False
+    pose_shape: tuple[int, int] | None = None
+
+    def __post_init__(self):
+        if self.pose == "matrix4x4" and self.pose_shape is None:
+            object.__setattr__(self, "pose_shape", (4, 4))
+        if self.pose_shape is not None:
+            object.__setattr__(self, "pose_shape", tuple(int(v) for v in self.pose_shape))
+
+    @property
+    def has_activation(self) -> bool:
+        """Whether the capsules have an activation (a length or a unit of their own)."""
+        return self.activation != "none"
 
     @property
     def capsules(self) -> int:
@@ -244,11 +289,26 @@ class CapsuleLayer:
 
 @dataclass(frozen=True)
 class Head:
-    """The classifier's output: class "capsules" (activations) or "logits", from `layer`."""
+    """The classifier's output, from `layer`.
+
+    kind:     "capsules" (a layer of class capsules) or "logits" (a CNN's output layer)
+    readout:  how a capsule head's class scores are read from its class capsules: "length"
+              (|v_j|, Sabour et al. 2017), "activation" (their own unit: Hinton et al. 2018's
+              a_j) or "learnt" (a learnt layer maps each class pose to a logit, Tsai et al.
+              2020). "" = from the class capsules' activation ("length" or "activation");
+              a logits head's is "learnt".
+    scores:   what the network's encoder returns as its class scores: "lengths",
+              "activations", "logits" or "probabilities". "" = "lengths", "activations" or
+              "logits" by the readout; a logits head's encoder returns "probabilities". The
+              build checks it on a batch (lengths, activations and probabilities in [0, 1],
+              logits finite; the encoder's scores equal the model output of that name).
+    """
 
     kind: str
     classes: int
     layer: str
+    readout: str = ""
+    scores: str = ""
 
 
 @dataclass(frozen=True)
@@ -286,15 +346,26 @@ class ModelDescription:
             _check(layer.pose, POSE_KINDS, f"capsule layer {layer.name}: pose")
             _check(layer.activation, ACTIVATION_KINDS, f"capsule layer {layer.name}: activation")
             if (layer.pose == "none") != (layer.pose_size == 0) or \
-                    (layer.pose == "none" and layer.activation == "length"):
+                    (layer.pose == "none" and layer.activation != "logistic"):
                 raise ValueError(f"capsule layer {layer.name}: a capsule without a pose has "
                                  f"pose_size 0 and an activation of its own, and only it. "
                                  f"Received: pose {layer.pose!r}, pose_size {layer.pose_size}, "
                                  f"activation {layer.activation!r}")
+            if layer.pose in MATRIX_POSES:
+                shape = layer.pose_shape
+                if shape is None or len(shape) != 2 or min(shape) < 1 or \
+                        shape[0] * shape[1] != layer.pose_size:
+                    raise ValueError(f"capsule layer {layer.name}: a matrix pose gives its "
+                                     f"pose_shape (p, q) with p * q = pose_size. Received: "
+                                     f"pose_shape {shape!r}, pose_size {layer.pose_size}")
+            elif layer.pose_shape is not None:
+                raise ValueError(f"capsule layer {layer.name}: pose_shape is for matrix poses. "
+                                 f"Received: pose {layer.pose!r}, pose_shape {layer.pose_shape}")
             if layer.routing is not None and not isinstance(layer.routing, RoutingWeights):
                 raise ValueError(f"capsule layer {layer.name}: routing must be RoutingWeights. "
                                  f"Received: {layer.routing!r}")
         _check(self.head.kind, HEAD_KINDS, "head")
+        object.__setattr__(self, "head", _filled_head(self.head, self.capsule_layers))
         unknown = sorted(set(self.capabilities) - set(CAPABILITIES))
         if unknown:
             raise ValueError(f"capabilities must be among {sorted(CAPABILITIES)}. "
@@ -330,8 +401,12 @@ class ModelDescription:
         poses = {(c.pose, c.activation) for c in self.capsule_layers}
         if poses == {("vector", "length")}:
             found.add("vector_capsules")
-        if poses == {("matrix4x4", "logistic")}:
+        if poses and all(p in MATRIX_POSES and a == "logistic" for p, a in poses):
             found.add("matrix_capsules")
+        if self.capsule_layers and all(c.has_activation for c in self.capsule_layers):
+            found.add("capsule_activations")
+        if any(c.grid is not None and c.has_activation for c in self.capsule_layers):
+            found.add("grid_activations")
         primary = self.primary_capsules
         if primary is not None:
             found.add("primary_capsules")
@@ -351,7 +426,8 @@ class ModelDescription:
         if self.class_vectors is not None:
             found.add("class_vectors")
         found.update(self.capabilities)
-        if "explanation" in found or ("routing_paths" in found and primary is not None):
+        if "explanation" in found or ("routing_paths" in found and primary is not None
+                                      and "capsule_activations" in found):
             found.add("own_explanation")
         return frozenset(found)
 
@@ -368,11 +444,13 @@ class ModelDescription:
     @property
     def class_scores(self) -> str:
         """What scores the classes, in words (the prediction is the largest score): the class
-        capsules' lengths or activations, or a CNN's class probabilities."""
-        classes = self.class_capsules
-        if classes is None:
+        capsules' lengths or activations, the logits a learnt layer reads out of the class
+        capsules' poses, or a CNN's class probabilities."""
+        if self.head.kind == "logits":
             return "class probabilities"
-        return "class-capsule " + ("lengths" if classes.activation == "length" else "activations")
+        return {"length": "class-capsule lengths", "activation": "class-capsule activations",
+                "learnt": "logits read out of the class-capsule poses by a learnt layer"}[
+            self.head.readout]
 
     @property
     def routed_layers(self) -> tuple[CapsuleLayer, ...]:
@@ -419,6 +497,35 @@ class ModelDescription:
         return self.layer(name).receptive_field
 
 
+def _filled_head(head: Head, capsule_layers) -> Head:
+    """`head` with its readout and scores filled in from its kind and class capsules, and
+    checked against them."""
+    _check(head.readout, ("", *READOUTS), "head readout")
+    _check(head.scores, ("", *SCORE_KINDS), "head scores")
+    if head.kind == "logits":
+        if head.readout not in ("", "learnt"):
+            raise ValueError(f"a logits head reads its scores by a learnt layer. Received: "
+                             f"readout {head.readout!r}")
+        return replace(head, readout="learnt", scores=head.scores or "probabilities")
+    classes = next((c for c in capsule_layers if c.name == head.layer), None)
+    if classes is None:
+        raise ValueError(f"the head's layer {head.layer!r} is not one of the capsule layers "
+                         f"{[c.name for c in capsule_layers]}")
+    own = {"length": "length", "logistic": "activation", "none": ""}[classes.activation]
+    readout = head.readout or own
+    if not readout:
+        raise ValueError(f"class capsules {classes.name!r} have no activation (pose-only): "
+                         f"say how their scores are read, Head(readout='learnt')")
+    if readout != "learnt" and readout != own:
+        raise ValueError(f"class capsules {classes.name!r} with activation "
+                         f"{classes.activation!r} cannot be read out by {readout!r}: use "
+                         f"{own!r} or 'learnt'")
+    if readout == "learnt" and classes.pose == "none":
+        raise ValueError(f"class capsules {classes.name!r} have no pose for a learnt readout")
+    default = {"length": "lengths", "activation": "activations", "learnt": "logits"}[readout]
+    return replace(head, readout=readout, scores=head.scores or default)
+
+
 def one_hop_of_lengths(description) -> bool:
     """Routing from the primary capsules straight into class capsules whose activations are
     their lengths (Sabour et al. 2017): Routing Path Visualization's formula in l_i, c_ij, l_j
@@ -453,6 +560,23 @@ def parents_per_child(description, name: str):
                                 for y in range(size)]))
     per_position = counts[0][:, None] * counts[1][None, :] * after.types
     return np.repeat(per_position.reshape(-1), layer.types).astype(np.int64)
+
+
+def routing_spread(description, name: str):
+    """(children,) over how many parents one routing distribution of each child of routed
+    layer `name` spreads, as its RoutingWeights declare: every parent it can reach
+    (`parents_per_child`) for weights normalised over parents; the parent types of one window
+    for weights normalised per window (0 for a child no window sees). Its log is the entropy
+    of uniform routing, the most a child's routing entropy can be. NumPy only."""
+    import numpy as np
+
+    reach = parents_per_child(description, name)
+    layer = description.layer(name)
+    if layer.routing is not None and layer.routing.sums_over == "window":
+        layers = description.capsule_layers
+        after = layers[[c.name for c in layers].index(name) + 1]
+        return np.where(reach > 0, after.types, 0).astype(np.int64)
+    return reach
 
 
 def routing_kinds() -> dict:
@@ -520,11 +644,12 @@ def describe(params) -> ModelDescription:
 
 
 def capsule_convs(params, channels_per_type: int, activation: str) -> tuple[ConvLayer, ...]:
-    """The `[[conv]]` layers, then "primary_conv" forming the primary capsules ("primary_caps":
-    `primary.types` x `channels_per_type` channels after `activation`)."""
+    """The `[[conv]]` layers (each with its `padding`), then "primary_conv" forming the primary
+    capsules ("primary_caps": `primary.types` x `channels_per_type` channels after
+    `activation`, no padding)."""
     p = params.primary
     return conv_stack(params.input_shape, [
-        *((f"conv{i + 1}", conv.filters, conv.kernel_size, conv.strides, "valid",
+        *((f"conv{i + 1}", conv.filters, conv.kernel_size, conv.strides, conv.padding,
            conv.activation, "") for i, conv in enumerate(params.conv)),
         ("primary_conv", p.types * channels_per_type, p.kernel_size, p.strides, "valid",
          activation, "primary_caps")])

@@ -29,6 +29,10 @@ class Network:
     # (images, one_hot) -> (classification loss (B,), reconstruction loss (B,), scores (B, K)):
     # the family's loss, which the trainer minimises (the sum's batch mean).
     training_losses: Callable | None = None
+    # The name of training_losses' classification term when it is not the family's
+    # (Family.classification_loss; e.g. a CNN head trained with the margin loss); None: the
+    # family's. `classification_loss_name` says which.
+    classification_loss: str | None = None
     # Families whose two-label loss is sigmoid + binary cross-entropy (the CNN baselines on
     # MultiMNIST, Gu 2022 Ch.5): image -> [class vectors, logits]. None: the margin loss on the
     # encoder's scores, both classes present (Sabour et al. 2017, section 6).
@@ -50,6 +54,13 @@ class Network:
 
         xla = self.xla if self.xla is not None else family_of(self.params).xla
         return xla.gradients if gradients else xla.forward
+
+    def classification_loss_name(self) -> str:
+        """The history's name of the classification term of `training_losses`: this
+        network's own, else its family's (Family.classification_loss)."""
+        from reportgen.settings.families import family_of
+
+        return self.classification_loss or family_of(self.params).classification_loss
 
     def set_training_progress(self, progress: float) -> None:
         """Share of training done (0 … 1), told before every batch: families whose loss changes

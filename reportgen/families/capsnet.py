@@ -126,4 +126,5 @@ FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_pa
                 display_name=display_name, check=check, costs=COSTS, xla=XLA_PASSES,
                 routing=(dynamic_routing(3),), capabilities={"votes"},
                 citations=cite("sabour2017dynamic"), setting_citations=setting_citations,
-                example=EXAMPLE, modules=(__name__, "reportgen.capsnet.vector_capsnet"))
+                example=EXAMPLE, modules=(__name__, "reportgen.capsnet.vector_capsnet"),
+                classification_loss="margin_loss")

@@ -42,7 +42,7 @@ def describe(params) -> ModelDescription:
     features of one class (a decoder the analyses can use), "r" from all of them (trained with
     it, but not class-conditional: not described)."""
     convs = conv_stack(params.input_shape, [
-        (f"conv{i + 1}", conv.filters, conv.kernel_size, conv.strides, "valid",
+        (f"conv{i + 1}", conv.filters, conv.kernel_size, conv.strides, conv.padding,
          conv.activation, "") for i, conv in enumerate(params.conv)])
     head = params.family_settings.head
     dims = params.class_caps.dims
@@ -115,4 +115,8 @@ FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_pa
                 display_name=lambda params: HEAD_NAMES[params.family_settings.head],
                 table="cnn", settings=CNNParams, check=check, costs=COSTS, xla=XLA_PASSES,
                 citations=cite("gu2021capsule", "gu2022explainability"), example=EXAMPLE,
+                # softmax cross-entropy; the "cr" head's and two labels' sigmoid scores pay the
+                # binary cross-entropy summed over the classes; "cr_sf" trains the margin loss
+                # (Network.classification_loss, reportgen.capsnet.cnn)
+                classification_loss="cross_entropy",
                 modules=(__name__, "reportgen.capsnet.cnn", "reportgen.capsnet.cnn_layers"))

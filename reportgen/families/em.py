@@ -223,5 +223,6 @@ FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_pa
                 display_name=lambda params: "EM-CapsNet", table="em", settings=EMParams,
                 parse=parse, check=check, costs=COSTS, routing=(em_assignments(3),),
                 xla=XLA_PASSES, citations=cite("hinton2018matrix"), example=EXAMPLE,
+                classification_loss="spread_loss",
                 modules=(__name__, "reportgen.capsnet.em_capsnet", "reportgen.capsnet.em_routing",
                          "reportgen.capsnet.matrix_layers"))

@@ -25,7 +25,8 @@ NAME = "gracapsnet"
 # parent's weights over its children sum to 1; they pool, rather than route each child to
 # its parents, so no routing path is followed through them.
 GRAPH_ATTENTION = RoutingWeights(kind="attention", words="attention weights",
-                                 lacks="attention weights", sums_over="children", paths=False,
+                                 lacks="graph-pooling attention of GraCapsNet (Gu, Wu & Tresp "
+                                       "2021)", sums_over="children", paths=False,
                                  symbol="Att", output="attention")
 
 
@@ -101,6 +102,6 @@ FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_pa
                 capabilities={"explanation"},
                 outputs={"attention": "(B, heads, gh*gw, classes) the graph-pooling attention "
                                       "Att^l of each head over the primary grid's nodes"},
-                citations=cite("gu2021graph"), example=EXAMPLE,
+                citations=cite("gu2021graph"), example=EXAMPLE, classification_loss="margin_loss",
                 modules=(__name__, "reportgen.capsnet.gracapsnet",
                          "reportgen.capsnet.graph_pooling"))

@@ -144,6 +144,12 @@ def check(params, raw: dict, source: str):
         raise fail(source, "decoder.enabled",
                    "false (Self-Routing has no decoder; its loss is the negative log-likelihood "
                    "of the class activations)", True)
+    for i, conv in enumerate(raw.get("conv", []) if isinstance(raw.get("conv"), list) else
+                             [raw.get("conv", {})]):
+        if isinstance(conv, dict) and "padding" in conv:
+            raise fail(source, f"conv[{i}].padding",
+                       "not set (Self-Routing zero-pads every convolution by "
+                       "self_routing.padding cells)", conv["padding"])
     sr = params.family_settings
     for key in ("conv_caps_types", "conv_caps_dims", "conv_caps_kernel_size",
                 "conv_caps_strides"):
@@ -191,6 +197,8 @@ FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_pa
                 display_name=lambda params: "Self-Routing", table=NAME,
                 settings=SelfRoutingParams, check=check, routing=(ROUTING,), xla=XLA_PASSES,
                 citations=cite("hahn2019self"), example=EXAMPLE,
+                # the negative log-likelihood of the class activations
+                classification_loss="nll",
                 # reportgen.capsnet re-exports the routing function for notebooks
                 modules=(__name__, "reportgen.capsnet.self_routing_capsnet",
                          "reportgen.capsnet"))

@@ -20,14 +20,21 @@ import math
 from reportgen.figures.figure import Figure
 from reportgen.figures.vega import CONFIG, paper_files
 
-# (history key, legend label, colour)
-LOSSES = (("loss", "total loss", "#3f51b5"), ("margin_loss", "margin loss", "#e65100"),
+# (history key, legend label, colour); CLASSIFICATION stands for the key of the history's
+# classification loss, which its model's family names (Family.classification_loss: history.json
+# says which under "classification_loss"; histories before it hold "margin_loss")
+CLASSIFICATION = "<classification loss>"
+LOSSES = (("loss", "total loss", "#3f51b5"), (CLASSIFICATION, "", "#e65100"),
           ("reconstruction_loss", "reconstruction loss", "#2e7d32"))
 ACCURACIES = (("val_accuracy", "validation accuracy", "#c2185b"),
               ("train_accuracy", "train accuracy (running)", "#757575"))
 CURVE_SERIES = {"loss": LOSSES, "accuracy": ACCURACIES}
-HISTORY_COLUMNS = ("step", "epoch", "batch", "images_seen", "loss", "margin_loss",
+HISTORY_COLUMNS = ("step", "epoch", "batch", "images_seen", "loss", CLASSIFICATION,
                    "reconstruction_loss", "train_accuracy", "val_accuracy")
+# The legend's words for reportgen's families' classification losses; another family's name
+# is shown with spaces for its underscores ("focal_loss" -> "focal loss").
+LOSS_LABELS = {"margin_loss": "margin loss", "spread_loss": "spread loss",
+               "nll": "negative log-likelihood", "cross_entropy": "cross-entropy"}
 # The Compare page's overlay: one colour per model (matplotlib's tab10, as the paper figures).
 MODEL_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
                  "#7f7f7f", "#bcbd22", "#17becf")
@@ -44,20 +51,48 @@ def number(value) -> float | None:
         and math.isfinite(float(value)) else None
 
 
+def classification_loss_key(history: list[dict]) -> str | None:
+    """The key of `history`'s records that holds the classification loss: the first key of a
+    record that a registered family names (Family.classification_loss) or reportgen's
+    families do (LOSS_LABELS; "margin_loss" in every history written before families named
+    theirs); None when no record has one."""
+    from reportgen.settings.families import family, registered
+
+    names = set(LOSS_LABELS) | {family(name).classification_loss for name in registered()}
+    return next((key for record in history for key in record if key in names), None)
+
+
+def loss_label(key: str) -> str:
+    """A classification loss's words in legends and captions ("margin loss", "cross-entropy")."""
+    return LOSS_LABELS.get(key, key.replace("_", " "))
+
+
+def _keyed(series, history: list[dict]) -> list[tuple[str, str, str]]:
+    """`series` with CLASSIFICATION as the history's own key and label (left out when the
+    history has none)."""
+    key = classification_loss_key(history)
+    return [(key, loss_label(key), colour) if name == CLASSIFICATION else (name, label, colour)
+            for name, label, colour in series if name != CLASSIFICATION or key is not None]
+
+
 def history_csv(history: list[dict]) -> bytes:
-    """The training history, one row per saved step (empty cells where a value is missing)."""
+    """The training history, one row per saved step (empty cells where a value is missing);
+    the classification loss's column is named as the history names it ("margin_loss" when it
+    has none)."""
+    key = classification_loss_key(history) or "margin_loss"
+    columns = [key if c == CLASSIFICATION else c for c in HISTORY_COLUMNS]
     rows = io.StringIO()
     writer = csv.writer(rows, lineterminator="\n")
-    writer.writerow(HISTORY_COLUMNS)
+    writer.writerow(columns)
     for record in history:
-        writer.writerow(["" if record.get(c) is None else record.get(c) for c in HISTORY_COLUMNS])
+        writer.writerow(["" if record.get(c) is None else record.get(c) for c in columns])
     return rows.getvalue().encode()
 
 
 def has_curves(history: list[dict]) -> bool:
     """Whether the history has any loss or accuracy value to plot."""
     return any(number(r.get(key)) is not None for r in history
-               for key, _, _ in LOSSES + ACCURACIES)
+               for key, _, _ in _keyed(LOSSES + ACCURACIES, history))
 
 
 def _x_of(history: list[dict]) -> tuple[list[float], str]:
@@ -161,7 +196,7 @@ def training_curves_spec(history: list[dict], kind: str, *, accuracy: str = "acc
     label) on the accuracy chart."""
     xs, x_title = _x_of(history)
     rows, series = [], []
-    for key, label, colour in CURVE_SERIES[kind]:
+    for key, label, colour in _keyed(CURVE_SERIES[kind], history):
         label = label.replace("accuracy", accuracy)
         found = [{"x": x, "step": str(r.get("step", i)), "series": label, "value": v}
                  for i, (x, r) in enumerate(zip(xs, history))
@@ -214,8 +249,11 @@ def render_training_curves(history: list[dict], model: str, accuracy: str = "acc
             "vconcat": [{k: v for k, v in c.items() if k != "config"} for c in charts],
             "resolve": {"scale": {"color": "independent"}}}
     _, x_title = _x_of(history)
+    key = classification_loss_key(history)
+    classification = loss_label(key) if key is not None else "classification loss"
     caption = (f"Training curves of {model} over {len(history)} saved steps (x: {x_title}). "
-               f"Top: total, margin and reconstruction loss, each the mean over the batches "
+               f"Top: total loss, {classification} and reconstruction loss, each the mean over "
+               f"the batches "
                f"since the previous saved step. Bottom: validation {accuracy} at each saved "
                f"step and the running training {accuracy}"
                + (f"; dashed: chance ({chance[1]})." if chance else "."))

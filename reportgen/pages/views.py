@@ -427,6 +427,9 @@ def training_view(training: dict) -> list[dict]:
     # only when given: older runs did not record whether they had a target
     stop = [fact("Trained until", until, f"validation accuracy ≥ {100 * until:g}% "
                  "(--until-accuracy)")] if isinstance(until, (int, float)) else []
+    # only when recorded: runs before [training] optimizer existed trained with Adam
+    optimizer = [fact("Optimizer", t["optimizer"], optimizer_text(t))] \
+        if isinstance(t.get("optimizer"), str) else []
     return [
         fact("Training data", t.get("dataset") or t.get("data")),
         fact("Training images", images, f"{images:,}{limit}" if images is not None else None),
@@ -434,12 +437,26 @@ def training_view(training: dict) -> list[dict]:
              is not None and trained != epochs else None),
         fact("Batch size", t.get("batch_size")),
         fact("Learning rate", rate, f"{rate:g}" if isinstance(rate, (int, float)) else None),
+        *optimizer,
         fact("Wall time", wall, duration(wall) if isinstance(wall, (int, float)) else None),
         fact("Saved every", t.get("save_every"),
              f"{t['save_every']} batches" if t.get("save_every") is not None else None),
         fact("Seed", t.get("seed")),
         *stop,
     ]
+
+
+def optimizer_text(training: dict) -> str:
+    """A run's optimizer in words ("Adam", "SGD, momentum 0.9, weight decay 0.0005 (L2, in
+    the gradient)") from its recorded facts (reportgen/training/run_info.py)."""
+    name = training.get("optimizer")
+    words = [{"adam": "Adam", "sgd": "SGD"}.get(name, str(name))]
+    momentum, decay = training.get("momentum"), training.get("weight_decay")
+    if isinstance(momentum, (int, float)) and not isinstance(momentum, bool):
+        words.append(f"momentum {momentum:g}")
+    if isinstance(decay, (int, float)) and not isinstance(decay, bool) and decay:
+        words.append(f"weight decay {decay:g} (L2, in the gradient)")
+    return ", ".join(words)
 
 
 NOT_ANALYSED = "not analysed"          # the untrained step's analyses were not built

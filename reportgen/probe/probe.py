@@ -33,23 +33,24 @@ from reportgen.contract import score_output
 TENSORS = {
     "images": ("(B, H, W, C) the inputs, float32 in [0, 1]", ()),
     "conv:<layer>": ("(B, h, w, filters) post-activation output of a conv layer", ()),
-    "primary_capsules": ("(B, N, D) squashed primary capsules, N = gh*gw*types",
-                         ("primary_capsules", "vector_capsules")),
-    "primary_lengths": ("(B, gh, gw, types) primary-capsule lengths on the grid",
-                        ("primary_capsules", "vector_capsules")),
+    # Primary capsules whose activation is their length, or pose-only ones (`available`).
+    "primary_capsules": ("(B, N, D) primary-capsule poses (vectors, or matrices flattened "
+                         "row-major), N = gh*gw*types", ("primary_capsules",)),
+    "primary_lengths": ("(B, gh, gw, types) primary-capsule lengths on the grid (capsules whose "
+                        "activation is their length)", ("primary_capsules",)),
     "class_capsules": ("(B, classes, pose_size) class-capsule poses: vectors, or 4x4 matrices "
                        "flattened row-major (matrix capsules)", ("class_capsules",)),
     # What every model predicts by: class-capsule lengths; the logistic activations of matrix
     # capsules (Hinton et al. 2018); for a CNN its class probabilities.
-    "lengths": ("(B, classes) class-capsule lengths (matrix capsules: their activations; a CNN: "
-                "its class probabilities)", ()),
+    "lengths": ("(B, classes) what the model predicts by: class-capsule lengths or "
+                "activations; the class probabilities of a learnt readout or a CNN", ()),
     # Family-neutral names (for vector capsules they are the tensors above: see `resolve`).
     "activations": ("(B, classes) the class scores 'lengths' under their family-neutral name",
                     ()),
     "scores": ("(B, classes) the class scores the probe's gradients are taken of: class-capsule "
-               "lengths or activations, a CNN's logits", ()),
-    "activations:<capsules>": ("(B, gh, gw, types) activations of a capsule layer on a grid: "
-                               "capsule lengths, or logistic activations",
+               "lengths or activations, the logits of a learnt readout or a CNN", ()),
+    "activations:<capsules>": ("(B, gh, gw, types) activations of a capsule layer on a grid "
+                               "that has them: capsule lengths, or logistic activations",
                                ("primary_capsules",)),
     "routing:<routed>": ("(B, children, parents) the routing weights from a capsule layer into "
                          "the next, whatever its RoutingWeights say they are (coupling "
@@ -57,16 +58,20 @@ TENSORS = {
                          "route); children in the layer's capsule order, parents in the next "
                          "layer's", ("routing_weights",)),
     "routing_entropy:<routed>": ("(B, children) entropy (nats) of each child's routing weights "
-                                 "over the parents it can route to", ("routing_weights",)),
+                                 "over the parents it can route to (weights normalised per "
+                                 "window: the mean over the windows that see the child of "
+                                 "the entropy over the window's parent types)",
+                                 ("routing_weights",)),
     "predicted": ("(B,) int64 the predicted class: argmax of the lengths (of a CNN's logits)",
                   ()),
     "reconstruction": ("(B, H, W, C) decoder output from the longest capsule", ("decoder",)),
     "explanation": ("(B, classes, gh, gw) the network's own explanation map per class on its "
                     "primary grid (the 'explanation' capability, reportgen.contract)",
                     ("explanation",)),
-    "logits": ("(B, classes) a CNN's class scores before its output nonlinearity", ("logits",)),
-    "probabilities": ("(B, classes) a CNN's class probabilities (softmax, sigmoid or length)",
-                      ("logits",)),
+    "logits": ("(B, classes) class scores before the output nonlinearity: a learnt readout of "
+               "the class capsules, or a CNN's logits", ()),
+    "probabilities": ("(B, classes) the class probabilities of the logits (softmax, sigmoid or "
+                      "length)", ()),
     "features": ("(B, G, dims) a CNN's feature units before its logits: G = classes vectors "
                  "(ConvNet-CR, -CR-SF) or G = 1 (ConvNet-R)", ("class_features",)),
     # Gradients of the class score: the class capsule's length, or a CNN's logit.
@@ -92,7 +97,10 @@ class UndeclaredTensorError(LookupError):
 
 
 def grid_capsule_layers(description) -> tuple[str, ...]:
-    return tuple(c.name for c in description.capsule_layers if c.grid is not None)
+    """The capsule layers on a grid that have an activation ("activations:<capsules>"):
+    pose-only layers (Tsai et al. 2020) have none to map."""
+    return tuple(c.name for c in description.capsule_layers
+                 if c.grid is not None and c.has_activation)
 
 
 def routed_layers(description) -> tuple[str, ...]:
@@ -168,6 +176,13 @@ def available(name: str, description) -> bool:
     if kind.endswith(":" + CAPSULES_PLACEHOLDER) and layer not in grid_capsule_layers(description):
         return False
     if kind.endswith(":" + ROUTED_PLACEHOLDER) and layer not in routed_layers(description):
+        return False
+    primary = description.primary_capsules
+    if name == "primary_lengths" and (primary is None or primary.activation != "length"):
+        return False
+    if name == "primary_capsules" and (primary is None or primary.activation == "logistic"):
+        return False
+    if name in ("logits", "probabilities") and description.head.readout != "learnt":
         return False
     return set(TENSORS[kind][1]) <= description.features
 
@@ -300,7 +315,7 @@ def run_probe(net, images: np.ndarray, needs=None, *, labels=None,
         if f"conv:{name}" in wanted:
             tensors[f"conv:{name}"] = outputs[name]
     if wanted & {"primary_capsules", "primary_lengths"}:
-        primary = outputs["primary_capsules"]
+        primary = np.asarray(outputs["primary_capsules"])
         if "primary_capsules" in wanted:
             tensors["primary_capsules"] = primary
         if "primary_lengths" in wanted:
@@ -327,9 +342,10 @@ _DIRECT_OUTPUTS = ("class_capsules", "reconstruction", "explanation", "logits", 
 
 
 def _prediction_output(description) -> str:
-    """The output "lengths" is read from: the class capsules' lengths or activations, or a
-    logits head's probabilities."""
-    return "probabilities" if description.head.kind == "logits" else score_output(description)
+    """The output "lengths" is read from: the class capsules' lengths or activations, or the
+    probabilities of logits (a learnt readout, a CNN)."""
+    return "probabilities" if description.head.readout == "learnt" else \
+        score_output(description)
 
 
 def _outputs_read(description, wanted) -> set[str]:
@@ -419,14 +435,19 @@ def _capsule_layer_tensors(description, outputs, wanted) -> dict[str, np.ndarray
             out[f"routing:{layer.name}"] = weights if windows is None else \
                 windows.densify(weights)
         if f"routing_entropy:{layer.name}" in asked:
-            out[f"routing_entropy:{layer.name}"] = routing_entropy(weights, windows)
+            out[f"routing_entropy:{layer.name}"] = routing_entropy(
+                weights, windows, per_window=layer.routing.sums_over == "window")
     return out
 
 
-def routing_entropy(weights: np.ndarray, windows=None) -> np.ndarray:
+def routing_entropy(weights: np.ndarray, windows=None, per_window: bool = False) -> np.ndarray:
     """(B, children) -sum_j w_ij ln w_ij over each child's parents (0 ln 0 = 0), from dense
     weights (B, children, parents) or, with `windows` (reportgen.capsnet.em_routing
-    .ConvWindows), window-form weights (B, Ph, Pw, K, K, Tin, Tout)."""
+    .ConvWindows), window-form weights (B, Ph, Pw, K, K, Tin, Tout): summed over every window
+    that sees the child when the child's weights over all of them form one distribution
+    (EM), averaged over those windows when each window's are a distribution of their own
+    (`per_window`, Tsai et al. 2020), so that it never exceeds the log of the parents one
+    distribution spreads over."""
     w = np.asarray(weights, np.float64)
     terms = -w * np.log(np.where(w > 0, w, 1.0))
     if windows is None:
@@ -439,6 +460,9 @@ def routing_entropy(weights: np.ndarray, windows=None) -> np.ndarray:
         for q in range(pw):
             y, x = p * windows.stride, q * windows.stride
             children[:, y:y + k, x:x + k] += per_entry[:, p, q]
+    if per_window:
+        seen = np.maximum(windows.parents_per_position(), 1)[None, :, :, None]
+        children = children / seen
     return children.reshape(b, -1).astype(np.float32)
 
 

@@ -91,6 +91,15 @@ class Family:
                    "family" and "dataset" are filled in): reportgen's contract tests build it
                    and run every technique over it, a `.keras` round trip and a default
                    build, so that a plug-in is held to the tests reportgen's own families pass.
+    squash:        the family's own squash, a keras.ops function s -> v over the last axis,
+                   used by every technique that squashes for it (the vote attack's mean
+                   votes); None: Sabour et al. 2017's (reportgen.capsnet.ops.squash).
+    classification_loss: the name of the classification term of its loss (the first term
+                   `Network.training_losses` returns): the key of history.json's records that
+                   holds it, and what the console and the training curves call it
+                   ("margin_loss", "spread_loss", "nll", "cross_entropy"; lower-case letters,
+                   digits and '_', not one of HISTORY_RECORD_KEYS). A network whose settings
+                   train another term names it in `Network.classification_loss`.
     """
 
     name: str
@@ -111,6 +120,8 @@ class Family:
     capabilities: frozenset[str] = frozenset()
     outputs: dict[str, str] = field(default_factory=dict)
     example: dict | None = None
+    squash: Callable[[Any], Any] | None = None
+    classification_loss: str = "margin_loss"
 
     def __post_init__(self):
         object.__setattr__(self, "capabilities", frozenset(self.capabilities))
@@ -129,6 +140,10 @@ class Family:
 # tests/test_plugins.py): a family's own table takes another name.
 SHARED_TABLES = ("dataset", "input_shape", "num_classes", "conv", "primary", "class_caps",
                  "decoder", "loss", "training", "description", "imported_from", "family")
+# The keys of a training history record (reportgen.training.trainer) beside the
+# classification loss, which each family names (Family.classification_loss).
+HISTORY_RECORD_KEYS = ("step", "epoch", "batch", "images_seen", "loss", "reconstruction_loss",
+                       "train_accuracy", "val_accuracy", "val_images", "seconds", "wall_seconds")
 _REGISTRY: dict[str, Family] = {}
 _ORIGINS: dict[str, plugins.Plugin] = {}
 _LOADED = False
@@ -181,9 +196,16 @@ def check_family(family, others: dict[str, Family]) -> None:
         if kinds.get(weights.kind, family.name) != family.name:
             raise ValueError(f"family '{family.name}': the routing kind '{weights.kind}' is "
                              f"family '{kinds[weights.kind]}'s; name your own kind")
+    loss = family.classification_loss
+    if not isinstance(loss, str) or not _NAME.match(loss) or loss in HISTORY_RECORD_KEYS:
+        raise ValueError(f"family '{family.name}': classification_loss is a history key of "
+                         f"lower-case letters, digits and '_', not one of "
+                         f"{list(HISTORY_RECORD_KEYS)}; got {loss!r}")
     from reportgen.contract import check_declaration
 
     check_declaration(family.name, family.capabilities, family.outputs)
+    if family.squash is not None and not callable(family.squash):
+        raise ValueError(f"family '{family.name}': squash must be a function s -> v")
     if family.example is not None and not isinstance(family.example, dict):
         raise ValueError(f"family '{family.name}': example is a params.toml document (a dict)")
     from reportgen.bibtex import check_entries

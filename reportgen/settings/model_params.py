@@ -16,6 +16,7 @@ import tomllib
 import unicodedata
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Iterable
 
 from reportgen.errors import ReportgenError
@@ -30,6 +31,12 @@ _ROUTING_SOFTMAX = ("classes", "inputs")
 # Dynamic routing, or "none": uniform coupling coefficients (No-R, Gu 2022).
 ROUTINGS = ("dynamic", "none")
 WEIGHT_SHARING = ("none", "type", "all")
+# A convolution's padding, as Keras's Conv2D takes it: "valid" (none) or "same" (zeros around
+# the input so that the output has ceil(input / stride) cells; TensorFlow's rule puts the odd
+# one after, reportgen.capsnet.description.conv_output).
+PADDINGS = ("valid", "same")
+# `[training] optimizer` (reportgen.training.optimizers)
+OPTIMIZERS = ("adam", "sgd")
 
 
 def choices(default, allowed: tuple) -> Any:
@@ -40,9 +47,12 @@ def choices(default, allowed: tuple) -> Any:
 @dataclass(frozen=True)
 class ConvParams:
     filters: int = 256                  # output channels
-    kernel_size: int = 9                # square kernel, "valid" padding
+    kernel_size: int = 9                # square kernel
     strides: int = 1                    # the kernel's step, in pixels of its input
     activation: str = choices("relu", _ACTIVATIONS)     # applied to the conv's output
+    # "valid": no padding, the output shrinks by kernel - 1; "same": zero padding, the output
+    # has ceil(input / strides) cells (Keras's Conv2D padding; the same parameters either way)
+    padding: str = choices("valid", PADDINGS)
 
 
 @dataclass(frozen=True)
@@ -105,7 +115,7 @@ class LossParams:
 class TrainingParams:
     epochs: int = 10                    # `reportgen train`'s defaults; its options win
     batch_size: int = 100               # images per training step
-    learning_rate: float = 1e-3         # Adam's
+    learning_rate: float = 1e-3         # the optimizer's (its base rate, before any decay)
     save_every: int = 100               # save a step every K batches (and at each epoch's end)
     # the learning rate's factor per epoch, applied batch by batch (lr x decay^(epochs done));
     # 1: constant. CapsNet-Keras decays by 0.9 per epoch (its --lr_decay).
@@ -114,11 +124,20 @@ class TrainingParams:
     # says its gradients run faster without, for a small network XLA speeds up (measure with
     # bench/bench_xla.py; the site's own passes keep the family's choice)
     xla: bool = False
+    # "adam": Keras's Adam (beta 0.9, 0.999, epsilon 1e-7); "sgd": stochastic gradient descent
+    # with momentum as PyTorch's torch.optim.SGD computes it (b = momentum x b + g, then
+    # w -= learning_rate x b; Tsai et al. 2020 train with SGD, 0.1, momentum 0.9, weight decay
+    # 5e-4). reportgen.training.optimizers
+    optimizer: str = choices("adam", OPTIMIZERS)
+    # SGD's momentum (0: plain SGD, no momentum buffer); not set with "adam"
+    momentum: float = 0.9
+    # L2 weight decay added to the gradient of every trainable variable before the optimizer
+    # sees it, g + weight_decay x w (PyTorch's SGD and Adam `weight_decay`; with Adam this is
+    # L2 regularisation, not AdamW's decoupled decay); 0: none
+    weight_decay: float = 0.0
 
     def __post_init__(self):
-        if not 0 < self.learning_rate_decay <= 1:
-            raise fail(PARAMS_FILE, "training.learning_rate_decay",
-                       "a factor in (0, 1] per epoch", self.learning_rate_decay)
+        check_training(self, PARAMS_FILE)
 
 
 @dataclass(frozen=True)
@@ -160,6 +179,10 @@ class ModelParams:
                 table = table[parent]
             if table.get(key) == default:
                 del table[key]
+        for conv in data["conv"]:
+            for key, default in _OPTIONAL_CONV_DEFAULTS.items():
+                if conv.get(key) == default:
+                    del conv[key]
         return data
 
     @property
@@ -176,7 +199,26 @@ _OPTIONAL_DEFAULTS = {("primary", "batch_norm"): False,
                       ("class_caps", "routing"): "dynamic",
                       ("family",): DEFAULT_FAMILY,
                       ("training", "learning_rate_decay"): 1.0,
-                      ("training", "xla"): False}
+                      ("training", "xla"): False,
+                      ("training", "optimizer"): "adam",
+                      ("training", "momentum"): 0.9,
+                      ("training", "weight_decay"): 0.0}
+# ... and of each [[conv]] table
+_OPTIONAL_CONV_DEFAULTS = {"padding": "valid"}
+
+
+def check_training(training: TrainingParams, source: str, raw: dict | None = None) -> None:
+    """The `[training]` values no type check refuses: the decay and momentum factors, and a
+    momentum given to Adam (`raw`: the table as written, when there is one)."""
+    if not 0 < training.learning_rate_decay <= 1:
+        raise fail(source, "training.learning_rate_decay", "a factor in (0, 1] per epoch",
+                   training.learning_rate_decay)
+    if not 0 <= training.momentum < 1:
+        raise fail(source, "training.momentum", "a factor in [0, 1)", training.momentum)
+    if raw is not None and "momentum" in raw and training.optimizer != "sgd":
+        raise fail(source, "training.momentum",
+                   f'not set with optimizer "{training.optimizer}" (momentum is SGD\'s; set '
+                   'optimizer = "sgd", or remove momentum)', raw["momentum"])
 
 
 def fail(source: str, key: str, expected: str, received: Any) -> ReportgenError:
@@ -296,7 +338,7 @@ def parse_model_params(raw: dict[str, Any], source: str = PARAMS_FILE) -> ModelP
                                  "class_caps"),
         decoder=parse_section(DecoderParams, raw.get("decoder", {}), source, "decoder"),
         loss=parse_section(LossParams, raw.get("loss", {}), source, "loss"),
-        training=parse_section(TrainingParams, raw.get("training", {}), source, "training"),
+        training=_training(raw.get("training", {}), source),
         description=description,
         imported_from=imported_from,
         family=family,
@@ -308,6 +350,21 @@ def parse_model_params(raw: dict[str, Any], source: str = PARAMS_FILE) -> ModelP
     return params
 
 
+def _training(raw: Any, source: str) -> TrainingParams:
+    """The [training] table; a value out of its range names `source`, the file's path (the
+    dataclass's own check, for code that builds one, can only name params.toml)."""
+    factors = ("learning_rate_decay", "momentum")
+    given = {k: v for k, v in raw.items() if k in factors} if isinstance(raw, dict) else {}
+    rest = {k: v for k, v in raw.items() if k not in factors} if isinstance(raw, dict) else raw
+    training = parse_section(TrainingParams, rest, source, "training")
+    for key, value in given.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise fail(source, f"training.{key}", "a non-negative number", value)
+    given = {k: float(v) for k, v in given.items()}
+    check_training(SimpleNamespace(**{**asdict(training), **given}), source, raw)
+    return replace(training, **given)
+
+
 def _family_table(owner, table: Any, source: str):
     if owner.parse is not None:
         return owner.parse(table, source)
@@ -315,10 +372,14 @@ def _family_table(owner, table: Any, source: str):
 
 
 def conv_grid(params: ModelParams, source: str) -> tuple[int, int]:
-    """The (H, W) the `[[conv]]` layers leave of the input; they must leave at least 1x1."""
+    """The (H, W) the `[[conv]]` layers leave of the input (each by its padding: "valid" keeps
+    the windows inside the input, "same" ceil(input / strides)); at least 1x1."""
     h, w = params.input_shape[:2]
     for i, c in enumerate(params.conv):
-        h, w = (h - c.kernel_size) // c.strides + 1, (w - c.kernel_size) // c.strides + 1
+        if c.padding == "same":
+            h, w = -(-h // c.strides), -(-w // c.strides)
+        else:
+            h, w = (h - c.kernel_size) // c.strides + 1, (w - c.kernel_size) // c.strides + 1
         if h < 1 or w < 1:
             raise fail(source, f"conv[{i}].kernel_size", "a kernel no larger than its input",
                        c.kernel_size)

@@ -7,13 +7,16 @@ Attacks (L-infinity, untargeted, on the true label y, inputs kept in [0, 1]):
                                     `pgd_steps` steps of alpha = 2.5 eps / steps (default);
                                     the LAST iterate is evaluated.
 The loss L is the cross-entropy of softmax(logits) with y, for two attack targets:
-    "capsules": logits = log of the class scores — the real model, routing included. The scores
-                are what the model predicts by: class-capsule lengths, the activations of
-                class capsules whose activation is a unit of its own (matrix capsules;
-                Self-Routing, whose activations sum to 1 over the classes, so L is its training
-                loss -log a_y), or a CNN's class probabilities;
+    "capsules": the real model, routing included, scored as its head declares (Head.scores):
+                logits = the encoder's logits themselves (a learnt readout of the class
+                capsules, trained with this cross-entropy), or the log of its class scores:
+                class-capsule lengths, the activations of class capsules whose activation is a
+                unit of its own (matrix capsules; Self-Routing, whose activations sum to 1 over
+                the classes, so L is its training loss -log a_y), or a CNN's class
+                probabilities;
     "votes":    logits = log |squash(mean_i u_hat[j|i])| — the votes of all primary capsules
-                averaged per class and squashed, bypassing routing (Gu 2022, "vote attack").
+                averaged per class and squashed by the family's own squash (Family.squash),
+                bypassing routing (Gu 2022, "vote attack").
 Every adversarial example is then classified by the REAL model (argmax of the scores): the
 vote attack only chooses the perturbation. Gu 2022 reports attacking the votes is much stronger
 (CIFAR-10, PGD: 17.3% robust accuracy through the output capsules vs 4.83% through the votes).
@@ -122,14 +125,17 @@ def variants(description) -> list[Params]:
 # --- the attack targets (keras.ops) and the attacks ---------------------------------------------
 
 def capsule_logits(net):
-    """x -> log of the class scores the encoder gives (the real model, routing included):
-    class-capsule lengths or activations; for a CNN the log of its class probabilities (for a
-    softmax: the logits up to a constant)."""
+    """x -> the logits of the class scores the encoder gives (the real model, routing
+    included), by what its head declares they are: logits as they are; class-capsule lengths,
+    activations or a CNN's class probabilities by their log (for a softmax: the logits up to a
+    constant)."""
     from reportgen.capsnet.ops import log_length
 
+    declared_logits = net.description.head.scores == "logits"
+
     def logits(x):
-        _, lengths = net.encoder(x, training=False)
-        return log_length(lengths)
+        _, scores = net.encoder(x, training=False)
+        return scores if declared_logits else log_length(scores)
     return logits
 
 
@@ -142,7 +148,10 @@ def vote_logits(net):
     """
     from keras import ops
 
-    from reportgen.capsnet.ops import capsule_length, log_length, squash
+    from reportgen.capsnet.ops import capsule_length, log_length, squash as sabour_squash
+    from reportgen.settings.families import family_of
+
+    squash = family_of(net.params).squash or sabour_squash
 
     def logits(x):
         votes = net.votes(x)                                              # (B, N, K, D)

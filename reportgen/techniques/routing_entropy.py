@@ -12,7 +12,12 @@ EM routing gives), 0 when a child sends everything to one parent.
   scale (trained dynamic routing often stays within 1e-2 of uniform).
 - Every routed layer: H / H_uniform of each child against its own uniform log(#parents of the
   child) (a convolutional capsule layer's edge children see fewer parents), as a histogram and
-  its means (plain and weighted by the child's activation).
+  its means (plain and weighted by the child's activation; unweighted for pose-only capsules,
+  which have none). Weights normalised per convolutional window (Tsai et al. 2020) are one
+  distribution per window: H is their mean over the windows that see the child and H_uniform
+  the log of one window's parent types, so H / H_uniform never exceeds 1.
+Weights normalised over each parent's children are no distribution over a child's parents:
+the analysis does not suit them (`unsuited`).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reportgen.capsnet.description import parents_per_child
+from reportgen.capsnet.description import routing_spread
 from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import (check_option, check_positive, finite_number,
@@ -101,8 +106,13 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     description = evaluation.net.description
     routed = routed_layers(description)
     last = routed[-1]
-    tensors = evaluation.tensors(*[f"routing_entropy:{n}" for n in routed],
-                                 *[f"activations:{n}" for n in routed], f"routing:{last}")
+    activated = [n for n in routed if description.layer(n).has_activation]
+    tensors = dict(evaluation.tensors(*[f"routing_entropy:{n}" for n in routed],
+                                      *[f"activations:{n}" for n in activated],
+                                      f"routing:{last}"))
+    for name in set(routed) - set(activated):       # pose-only children: every one counts 1
+        tensors[f"activations:{name}"] = np.ones(tensors[f"routing_entropy:{name}"].shape,
+                                                 np.float32)
     out = _into_classes(tensors[f"routing:{last}"], tensors[f"activations:{last}"],
                         description.layer(last).types, params)
     out.update(_per_layer(description, routed, tensors, params.entropy_bins))
@@ -168,7 +178,7 @@ def _per_layer(description, routed, tensors, bins: int) -> dict:
     image_sum, image_count = np.zeros(n), 0
     for li, name in enumerate(routed):
         h = np.asarray(tensors[f"routing_entropy:{name}"], np.float64)          # (n, C)
-        fan = parents_per_child(description, name)
+        fan = routing_spread(description, name)
         uniform = np.log(np.maximum(fan, 1))
         usable = fan >= 2
         share = h[:, usable] / uniform[usable]                                  # (n, C')
@@ -211,8 +221,20 @@ def summarize(arrays, params: Params | None = None) -> dict:
     }
 
 
+def unsuited(description) -> str | None:
+    """Weights normalised over each parent's children have no entropy per child."""
+    over_children = [c.name for c in description.routed_layers
+                     if c.routing.sums_over == "children"]
+    if over_children:
+        return (f"the routing weights of {over_children[0]} are normalised over each "
+                f"parent's children, not over each child's parents, so a child's weights are "
+                f"no distribution to take the entropy of")
+    return None
+
+
 TECHNIQUE = Technique(
     name=NAME,
+    unsuited=unsuited,
     citations=cite('sabour2017dynamic'),
     title="Routing entropy",
     layer="class",

@@ -96,7 +96,8 @@ TECHNIQUE = Technique(
     # activations; one-hop vector capsules take their l_j from the class capsules' poses.
     needs=frozenset({"class_capsules", "activations", "activations:<capsules>",
                      "routing:<routed>"}),
-    applies_to=frozenset({"capsule_maps", "class_capsules", "routing_paths"}),
+    applies_to=frozenset({"capsule_maps", "class_capsules", "routing_paths",
+                          "capsule_activations"}),
     params_type=Params,
     version=1,
     compute=compute,

@@ -19,13 +19,14 @@ from reportgen.model_folder import RUN_SECTION, ModelFolder
 # What a run's facts hold (None = not recorded), in the order the overview shows them.
 FIELDS = ("data", "dataset", "training_images", "limit", "epochs", "epochs_trained",
           "batch_size", "learning_rate", "save_every", "seed", "wall_seconds", "until_accuracy",
-          "held_out")
+          "held_out", "optimizer", "momentum", "weight_decay")
 
 
 def run_facts(settings: dict, source: str, training_images: int, epochs: int,
               until_accuracy: float | None = None, held_out: bool = True) -> dict:
     """The "training" section the trainer writes: the run's settings (data, seed, batch_size,
-    limit, learning_rate, save_every), the data set's description, the number of training
+    limit, learning_rate, save_every; optimizer, momentum (None for Adam) and weight_decay,
+    params.toml's [training]), the data set's description, the number of training
     images after --limit, the epochs asked for and the --until-accuracy target (None without
     one: "Capsules vs CNNs" matches models at the accuracy they were trained to). `held_out`:
     every step trained beside the one held-out split (reportgen.data.held_out), false for an
@@ -36,6 +37,9 @@ def run_facts(settings: dict, source: str, training_images: int, epochs: int,
              "learning_rate": settings.get("learning_rate"),
              "save_every": settings.get("save_every"), "seed": settings.get("seed"),
              "until_accuracy": until_accuracy}
+    for key in ("optimizer", "momentum", "weight_decay"):
+        if key in settings:
+            facts[key] = settings[key]
     if held_out:
         facts[MARKER_KEY] = MARKER
     return facts

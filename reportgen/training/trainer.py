@@ -3,10 +3,17 @@
 Steps are named EPOCH-BATCH (epoch 1-based; 0-0 = untrained). Each save commits the step's
 weights, the optimizer state and the history together (the order, and what the next start does
 after a kill at any moment, are in reportgen.training.run_state), so `--resume` continues from
-the last saved step with Adam's moments and iteration count as they were: a resumed run computes
-the same next steps as an uninterrupted one with the same seed. A custom loop (not `fit`)
-because saves fall inside epochs and a resume may start mid-epoch; the bench compares its
-throughput with `fit` on the same model.
+the last saved step with the optimizer's state as it was (Adam's moments, SGD's momentum
+buffers, the iteration count): a resumed run computes the same next steps as an uninterrupted
+one with the same seed. The optimizer is params.toml's `[training] optimizer`
+(reportgen.training.optimizers); a resume refuses another kind than the run's. A custom loop
+(not `fit`) because saves fall inside epochs and a resume may start mid-epoch; the bench
+compares its throughput with `fit` on the same model.
+
+Each record holds the classification loss under the name of the loss the network trains
+(`Network.classification_loss_name()`: its family's `classification_loss`, e.g. "margin_loss",
+"cross_entropy"); history.json's "classification_loss" says which. Runs of an older reportgen
+recorded every family's under "margin_loss": resuming one renames it in the earlier records.
 
 The model comes as a `ModelFolder` (reportgen.model_folder: its name, folder, parameters and
 file paths), so training never imports the catalog that finds the folders.
@@ -34,6 +41,10 @@ from reportgen.training.run_state import (Committed, archive_run, archive_uncomm
 TOP2_ACCURACY = "top-2: both labels among the two highest class scores"
 # settings that fix which images each EPOCH-BATCH step saw: a resume must keep them
 _ORDER_SETTINGS = ("data", "seed", "batch_size", "limit")
+# the optimizer's settings a run records (params.toml's [training]); a run recorded without
+# them trained with Adam and no weight decay
+_OPTIMIZER_SETTINGS = ("optimizer", "momentum", "weight_decay")
+_ADAM = {"optimizer": "adam", "momentum": None, "weight_decay": 0.0}
 
 
 @dataclass(frozen=True)
@@ -152,6 +163,8 @@ def open_run(entry: ModelFolder, options: TrainOptions) -> Run:
     if existing:
         existing = _drop_uncommitted(entry, committed)
     settings = _settings(entry, options, committed.settings if existing else {})
+    if existing:
+        _check_optimizer(entry, committed, settings)
     until = options.until_accuracy
     if until is not None and not 0 < until <= 1:
         raise ReportgenError("--until-accuracy must be a fraction of correct images.",
@@ -162,16 +175,17 @@ def open_run(entry: ModelFolder, options: TrainOptions) -> Run:
     import keras
 
     from reportgen.capsnet.architecture import build_capsnet
+    from reportgen.training.optimizers import make_optimizer
 
     keras.utils.set_random_seed(settings["seed"])
     run.net = build_capsnet(entry.params)
-    run.optimizer = keras.optimizers.Adam(settings["learning_rate"])
+    run.optimizer = make_optimizer(entry.params.training, settings["learning_rate"])
     run.optimizer.build(run.net.model.trainable_variables)  # so a resume can restore its moments
     if existing:
         last = existing[-1]
         _load_step_weights(entry, run.net, last)
         run.history = [r for r in committed.records if Step.parse(r["step"]) <= last]
-        _restore_optimizer(entry, run.optimizer, committed, last, settings["learning_rate"])
+        _restore_optimizer(entry, run.optimizer, committed, last, settings)
         run.start = Step(last.epoch + 1, 0) if last.batch >= run.batches_per_epoch \
             or last.epoch == 0 else Step(last.epoch, last.batch)
         run.resumed_from = last
@@ -234,8 +248,53 @@ def _settings(entry: ModelFolder, options: TrainOptions, recorded: dict) -> dict
                     f"{entry.name} --fresh`")
     defaults = {"data": entry.params.dataset, "seed": 0, "batch_size": tp.batch_size,
                 "limit": None, "learning_rate": tp.learning_rate, "save_every": tp.save_every}
-    return {key: given[key] if given[key] is not None else recorded.get(key, defaults[key])
-            for key in defaults}
+    settings = {key: given[key] if given[key] is not None else recorded.get(key, defaults[key])
+                for key in defaults}
+    # the optimizer is params.toml's (no option); _check_optimizer compares it with the run's
+    return {**settings, **optimizer_settings(tp)}
+
+
+def optimizer_settings(training) -> dict:
+    """{optimizer, momentum (None for Adam), weight_decay} of TrainingParams `training`, as a
+    run records them."""
+    return {"optimizer": training.optimizer,
+            "momentum": training.momentum if training.optimizer == "sgd" else None,
+            "weight_decay": training.weight_decay}
+
+
+def _recorded_optimizer(committed: Committed) -> dict:
+    """The optimizer settings of the run being resumed (Adam, without weight decay, for a run
+    that did not record them: every run before the setting existed)."""
+    recorded = committed.settings or {}
+    if "optimizer" not in recorded:
+        return dict(_ADAM)
+    return {key: recorded.get(key, _ADAM[key]) for key in _OPTIMIZER_SETTINGS}
+
+
+def _check_optimizer(entry: ModelFolder, committed: Committed, settings: dict) -> None:
+    """Refuse to resume with another kind of optimizer than the run's, whose saved state (Adam's
+    moments, SGD's momentum buffers, or none) the new one could not take; SGD with and without
+    momentum count as two kinds. Without a saved optimizer state (the run resumes with a fresh
+    optimizer, said so) any optimizer may continue."""
+    if committed.optimizer is None:
+        return
+    was, now = _recorded_optimizer(committed), settings
+
+    def kind(s: dict) -> str:
+        if s["optimizer"] != "sgd":
+            return f'optimizer = "{s["optimizer"]}"'
+        return 'optimizer = "sgd" ' + ("without momentum (momentum = 0)" if not s["momentum"]
+                                       else f"with momentum {s['momentum']:g}")
+
+    if was["optimizer"] != now["optimizer"] or \
+            (was["optimizer"] == "sgd" and bool(was["momentum"]) != bool(now["momentum"])):
+        raise ReportgenError(
+            f"{entry.params_path}'s [training] {kind(now)} differs from the run being "
+            f"resumed, which trained with {kind(was)}: its saved optimizer state "
+            f"({entry.state_path}) does not carry over",
+            expected=kind(was), received=kind(now),
+            fix=f"Set [training] back to {kind(was)} to continue the run, or start over with "
+                f"`reportgen train {entry.name} --fresh`")
 
 
 def _load_data(entry: ModelFolder, options: TrainOptions, settings: dict) -> Run:
@@ -299,9 +358,12 @@ def _load_step_weights(entry: ModelFolder, net, step: Step) -> None:
 
 
 def _restore_optimizer(entry: ModelFolder, optimizer, committed: Committed, last: Step,
-                       learning_rate: float) -> None:
-    """Adam's moments and iteration count as saved with `last`; a fresh Adam (said so) if the
-    state belongs to another step (its weights were removed by hand) or is missing."""
+                       settings: dict) -> None:
+    """The optimizer's state (Adam's moments, SGD's momentum buffers, the iteration count) as
+    saved with `last`; a fresh optimizer (said so) if the state belongs to another step (its
+    weights were removed by hand) or is missing. A changed momentum or weight decay is said;
+    another kind of optimizer was refused before (_check_optimizer)."""
+    learning_rate = settings["learning_rate"]
     state_path = entry.state_path
     if committed.optimizer is None or committed.step != last:
         reason = (f"{state_path} is missing" if committed.optimizer is None else
@@ -324,6 +386,12 @@ def _restore_optimizer(entry: ModelFolder, optimizer, committed: Committed, last
     previous = (committed.settings or {}).get("learning_rate")
     if previous is not None and not np.isclose(previous, learning_rate):
         console.notice(f"Learning rate changed from {previous:g} to {learning_rate:g}.")
+    was = _recorded_optimizer(committed)
+    for key, words in (("momentum", "SGD momentum"), ("weight_decay", "Weight decay")):
+        if was[key] is not None and settings[key] is not None \
+                and not np.isclose(was[key], settings[key]):
+            console.notice(f"{words} changed from {was[key]:g} to {settings[key]:g} "
+                           f"([training] {key} in {entry.params_path}).")
     optimizer.learning_rate = learning_rate
 
 
@@ -341,12 +409,22 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
                    f"saving every {save_every} batches")
     from reportgen.training.evaluate import accuracy, top2_accuracy
 
+    from reportgen.training.optimizers import describe as optimizer_words
+
     if run.two_labels:
+        from reportgen.training.two_label import pair_classification_loss
+
         train_step = make_pair_train_step(entry.name, net, run.optimizer)
         validation_accuracy = top2_accuracy
+        classification = pair_classification_loss(net)
     else:
         train_step = make_train_step(net, run.optimizer)
         validation_accuracy = accuracy
+        classification = net.classification_loss_name()
+    console.notice(f"Optimizer: {optimizer_words(params.training)} at learning rate "
+                   f"{settings['learning_rate']:g}; classification loss: {classification}")
+    if run.resumed_from is not None:
+        history[:] = [_named_loss(r, classification) for r in history]
     clock = time.perf_counter()
     # wall time over every session of the run; unknown when resuming a run that did not
     # record it
@@ -366,7 +444,7 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
                   "images_seen": (max(step.epoch - 1, 0) * n +
                                   min(step.batch * batch_size, n)),
                   "loss": sums[0] / seen if seen else None,
-                  "margin_loss": sums[1] / seen if seen else None,
+                  classification: sums[1] / seen if seen else None,
                   "reconstruction_loss": sums[2] / seen if seen else None,
                   "train_accuracy": sums[3] / seen if seen else None,
                   "val_accuracy": validation_accuracy(net, run.x_val, run.y_val),
@@ -374,6 +452,9 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
                   "seconds": round(time.perf_counter() - clock, 3)}
         record["wall_seconds"] = None if before is None else round(before + record["seconds"], 3)
         doc = {"model": entry.name, "dataset": run.source, "batch_size": batch_size,
+               # which key of the records holds the classification loss (Family.
+               # classification_loss; older histories: "margin_loss")
+               "classification_loss": classification,
                RUN_SECTION: facts, "records": history + [record]}
         if run.two_labels:   # what train_accuracy and val_accuracy count
             doc["accuracy"] = TOP2_ACCURACY
@@ -457,6 +538,14 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
     return history
 
 
+def _named_loss(record: dict, name: str) -> dict:
+    """`record` with an older reportgen's "margin_loss" (which held every family's
+    classification loss) under `name`, in its place; as it is otherwise."""
+    if name == "margin_loss" or "margin_loss" not in record or name in record:
+        return record
+    return {name if key == "margin_loss" else key: value for key, value in record.items()}
+
+
 def _stopped(entry: ModelFolder, run: Run, history: list[dict], why: str) -> ReportgenError:
     """The one-line error of a run stopped by a number that is not one; the steps saved so
     far stay as they are."""
@@ -479,8 +568,8 @@ def _xla_training(net) -> bool:
 def make_train_step(net, optimizer):
     """One compiled optimisation step of the family's loss (`net.training_losses`: for the
     CapsNet, margin loss + lambda x reconstruction loss, Sabour et al. 2017, eq. 4 and section
-    4.1). Returns (mean total loss, mean classification loss, mean reconstruction loss, number
-    correct)."""
+    4.1). Returns (mean total loss, mean classification loss — the history names it
+    `net.classification_loss_name()` —, mean reconstruction loss, number correct)."""
     import tensorflow as tf
 
     variables = net.model.trainable_variables

@@ -68,6 +68,13 @@ def top2_correct(labels, scores):
     return ops.cast(ops.logical_or(same, swapped), "float32")
 
 
+def pair_classification_loss(net) -> str:
+    """The history's name of the classification term `pair_training_losses` trains `net`
+    with: "cross_entropy" (the binary cross-entropy of networks with `pair_logits`) or
+    "margin_loss"."""
+    return "cross_entropy" if net.pair_logits is not None else "margin_loss"
+
+
 def pair_training_losses(net):
     """A network's loss on two labels per image: (images, labels (B, 2), sources
     (B, 2, H, W, C)) -> (classification loss (B,), reconstruction loss (B,), scores (B, K)).

@@ -45,11 +45,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from reportgen.capsnet.description import (CapsuleLayer, Head, ModelDescription, RoutingWeights,
-                                           conv_stack, decoder_of)
-from reportgen.capsnet.network import decoder_param_count
-from reportgen.settings.families import XLA, Family
-from reportgen.settings.model_params import check_primary_fits, conv_grid, fail
+from reportgen.sdk import (XLA, CapsuleLayer, Family, Head, ModelDescription, RoutingWeights,
+                           check_primary_fits, conv_grid, conv_stack, decoder_of,
+                           decoder_param_count, fail)
 
 NAME = "efficient_capsnet"
 
@@ -106,7 +104,7 @@ def describe(params) -> ModelDescription:
     capsules scored by their length) and the "class_caps" they route into."""
     p = params.primary
     convs = conv_stack(params.input_shape, [
-        *((f"conv{i + 1}", c.filters, c.kernel_size, c.strides, "valid", c.activation, "")
+        *((f"conv{i + 1}", c.filters, c.kernel_size, c.strides, c.padding, c.activation, "")
           for i, c in enumerate(params.conv)),
         ("primary_conv", p.types * p.dims, p.kernel_size, p.strides, "valid", p.activation,
          "primary_caps")])
@@ -193,6 +191,14 @@ def build(params):
     return build_efficient_capsnet(params)
 
 
+def squash(s):
+    """Efficient-CapsNet's squash (eq. 2) over the last axis, for the techniques that squash
+    for the family (the vote attack's mean votes)."""
+    from efficient_capsnet.layers import efficient_squash
+
+    return efficient_squash(s)
+
+
 # bench/bench_xla.py's measurement on MNIST_EfficientCaps (run with this family registered and
 # the model read from this package's models/), 2 busy cores (load 6.8): forward XLA / graph
 # 1.16x (496 against 428 images/s, 5.8 s to compile against 1.0 s), forward + backward 0.35x
@@ -219,4 +225,4 @@ FAMILY = Family(
     # the network contract (reportgen.contract): the votes u_hat[j|i] (Network.votes), and
     # the output the family's own technique reads
     citations=(CITATION,), capabilities=frozenset({"votes"}), outputs=OUTPUTS,
-    example=EXAMPLE)
+    example=EXAMPLE, squash=squash, classification_loss="margin_loss")

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from reportgen.figures.encode import new_figure
-from reportgen.figures.figure import Figure, RenderContext
-from reportgen.figures.plots import figure_pair, legend_below, style_axes, styled
+from reportgen.sdk import (Figure, RenderContext, figure_pair, legend_below, new_figure,
+                           style_axes, styled)
 
 HIGHLIGHT = "#d95f02"          # the predicted class, as reportgen's panels mark it
 

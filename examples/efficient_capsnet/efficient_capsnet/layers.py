@@ -12,7 +12,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from reportgen.capsnet.ops import safe_norm
+from reportgen.sdk import safe_norm
 
 PACKAGE = "efficient_capsnet"
 

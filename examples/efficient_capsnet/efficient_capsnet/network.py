@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from reportgen.capsnet.network import Network
+from reportgen.sdk import Network
 from efficient_capsnet.family import BIASED_ROUTING
 
 
@@ -60,9 +60,7 @@ def build_efficient_capsnet(params) -> EfficientCapsNetwork:
     import keras
     from keras import layers
 
-    from reportgen.capsnet.description import describe
-    from reportgen.capsnet.layers import Length, Mask
-    from reportgen.capsnet.network import capsule_losses
+    from reportgen.sdk import Length, Mask, capsule_losses, describe
 
     from efficient_capsnet.layers import FCCaps, PrimaryCaps
 

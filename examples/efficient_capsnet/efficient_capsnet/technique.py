@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reportgen.techniques.base import Technique, lazy
+from reportgen.sdk import Technique, lazy
 
 from efficient_capsnet.family import BIASED_ROUTING, CITATION
 

@@ -49,30 +49,27 @@ def params_toml(raw: dict, training: dict) -> str:
 def efficient_family():
     """The family, as reportgen finds it through the `reportgen.families` entry point: every
     test runs the package as a researcher's install does, never registered by hand."""
-    from reportgen.settings import families
+    from reportgen.sdk.testing import get_family, registered_families
 
     from efficient_capsnet.family import FAMILY, NAME
 
-    if NAME not in families.registered():
+    if NAME not in registered_families():
         pytest.fail(f"reportgen does not find the family '{NAME}': install this package "
                     f"(pip install -e examples/efficient_capsnet) into reportgen's environment")
-    assert families.family(NAME) is FAMILY
+    assert get_family(NAME) is FAMILY
     return FAMILY
 
 
 def parse(raw: dict):
-    from reportgen.settings.model_params import parse_model_params
+    from reportgen.sdk import parse_model_params
 
     return parse_model_params(raw, source="models/Tiny/params.toml")
 
 
 def build(raw: dict, seed: int = 0):
-    import keras
+    from reportgen.sdk.testing import build_network
 
-    from reportgen.capsnet.architecture import build_capsnet
-
-    keras.utils.set_random_seed(seed)
-    return build_capsnet(parse(raw))
+    return build_network(parse(raw), seed)
 
 
 def randomise(net, seed: int = 1) -> None:

@@ -11,10 +11,8 @@ import numpy as np
 import pytest
 from conftest import GRID, TINY, build, parse
 
-from reportgen.capsnet.description import ReceptiveField, describe
-from reportgen.capsnet.param_count import count_trainable_params
-from reportgen.errors import ReportgenError
-from reportgen.settings.model_params import DecoderParams, load_model_params
+from reportgen.sdk import (DecoderParams, ReceptiveField, ReportgenError, count_trainable_params,
+                           describe, load_model_params)
 
 MODEL = Path(__file__).resolve().parents[1] / "models" / "MNIST_EfficientCaps" / "params.toml"
 
@@ -48,12 +46,9 @@ def test_mnist_has_the_papers_161824_trainable_parameters():
 
 
 def build_from(params):
-    import keras
+    from reportgen.sdk.testing import build_network
 
-    from reportgen.capsnet.architecture import build_capsnet
-
-    keras.utils.set_random_seed(0)
-    return build_capsnet(params)
+    return build_network(params, 0)
 
 
 def test_without_the_routing_bias_b_is_gone_from_the_count_and_the_model():
@@ -65,7 +60,11 @@ def test_without_the_routing_bias_b_is_gone_from_the_count_and_the_model():
     assert net.trainable_params() == count_trainable_params(without)
 
 
-@pytest.mark.parametrize("raw", [TINY, GRID], ids=["1x1", "3x3"])
+# [[conv]] padding "same": 28 -> 14 -> 7, then the depthwise 5x5 (no padding) -> a 3x3 grid
+SAME = {**TINY, "conv": [{**c, "padding": "same"} for c in TINY["conv"]]}
+
+
+@pytest.mark.parametrize("raw", [TINY, GRID, SAME], ids=["1x1", "3x3", "same padding"])
 def test_the_description_is_what_is_built(raw):
     net = build(raw)
     description = describe(net.params)
@@ -78,6 +77,7 @@ def test_the_description_is_what_is_built(raw):
         config = net.model.get_layer(conv.name).get_config()
         assert tuple(config["kernel_size"]) == conv.kernel_size
         assert tuple(config["strides"]) == conv.strides
+        assert config["padding"] == conv.padding
     primary, classes = description.primary_capsules, description.class_capsules
     assert net.model.get_layer(primary.name) is net.primary_caps
     assert net.model.get_layer(classes.name) is net.class_caps
@@ -89,6 +89,9 @@ def test_the_description_is_what_is_built(raw):
     assert description.features >= {"self_attention_routing", "routing_paths",
                                      "vector_capsules", "primary_capsules", "decoder"}
     assert "dynamic_routing" not in description.features
+    if raw is SAME:
+        assert [c.grid for c in description.conv_layers] == [(14, 14), (7, 7), (3, 3)]
+        assert description.conv_layers[0].receptive_field.start == (-1, -1)
 
 
 def test_mnist_description_and_receptive_field():
@@ -158,8 +161,7 @@ def test_it_keeps_the_network_contract_and_declares_its_citation_capability_and_
     """reportgen.contract: the built network gives every output its description calls for and
     the output the family declares; `votes` gives u_hat[j|i]; the description says what it
     leaves out; the family and its technique cite the paper."""
-    from reportgen.contract import check_network, required_outputs
-    from reportgen.techniques import get_technique
+    from reportgen.sdk.testing import check_network, get_technique, required_outputs
 
     from efficient_capsnet.family import CITATION, FAMILY, NAME
     from efficient_capsnet.technique import TECHNIQUE

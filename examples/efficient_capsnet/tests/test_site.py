@@ -22,10 +22,8 @@ def _reportgen(*args, cwd):
 
 @pytest.mark.slow
 def test_a_tiny_model_trains_and_builds_with_every_default_analysis(tmp_path):
-    from reportgen.engine.model import ModelHandle
-    from reportgen.engine.step import plan
-    from reportgen.settings.model_params import parse_model_params
-    from reportgen.techniques import all_techniques
+    from reportgen.sdk import parse_model_params
+    from reportgen.sdk.testing import default_plan
 
     folder = tmp_path / "models" / "Tiny"
     folder.mkdir(parents=True)
@@ -39,13 +37,12 @@ def test_a_tiny_model_trains_and_builds_with_every_default_analysis(tmp_path):
     assert "FAILED" not in built.stdout + built.stderr
 
     index = json.loads((tmp_path / "site" / "models" / "Tiny" / "index.json").read_text())
-    default = [t for t in all_techniques() if not t.experimental]
-    chosen = plan(default, ModelHandle(parse_model_params({**TINY, "dataset": "mnist"})))
+    computed, not_applicable = default_plan(parse_model_params({**TINY, "dataset": "mnist"}))
     shown = {p["technique"] for p in index["panels"] + index["dataset_panels"]}
-    assert shown == {t.name for t, _ in chosen.variants}
+    assert shown == computed
     assert "self_attention_coupling" in shown          # the package's own technique
     # the rest say why not, in one plain clause: the 1x1 grid is no map
-    assert set(index["not_applicable"]) == {t.name for t, _ in chosen.not_applicable}
+    assert set(index["not_applicable"]) == set(not_applicable)
     assert "capsule grid of more than one cell" in index["not_applicable"]["rpv"]
     overview = (tmp_path / "site" / "models" / "Tiny" / "index.html").read_text("utf-8")
     assert "What the analyses of this model leave out" in overview

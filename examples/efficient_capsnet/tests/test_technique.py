@@ -10,7 +10,7 @@ from conftest import TINY, build, randomise
 
 
 def _batch(net, count=3):
-    from reportgen.probe.probe import run_probe
+    from reportgen.sdk.testing import run_probe
     from efficient_capsnet.technique import TECHNIQUE
 
     images = np.random.default_rng(0).uniform(0, 1, (count, 28, 28, 1)).astype(np.float32)
@@ -35,15 +35,14 @@ def test_the_numbers_are_the_models_coupling_and_bias():
     np.testing.assert_allclose(result["coupling"].sum(-1), 1.0, atol=1e-6)
     assert np.array_equal(result["predicted"], out["lengths"].argmax(1))
     # one image at a time gives the same numbers
-    from reportgen.probe.probe import subset
+    from reportgen.sdk.testing import subset
 
     one = TECHNIQUE.compute(subset(batch, [1]), None)
     np.testing.assert_allclose(one["weights"][0], result["weights"][1], atol=1e-6)
 
 
 def test_it_applies_to_this_family_only():
-    from reportgen.capsnet.description import describe
-    from reportgen.settings.model_params import parse_model_params
+    from reportgen.sdk import describe, parse_model_params
 
     from efficient_capsnet.technique import TECHNIQUE
 
@@ -59,7 +58,7 @@ def test_it_applies_to_this_family_only():
 
 
 def test_it_draws_the_three_maps_with_a_caption():
-    from reportgen.figures.figure import RenderContext
+    from reportgen.sdk import RenderContext
 
     from efficient_capsnet.technique import TECHNIQUE
 

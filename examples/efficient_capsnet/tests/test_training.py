@@ -9,14 +9,13 @@ from conftest import TINY, params_toml
 
 @pytest.mark.slow
 def test_a_tiny_model_trained_briefly_leaves_chance(tmp_path):
-    from reportgen.catalog import Catalog
-    from reportgen.training.trainer import TrainOptions, train
+    from reportgen.sdk.testing import train_model
 
     folder = tmp_path / "models" / "Tiny"
     folder.mkdir(parents=True)
     (folder / "params.toml").write_text(params_toml(TINY, {
         "epochs": 3, "batch_size": 16, "learning_rate": 0.002, "save_every": 1000}))
-    history = train(Catalog(tmp_path / "models").get("Tiny"), TrainOptions(limit=1600))
+    history = train_model(tmp_path / "models", "Tiny", limit=1600)
     accuracy = [r["val_accuracy"] for r in history]
     print("held-out accuracy per saved step:", [f"{a:.3f}" for a in accuracy])
     assert history[0]["step"] == "0-0"
