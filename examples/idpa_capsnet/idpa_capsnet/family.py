@@ -105,7 +105,7 @@ def describe(params) -> ModelDescription:
     the head reads logits from the class poses through a learnt readout."""
     own, p = params.family_settings, params.primary
     convs = conv_stack(params.input_shape, [
-        *((f"conv{i + 1}", c.filters, c.kernel_size, c.strides, "valid", c.activation, "")
+        *((f"conv{i + 1}", c.filters, c.kernel_size, c.strides, c.padding, c.activation, "")
           for i, c in enumerate(params.conv)),
         ("primary_conv", p.types * p.dims, p.kernel_size, p.strides, "valid", p.activation,
          "primary_caps")])
@@ -255,6 +255,4 @@ FAMILY = Family(
     modules=(__name__, "idpa_capsnet.layers", "idpa_capsnet.network"),
     # the network contract: the votes v_ij into the class capsules (Network.votes)
     capabilities=frozenset({"votes"}), citations=(CITATION,),
-    classification_loss="cross_entropy",
-    classification_loss_words="cross-entropy of the softmax of the logits (Tsai et al. 2020)",
-    example=EXAMPLE)
+    classification_loss="cross_entropy", example=EXAMPLE)
