@@ -111,11 +111,11 @@ LACKS = {
                      "features)",
     "class_capsules": "class capsules",
     "vector_capsules": "vector capsules (whose lengths are activations)",
-    "capsule_activations": "capsule activations (its capsules are poses only)",
-    "grid_activations": "activations on its capsule grids (its grid capsules are poses only)",
     "matrix_capsules": "matrix capsules",
     "primary_capsules": "capsules on a spatial grid",
     "capsule_maps": "capsule grid of more than one cell",
+    "capsule_activations": "capsule activations (its capsules are poses only)",
+    "grid_activations": "activations on its capsule grids (its grid capsules are poses only)",
     "routing_weights": "routing weights",
     "routing_paths": "routing weights that lead from the primary capsules to the classes",
     "own_explanation": "explanation of its own (capsule activations along routing paths from "

@@ -50,8 +50,9 @@ from reportgen.probe.probe import ProbeBatch
 from reportgen.sdk.protocols import (Build, Compute, CountParams, Describe, Render, Summarize,
                                      Variants)
 from reportgen.settings.families import XLA, Family, FamilyCosts
-from reportgen.settings.model_params import (DecoderParams, check_primary_fits, conv_grid, fail,
-                                             load_model_params, parse_model_params)
+from reportgen.settings.model_params import (DecoderParams, check_primary_fits, choices,
+                                             conv_grid, fail, load_model_params,
+                                             parse_model_params)
 from reportgen.techniques.base import Technique, lazy
 
 # Bumped when a name of `__all__` changes its meaning or goes; a package may check it.
@@ -93,7 +94,7 @@ __all__ = [
     "Network", "capsule_losses", "build_decoder", "decoder_param_count", "dense_param_count",
     "conv_param_count", "count_trainable_params",
     # settings
-    "fail", "conv_grid", "check_primary_fits", "load_model_params", "parse_model_params",
+    "fail", "choices", "conv_grid", "check_primary_fits", "load_model_params", "parse_model_params",
     "DecoderParams",
     # techniques and figures
     "ProbeBatch", "Figure", "RenderContext",

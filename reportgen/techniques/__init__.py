@@ -25,6 +25,7 @@ BUILT_IN = (
     "primary_heatmaps",
     "class_capsules",
     "rpv",
+    "routing_weights",
     "gracaps_attention",
     "live_decoder",
     "decoder_length",
