@@ -34,7 +34,7 @@ Its own settings (params.toml `[idpa]`):
     sequential_routing = false     # true: one layer at a time (the authors' --sequential_routing)
     layer_norm_epsilon = 1e-5      # torch.nn.LayerNorm's, as the authors use it
 
-Parameters of MNIST_IDPA (28x28, SPEC 2d): conv1 5x5x1x64 + 64 = 1,664; primary_conv
+Parameters of MNIST_IDPA (28x28): conv1 5x5x1x64 + 64 = 1,664; primary_conv
 3x3x64x128 = 73,728 (no bias); its LayerNorm 2 x 16 = 32; conv_caps1 3x3 (kernel) x 8 (in) x
 4x4 x 8 (out) = 9,216 + LayerNorm 32; class_caps 4x4x8 = 128 children x 4x4 x 10 = 20,480 +
 LayerNorm 32; readout 16 + 1 = 17: 105,201.

@@ -1,5 +1,5 @@
 """Fixtures: the family as reportgen finds it (through this package's entry point), the MNIST
-model of SPEC 2d, the family's tiny example and variants of it, and helpers to randomise a built
+model (105,201 parameters), the family's tiny example and variants of it, and helpers to randomise a built
 network's weights and hand them to the NumPy oracle."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ and capsules where the paper has sums. The test oracle; it shares no code with t
 uses no index tables or einsum of it.
 
 Written from the paper (Procedure 1, "Inverted dot-product attention routing"; section 2's
-concurrent routing) and reportgen's SPEC section 2d, and, where the text leaves a choice open,
+concurrent routing), and, where the text leaves a choice open,
 from what the authors' code computes (apple/ml-capsules-inverted-attention-routing,
 src/layers.py; the window extraction as fixed in cinjon/ml-capsules-inverted-attention-routing):
 

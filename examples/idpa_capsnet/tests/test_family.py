@@ -1,5 +1,5 @@
 """The family declaration: found through its entry point, read from params.toml, described,
-counted (SPEC 2d's 105,201 parameters), checked, and built as described."""
+counted (105,201 parameters), checked, and built as described."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def test_the_entry_point_names_the_family():
 
 
 def test_mnist_has_105201_trainable_parameters():
-    """SPEC 2d: conv1 5*5*1*64 + 64 = 1,664; primary_conv 3*3*64*128 = 73,728 (no bias); its
+    """By hand: conv1 5*5*1*64 + 64 = 1,664; primary_conv 3*3*64*128 = 73,728 (no bias); its
     LayerNorm 2*16 = 32; conv_caps1 3*3*8*4*4*8 = 9,216 + LayerNorm 32; class_caps 128*4*4*10 =
     20,480 + LayerNorm 32; readout 16 + 1 = 17."""
     from idpa_capsnet.family import count_params

@@ -129,7 +129,7 @@ def test_the_model_matches_the_oracle(raw):
 
 
 def test_the_mnist_model_matches_the_oracle():
-    """The 105,201-parameter MNIST network of SPEC 2d, every weight randomised, 4 digits."""
+    """The 105,201-parameter MNIST network, every weight randomised, 4 digits."""
     from reportgen.sdk import load_model_params
 
     net = build_params(load_model_params(MODEL))

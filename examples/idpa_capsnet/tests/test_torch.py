@@ -38,7 +38,7 @@ def _compare(net, images, dtype=torch.float32):
 @pytest.mark.parametrize("sequential", [False, True], ids=["concurrent", "sequential"])
 def test_the_mnist_model_equals_the_authors_model(sequential):
     """MNIST_IDPA (105,201 parameters) and its twin with the same weights on 16 digits (the
-    SPEC's measurement: logits 8.3e-7, class poses 3.1e-6); the weights randomised around the
+    a reference measurement: logits 8.3e-7, class poses 3.1e-6); the weights randomised around the
     initialisation (W x 2: sharper routing than at the start)."""
     from dataclasses import replace
 
