@@ -18,20 +18,12 @@ from reportgen.probe.probe import (TENSORS, UndeclaredTensorError, empty_batch, 
                                    tensor_kind)
 from reportgen.data.label_arity import model_label_arity
 from reportgen.engine.model import not_applicable_reason
+from reportgen.sdk.testing import SMALL_OPTIONS
 from reportgen.techniques import BUILT_IN, all_techniques, get_technique, technique_names
 
 CLASS_NAMES = ("a", "b", "c")
-# Smaller options for the slow analyses (the code paths stay the same).
-SMALL = {
-    "activation_maximization": {"steps": 3},
-    "explanation_fidelity": {"images": 6, "patch": 4},
-    "capsule_semantics": {"images": 4, "steps": 3, "perturbation_steps": 3},
-    "affine_robustness": {"rotation": (-30.0, 30.0), "translation_x": (2.0,),
-                          "translation_y": (), "scale": (0.9,), "shear_x": (), "shear_y": ()},
-    "adversarial_robustness": {"images": 6, "epsilons": (0.0, 0.1), "pgd_steps": 2},
-    "affnist_benchmark": {"images": 20},
-    "multimnist_segmentation": {"images": 12},
-}
+# Smaller options for the slow analyses (the code paths stay the same): the SDK kit's.
+SMALL = SMALL_OPTIONS
 
 
 def _variants(technique, net):

@@ -34,7 +34,7 @@ __all__ = ["check_capsule_layer", "check_family", "technique_table", "TechniqueR
            "example_network", "parse_example", "build_network", "EXAMPLE_IMAGES",
            "run_probe", "subset", "check_network", "check_outputs", "required_outputs",
            "get_technique", "all_techniques", "registered_families", "get_family",
-           "default_plan", "train_model"]
+           "default_plan", "train_model", "params_toml"]
 
 # Images the example model is probed with: seeded uniform noise (the contract holds for any
 # input), as many as the evaluation of a dataset technique needs to have every class.
@@ -201,6 +201,31 @@ def train_model(models_dir, name: str, **options):
     from reportgen.training.trainer import TrainOptions, train
 
     return train(Catalog(Path(models_dir)).get(name), TrainOptions(**options))
+
+
+def params_toml(raw: dict, training: dict | None = None) -> str:
+    """The params.toml text of a model document (top-level values, `[[conv]]` arrays, tables)
+    and its `[training]` table, for a model folder a test writes."""
+    import json
+
+    def value(v) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, str):
+            return json.dumps(v)
+        if isinstance(v, (list, tuple)):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        return repr(v)
+
+    lines = [f"{k} = {value(v)}" for k, v in raw.items()
+             if not isinstance(v, dict) and not (k == "conv" and isinstance(v, list))]
+    for conv in raw.get("conv", []):
+        lines += ["[[conv]]", *(f"{k} = {value(v)}" for k, v in conv.items())]
+    tables = {**{k: v for k, v in raw.items() if isinstance(v, dict)},
+              **({"training": training} if training else {})}
+    for table, entries in tables.items():
+        lines += [f"[{table}]", *(f"{k} = {value(v)}" for k, v in entries.items())]
+    return "\n".join(lines) + "\n"
 
 
 def build_network(raw, seed: int = 0, source: str = "the test's model"):

@@ -24,25 +24,7 @@ TINY = _tiny()
 GRID = {**TINY, "primary": {"types": 4, "dims": 4, "kernel_size": 3, "strides": 1}}
 
 
-def params_toml(raw: dict, training: dict) -> str:
-    """A params.toml of a model dict (top-level values, [[conv]] arrays, tables) and its
-    [training] table."""
-    def value(v) -> str:
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, str):
-            return f'"{v}"'
-        return str(v)
-
-    lines = [f"{k} = {value(v)}" for k, v in raw.items() if not isinstance(v, (dict, list))
-             or k == "input_shape"]
-    for conv in raw.get("conv", []):
-        lines += ["[[conv]]", *(f"{k} = {value(v)}" for k, v in conv.items())]
-    for table, entries in raw.items():
-        if isinstance(entries, dict):
-            lines += [f"[{table}]", *(f"{k} = {value(v)}" for k, v in entries.items())]
-    lines += ["[training]", *(f"{k} = {value(v)}" for k, v in training.items())]
-    return "\n".join(lines) + "\n"
+from reportgen.sdk.testing import params_toml  # noqa: E402,F401  (the tests' import)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -33,25 +33,7 @@ FLAT = {**TINY, "primary": {**TINY["primary"], "dims": 4}, "class_caps": {"dims"
         "idpa": {"conv_caps_types": [], "conv_caps_kernel_sizes": [], "conv_caps_strides": []}}
 
 
-def params_toml(raw: dict, training: dict) -> str:
-    """A params.toml of a model dict (top-level values, [[conv]] arrays, tables) and its
-    [training] table."""
-    def value(v) -> str:
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, str):
-            return f'"{v}"'
-        return str(v)
-
-    lines = [f"{k} = {value(v)}" for k, v in raw.items() if not isinstance(v, (dict, list))
-             or k == "input_shape"]
-    for conv in raw.get("conv", []):
-        lines += ["[[conv]]", *(f"{k} = {value(v)}" for k, v in conv.items())]
-    for table, entries in raw.items():
-        if isinstance(entries, dict):
-            lines += [f"[{table}]", *(f"{k} = {value(v)}" for k, v in entries.items())]
-    lines += ["[training]", *(f"{k} = {value(v)}" for k, v in training.items())]
-    return "\n".join(lines) + "\n"
+from reportgen.sdk.testing import params_toml  # noqa: E402,F401  (the tests' import)
 
 
 @pytest.fixture(scope="session", autouse=True)
