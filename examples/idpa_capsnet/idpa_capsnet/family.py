@@ -70,19 +70,21 @@ INTO_CONV_CAPS = RoutingWeights(kind=KIND, words=_WORDS, lacks=_LACKS, sums_over
 INTO_CLASSES = RoutingWeights(kind=KIND, words=_WORDS, lacks=_LACKS, sums_over="parents",
                               paths=True, iterations=2, symbol="r")
 
-# What a ModelDescription cannot say about this network (one sentence each).
-LEAVES_OUT = (
-    "Every capsule layer's poses are LayerNorm'd over their 16 values after each routing sum, "
-    "with a learnt scale and offset per value; the poses shown are after it.",
-    "The capsules have no activation: the class scores are logits, a learnt linear readout "
-    "(16 -> 1, shared by the classes) of the class poses.",
-    "The agreement of a vote with its parent's pose is their dot product divided by 4 (the "
-    "square root of the 16 pose values), as the authors' code computes it.",
-    "Under concurrent routing the class capsules of the last iteration are routed from the "
-    "convolutional capsules' poses of the iteration before it; the routing weights shown for "
-    "every layer are those of the last iteration.",
-    "The convolution forming the primary capsules has no bias.",
-)
+def leaves_out(pose_size: int, concurrent: bool) -> tuple[str, ...]:
+    """What a ModelDescription cannot say about this network (one sentence each)."""
+    return (
+        f"Every capsule layer's poses are LayerNorm'd over their {pose_size} values after each "
+        f"routing sum, with a learnt scale and offset per value; the poses shown are after it.",
+        f"The capsules have no activation: the class scores are logits, a learnt linear readout "
+        f"({pose_size} -> 1, shared by the classes) of the class poses.",
+        f"The agreement of a vote with its parent's pose is their dot product divided by "
+        f"{math.sqrt(pose_size):g} (the square root of the {pose_size} pose values), as the "
+        f"authors' code computes it.",
+        *(("Under concurrent routing the class capsules of the last iteration are routed from "
+           "the poses of the layer below of the iteration before it; the routing weights shown "
+           "for every layer are those of the last iteration.",) if concurrent else ()),
+        "The convolution forming the primary capsules has no bias.",
+    )
 
 
 @dataclass(frozen=True)
@@ -133,7 +135,7 @@ def describe(params) -> ModelDescription:
                             capsule_layers=(*layers, classes),
                             head=Head(kind="capsules", classes=params.num_classes,
                                       layer="class_caps", readout="learnt", scores="logits"),
-                            leaves_out=LEAVES_OUT)
+                            leaves_out=leaves_out(p.dims, not own.sequential_routing))
 
 
 def count_params(params) -> int:

@@ -169,3 +169,8 @@ def test_it_keeps_the_network_contract_and_cites_its_paper():
     np.testing.assert_allclose(out["conv_caps1_routing"].sum(-1), 1.0, atol=1e-6)
     np.testing.assert_allclose(out["probabilities"].sum(-1), 1.0, atol=1e-6)
     assert len(net.description.leaves_out) == 5
+    assert "divided by 4 (the square root of the 16 pose values)" in \
+        " ".join(net.description.leaves_out)
+    flat = build(FLAT).description.leaves_out           # 2x2 poses
+    assert "divided by 2 (the square root of the 4 pose values)" in " ".join(flat)
+    assert len(build(TWO_LAYERS).description.leaves_out) == 4     # sequential routing
