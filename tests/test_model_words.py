@@ -328,3 +328,63 @@ def test_methods_and_home_list_the_built_techniques_and_say_why_the_others_are_n
     assert "<code>gracaps_attention</code>" not in table
     assert "<code>affnist_benchmark</code>" not in table
     assert "<code>rpv</code>" in table
+
+
+# --- the reported model: inverted dot-product attention routing, learnt readout into logits ----
+
+@pytest.fixture(scope="module")
+def idpa_captions():
+    """{technique: captions} of every technique that applies to the idpa example family's model
+    (examples/idpa_capsnet: Tsai et al. 2020), drawn as reportgen's contract table draws
+    them (reportgen.sdk.testing.technique_table)."""
+    from reportgen.settings.families import registered
+
+    if "idpa" not in registered():
+        pytest.skip("the idpa example family (examples/idpa_capsnet) is not installed")
+    import reportgen.techniques as registry
+    from reportgen.sdk.testing import technique_table
+
+    captions: dict[str, list[str]] = {}
+
+    def recording(technique):
+        def render(item, params, ctx):
+            figures = technique.render(item, params, ctx)
+            captions.setdefault(technique.name, []).extend(f.caption for f in figures)
+            return figures
+        return dataclasses.replace(technique, render=render)
+
+    patch = pytest.MonkeyPatch()
+    get, every = registry.get_technique, registry.all_techniques
+    patch.setattr(registry, "get_technique", lambda name: recording(get(name)))
+    patch.setattr(registry, "all_techniques", lambda: [recording(t) for t in every()])
+    try:
+        rows = technique_table("idpa", ["predictions", "class_capsules", "gradcam_pp",
+                                        "vote_agreement", "adversarial_robustness",
+                                        "routing_entropy", "affine_robustness"])
+    finally:
+        patch.undo()
+    assert all(row.ok for row in rows), [(r.technique, r.problem) for r in rows]
+    return captions
+
+
+def test_the_reported_model_is_told_in_its_own_words(idpa_captions):
+    from reportgen.results.affine_robustness import AFFNIST_REFERENCE
+
+    # the affNIST reference beside the affine sweeps is context, named as such
+    every = " ".join(c for captions in idpa_captions.values() for c in captions)
+    every = every.replace(AFFNIST_REFERENCE, "")
+    for other in ("longest", "class capsule's length", "capsules' lengths", "|v|", "CNN",
+                  "coupling coefficients of dynamic routing", "margin"):
+        found = [c for cs in idpa_captions.values() for c in cs
+                 if other in c.replace(AFFNIST_REFERENCE, "")]
+        assert other not in every, (other, found)
+    assert "the logits a learnt layer reads out of the class capsules" in \
+        idpa_captions["predictions"][0]
+    assert "the prediction is the largest logit read out of the class capsules" in \
+        idpa_captions["class_capsules"][0]
+    assert "gradients of the class's logit, read out of its class capsule by a learnt layer" \
+        in idpa_captions["gradcam_pp"][0]
+    assert "prediction = the largest logit read out of the class capsules" in \
+        idpa_captions["affine_robustness"][0]
+    assert "inverted dot-product attention routing weights" in \
+        " ".join(idpa_captions["routing_entropy"])
