@@ -44,7 +44,9 @@ def test_every_family_keeps_the_contract(name):
     x = np.random.default_rng(1).random((2, *net.description.input_shape), dtype=np.float32)
     if "votes" in net.description.capabilities:
         votes = np.asarray(net.votes(x))
-        routed = next(c for c in net.description.capsule_layers if c.routing is not None)
+        # the votes of the capsules routed into the class capsules (the layer before them)
+        layers = net.description.capsule_layers
+        routed = layers[[c.name for c in layers].index(net.description.head.layer) - 1]
         assert votes.shape == (2, routed.capsules, net.description.classes,
                                net.description.class_capsules.pose_size)
     if "explanation" in net.description.capabilities:
