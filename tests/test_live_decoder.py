@@ -3,7 +3,7 @@ JavaScript forward pass in headless Chromium (Debian's chromium driven by Playwr
 pixel by pixel against the model's own (Keras) decoder; sliders, keyboard, reset, class choice,
 step change; over 127.0.0.1 and from file://, with no console error and no outside request.
 
-The browser site is made of two tiny CapsNets (tests/conftest.py: 3 classes x 4 dims, decoder
+The browser site is made of two tiny CapsNets (conftest.py: 3 classes x 4 dims, decoder
 12 -> 16 -> 144, 12x12 images) standing for two training steps, their results computed by the
 real techniques and placed by the real Assembler.
 """

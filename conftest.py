@@ -1,4 +1,5 @@
-"""Shared fixtures: tiny CapsNets (built in well under a second) and seeded random images."""
+"""Shared fixtures of every test folder (tests/ and the packages' own tests/ under reportgen/):
+tiny CapsNets (built in well under a second) and seeded random images."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
-# tests/reference/ holds the NumPy oracles; make `import reference` work in every import mode.
-_TESTS = str(Path(__file__).resolve().parent)
+# tests/ holds the NumPy oracles (tests/reference/) and shared test helpers; make `import
+# reference` and `import family_nets` work from every test folder, in every import mode.
+_TESTS = str(Path(__file__).resolve().parent / "tests")
 if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)
 
