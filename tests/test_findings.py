@@ -334,8 +334,13 @@ def test_untrained_steps_have_a_banner_on_every_page_and_on_home(tmp_path):
                                  'hidden data-search-exclude>' + one_class), page
         assert "(step 0-0: class 7 for 100.0% of the 100 evaluation images; threshold " \
                "95%)." in banner
-    [strip] = banners((demo_dir / "filmstrip.md").read_text())      # every step at once
+    # every step at once: the banner names its step, never "this step" (the outlined one)
+    [strip] = banners((demo_dir / "filmstrip.md").read_text())
     assert 'data-rg-step' not in strip and "hidden" not in strip
+    assert strip.startswith('<div class="rg-untrained" role="note"><b>Step 0-0 predicts one '
+                            'class: its analyses describe an untrained network</b> (class 7 '
+                            'for 100.0% of the 100 evaluation images'), strip
+    assert "this step" not in strip.lower()
     evil_dir = next(p for p in (docs / "models").iterdir() if p.name != "MNIST_Demo")
     for page in ("index.md", "conv.md", "analyses.md"):
         first, last = banners((evil_dir / page).read_text())

@@ -660,6 +660,7 @@ def untrained_banners(info: ModelInfo) -> list[dict]:
         verdict = step_verdict(info.model, step)
         if verdict is not None:
             out.append({"step": step.step, "headline": verdict.headline,
+                        "named": verdict.of_step(step.step),
                         "details": verdict.details, "kind": verdict.kind,
                         "shown": step.step == default})
     return out

@@ -137,6 +137,13 @@ class UntrainedVerdict:
     def untrained(self) -> bool:
         return self.kind != UNCLEAR
 
+    def of_step(self, step: str) -> str:
+        """The headline naming its step ("step 0-0 predicts one class: …"), for a page that
+        shows every step at once, where "this step" would mean whichever step is chosen."""
+        subject = "this step"
+        assert self.headline.startswith(subject), self.headline
+        return f"step {step}{self.headline[len(subject):]}"
+
 
 UNCLEAR = "unclear"
 TELLING_IMAGES = 1000              # held-out images from which an accuracy near chance is chance
