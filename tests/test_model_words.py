@@ -388,3 +388,24 @@ def test_the_reported_model_is_told_in_its_own_words(idpa_captions):
         idpa_captions["affine_robustness"][0]
     assert "inverted dot-product attention routing weights" in \
         " ".join(idpa_captions["routing_entropy"])
+
+
+def test_home_counts_capsule_networks_apart_from_a_cnn(tmp_path):
+    """Home's lede names what the site holds: a CNN baseline is no capsule network."""
+    from site_fixture import make_site
+
+    from reportgen.pages.render import render_site
+
+    words = {name: mw.words_of(_description(name)) for name in ("capsnet", "em", "cnn")}
+    assert [words[n]["network"] for n in ("capsnet", "em", "cnn")] == [
+        "capsule network", "capsule network", "convolutional network"]
+    assert mw.networks_phrase([words["capsnet"], words["em"], words["cnn"]]) == \
+        "2 capsule networks and 1 convolutional network"
+    assert mw.networks_phrase([words["em"]]) == "1 capsule network"
+    docs = tmp_path / "docs"
+    site = make_site(docs)
+    site.models[0].words, site.models[1].words = words["capsnet"], words["cnn"]
+    render_site(site, docs, theme="mkdocs")
+    home = (docs / "index.md").read_text()
+    assert ("Every visualization of every built training step of 1 capsule network and 1 "
+            "convolutional network.") in home
