@@ -515,3 +515,24 @@ def test_findings_of_a_two_digit_model_read_top2_accuracy_against_1_in_45():
     assert found[1].text.startswith("This step predicts at chance level: its analyses describe "
                                      "an untrained network (top-2 accuracy 3.0% on 500 "
                                      "evaluation images, chance 2.2% = 1/45;")
+
+
+def test_no_minus_zero_and_no_transform_list_that_is_empty():
+    """A score that rounds to zero prints "0.000", not "-0.000"; an accuracy that holds under
+    no transform says so in words ("falls ... under every transform"), not "under none of the
+    transforms"; Compare's table prints a near-zero score as 0.000, never "-9e-06"."""
+    from reportgen.pages.views import score_text
+
+    fidelity = {**FIDELITY, "deletion_aopc_rpv_modified": -0.0002,
+                "deletion_aopc_gradcam_pp": -0.0004, "deletion_aopc_random": -0.0001}
+    deletion = F.explanation_findings(fidelity)[0]
+    assert "-0.000" not in deletion.text and "tie (0.000 vs 0.000)" in deletion.text
+    affine = {"clean_accuracy": 0.95, "rotation_mean_accuracy": 0.40,
+              "shear_x_mean_accuracy": 0.60}
+    text = F.affine_finding(affine, 10).text
+    assert text.startswith("Accuracy falls more than 5 points below clean (95.0%) under every "
+                           "transform; rotation hurts most: 40.0%"), text
+    assert "none of" not in text
+    assert score_text("compactness_rotation", -9e-06) == "0.000"
+    assert score_text("compactness_rotation", 0.0123) == "0.0123"
+    assert score_text("clean_accuracy", -1e-9) == "0.0%"

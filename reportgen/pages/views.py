@@ -463,11 +463,14 @@ NOT_ANALYSED = "not analysed"          # the untrained step's analyses were not 
 
 
 def score_text(key: str, value: float | None) -> str:
-    """An accuracy as a percentage, any other score to 3 significant digits."""
+    """An accuracy as a percentage, any other score to 3 significant digits; a score below
+    0.0005 in size reads "0.000" (as the findings print it), never "-9e-06"."""
     if value is None:
         return "—"
-    return f"{100 * value:.1f}%" if key.endswith("accuracy") or "accuracy_" in key \
-        else f"{value:.3g}"
+    if key.endswith("accuracy") or "accuracy_" in key:
+        text = f"{100 * value:.1f}"
+        return f"{'0.0' if float(text) == 0 else text}%"
+    return "0.000" if abs(value) < 5e-4 else f"{value:.3g}"
 
 
 def baseline_rows(models: list[ModelData], panel: Panel) -> list[dict]:
