@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from reportgen.capsnet.model_words import word
 from reportgen.pages import analyses
 from reportgen.pages.analyses import PICTURES
 from reportgen.pages.captions import heading, split_caption
@@ -382,7 +383,9 @@ def model_view(info: ModelInfo, root: str) -> dict:
             "latest_step": steps[-1] if steps else None,
             "findings": model_findings(info, root), "findings_step": findings_step(info),
             "untrained_banners": untrained_banners(info), "accuracy": accuracy_label(model),
-            "references": info.references}
+            "references": info.references,
+            # what the predicted class's score is ("length", "probability"), on input cards
+            "score_word": word(model.words, "score")}
 
 
 def accuracy_label(model: ModelData) -> dict:
