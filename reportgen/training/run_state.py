@@ -76,13 +76,30 @@ def commit_step(folder: ModelFolder, step: Step, write_weights: Callable[[Path],
     pending = folder.pending_path(step)
     history_text = json.dumps(history, indent=1)
     with sigint_deferred():
-        write_weights(pending)
-        fsync_file(pending)
-        with atomic_path(folder.state_path, suffix=".npz") as tmp:
-            _write_state(tmp, step, optimizer_variables, history_text, settings)
+        try:
+            write_weights(pending)
+            fsync_file(pending)
+            with atomic_path(folder.state_path, suffix=".npz") as tmp:
+                _write_state(tmp, step, optimizer_variables, history_text, settings)
+        except BaseException:
+            # not committed (a full disk, an error writing): the pending weights are nobody's,
+            # so they go now rather than hold the disk until the next `train`
+            if _committed_step(folder) != str(step):
+                pending.unlink(missing_ok=True)
+            raise
         atomic_write_text(folder.history_path, history_text)
         os.replace(pending, folder.weights_path(step))
         fsync_dir(folder.path)
+
+
+def _committed_step(folder: ModelFolder) -> str | None:
+    """The step train_state.npz names, or None (no state, or one that cannot be read)."""
+    try:
+        with open(folder.state_path, "rb") as handle, \
+                np.load(handle, allow_pickle=False) as npz:
+            return str(npz["step"])
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        return None
 
 
 def _write_state(path: Path, step: Step, optimizer_variables, history_text: str,
