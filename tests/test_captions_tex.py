@@ -124,6 +124,9 @@ def test_latex_escape_leaves_only_ascii_and_balanced_math():
     assert len(re.findall(r"(?<!\\)\$", out)) % 2 == 0
     assert "U+4E2D" in out and "U+1F642" in out and "U+00BD" in out and r"\={x}" in out
     assert "fi" in out and re.fullmatch(r"[ -~]*", out)            # no control characters
+    # a minus sign is math's minus ("log 10 − H" printed an en dash), a dash stays a dash
+    assert latex_escape("log10 − H") == "log10 $-$ H"
+    assert latex_escape("2–4 points") == "2--4 points"
 
 
 def test_figures_are_bounded_by_width_and_height_with_barriers():

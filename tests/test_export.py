@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import zipfile
 from pathlib import Path
 
@@ -21,7 +22,8 @@ from click.testing import CliRunner
 
 from reportgen.cli import main
 from reportgen.figures.encode import PIXEL_RATIO, png_size
-from test_captions_tex import check_every_figure, compile_captions, needs_pdflatex
+from test_captions_tex import (PDFLATEX, PDFLATEX_TIMEOUT_S, check_every_figure,
+                               compile_captions, needs_pdflatex)
 from trained_tiny import copy_trained_tiny
 
 TECHNIQUES = ("predictions", "gradcam_pp", "conv_feature_maps", "class_capsules", "rpv",
@@ -152,6 +154,43 @@ def test_captions_tex_compiles_with_every_figure_and_its_formulas(supplement, tm
     # the class capsules' caption writes |v|, the RPV captions l_i c_ij l_j
     assert "$|v|$" in tex and "$l_{i}$ $c_{ij}$ $l_{j}$" in tex and "c\\_ij" not in tex
     assert "cmmi7" in compiled.fonts                   # subscripts set in math italic
+
+
+@pytest.mark.slow
+@needs_pdflatex
+def test_main_tex_compiles_with_its_bibliography_as_shipped(supplement, tmp_path):
+    """The shipped main.tex, as its first line says: pdflatex, bibtex, pdflatex twice. Every
+    \\cite of captions.tex resolves (0 undefined citations, BibTeX finds every entry and warns
+    of no missing field) and no entry asks the author to complete it."""
+    import shutil
+
+    supplement.extractall(tmp_path)
+    bibtex_program = shutil.which("bibtex")
+    assert bibtex_program, "bibtex is missing (texlive-latex-base brings it)"
+
+    def run(*command):
+        done = subprocess.run(command, cwd=tmp_path, stdin=subprocess.DEVNULL,
+                              capture_output=True, timeout=PDFLATEX_TIMEOUT_S)
+        assert done.returncode == 0, done.stdout.decode("latin-1")[-3000:]
+        return done.stdout.decode("latin-1")
+
+    latex = (PDFLATEX, "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape",
+             "main.tex")
+    run(*latex)
+    bibtex_log = run(bibtex_program, "main")
+    run(*latex)
+    run(*latex)
+    log = (tmp_path / "main.log").read_text("latin-1")
+    cited = set(re.findall(r"\\cite\{([^}]*)\}", (tmp_path / "captions.tex").read_text()))
+    assert cited, "captions.tex cites nothing"
+    assert "undefined" not in log.lower().replace("undefined references", ""), \
+        [line for line in log.splitlines() if "undefined" in line.lower()]
+    assert "Warning--" not in bibtex_log and "I didn't find" not in bibtex_log, bibtex_log
+    bbl = (tmp_path / "main.bbl").read_text("latin-1")
+    keys = set(re.findall(r"\\bibitem\{([^}]*)\}", bbl))
+    assert {k.strip() for c in cited for k in c.split(",")} <= keys
+    assert "does not know" not in bbl and "complete the entry" not in bbl
+    assert (tmp_path / "main.pdf").stat().st_size > 10_000
 
 
 @pytest.mark.slow
@@ -410,3 +449,39 @@ def test_leftovers_of_dead_exports_go_and_nothing_else(tmp_path):
     assert sorted(p.name for p in removed) == sorted(list(files)[:2])
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         ["model.zip", *list(files)[2:]])
+
+
+@pytest.mark.slow
+def test_the_figures_a_paper_uses_make_a_small_supplement_of_exactly_those(built, supplement,
+                                                                          tmp_path):
+    """`--figures` with glob patterns over the names the full supplement's README lists: the
+    zip holds exactly the matching figures, their captions, their numbers and only the
+    references those captions cite; a pattern that matches nothing writes nothing."""
+    readme = supplement.read("README.txt").decode()
+    names = readme.split("Figures (names for `reportgen export --figures`):\n")[1].split()
+    assert sorted(names) == sorted(stem.removeprefix("figures/") for stem in _figures(supplement))
+    rpv = [n for n in names if "/test-0/" in n and n.rsplit("/", 1)[1].startswith("rpv")]
+    curves = [n for n in names if n.endswith("/training_curves")]
+    assert rpv and curves
+    small = _export(built, tmp_path / "paper.zip", "--figures",
+                    "Tiny/*/test-0/rpv*, */training_curves", "--steps", "all")
+    chosen = sorted(stem.removeprefix("figures/") for stem in _figures(small))
+    assert chosen == sorted(rpv + curves)
+    tex = small.read("captions.tex").decode()
+    assert sorted(re.findall(r"keepaspectratio\]\{figures/([^}]*)\}", tex)) == chosen
+    data = [n for n in small.namelist() if n.startswith("data/")]
+    assert data and all(n in supplement.namelist() for n in data)
+    assert any("training_curves" in n for n in data)
+    assert not any("confusion" in n or "class_capsules" in n for n in data), data
+    cited = {k for c in re.findall(r"\\cite\{([^}]*)\}", tex) for k in c.split(",")}
+    bib = small.read("references.bib").decode()
+    assert set(re.findall(r"^@\w+\{([^,]+),", bib, re.M)) == cited
+    assert "bhullar2020rpv" in cited and "chattopadhay2018gradcampp" not in cited
+    assert "main.tex" in small.namelist()
+    # a pattern that matches nothing: refused, nothing written
+    root, _, site, cache = built
+    result = CliRunner().invoke(main, ["export", "--site-dir", str(site), "--cache-dir",
+                                       str(cache), "--out", str(tmp_path / "none.zip"),
+                                       "--figures", "Tiny/*/rpv*,nothing-like-this"])
+    assert result.exit_code == 2 and "'nothing-like-this' matches no figure" in result.output
+    assert not (tmp_path / "none.zip").exists()

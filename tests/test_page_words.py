@@ -152,7 +152,9 @@ def test_about_the_methods_lists_every_technique_with_its_references(built):
     for t in site_data.techniques:
         assert f'id="{t["name"]}"' in html, t["name"]
     rpv = html.split('id="rpv"')[1].split("</section>")[0]
-    assert "Bhullar (2020). Routing Path Visualization of Capsule Networks." in rpv
+    assert ("Bhullar, A., Czomko, M., Ali, R. A. and Welch, D. L. (2025). Interpreting Capsule "
+            "Networks for Image Classification by Routing Path Visualization. Artificial "
+            "Intelligence 348") in rpv
     assert "lᵢ (cᵢⱼ lⱼ)²" in rpv                         # the formula, readable
     cam = html.split('id="gradcam_pp"')[1].split("</section>")[0]
     assert "Chattopadhay, A., Sarkar, A., Howlader, P. and Balasubramanian, V. N. (2018)" in cam

@@ -65,11 +65,11 @@ GREEK = {"α": r"\alpha", "β": r"\beta", "γ": r"\gamma", "δ": r"\delta", "ε"
 _TEXT = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
          "^": r"\textasciicircum{}", "_": r"\_", "%": r"\%", "~": r"\textasciitilde{}",
          "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}", "…": r"\ldots{}",
-         "−": "--", "–": "--", "—": "---", "’": "'", "‘": "`", "“": "``", "”": "''",
+         "–": "--", "—": "---", "’": "'", "‘": "`", "“": "``", "”": "''",
          "\u00a0": "~", "ß": r"\ss{}", "æ": r"\ae{}", "Æ": r"\AE{}", "œ": r"\oe{}",
          "Œ": r"\OE{}", "ø": r"\o{}", "Ø": r"\O{}", "ł": r"\l{}", "Ł": r"\L{}"}
-# symbols set as math (no package needed)
-_MATH = {**GREEK, "±": r"\pm", "×": r"\times", "°": r"{}^\circ", "→": r"\rightarrow",
+# symbols set as math (no package needed); the minus sign U+2212 as math's minus, not an en dash
+_MATH = {**GREEK, "−": "-", "±": r"\pm", "×": r"\times", "°": r"{}^\circ", "→": r"\rightarrow",
          "←": r"\leftarrow", "≥": r"\geq", "≤": r"\leq", "≈": r"\approx", "‖": r"\|",
          "∞": r"\infty", "√": r"\surd", "·": r"\cdot", "∈": r"\in", "¹": "{}^1", "²": "{}^2",
          "³": "{}^3"}

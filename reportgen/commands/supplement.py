@@ -67,6 +67,12 @@ class SupplementFigure:
     height: int
     files: dict[str, bytes] = field(default_factory=dict)
     cite: tuple[str, ...] = ()
+    numbers: tuple[str, ...] = ()      # zip paths of the CSVs holding its numbers
+
+    @property
+    def name(self) -> str:
+        """The figure's name as `export --figures` matches it: its stem under figures/."""
+        return self.stem.removeprefix("figures/")
 
 
 @dataclass
@@ -332,6 +338,7 @@ def _downloads(out: Supplement, files: list[FigureFile], stem: str, title: str,
     for f in files:
         if f.kind == "csv":
             out.data[f"data/{stem}.csv"] = _read(f)
+            figure.numbers += (f"data/{stem}.csv",)
 
 
 def _cite(out: Supplement, entries) -> None:
@@ -353,6 +360,7 @@ def _panel_figures(out: Supplement, panel: Panel, folder: str, context: str = ""
     grouped = groups(panel)
     pictured = [(label, files) for label, files in grouped
                 if any(f.kind in PAPER_KINDS for f in files)]
+    made = []
     for label, files in pictured:
         shown = [f for f in files if f.kind in PAPER_KINDS]
         first = shown[0]
@@ -372,8 +380,10 @@ def _panel_figures(out: Supplement, panel: Panel, folder: str, context: str = ""
             data = _read(f)
             figure.files[f.kind] = _paper_png(f, data) if f.kind == "png" else data
         out.figures.append(figure)
+        made.append(figure)
     if not pictured:
         return              # no figure (the live decoder's weights): nothing for a paper
+    before = set(out.data)
     _cite(out, cites.get(panel.technique, ()))
     # the numbers: the panel's CSV, else the numbers its JSON download holds (`Panel.numbers`,
     # handed on as data) flattened to (key, value) rows
@@ -387,6 +397,37 @@ def _panel_figures(out: Supplement, panel: Panel, folder: str, context: str = ""
                 _numbers_csv(panel.numbers)
     if numbers is not None:
         out.data[f"data/{folder}/{stem}.csv"] = numbers[1].encode()
+    # the panel's numbers belong to each of its figures
+    added = tuple(sorted(set(out.data) - before))
+    for figure in made:
+        figure.numbers += added
+
+
+def choose(supplement: Supplement, patterns: list[str]) -> Supplement:
+    """The supplement cut to the figures a paper uses: those whose name (its path under
+    figures/, e.g. "MNIST_Demo/5-40/test-3/rpv-modified") matches one of the glob `patterns`,
+    with their numbers and only the references their captions cite. A pattern matching no
+    figure is refused in one line naming some figures it could have meant."""
+    from fnmatch import fnmatchcase
+
+    chosen = [f for f in supplement.figures if any(fnmatchcase(f.name, p) for p in patterns)]
+    unmatched = [p for p in patterns
+                 if not any(fnmatchcase(f.name, p) for f in supplement.figures)]
+    if unmatched:
+        names = sorted(f.name for f in supplement.figures)
+        raise ReportgenError(
+            f"--figures {unmatched[0]!r} matches no figure of the supplement",
+            expected="glob patterns over the figures' names, e.g. "
+                     + ", ".join(repr(n) for n in names[:3]),
+            received=f"{len(names)} figures, none matching",
+            fix="export without --figures once: its README.txt lists every figure's name")
+    keys = {k for f in chosen for k in f.cite}
+    return Supplement(figures=chosen,
+                      data={path: data for path, data in supplement.data.items()
+                            if any(path in f.numbers for f in chosen)},
+                      references={k: e for k, e in supplement.references.items() if k in keys},
+                      notes=[*supplement.notes, f"Chosen figures: {', '.join(patterns)} "
+                             f"({len(chosen)} of {len(supplement.figures)})."])
 
 
 def _numbers_csv(numbers: dict) -> bytes:
@@ -404,6 +445,22 @@ def _numbers_csv(numbers: dict) -> bytes:
 # README.txt
 
 
+# The supplement as a document of its own: every figure of captions.tex and the references
+# its captions cite, for pdflatex with graphicx (BibTeX's standard plain style).
+MAIN_TEX = r"""% The supplement written by `reportgen export`, as one document:
+%   pdflatex main && bibtex main && pdflatex main && pdflatex main
+% In a paper of your own: \usepackage{graphicx}, \input{captions} where the figures go, and
+% references.bib among your \bibliography files.
+\documentclass{article}
+\usepackage{graphicx}
+\begin{document}
+\input{captions}
+\bibliographystyle{plain}
+\bibliography{references}
+\end{document}
+"""
+
+
 def readme(supplement: Supplement, site: SiteData, models: list[ModelData], steps: str,
            inputs: str) -> str:
     lines = [f"Paper supplement of {site.title}, written by `reportgen export`.", "",
@@ -415,9 +472,14 @@ def readme(supplement: Supplement, site: SiteData, models: list[ModelData], step
              "captions.tex    one figure environment per figure: \\input{captions} after "
              "\\usepackage{graphicx} (pdflatex, no other package)",
              "references.bib  the papers of the methods, models and data sets shown",
+             "main.tex   the whole supplement as one document, its bibliography included: "
+             "pdflatex main && bibtex main && pdflatex main && pdflatex main",
              f"{SUPPLEMENT_MARKER}  marks the zip as written by reportgen export (which "
              "replaces no other file)", ""]
     lines += supplement.notes
+    # the names `export --figures` matches, to choose the few a paper uses
+    lines += ["", "Figures (names for `reportgen export --figures`):",
+              *(f"  {f.name}" for f in supplement.figures)]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -434,6 +496,7 @@ def entries(supplement: Supplement, site: SiteData, models, steps: str,
     files.update(supplement.data)
     files["captions.tex"] = captions_tex(supplement.figures).encode("utf-8")
     files["references.bib"] = bibtex.bibliography(supplement.references.values()).encode("utf-8")
+    files["main.tex"] = MAIN_TEX.encode("utf-8")
     files["README.txt"] = readme(supplement, site, models, steps, inputs).encode("utf-8")
     return files
 
@@ -569,12 +632,15 @@ def write_zip(path: str | Path, files: dict[str, bytes], force: bool = False) ->
 
 
 def export(site_dir: str | Path, store, out: str | Path, models: str = "*",
-           steps: str = "last", inputs: str = "all",
-           force: bool = False) -> tuple[Path, Supplement]:
+           steps: str = "last", inputs: str = "all", force: bool = False,
+           figures: list[str] | None = None) -> tuple[Path, Supplement]:
     """Write the supplement of the site in `site_dir` (built with `store`) to `out`; an
-    existing `out` only when it is a supplement reportgen wrote and `force` is given."""
+    existing `out` only when it is a supplement reportgen wrote and `force` is given.
+    `figures`: glob patterns of the figures a paper uses (`choose`); None: every figure."""
     check_out(out, force)                   # before any work
     site = load_site_record(site_dir, store)
     chosen = select_models(site, models, site_dir)
     supplement = collect(site, chosen, steps, inputs)
+    if figures:
+        supplement = choose(supplement, figures)
     return write_zip(out, entries(supplement, site, chosen, steps, inputs), force), supplement
