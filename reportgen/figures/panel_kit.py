@@ -9,6 +9,10 @@ fields). No TensorFlow here, and no matplotlib on the hot path: PNGs are NumPy m
 Pillow text (drawing dominates the batched build time). A figure of one input holds the data
 and its labels and scale, no title: the page's card heading and the caption name it (and a
 step draws thousands of them, so a title line was a tenth of the site).
+
+This module is shared drawing code: the figures' keys hold a technique's own drawing module
+(reportgen.engine.code_identity), not this one, so an edit here that changes pixels bumps
+FIGURES_VERSION (reportgen/pages/assemble.py).
 """
 
 from __future__ import annotations
