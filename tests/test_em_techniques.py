@@ -166,7 +166,7 @@ def _tile_colours(png: bytes) -> set[tuple[int, int, int]]:
     from PIL import Image
 
     from reportgen.figures.matrix_capsules import CELL
-    from reportgen.figures.panels import HIGHLIGHT
+    from reportgen.figures.panel_kit import HIGHLIGHT
 
     rgb = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
     framed = np.flatnonzero((rgb == HIGHLIGHT).all(-1).sum(1) >= 4 * CELL)

@@ -12,14 +12,24 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from reportgen.figures import panels
+from reportgen.figures import panel_kit
 from reportgen.figures.colormaps import (
     COLOUR_LEVELS, apply_colormap, apply_diverging, colorbar_array, colorbar_png, lut,
 )
 from reportgen.figures.encode import (matplotlib_bytes, new_figure, png_bytes, png_size,
                                       to_uint8)
 from reportgen.figures.placement import place_grid_on_input, seen_mask, stretch_grid
+from reportgen.techniques.activation_maximization.figures import render_activation_maximization
 from reportgen.techniques.base import Figure, RenderContext
+from reportgen.techniques.class_capsules.figures import render_class_capsules
+from reportgen.techniques.conv_feature_maps.figures import render_conv_feature_maps
+from reportgen.techniques.conv_kernels.figures import render_conv_kernels
+from reportgen.techniques.decoder_length.figures import render_decoder_length
+from reportgen.techniques.decoder_perturbation.figures import render_decoder_perturbation
+from reportgen.techniques.gradcam_pp.figures import render_gradcam_pp
+from reportgen.techniques.predictions.figures import render_predictions
+from reportgen.techniques.primary_heatmaps.figures import render_primary_heatmaps
+from reportgen.techniques.rpv.figures import render_rpv
 
 BASELINE_RF = (0, 17, 2)      # primary_conv of the MNIST baseline: 6x6 grid on 28x28
 
@@ -202,7 +212,7 @@ def test_matplotlib_bytes_are_deterministic(kind):
 
 
 def test_figures_package_never_imports_tensorflow():
-    code = ("import sys, reportgen.figures.panels, reportgen.figures.encode; "
+    code = ("import sys, reportgen.figures.panel_kit, reportgen.figures.encode; "
             "assert not any(m.split('.')[0] in ('tensorflow', 'keras') for m in sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -210,6 +220,19 @@ def test_figures_package_never_imports_tensorflow():
 # --- renderers ----------------------------------------------------------------------------------
 
 K, D, GRID, TYPES = 3, 4, 4, 5
+# each technique's drawing of one input (reportgen/techniques/<name>/figures.py)
+RENDERERS = {
+    "predictions": render_predictions,
+    "conv_feature_maps": render_conv_feature_maps,
+    "conv_kernels": render_conv_kernels,
+    "primary_heatmaps": render_primary_heatmaps,
+    "rpv": render_rpv,
+    "class_capsules": render_class_capsules,
+    "decoder_length": render_decoder_length,
+    "decoder_perturbation": render_decoder_perturbation,
+    "gradcam_pp": render_gradcam_pp,
+    "activation_maximization": render_activation_maximization,
+}
 
 
 def _context(channels: int) -> RenderContext:
@@ -264,11 +287,11 @@ def _check_figure(fig: Figure):
 
 
 @pytest.mark.parametrize("channels", [1, 3])
-@pytest.mark.parametrize("technique", sorted(panels.RENDERERS))
+@pytest.mark.parametrize("technique", sorted(RENDERERS))
 def test_renderers_draw_valid_deterministic_files(technique, channels):
     ctx = _context(channels)
     result, params = _results(ctx)[technique]
-    render = panels.RENDERERS[technique]
+    render = RENDERERS[technique]
     figures = render(result, params, ctx)
     assert figures and len({f.name for f in figures}) == len(figures)
     assert any(f.kind == "png" for f in figures)
@@ -283,7 +306,7 @@ def test_renderers_accept_missing_params_and_context():
     ctx = RenderContext(model="M", step="s", class_names=())
     results = _results(_context(1))
     for technique, (result, _) in results.items():
-        for fig in panels.RENDERERS[technique](result, None, ctx):
+        for fig in RENDERERS[technique](result, None, ctx):
             _check_figure(fig)
 
 
@@ -296,7 +319,7 @@ def test_dead_filters_are_outlined_in_red():
     dead = np.array([0, 1, 0, 0])
     maps = np.random.default_rng(4).random((5, 5, 4)) + 0.1
     maps[..., 1] = 0.0
-    fig, = panels.render_conv_feature_maps({"maps": maps, "dead": dead}, NS(layer="conv1"), ctx)
+    fig, = render_conv_feature_maps({"maps": maps, "dead": dead}, NS(layer="conv1"), ctx)
     assert "1 of 4 filters dead" in fig.caption and "conv1" in fig.caption
     rgb = np.asarray(Image.open(io.BytesIO(fig.data)).convert("RGB"))
     ys, xs = np.nonzero(_red(rgb))
@@ -308,8 +331,8 @@ def test_dead_filters_are_outlined_in_red():
     assert _red(rgb[bottom, left:right + 1]).all() and _red(rgb[top:bottom + 1, right]).all()
     inside = rgb[top + side // 2, left + side // 2]
     np.testing.assert_array_equal(inside, lut("viridis")[0])     # the dead map itself is 0
-    fig, = panels.render_conv_feature_maps({"maps": maps[..., [0, 2, 3]], "dead": np.zeros(3)},
-                                           NS(layer="conv1"), ctx)
+    fig, = render_conv_feature_maps({"maps": maps[..., [0, 2, 3]], "dead": np.zeros(3)},
+                                    NS(layer="conv1"), ctx)
     assert not _red(np.asarray(Image.open(io.BytesIO(fig.data)).convert("RGB"))).any()
     assert "0 of 3 filters dead" in fig.caption
 
@@ -318,31 +341,31 @@ def test_captions_state_options_and_normalisation():
     ctx = _context(1)
     results = _results(ctx)
     result, _ = results["primary_heatmaps"]
-    captions = {n: panels.render_primary_heatmaps(result, NS(normalization=n), ctx)[0].caption
+    captions = {n: render_primary_heatmaps(result, NS(normalization=n), ctx)[0].caption
                 for n in ("per_layer", "per_map", "absolute")}
     assert "per layer" in captions["per_layer"] and "per map" in captions["per_map"]
     assert "absolute" in captions["absolute"]
     assert all("receptive field" in c for c in captions.values())
     result, _ = results["rpv"]
-    assert "original" in panels.render_rpv(result, NS(method="original"), ctx)[0].caption
-    assert "modified" in panels.render_rpv(result, None, ctx)[0].caption
+    assert "original" in render_rpv(result, NS(method="original"), ctx)[0].caption
+    assert "modified" in render_rpv(result, None, ctx)[0].caption
     result, _ = results["gradcam_pp"]
-    caption = panels.render_gradcam_pp(result, NS(layer="conv1"), ctx)[0].caption
+    caption = render_gradcam_pp(result, NS(layer="conv1"), ctx)[0].caption
     assert "conv1" in caption and "min-max" in caption and "receptive field" in caption
-    caption = panels.render_decoder_length(*results["decoder_length"], ctx)[0].caption
+    caption = render_decoder_length(*results["decoder_length"], ctx)[0].caption
     assert "<two&>" in caption
-    caption = panels.render_conv_kernels(*_results(_context(3))["conv_kernels"], _context(3))[0]
+    caption = render_conv_kernels(*_results(_context(3))["conv_kernels"], _context(3))[0]
     assert "mean over its 3 input channels" in caption.caption
 
 
 def test_predictions_highlight_the_longest_capsule():
     ctx = _context(1)
-    png, svg = panels.render_predictions({"lengths": np.array([0.1, 0.8, 0.3])}, None, ctx)
+    png, svg = render_predictions({"lengths": np.array([0.1, 0.8, 0.3])}, None, ctx)
     assert (png.kind, svg.kind) == ("png", "svg")
     assert "one" in png.caption and "not a softmax" in png.caption
     rgb = np.asarray(Image.open(io.BytesIO(png.data)).convert("RGB"))
-    highlight = np.all(rgb == panels.HIGHLIGHT, axis=-1)
-    other = np.all(rgb == panels.BAR, axis=-1)
+    highlight = np.all(rgb == panel_kit.HIGHLIGHT, axis=-1)
+    other = np.all(rgb == panel_kit.BAR, axis=-1)
     assert highlight.sum() > 0 and other.sum() > 0
     # The highlighted bar (0.8) is longer than each of the others.
     assert np.ptp(np.nonzero(highlight.any(axis=0))[0]) > np.ptp(np.nonzero(other.any(axis=0))[0])
@@ -357,8 +380,8 @@ def test_placement_is_used_by_the_heatmap_overlay():
                         receptive_fields=(BASELINE_RF,))
     lengths = np.zeros((6, 6, 1))
     lengths[2, 3, 0] = 1.0
-    tiles, where = panels._overlay_tiles(np.moveaxis(lengths, -1, 0), ctx, BASELINE_RF, "gray",
-                                         0.5, target=28)
+    tiles, where = panel_kit.overlay_tiles(np.moveaxis(lengths, -1, 0), ctx, BASELINE_RF,
+                                           "gray", 0.5, target=28)
     assert tiles.shape == (1, 28, 28, 3) and "2p … 2p+16" in where
     rows, cols = np.nonzero(tiles[0].max(axis=-1) > 0)     # black input, gray(0) = black
     # cell (2, 3): centres 8+2*2 = 12 and 8+2*3 = 14, each a 2x2 tile
@@ -438,7 +461,7 @@ def test_grid_labels_are_at_least_10_px_tall_at_1x():
     ctx = RenderContext(model="M", step="1-0", class_names=tuple(map(str, range(10))))
     result = {"images": np.zeros((4, 5, 28, 28, 1), np.float32),
               "deltas": np.linspace(-0.25, 0.25, 5), "target": np.int64(3)}
-    figure = panels.render_decoder_perturbation(result, None, ctx)[0]
+    figure = render_decoder_perturbation(result, None, ctx)[0]
     rows, column = _grid_label_heights(figure.data)
     assert len(rows) == 4 and min(rows) >= 10 and column >= 10, (rows, column)
     sheet = _sheet(np.zeros((3, 5, 28, 28, 1)), [f"dim {d} (sd 0.12)" for d in range(3)],
@@ -542,7 +565,7 @@ def test_mosaic_digits_are_at_least_10_px_tall_at_1x(technique):
     the class capsules' first line (dimension numbers)."""
     ctx = _context(1)
     result, params = _results(ctx)[technique]
-    figure = panels.RENDERERS[technique](result, params, ctx)[0]
+    figure = RENDERERS[technique](result, params, ctx)[0]
     grey = np.asarray(Image.open(io.BytesIO(figure.data)).convert("L"))
     bands = _ink_bands(grey)
     assert bands[-1] >= 10, bands
@@ -559,7 +582,7 @@ def test_class_pose_activations_are_at_least_10_px_tall_at_1x():
     figure = render_class_poses(result, None, RenderContext("M", "1-0", ("a", "b", "c")))[0]
     grey = np.asarray(Image.open(io.BytesIO(figure.data)).convert("L"))
     rgb = np.asarray(Image.open(io.BytesIO(figure.data)).convert("RGB"))
-    frame = np.flatnonzero((rgb == panels.HIGHLIGHT).all(-1).sum(1) >= 40)   # predicted's frame
+    frame = np.flatnonzero((rgb == panel_kit.HIGHLIGHT).all(-1).sum(1) >= 40)  # predicted's frame
     name, activation = _ink_bands(grey[:frame.min(), :])[:2]
     assert activation >= 10, (name, activation)
 

@@ -17,8 +17,11 @@ import numpy as np
 import pytest
 
 from reportgen.capsnet import model_words as mw
-from reportgen.figures import panels
 from reportgen.figures.figure import RenderContext
+from reportgen.techniques.activation_maximization.figures import render_activation_maximization
+from reportgen.techniques.class_capsules.figures import render_class_capsules
+from reportgen.techniques.gradcam_pp.figures import render_gradcam_pp
+from reportgen.techniques.predictions.figures import render_predictions
 
 # what only a model of another family may be said to do
 CAPSNET_ONLY = ("longest", "class capsule's length", "capsules' lengths", "|v|")
@@ -104,8 +107,8 @@ def test_each_family_is_told_in_its_own_words(families):
 def test_the_predictions_chart_names_the_models_own_scores(families):
     probabilities = np.array([0.05, 0.8, 0.15])
     for name in ("learnt", "pose_only"):
-        png, svg = panels.render_predictions({"lengths": probabilities}, None,
-                                             _ctx(families[name]))
+        png, svg = render_predictions({"lengths": probabilities}, None,
+                                      _ctx(families[name]))
         caption = png.caption
         assert ("the probability of each of the 3 classes, from the logits a learnt layer reads "
                 "out of the class capsules") in caption, caption
@@ -113,29 +116,29 @@ def test_the_predictions_chart_names_the_models_own_scores(families):
         assert not any(w in caption for w in CAPSNET_ONLY + CNN_ONLY), caption
         texts = re.findall(r">([^<]*)</text>", svg.data.decode())
         assert "Class probabilities" in texts
-    em, _ = panels.render_predictions({"lengths": np.array([0.1, 0.7, 0.2])}, None,
-                                      _ctx(families["em"]))
+    em, _ = render_predictions({"lengths": np.array([0.1, 0.7, 0.2])}, None,
+                               _ctx(families["em"]))
     assert "logistic activation of each of the 3 class capsules" in em.caption
-    cnn, _ = panels.render_predictions({"lengths": np.array([0.1, 0.7, 0.2]),
-                                        "probabilities": np.array([0.1, 0.7, 0.2])}, None,
-                                       _ctx(families["cnn"]))
+    cnn, _ = render_predictions({"lengths": np.array([0.1, 0.7, 0.2]),
+                                 "probabilities": np.array([0.1, 0.7, 0.2])}, None,
+                                _ctx(families["cnn"]))
     assert "the CNN's probability" in cnn.caption
 
 
 def test_class_capsules_are_labelled_by_the_score_the_model_reads_from_them(families):
     result = {"capsules": np.random.default_rng(0).normal(size=(3, 16)),
               "lengths": np.array([-0.5, 3.0, 1.0])}
-    fig, = panels.render_class_capsules(result, None, _ctx(families["learnt"]))
+    fig, = render_class_capsules(result, None, _ctx(families["learnt"]))
     assert "the prediction is the largest logit read out of the class capsules" in fig.caption
     assert "each row's probability on the right" in fig.caption
     assert "longest" not in fig.caption and "|v|" not in fig.caption
-    fig, = panels.render_class_capsules(result, None, _ctx(families["capsnet"]))
+    fig, = render_class_capsules(result, None, _ctx(families["capsnet"]))
     assert "the longest is the prediction" in fig.caption and "|v|" in fig.caption
 
 
 def test_gradients_are_of_the_models_own_score(families):
     result = {"map": np.random.default_rng(1).random((10, 10))}
-    captions = {name: panels.render_gradcam_pp(result, NS(layer="conv1"), _ctx(d))[0].caption
+    captions = {name: render_gradcam_pp(result, NS(layer="conv1"), _ctx(d))[0].caption
                 for name, d in families.items()}
     assert "gradients of the class capsule's length" in captions["capsnet"]
     assert "gradients of the class capsule's logistic activation" in captions["em"]
@@ -149,9 +152,9 @@ def test_gradients_are_of_the_models_own_score(families):
 def test_activation_maximization_does_not_call_the_longest_capsule_the_prediction(families):
     images = np.random.default_rng(2).random((3, 12, 12, 1))
     result = {"images": images, "lengths": np.eye(3) * 0.5 + 0.1}
-    own, = panels.render_activation_maximization(result, None, _ctx(families["capsnet"]))
+    own, = render_activation_maximization(result, None, _ctx(families["capsnet"]))
     assert "the model's prediction for it" in own.caption
-    other, = panels.render_activation_maximization(result, None, _ctx(families["learnt"]))
+    other, = render_activation_maximization(result, None, _ctx(families["learnt"]))
     assert "the model's prediction for it" not in other.caption
     assert "predicts by the largest logit read out of the class capsules" in other.caption
 

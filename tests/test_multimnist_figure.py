@@ -94,17 +94,18 @@ def test_a_filmstrip_frame_keeps_natural_size():
 
 def test_the_predictions_chart_highlights_both_classes_of_a_pair():
     """A two-digit model predicts its two highest scores: both bars highlighted, no other."""
-    from reportgen.figures import panels
+    from reportgen.figures.panel_kit import BAR, HIGHLIGHT
+    from reportgen.techniques.predictions.figures import render_predictions
 
     lengths = np.array([0.1, 0.8, 0.3, 0.7, 0.2])
     for per_image, expected in ((1, {1}), (2, {1, 3})):
         ctx = RenderContext(model="M", step="1-0", class_names=NAMES[:5],
                             labels_per_image=per_image)
-        png, svg = panels.render_predictions({"lengths": lengths}, None, ctx)
+        png, svg = render_predictions({"lengths": lengths}, None, ctx)
         rgb = np.asarray(Image.open(io.BytesIO(png.data)).convert("RGB"))
-        lit = np.all(rgb == panels.HIGHLIGHT, axis=-1).any(axis=1)
+        lit = np.all(rgb == HIGHLIGHT, axis=-1).any(axis=1)
         bands = np.flatnonzero(np.diff(lit.astype(int)) == 1)        # starts of lit row bands
-        bars = np.all(rgb == panels.BAR, axis=-1).any(axis=1)
+        bars = np.all(rgb == BAR, axis=-1).any(axis=1)
         assert len(bands) == len(expected) and bars.any()
         bold = [t.text for t in ET.fromstring(svg.data).iter("{http://www.w3.org/2000/svg}text")
                 if t.get("font-weight") == "bold"]

@@ -17,7 +17,7 @@ from reportgen.capsnet.description import conv_stack
 from reportgen.engine.model import not_applicable_reason
 from reportgen.engine.step import plan
 from reportgen.figures.figure import RenderContext
-from reportgen.figures.panels import HIGHLIGHT
+from reportgen.figures.panel_kit import HIGHLIGHT
 from reportgen.probe.probe import ProbeBatch, run_probe
 from reportgen.techniques import get_technique
 

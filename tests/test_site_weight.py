@@ -9,8 +9,9 @@ import io
 import numpy as np
 from PIL import Image
 
-from reportgen.figures import colormaps, panels
+from reportgen.figures import colormaps
 from reportgen.figures.figure import RenderContext
+from reportgen.techniques.decoder_perturbation.figures import render_decoder_perturbation
 
 
 def _pillow_texts(canvas, texts):
@@ -56,7 +57,7 @@ def test_perturbation_grid_is_one_pixel_per_pixel(monkeypatch):
     result = {"images": rng.uniform(size=(dims, steps, size, size, 1)).astype(np.float32),
               "deltas": np.linspace(-0.25, 0.25, steps), "target": np.int64(3)}
     ctx = RenderContext(model="M", step="1-0", class_names=tuple(map(str, range(10))))
-    figure = panels.render_decoder_perturbation(result, None, ctx)[0]
+    figure = render_decoder_perturbation(result, None, ctx)[0]
     image = np.asarray(Image.open(io.BytesIO(figure.data)).convert("RGB"))
     assert (figure.width, figure.height) == (image.shape[1], image.shape[0])
     # two grids of 11 columns of 28-pixel tiles (2-pixel gutters) side by side, plus labels:

@@ -1,4 +1,6 @@
-"""Techniques against NumPy oracles on a tiny CapsNet; batch == item by item."""
+"""What the techniques declare and have in common, on a tiny CapsNet: declarations, variants,
+options, refusals, the routing they read, batch == item by item. Each technique's own oracle
+test is in its package (reportgen/techniques/<name>/tests/)."""
 
 from __future__ import annotations
 
@@ -8,10 +10,10 @@ from importlib import import_module
 
 import numpy as np
 import pytest
-from reference import analyses, capsules as oracle
+from reference import capsules as oracle
 
 from reportgen.errors import ReportgenError
-from reportgen.probe.probe import ProbeBatch, run_probe
+from reportgen.probe.probe import run_probe
 from reportgen.techniques import TECHNIQUE_MODULES, get_technique
 from reportgen.techniques import compute as helpers
 
@@ -133,181 +135,13 @@ def test_coupling_matches_routing_oracle(probe, routed):
     np.testing.assert_allclose(probe["lengths"], np.linalg.norm(v, axis=-1), rtol=1e-4, atol=1e-7)
 
 
-@pytest.mark.parametrize("method", ["modified", "original"])
-def test_rpv_matches_oracle(method, tiny_net, probe, routed):
-    _, v, c = routed
-    expected = analyses.rpv(probe["primary_capsules"], c, v, tiny_net.grid_shape,
-                            tiny_net.params.primary.types, method)
-    maps = _run("rpv", probe, method=method)["maps"]
-    assert maps.dtype == np.float32 and maps.shape == (len(probe), 3, 4, 4)
-    assert np.abs(expected).max() > 0
-    np.testing.assert_allclose(maps, expected, rtol=2e-4, atol=1e-6 * np.abs(expected).max())
-
-
-# --- primary capsules ----------------------------------------------------------------------------
-
-def test_primary_heatmaps_are_squashed_primary_conv_lengths(tiny_net, probe):
-    gh, gw = tiny_net.grid_shape
-    types, dims = tiny_net.params.primary.types, tiny_net.params.primary.dims
-    poses = probe["conv:primary_conv"].reshape(len(probe), gh, gw, types, dims)
-    expected = np.linalg.norm(oracle.squash(poses), axis=-1)
-    result = _run("primary_heatmaps", probe)
-    assert result["lengths"].dtype == np.float32
-    np.testing.assert_allclose(result["lengths"], expected, rtol=1e-5, atol=1e-6)
-
-
-def test_primary_capsule_order_with_hand_set_weights(make_net):
-    """One bright pixel lights exactly one known (row, col, type) capsule of length 0.8."""
-    net = make_net(seed=3)
-    conv1 = net.model.get_layer("conv1")
-    kernel = np.zeros(conv1.kernel.shape, np.float32)
-    kernel[1, 1, 0, 0] = 1.0                     # filter 0 copies the pixel under its centre
-    conv1.set_weights([kernel, np.zeros(conv1.bias.shape, np.float32)])
-    types, dims = 4, 4
-    kernel = np.zeros(net.primary_conv.kernel.shape, np.float32)
-    kernel[1, 1, 0, 2 * dims:3 * dims] = 1.0     # type 2 reads filter 0 under its centre tap
-    net.primary_conv.set_weights([kernel, np.zeros(net.primary_conv.bias.shape, np.float32)])
-    row, col = 1, 2
-    image = np.zeros((1, 12, 12, 1), np.float32)
-    image[0, 2 * row + 2, 2 * col + 2, 0] = 1.0  # conv1 (r, c) = image (r+1, c+1); stride 2
-    batch = run_probe(net, image)
-    lengths = _run("primary_heatmaps", batch)["lengths"]
-    expected = np.zeros((1, 4, 4, types), np.float32)
-    expected[0, row, col, 2] = 0.8               # |s| = 2 -> squash length 4 / 5
-    np.testing.assert_allclose(lengths, expected, atol=1e-6)
-    gw = net.grid_shape[1]
-    capsule_lengths = np.linalg.norm(batch["primary_capsules"][0], axis=-1)
-    assert np.argmax(capsule_lengths) == (row * gw + col) * types + 2
-
-
-# --- conv layers ---------------------------------------------------------------------------------
-
-def test_conv_feature_maps_and_dead_filters(make_net, images):
-    net = make_net(seed=4)
-    conv1 = net.model.get_layer("conv1")
-    kernel, bias = (w.numpy() for w in (conv1.kernel, conv1.bias))
-    bias[3] = -100.0                             # filter 3 can never fire on [0, 1] inputs
-    conv1.set_weights([kernel, bias])
-    batch = run_probe(net, images, gradients=False)
-    result = _run("conv_feature_maps", batch, layer="conv1")
-    np.testing.assert_array_equal(result["maps"], batch["conv:conv1"])
-    assert result["maps"].shape == (5, 10, 10, 8) and result["dead"].shape == (5, 8)
-    expected = (batch["conv:conv1"].reshape(5, -1, 8).max(axis=1) == 0).astype(np.float32)
-    np.testing.assert_array_equal(result["dead"], expected)
-    assert result["dead"][:, 3].all()
-
-
-def test_conv_kernels(tiny_net, probe):
-    result = _run("conv_kernels", probe, layer="conv1")
-    assert _technique("conv_kernels").scope == "checkpoint"
-    assert result["kernels"].shape == (3, 3, 1, 8) and result["kernels"].dtype == np.float32
-    np.testing.assert_array_equal(result["kernels"],
-                                  tiny_net.model.get_layer("conv1").get_weights()[0])
-
+# --- predictions and class capsules: the model's own tensors ------------------------------------
 
 def test_predictions_and_class_capsules(probe):
     np.testing.assert_array_equal(_run("predictions", probe)["lengths"], probe["lengths"])
     result = _run("class_capsules", probe)
     np.testing.assert_array_equal(result["capsules"], probe["class_capsules"])
     np.testing.assert_array_equal(result["lengths"], probe["lengths"])
-
-
-# --- Grad-CAM++ ----------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("layer", ["conv1", "primary_conv"])
-def test_gradcam_pp_matches_numpy_oracle(layer, probe):
-    maps = _run("gradcam_pp", probe, layer=layer)["map"]
-    features = probe[f"conv:{layer}"]
-    assert maps.shape == features.shape[:3] and maps.dtype == np.float32
-    scores = probe["lengths"][np.arange(len(probe)), probe["predicted"]]
-    raw = np.stack([analyses.gradcam_plus_plus(a, g, s)
-                    for a, g, s in zip(features, probe[f"grad:{layer}"], scores)])
-    np.testing.assert_allclose(maps, analyses.minmax(raw), atol=1e-5)
-    assert maps.min() >= 0 and maps.max() <= 1
-
-
-def test_gradcam_pp_default_layer_is_conv1(probe):
-    np.testing.assert_array_equal(_run("gradcam_pp", probe)["map"],
-                                  _run("gradcam_pp", probe, layer="conv1")["map"])
-
-
-@pytest.mark.parametrize("layer", ["conv1", "primary_conv"])
-def test_gradcam_pp_matches_tf_keras_vis(layer, tiny_net, images, probe):
-    import keras
-    from tf_keras_vis.gradcam_plus_plus import GradcamPlusPlus
-    from tf_keras_vis.utils.scores import CategoricalScore
-
-    lengths_model = keras.Model(tiny_net.model.inputs,
-                                tiny_net.model.get_layer("lengths").output)
-    gradcam = GradcamPlusPlus(lengths_model, clone=False)
-    predicted = [int(p) for p in probe["predicted"]]
-    reference = gradcam(CategoricalScore(predicted), images, penultimate_layer=layer,
-                        seek_penultimate_conv_layer=False, normalize_cam=False, expand_cam=False)
-    reference = analyses.minmax(np.asarray(reference))
-    ours = _run("gradcam_pp", probe, layer=layer)["map"]
-    np.testing.assert_allclose(ours, reference, atol=5e-5)    # tf-keras-vis and ours agree to 5e-5
-    for mine, theirs in zip(ours, reference):
-        assert theirs.std() > 0
-        assert np.corrcoef(mine.ravel(), theirs.ravel())[0, 1] >= 0.99
-
-
-def test_gradcam_pp_needs_gradients(tiny_net, images):
-    with pytest.raises(ReportgenError, match="gradients"):
-        _run("gradcam_pp", run_probe(tiny_net, images, gradients=False))
-
-
-# --- decoder -------------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("target", [-1, 1])
-def test_decoder_length(target, tiny_net, probe):
-    result = _run("decoder_length", probe, target=target)
-    batch, classes, dims = probe["class_capsules"].shape
-    wanted = np.asarray(_params("decoder_length").lengths, np.float32)
-    expected_target = probe["predicted"] if target == -1 else np.full(batch, target)
-    np.testing.assert_array_equal(result["target"], expected_target.astype(np.float32))
-    inputs = result["inputs"].reshape(batch, len(wanted), classes, dims)
-    norms = np.linalg.norm(inputs, axis=-1)                              # (B, P, K)
-    for b, t in enumerate(expected_target):
-        np.testing.assert_allclose(norms[b, :, t], wanted, atol=1e-5)
-        assert not np.delete(inputs[b], t, axis=1).any()                 # others masked
-        direction = probe["class_capsules"][b, t] / np.linalg.norm(probe["class_capsules"][b, t])
-        np.testing.assert_allclose(inputs[b, -1, t], direction, atol=1e-5)
-    np.testing.assert_allclose(result["lengths"], np.tile(wanted, (batch, 1)), atol=1e-5)
-    assert result["images"].shape == (batch, len(wanted), 12, 12, 1)
-    decoded = np.asarray(tiny_net.decoder(result["inputs"].reshape(-1, classes * dims)))
-    np.testing.assert_allclose(result["images"].reshape(decoded.shape), decoded, atol=1e-6)
-    assert all(v.dtype == np.float32 for v in result.values())
-
-
-def test_decoder_length_zero_capsule_stays_zero(tiny_net, probe):
-    tensors = dict(probe.tensors, class_capsules=np.zeros_like(probe["class_capsules"]))
-    result = _run("decoder_length", ProbeBatch(net=tiny_net, images=probe.images, tensors=tensors))
-    assert np.isfinite(result["images"]).all()
-    assert not result["inputs"].any() and not result["lengths"].any()
-
-
-def test_decoder_perturbation(tiny_net, probe):
-    result = _run("decoder_perturbation", probe)
-    batch, classes, dims = probe["class_capsules"].shape
-    deltas = np.asarray(_params("decoder_perturbation").deltas, np.float32)
-    steps = len(deltas)
-    assert result["images"].shape == (batch, dims, steps, 12, 12, 1)
-    np.testing.assert_array_equal(result["deltas"], np.tile(deltas, (batch, 1)))
-    inputs = result["inputs"].reshape(batch, dims, steps, classes, dims)
-    for b, t in enumerate(probe["predicted"]):
-        assert result["target"][b] == t
-        assert not np.delete(inputs[b], t, axis=2).any()                 # others masked
-        change = inputs[b, :, :, t] - probe["class_capsules"][b, t]      # (D, S, D)
-        expected = np.eye(dims)[:, None, :] * deltas[None, :, None]
-        np.testing.assert_allclose(change, expected, atol=1e-6)
-    decoded = np.asarray(tiny_net.decoder(result["inputs"].reshape(-1, classes * dims)))
-    np.testing.assert_allclose(result["images"].reshape(decoded.shape), decoded, atol=1e-6)
-
-
-def test_decoder_chunks_give_the_same_images(monkeypatch, probe):
-    whole = _run("decoder_perturbation", probe)["images"]
-    monkeypatch.setattr(helpers, "DECODER_CHUNK", 7)
-    np.testing.assert_allclose(_run("decoder_perturbation", probe)["images"], whole, atol=1e-6)
 
 
 # --- a batch gives the same result as item by item -----------------------------------------------
@@ -332,25 +166,3 @@ def test_batch_equals_item_by_item(name, options, tiny_net, images, probe):
         assert value.shape[0] == len(images)
         stacked = np.concatenate([s[key] for s in singles])
         np.testing.assert_allclose(value, stacked, rtol=1e-4, atol=1e-5, err_msg=key)
-
-
-# --- activation maximization ---------------------------------------------------------------------
-
-def test_activation_maximization(make_net, images):
-    technique = _technique("activation_maximization")
-    assert technique.scope == "checkpoint" and technique.experimental
-    assert _params("activation_maximization") == technique.params_type(200, 0.05)
-    tiny_net = make_net(seed=5)
-    # A fresh net's zero biases put every ReLU of an all-black input exactly at 0, where its
-    # gradient is 0 and the ascent cannot start; trained nets have non-zero biases.
-    conv1 = tiny_net.model.get_layer("conv1")
-    conv1.set_weights([conv1.kernel.numpy(), np.full(conv1.bias.shape, 0.1, np.float32)])
-    probe = run_probe(tiny_net, images[:1], gradients=False)
-    result = technique.compute(probe, _params("activation_maximization", steps=5))
-    assert result["images"].shape == (3, 12, 12, 1) and result["lengths"].shape == (3, 3)
-    assert result["images"].min() >= 0 and result["images"].max() <= 1
-    assert result["images"].any()
-    lengths = np.asarray(tiny_net.model(result["images"])["lengths"])
-    np.testing.assert_allclose(result["lengths"], lengths, atol=1e-6)
-    black = np.asarray(tiny_net.model(np.zeros((3, 12, 12, 1), np.float32))["lengths"])
-    assert (np.diag(result["lengths"]) > np.diag(black)).all()

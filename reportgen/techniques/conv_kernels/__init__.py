@@ -38,7 +38,7 @@ TECHNIQUE = Technique(
     params_type=Params,
     version=1,
     compute=compute,
-    render=lazy("reportgen.figures.panels", "render_conv_kernels"),
+    render=lazy("reportgen.techniques.conv_kernels.figures", "render_conv_kernels"),
     variants=variants,
     description="The weights of every filter of a convolutional layer at this training step; "
                 "they do not depend on the input.",

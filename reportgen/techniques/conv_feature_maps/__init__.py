@@ -42,7 +42,7 @@ TECHNIQUE = Technique(
     params_type=Params,
     version=1,
     compute=compute,
-    render=lazy("reportgen.figures.panels", "render_conv_feature_maps"),
+    render=lazy("reportgen.techniques.conv_feature_maps.figures", "render_conv_feature_maps"),
     variants=variants,
     description="The activation (after ReLU) of every filter of a convolutional layer for this "
                 "input, one small image per filter. Filters whose map is entirely zero are dead "

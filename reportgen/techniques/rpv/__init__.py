@@ -101,7 +101,7 @@ TECHNIQUE = Technique(
     params_type=Params,
     version=1,
     compute=compute,
-    render=lazy("reportgen.figures.panels", "render_rpv"),
+    render=lazy("reportgen.techniques.rpv.figures", "render_rpv"),
     variants=variants,
     description="Where each class capsule's evidence comes from: for every primary-capsule grid "
                 "location, the mean strength of the routing paths from its capsules to the class "

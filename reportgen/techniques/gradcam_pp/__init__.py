@@ -103,7 +103,7 @@ TECHNIQUE = Technique(
     params_type=Params,
     version=1,
     compute=compute,
-    render=lazy("reportgen.figures.panels", "render_gradcam_pp"),
+    render=lazy("reportgen.techniques.gradcam_pp.figures", "render_gradcam_pp"),
     variants=variants,
     description="Where the network looks for the predicted class: Grad-CAM++ (Chattopadhyay et "
                 "al. 2017) weights a convolutional layer's feature maps by the positive "

@@ -85,7 +85,8 @@ TECHNIQUE = Technique(
     params_type=Params,
     version=1,
     compute=compute,
-    render=lazy("reportgen.figures.panels", "render_activation_maximization"),
+    render=lazy("reportgen.techniques.activation_maximization.figures",
+                "render_activation_maximization"),
     variants=variants,
     experimental=True,
     description="For each class, the input synthesized by gradient ascent on that class "

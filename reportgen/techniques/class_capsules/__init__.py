@@ -30,7 +30,7 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
 
 def _render(result, params, ctx):
     from reportgen.figures.matrix_capsules import is_matrix, render_class_poses
-    from reportgen.figures.panels import render_class_capsules
+    from reportgen.techniques.class_capsules.figures import render_class_capsules
 
     draw = render_class_poses if is_matrix(ctx) else render_class_capsules
     return draw(result, params, ctx) + [_capsules_json(result)]

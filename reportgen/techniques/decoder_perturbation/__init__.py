@@ -66,7 +66,7 @@ TECHNIQUE = Technique(
     params_type=Params,
     version=1,
     compute=compute,
-    render=lazy("reportgen.figures.panels", "render_decoder_perturbation"),
+    render=lazy("reportgen.techniques.decoder_perturbation.figures", "render_decoder_perturbation"),
     # 176 reconstructions and their differences per input: the heaviest figure of a step
     analysed_steps_only=True,
     variants=variants,

@@ -45,7 +45,7 @@ TECHNIQUE = Technique(
     params_type=Params,
     version=1,
     compute=compute,
-    render=lazy("reportgen.figures.panels", "render_predictions"),
+    render=lazy("reportgen.techniques.predictions.figures", "render_predictions"),
     variants=variants,
     description="Every class's score, drawn as a bar chart, in the model's own terms (the "
                 "caption names them): a class capsule's length, the network's probability that "

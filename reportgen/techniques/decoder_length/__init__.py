@@ -63,7 +63,7 @@ TECHNIQUE = Technique(
     params_type=Params,
     version=1,
     compute=compute,
-    render=lazy("reportgen.figures.panels", "render_decoder_length"),
+    render=lazy("reportgen.techniques.decoder_length.figures", "render_decoder_length"),
     variants=variants,
     description="The class capsule (the predicted one unless chosen) rescaled to lengths 0.0, "
                 "0.1, ..., 1.0 with its direction kept, the other capsules masked, and "
