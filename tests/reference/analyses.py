@@ -29,7 +29,7 @@ def rpv(primary_capsules: np.ndarray, coupling: np.ndarray, class_capsules: np.n
 
 
 def gradcam_plus_plus(features: np.ndarray, grads: np.ndarray, score: float) -> np.ndarray:
-    """Grad-CAM++ (Chattopadhyay et al. 2017, eq. 19 with the exponential score) for ONE image:
+    """Grad-CAM++ (Chattopadhay et al. 2018, eq. 19 with the exponential score) for ONE image:
     features and grads (h, w, F), score the class score S. Returns the raw relu'd map (h, w)."""
     a = np.asarray(features, np.float64)
     g = np.asarray(grads, np.float64) * np.exp(score)          # dY/dA with Y = exp(S)

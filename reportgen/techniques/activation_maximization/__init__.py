@@ -42,6 +42,8 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
     """
     import tensorflow as tf
 
+    from reportgen.capsnet.ops import safe_norm
+
     params = params or Params()
     net = batch.net
     classes = net.description.classes
@@ -49,8 +51,16 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
     selector = tf.constant(np.eye(classes, dtype=np.float32))
     learning_rate = float(params.learning_rate)
 
+    def class_lengths(x):
+        # the class capsules' lengths: the model's own output where its scores are lengths,
+        # else (a learnt readout of vector capsules) the norm of the class poses it returns
+        outputs = net.model(x, training=False)
+        if "lengths" in outputs:
+            return outputs["lengths"]
+        return safe_norm(outputs["class_capsules"], axis=-1)     # gradient 0, not NaN, at 0
+
     def target_lengths(x):
-        return tf.reduce_sum(net.model(x, training=False)["lengths"] * selector, axis=1)
+        return tf.reduce_sum(class_lengths(x) * selector, axis=1)
 
     @tf.function(reduce_retracing=True)
     def ascend(x, m, v, t):
@@ -70,7 +80,7 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
     v = tf.zeros(shape, tf.float32)
     for step in range(1, int(params.steps) + 1):
         x, m, v = ascend(x, m, v, tf.constant(float(step)))
-    lengths = net.model(x, training=False)["lengths"]
+    lengths = class_lengths(x)
     return {"images": np.asarray(x, np.float32), "lengths": np.asarray(lengths, np.float32)}
 
 

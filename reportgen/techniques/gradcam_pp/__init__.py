@@ -1,4 +1,4 @@
-"""Grad-CAM++ (Chattopadhyay et al. 2017) of the predicted class's score, the probe's: the
+"""Grad-CAM++ (Chattopadhay et al. 2018) of the predicted class's score, the probe's: the
 class capsule's length or activation, the logit a learnt readout gives, or a CNN's predicted
 logit (the score Grad-CAM++ was defined on).
 
@@ -105,8 +105,8 @@ TECHNIQUE = Technique(
     compute=compute,
     render=lazy("reportgen.techniques.gradcam_pp.figures", "render_gradcam_pp"),
     variants=variants,
-    description="Where the network looks for the predicted class: Grad-CAM++ (Chattopadhyay et "
-                "al. 2017) weights a convolutional layer's feature maps by the positive "
+    description="Where the network looks for the predicted class: Grad-CAM++ (Chattopadhay et "
+                "al. 2018) weights a convolutional layer's feature maps by the positive "
                 "gradients of the predicted class's score, the model's own (its class capsule's "
                 "length or activation, the logit a learnt readout gives, or a CNN's logit: the "
                 "caption names it), with the closed form of tf-keras-vis 0.8.7; normalised to "

@@ -1,9 +1,10 @@
-"""Routing Path Visualization (Bhullar 2020, with the thesis's modified method).
+"""Routing Path Visualization (Bhullar et al. 2025; first a preprint of 2020), with the thesis's
+modified method.
 
 For class capsule j and primary capsule i with lengths l_i, l_j and final coupling coefficient
 c_ij, a routing path's strength is
     modified (default):  m_ij = l_i * c_ij * l_j
-    original (Bhullar):  m_ij = l_i * (c_ij * l_j)**2
+    original (Bhullar et al.):  m_ij = l_i * (c_ij * l_j)**2
 and the map of class j at grid location h is the mean of m_ij over the primary capsules at h
 (all capsule types).
 
@@ -106,7 +107,7 @@ TECHNIQUE = Technique(
     description="Where each class capsule's evidence comes from: for every primary-capsule grid "
                 "location, the mean strength of the routing paths from its capsules to the class "
                 "capsule, from the capsule lengths and the final coupling coefficients of dynamic "
-                "routing. Original method (Bhullar 2020): l_i (c_ij l_j)^2; modified method "
+                "routing. Original method (Bhullar et al. 2025): l_i (c_ij l_j)^2; modified method "
                 "(default, sharper): l_i c_ij l_j. For any other routing whose weights lead from "
                 "children to parents (matrix capsules with EM routing) the paths run through "
                 "every routed layer, with its routing weights and activations a in place of c "

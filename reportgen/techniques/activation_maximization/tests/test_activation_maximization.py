@@ -34,3 +34,26 @@ def test_activation_maximization(make_net, images):
     np.testing.assert_allclose(result["lengths"], lengths, atol=1e-6)
     black = np.asarray(tiny_net.model(np.zeros((3, 12, 12, 1), np.float32))["lengths"])
     assert (np.diag(result["lengths"]) > np.diag(black)).all()
+
+
+def test_a_learnt_readout_of_vector_capsules_is_ascended_on_the_class_poses_lengths():
+    """A network whose class scores are logits a learnt layer reads out of vector class
+    capsules returns no "lengths": the ascent and the reported lengths are the class poses'
+    norms (it raised KeyError 'lengths')."""
+    from types import SimpleNamespace
+
+    import keras
+
+    keras.utils.set_random_seed(0)
+    x = keras.Input((4, 4, 1))
+    dense = keras.layers.Dense(6, bias_initializer="ones")      # non-zero poses at black
+    poses = keras.layers.Reshape((3, 2))(dense(keras.layers.Flatten()(x)))
+    logits = keras.layers.Flatten()(keras.layers.Dense(1)(poses))
+    model = keras.Model(x, {"class_capsules": poses, "logits": logits})
+    net = SimpleNamespace(model=model, description=SimpleNamespace(classes=3,
+                                                                   input_shape=(4, 4, 1)))
+    technique = get_technique("activation_maximization")
+    result = technique.compute(SimpleNamespace(net=net), technique.params_type(steps=3))
+    expected = np.linalg.norm(np.asarray(model(result["images"])["class_capsules"]), axis=-1)
+    np.testing.assert_allclose(result["lengths"], expected, rtol=1e-5)
+    assert result["images"].shape == (3, 4, 4, 1) and result["images"].max() > 0
