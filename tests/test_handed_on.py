@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from reportgen.cache.store import ArtifactStore
-from reportgen.figures import live_decoder as fmt
+from reportgen.techniques.live_decoder import figures as fmt
 from reportgen.pages.assemble import HANDED_ON_FILE, Assembler, _json_default, plain
 from reportgen.pages.sitedata import InputInfo, ModelData, Panel, StepData
 from reportgen.techniques.base import Figure, RenderContext, Technique

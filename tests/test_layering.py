@@ -34,9 +34,13 @@ KNOWN_LAZY_CYCLES = {
 
 
 def _modules() -> dict[str, Path]:
+    """Every module of reportgen but a package's own tests (reportgen/**/tests/, run by pytest
+    and imported by no module of reportgen)."""
     found = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if "tests" in parts[:-1]:
+            continue
         if parts[-1] == "__init__":
             parts.pop()
         found[".".join(parts)] = path
