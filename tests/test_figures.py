@@ -505,7 +505,7 @@ def test_compare_legends_sit_outside_every_plotting_area(analysis, monkeypatch):
 
     name = analysis.removeprefix("em_")          # an EM model's routing entropy: several layers
     technique = get_technique(name)
-    module = importlib.import_module(f"reportgen.figures.{name}")
+    module = importlib.import_module(f"reportgen.techniques.{name}.figures")
     drawn = []
     original = module.figure_pair
 
