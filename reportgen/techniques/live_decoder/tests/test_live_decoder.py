@@ -139,7 +139,8 @@ def test_real_demo_decoder_within_tolerance(tmp_path):
 
     demo = tmp_path / "models" / "MNIST_Demo"
     demo.mkdir(parents=True)
-    shutil.copy(Path(__file__).resolve().parents[1] / "models" / "MNIST_Demo" / "params.toml", demo)
+    root = Path(__file__).resolve().parents[4]    # the repository: reportgen/techniques/...
+    shutil.copy(root / "models" / "MNIST_Demo" / "params.toml", demo)
     entry = Catalog(tmp_path / "models").get("MNIST_Demo")
     train(entry, TrainOptions(epochs=1, limit=300, save_every=1000))
     entry = Catalog(tmp_path / "models").get("MNIST_Demo")
