@@ -100,7 +100,7 @@ def main(ctx, models_dir, debug):
 
     \b
     Quick start:
-      reportgen demo                      # train MNIST_Demo (~1 min), build site/
+      reportgen demo                      # train MNIST_Demo, build site/ (~3 min, 2 cores)
       reportgen train MNIST_WSharing      # checkpoints land in models/MNIST_WSharing/
       reportgen build --models 'MNIST_*'  # every visualization, every checkpoint
       reportgen serve                     # look at it locally

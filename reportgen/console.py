@@ -67,19 +67,42 @@ def _interactive() -> bool:
         return False
 
 
+# Away from a terminal (a log file, CI, nohup), a progress line this often on long work, so
+# that a log is not silent between its first and last line.
+LOG_EVERY_SECONDS = 60.0
+
+
 class _FinalLine:
-    """What a progress bar offers its callers (update, postfix), printing only one line when
-    it closes: `description: n/total unit in 12.3 s (postfix)`."""
+    """What a progress bar offers its callers (update, postfix), away from a terminal: a line
+    every LOG_EVERY_SECONDS while the work goes on (`description: n/total unit (P%) after 1 min
+    00 s, about 2 min 30 s left`) and one when it closes: `description: n/total unit in
+    12.3 s (postfix)`."""
 
     def __init__(self, total: int | None, description: str, unit: str):
         self.total, self.desc, self.unit = total, description, unit
         self.n = 0
         self.postfix = ""
         self._start = time.monotonic()
+        self._logged = self._start
         self._closed = False
 
     def update(self, n: int = 1) -> None:
         self.n += n
+        now = time.monotonic()
+        if now - self._logged >= LOG_EVERY_SECONDS:
+            self._logged = now
+            print(self._line(now - self._start), file=sys.stderr, flush=True)
+
+    def _line(self, elapsed: float) -> str:
+        """The line of work still going on: done so far, elapsed, and (with a total) what is
+        left at the rate so far."""
+        done = f"{self.n:,}/{self.total:,} {self.unit} ({100 * self.n / self.total:.0f}%)" \
+            if self.total else f"{self.n:,} {self.unit}"
+        left = ""
+        if self.total and 0 < self.n < self.total:
+            left = f", about {_duration(elapsed * (self.total - self.n) / self.n)} left"
+        postfix = f" ({self.postfix})" if self.postfix else ""
+        return f"{self.desc}: {done} after {_duration(elapsed)}{left}{postfix}"
 
     def set_postfix(self, ordered_dict=None, refresh: bool = True, **kwargs) -> None:
         items = {**(ordered_dict or {}), **kwargs}
@@ -107,9 +130,15 @@ class _FinalLine:
         print(line + (f" ({self.postfix})" if self.postfix else ""), file=sys.stderr, flush=True)
 
 
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(round(seconds)), 60)
+    return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
+
+
 @contextmanager
 def progress(total: int | None, description: str, unit: str = "it") -> Iterator[tqdm]:
-    """A progress bar on stderr on a terminal; elsewhere a single final line."""
+    """A progress bar on stderr on a terminal; elsewhere a line every LOG_EVERY_SECONDS of
+    work and a final line."""
     if _interactive():
         bar = tqdm(total=total, desc=description, unit=unit, file=sys.stderr,
                    dynamic_ncols=True, mininterval=0.5, leave=True)

@@ -24,6 +24,7 @@ TensorFlow), so every layer can read the layout from here.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -205,9 +206,12 @@ class ModelFolder:
 _COUNTS = ("epoch", "batch", "images_seen", "training_images", "limit", "epochs", "batch_size",
            "save_every", "seed")
 _FRACTIONS = ("train_accuracy", "val_accuracy", "until_accuracy")      # within [0, 1]
-# the classification losses of reportgen's families (Family.classification_loss) among them
+# finite numbers >= 0: the losses (the classification losses of reportgen's families,
+# Family.classification_loss, among them), times and the optimizer's settings
 _NUMBERS = ("loss", "margin_loss", "spread_loss", "nll", "cross_entropy", "reconstruction_loss",
             "seconds", "wall_seconds", "learning_rate", "momentum", "weight_decay")
+# whole numbers a float holds exactly (the charts and the listing compute with them)
+_LARGEST_COUNT = 2 ** 53
 _TEXTS = ("model", "data", "dataset", "accuracy", "classification_loss", "optimizer")
 RUN_SECTION = "training"           # history.json's key of the run's facts (training.run_info)
 
@@ -242,14 +246,15 @@ def _value_problem(values: dict) -> str | None:
         if value is None:
             continue
         if key in _COUNTS:
-            wrong = isinstance(value, bool) or not isinstance(value, int) or value < 0
-            expected = "a whole number >= 0"
+            wrong = isinstance(value, bool) or not isinstance(value, int) or \
+                not 0 <= value < _LARGEST_COUNT
+            expected = f"a whole number from 0 to {_LARGEST_COUNT:,}"
         elif key in _FRACTIONS:
             wrong = not _is_number(value) or not 0 <= value <= 1
             expected = "a number from 0 to 1"
         elif key in _NUMBERS:
-            wrong = not _is_number(value)
-            expected = "a number"
+            wrong = not _is_number(value) or not 0 <= value < math.inf
+            expected = "a finite number >= 0"
         elif key in _TEXTS:
             wrong = not isinstance(value, str)
             expected = "text"
@@ -261,7 +266,14 @@ def _value_problem(values: dict) -> str | None:
 
 
 def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """A JSON number a float holds (a 360-digit integer does not: float() overflows)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
 
 
 def _kind(value) -> str:

@@ -21,8 +21,10 @@ WRITE_ERRORS = DISK_ERRORS | _DENIED | {errno.EFBIG}
 def user_error(exc: OSError, needed: int | None = None, fix: str | None = None,
                path=None) -> ReportgenError | None:
     """The one-line error for `exc` (`needed`: the bytes the command still had to write, when
-    it knows them; `path`: where it wrote, for an error that names no file), or None when
-    `exc` is not one a user can fix."""
+    it knows them; `fix`: the command's own fix for a full disk, e.g. another --site-dir;
+    `path`: where it wrote, for an error that names no file), or None when `exc` is not one a
+    user can fix. A read-only file system, a denied permission or a file too large each say
+    their own fix (freeing space mends none of them)."""
     if exc.errno not in WRITE_ERRORS:
         return None
     path = exc.filename2 or exc.filename or path      # a copy's or rename's destination
@@ -37,14 +39,13 @@ def user_error(exc: OSError, needed: int | None = None, fix: str | None = None,
                               fix=fix or "free space on that disk, or write to another disk")
     if exc.errno == errno.EROFS:
         return ReportgenError(f"Cannot write{where}: the file system is read-only",
-                              fix=fix or "choose a folder on a writable disk")
+                              fix="choose a folder on a writable disk")
     if exc.errno == errno.EFBIG:
         return ReportgenError(f"Cannot write{where}: the file is too large for its file system "
                               f"or for this process's file size limit",
-                              fix=fix or "write to another disk, or raise the limit (ulimit -f)")
+                              fix="write to another disk, or raise the limit (ulimit -f)")
     return ReportgenError(f"Cannot write{where}: permission denied",
-                          fix=fix or "fix the folder's permissions, or choose one you may "
-                                     "write to")
+                          fix="fix the folder's permissions, or choose one you may write to")
 
 
 @contextmanager

@@ -9,14 +9,20 @@ way, in its pyproject.toml; a researcher's package declares its own:
     [project.entry-points."reportgen.techniques"]
     my_figure = "my_package.technique:TECHNIQUE"
 
-A plug-in that fails to import, or declares something invalid, costs one line naming its
-package and the reason (said once per process); every other plug-in still loads. The registries
-(reportgen.settings.families, reportgen.techniques) decide what is valid; this module only
-finds, loads and remembers.
+A plug-in that fails to import (an exception, `sys.exit()`, or an import that does not finish
+within IMPORT_SECONDS), or declares something invalid, costs one line naming its package and
+the reason (said once per process); every other plug-in still loads. reportgen's own families
+and techniques always keep their names: a plug-in declaring one of them is refused, installed
+or run from a source tree. The registries (reportgen.settings.families, reportgen.techniques)
+decide what is valid; this module only finds, loads and remembers.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any, Callable
@@ -25,6 +31,9 @@ FAMILIES = "reportgen.families"
 TECHNIQUES = "reportgen.techniques"
 GROUPS = (FAMILIES, TECHNIQUES)
 OWN_PACKAGE = "reportgen"
+# How long one plug-in's import may take before it is given up (REPORTGEN_PLUGIN_SECONDS):
+# a package that hangs at import costs one line, not the command.
+IMPORT_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -115,7 +124,15 @@ def load(group: str, accept: Callable[[Any, Plugin], None]) -> list[Plugin]:
         plugin = Plugin(group=group, name=entry.name, target=entry.value, package=package,
                         version=version)
         try:
-            obj = entry.load()
+            with _time_limit(_import_seconds()):
+                obj = entry.load()
+        except _ImportTooLong:
+            plugin = _with_problem(plugin, f"importing it did not finish within "
+                                           f"{_import_seconds():g} s (a package that waits or "
+                                           f"loops at import; REPORTGEN_PLUGIN_SECONDS sets "
+                                           f"the limit)")
+        except SystemExit as exc:           # sys.exit() at import: not the command's exit
+            plugin = _with_problem(plugin, f"importing it called sys.exit({exc.code!r})")
         except Exception as exc:            # its import failed: the others still load
             plugin = _with_problem(plugin, f"importing it failed ({_one_line(exc)})")
         else:
@@ -134,6 +151,48 @@ def load(group: str, accept: Callable[[Any, Plugin], None]) -> list[Plugin]:
         if plugin.problem:
             say(plugin)
     return plugins
+
+
+def own_installed(group: str) -> bool:
+    """Whether reportgen's own entry points of `group` are installed (else a source-tree run
+    reads its own plug-ins from its package, and does so first, so that they keep their
+    names)."""
+    return any(_distribution(e)[0] == OWN_PACKAGE for e in entry_points(group))
+
+
+class _ImportTooLong(Exception):
+    pass
+
+
+def _import_seconds() -> float:
+    try:
+        return max(0.0, float(os.environ.get("REPORTGEN_PLUGIN_SECONDS", IMPORT_SECONDS)))
+    except ValueError:
+        return IMPORT_SECONDS
+
+
+@contextmanager
+def _time_limit(seconds: float):
+    """Interrupt the block after `seconds` with _ImportTooLong (a real-time timer's signal,
+    so a sleeping or looping import is interrupted between two Python instructions); no limit
+    off the main thread (a signal handler can only be set there) or without SIGALRM."""
+    if seconds <= 0 or threading.current_thread() is not threading.main_thread() or \
+            not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise _ImportTooLong()
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    remaining = signal.setitimer(signal.ITIMER_REAL, seconds)[0]
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if remaining:                       # a timer of someone else's: give it back
+            signal.setitimer(signal.ITIMER_REAL, remaining)
 
 
 def say(plugin: Plugin) -> None:

@@ -195,8 +195,10 @@ def test_live_charts_from_file_url(context, site):
     linear = page.evaluate(labels)
     page.check("[data-rg-log-scale]")
     page.wait_for_function(f"before => ({labels})() !== before", arg=linear)
-    page.select_option("[data-rg-smoothing]", "3")
-    charts.nth(0).locator("svg .mark-line path").first.wait_for(state="attached")
+    line = "() => document.querySelector('[data-rg-chart] svg .mark-line path').getAttribute('d')"
+    raw = page.evaluate(line)
+    page.select_option("[data-rg-smoothing]", "0.1")      # a time-weighted EMA redraws the line
+    page.wait_for_function(f"before => ({line})() !== before", arg=raw)
 
     page.goto((site / "compare.html").resolve().as_uri())
     overlay = page.locator("[data-rg-chart]")

@@ -240,3 +240,17 @@ def test_publish_puts_the_docs_beside_the_site(tmp_path, monkeypatch):
     result = CliRunner().invoke(main, ["publish", "--site-dir", str(site), "--remote-url",
                                        str(bare), "--docs-dir", str(tmp_path / "none")])
     assert result.exit_code == 2 and "mkdocs build" in result.output
+
+
+def test_no_command_in_the_docs_holds_a_placeholder_to_fill_in():
+    """A reader runs the docs' commands as written: a shell block holds no URL or name to be
+    replaced first (the tutorial's `git clone https://github.com/OWNER/...` could not work)."""
+    placeholder = re.compile(r"\b(OWNER|YOUR[_-]?NAME|USERNAME|<your[^>]*>)\b|github\.com/OWNER")
+    pages = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *(ROOT / "docs").rglob("*.md"),
+             *(ROOT / "examples").glob("*/README.md")]
+    found = []
+    for page in pages:
+        for block in re.findall(r"```(?:bash|sh|console)\n(.*?)```", page.read_text(), re.S):
+            found += [f"{page.relative_to(ROOT)}: {line}" for line in block.splitlines()
+                      if placeholder.search(line)]
+    assert not found, found

@@ -42,11 +42,19 @@ def _get(url: str) -> tuple[int, bytes]:
 
 
 @pytest.mark.parametrize("missing", ["gone.html", "models/MNIST_Demo/gone/deeper/page.html",
-                                     "models/", "assets/"])
+                                     "models/", "assets/", "index%00.html", "a%00/b"])
 def test_a_missing_page_gets_the_sites_404_page(served, missing):
     site, url = served
     status, body = _get(url + missing)
     assert status == 404 and body == (site / "404.html").read_bytes()
+
+
+def test_a_path_no_file_can_have_leaves_no_traceback(served):
+    """%00 (a NUL byte) answered 404 with the site's page, not an empty reply and a traceback
+    in the server's log."""
+    site, url = served
+    assert _get(url + "x%00y")[0] == 404
+    assert _get(url)[0] == 200                      # the server still answers
 
 
 def test_pages_are_served(served):

@@ -334,8 +334,13 @@ def test_untrained_steps_have_a_banner_on_every_page_and_on_home(tmp_path):
                                  'hidden data-search-exclude>' + one_class), page
         assert "(step 0-0: class 7 for 100.0% of the 100 evaluation images; threshold " \
                "95%)." in banner
-    [strip] = banners((demo_dir / "filmstrip.md").read_text())      # every step at once
+    # every step at once: the banner names its step, never "this step" (the outlined one)
+    [strip] = banners((demo_dir / "filmstrip.md").read_text())
     assert 'data-rg-step' not in strip and "hidden" not in strip
+    assert strip.startswith('<div class="rg-untrained" role="note"><b>Step 0-0 predicts one '
+                            'class: its analyses describe an untrained network</b> (class 7 '
+                            'for 100.0% of the 100 evaluation images'), strip
+    assert "this step" not in strip.lower()
     evil_dir = next(p for p in (docs / "models").iterdir() if p.name != "MNIST_Demo")
     for page in ("index.md", "conv.md", "analyses.md"):
         first, last = banners((evil_dir / page).read_text())
@@ -510,3 +515,24 @@ def test_findings_of_a_two_digit_model_read_top2_accuracy_against_1_in_45():
     assert found[1].text.startswith("This step predicts at chance level: its analyses describe "
                                      "an untrained network (top-2 accuracy 3.0% on 500 "
                                      "evaluation images, chance 2.2% = 1/45;")
+
+
+def test_no_minus_zero_and_no_transform_list_that_is_empty():
+    """A score that rounds to zero prints "0.000", not "-0.000"; an accuracy that holds under
+    no transform says so in words ("falls ... under every transform"), not "under none of the
+    transforms"; Compare's table prints a near-zero score as 0.000, never "-9e-06"."""
+    from reportgen.pages.views import score_text
+
+    fidelity = {**FIDELITY, "deletion_aopc_rpv_modified": -0.0002,
+                "deletion_aopc_gradcam_pp": -0.0004, "deletion_aopc_random": -0.0001}
+    deletion = F.explanation_findings(fidelity)[0]
+    assert "-0.000" not in deletion.text and "tie (0.000 vs 0.000)" in deletion.text
+    affine = {"clean_accuracy": 0.95, "rotation_mean_accuracy": 0.40,
+              "shear_x_mean_accuracy": 0.60}
+    text = F.affine_finding(affine, 10).text
+    assert text.startswith("Accuracy falls more than 5 points below clean (95.0%) under every "
+                           "transform; rotation hurts most: 40.0%"), text
+    assert "none of" not in text
+    assert score_text("compactness_rotation", -9e-06) == "0.000"
+    assert score_text("compactness_rotation", 0.0123) == "0.0123"
+    assert score_text("clean_accuracy", -1e-9) == "0.0%"

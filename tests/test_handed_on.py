@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 
 from reportgen.cache.store import ArtifactStore
-from reportgen.techniques.live_decoder import figures as fmt
-from reportgen.pages.assemble import HANDED_ON_FILE, Assembler, _json_default, plain
+from reportgen.figures.encode import json_floats
+from reportgen.pages.assemble import HANDED_ON_FILE, Assembler, export_figures, plain
 from reportgen.pages.sitedata import InputInfo, ModelData, Panel, StepData
 from reportgen.techniques.base import Figure, RenderContext, Technique
+from reportgen.techniques.live_decoder import figures as fmt
 
 from site_fixture import decoder_weights
 
@@ -43,8 +44,14 @@ SUMMARIZED = Technique(
     summarize=_summary)
 
 
+def _numpy_to_json(obj):
+    if isinstance(obj, np.ndarray) or (isinstance(obj, np.generic) and obj.dtype.kind == "f"):
+        return json_floats(obj)
+    return obj.item()
+
+
 def _json_round_trip(value):
-    return json.loads(json.dumps(value, sort_keys=True, default=_json_default))
+    return json.loads(json.dumps(value, sort_keys=True, default=_numpy_to_json))
 
 
 def _same(a, b) -> bool:
@@ -70,6 +77,20 @@ def test_plain_is_what_a_json_round_trip_gives_without_the_text():
         {"v": float(np.float32(0.1))})
     with pytest.raises(TypeError):
         plain({"x": object()})
+
+
+def test_a_float32_widened_by_float_prints_its_own_digits_in_the_exports():
+    """A summary's `float(array.mean())` of float32 numbers is a float64 holding a float32: the
+    analyses' JSON and CSV print 0.8, not 0.800000011920929; a float64 result keeps its digits."""
+    widened = float(np.float32(0.8))
+    assert repr(widened) == "0.800000011920929"
+    assert plain({"v": widened}) == {"v": 0.8}
+    assert plain({"third": 1 / 3})["third"] == 1 / 3
+    as_json, as_csv = export_figures("toy", {"accuracy": widened, "third": 1 / 3,
+                                            "nan": float("nan")})
+    assert b'"accuracy": 0.8,' in as_json.data and b"0.800000011920929" not in as_json.data
+    assert as_csv.data.decode().splitlines()[1] == "accuracy,0.8"
+    assert "0.3333333333333333" in as_csv.data.decode()
 
 
 def _assembler(tmp_path):

@@ -110,8 +110,14 @@ def test_the_model_page_names_each_steps_source_file_and_its_sha256(tmp_path, ke
     site = make_site(docs)
     site.models[0].description = entry.params.description
     site.models[0].sources = sources
+    site.models[0].training = {}                       # a checkpoint records no run facts
     render_site(site, docs, theme="mkdocs")
     page = (docs / "models" / "MNIST_Demo" / "index.md").read_text()
+    # what was not recorded is said of the project it came from, not of an older reportgen
+    assert ("“not recorded”: this model was trained outside reportgen, by "
+            f"{sources[0]['project']}'s code, and imported with <code>reportgen import</code>"
+            ) in page
+    assert "older reportgen" not in page
     assert "converted exactly into reportgen&#39;s CapsNet" in page
     assert (f'<p class="rg-provenance">Converted from <code>trained_model.h5</code> (SHA-256 '
             f'<code class="rg-digest">{digests[keras_file]}</code>) as step 1-100; '

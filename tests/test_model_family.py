@@ -184,6 +184,16 @@ def test_missing_models_folder_is_named(tmp_path):
 @pytest.mark.parametrize("text, received", [
     ("{bad", "invalid JSON"), ("[]", "an array instead of an object"),
     ('{"x": 1}', "no 'records' list"), ('{"records": [{"step": "1-2"}, 3]}', "record 1"),
+    # numbers out of any sane range: a 360-digit loss (float() overflows), a negative loss,
+    # a count no float holds exactly, a NaN learning rate
+    ('{"records": [{"step": "1-2", "loss": 1' + "0" * 360 + '}]}',
+     "record 0 (step 1-2): 'loss' is a number 1000000000"),
+    ('{"records": [{"step": "1-2", "margin_loss": -1e300}]}',
+     "record 0 (step 1-2): 'margin_loss' is a number -1e+300, expected a finite number >= 0"),
+    ('{"records": [{"step": "1-2", "images_seen": 9007199254740993}]}',
+     "record 0 (step 1-2): 'images_seen' is a number 9007199254740993, expected a whole number "
+     "from 0 to 9,007,199,254,740,992"),
+    ('{"training": {"learning_rate": NaN}, "records": []}', "training: 'learning_rate'"),
 ])
 def test_corrupt_history_is_one_readable_line(hostile, text, received):
     (hostile / "Good" / "history.json").write_text(text)

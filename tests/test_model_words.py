@@ -390,3 +390,51 @@ def test_the_reported_model_is_told_in_its_own_words(idpa_captions):
         idpa_captions["affine_robustness"][0]
     assert "inverted dot-product attention routing weights" in \
         " ".join(idpa_captions["routing_entropy"])
+
+
+def test_home_counts_capsule_networks_apart_from_a_cnn(tmp_path):
+    """Home's lede names what the site holds: a CNN baseline is no capsule network."""
+    from site_fixture import make_site
+
+    from reportgen.pages.render import render_site
+
+    words = {name: mw.words_of(_description(name)) for name in ("capsnet", "em", "cnn")}
+    assert [words[n]["network"] for n in ("capsnet", "em", "cnn")] == [
+        "capsule network", "capsule network", "convolutional network"]
+    assert mw.networks_phrase([words["capsnet"], words["em"], words["cnn"]]) == \
+        "2 capsule networks and 1 convolutional network"
+    assert mw.networks_phrase([words["em"]]) == "1 capsule network"
+    docs = tmp_path / "docs"
+    site = make_site(docs)
+    site.models[0].words, site.models[1].words = words["capsnet"], words["cnn"]
+    render_site(site, docs, theme="mkdocs")
+    home = (docs / "index.md").read_text()
+    assert ("Every visualization of every built training step of 1 capsule network and 1 "
+            "convolutional network.") in home
+
+
+def test_the_input_card_and_gallery_name_the_predicted_score(tmp_path):
+    """"predicted 7 (0.86)" said nothing of what 0.86 is: the card and the overview's gallery
+    name the model's own score ("length" for a CapsNet, "probability" for a CNN), and carry
+    the word for the script that rewrites them when the step changes."""
+    from site_fixture import make_site
+
+    from reportgen.pages.render import render_site
+
+    docs = tmp_path / "docs"
+    site = make_site(docs)
+    site.models[0].words = mw.words_of(_description("capsnet"))
+    site.models[1].words = mw.words_of(_description("cnn"))
+    render_site(site, docs, theme="mkdocs")
+    capsnet = docs / "models" / site.models[0].name
+    cnn = next(p for p in (docs / "models").iterdir() if p != capsnet)
+    for folder, score in ((capsnet, "length"), (cnn, "probability")):
+        layer = next(p for p in folder.glob("*.md") if 'data-rg-input-card' in p.read_text())
+        card = layer.read_text()
+        assert re.search(rf'data-rg="prediction" data-rg-score-word="{score}">predicted '
+                         rf'<b>[^<]+</b> \({score} \d\.\d\d\)', card), layer
+        overview = (folder / "index.md").read_text()
+        assert re.search(rf'data-rg-prediction data-rg-score-word="{score}">predicted <b>[^<]+'
+                         rf'</b> \({score} \d\.\d\d\)', overview)
+    script = Path(__file__).resolve().parents[1] / "templates" / "assets" / "reportgen.js"
+    assert script.read_text().count('target.getAttribute("data-rg-score-word")') == 2

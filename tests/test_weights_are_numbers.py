@@ -30,6 +30,10 @@ def _spoil(value):
     (_spoil(np.inf), "holds 0 NaN and 1 infinite"),
     (_spoil(1e30), "a weight of magnitude 1e+30"),
     (lambda sd: sd.update({TENSOR: sd[TENSOR].astype(np.int64)}), "of dtype int64"),
+    # float64 beyond float32's range: its magnitude named, no cast's overflow warning (warnings
+    # are errors here) and no "infinite"
+    (lambda sd: sd.update({TENSOR: sd[TENSOR].astype(np.float64) * 1e300}),
+     "a weight of magnitude"),
 ])
 def test_an_import_refuses_weights_that_are_not_numbers(tmp_path, spoil, words):
     sd = gram_ai_state()
@@ -40,6 +44,7 @@ def test_an_import_refuses_weights_that_are_not_numbers(tmp_path, spoil, words):
         import_checkpoint(tmp_path / "models", path, "gram-ai")
     message = caught.value.message
     assert f"tensor '{TENSOR}'" in message and words in message and "\n" not in message
+    assert "infinite" not in message or "infinite" in words
     assert not (tmp_path / "models").exists()                      # nothing half-written
 
 

@@ -49,7 +49,7 @@ NEUTRAL = {
     "readout": "", "scores": "", "score": "score", "scores_words": "the class scores",
     "prediction": "the highest class score", "top2": "the two highest class scores",
     "gradient": "the class score", "routing": "", "routing_symbol": "",
-    "primary_activation": "activation",
+    "primary_activation": "activation", "network": "network",
 }
 
 
@@ -254,6 +254,22 @@ def primary_activation_word(description) -> str:
     return (activation_word(primary) if primary is not None else "") or "activation"
 
 
+def network_word(description) -> str:
+    """What the model is, for a count of a site's models: "capsule network" when it has
+    capsule layers, else "convolutional network" (a CNN baseline)."""
+    return "capsule network" if description.capsule_layers else "convolutional network"
+
+
+def networks_phrase(records) -> str:
+    """"2 capsule networks and 1 convolutional network" for the words records of a site's
+    models (`words_of`; a record lacking the word counts as a "network")."""
+    counts: dict[str, int] = {}
+    for record in records:
+        name = word(record, "network")
+        counts[name] = counts.get(name, 0) + 1
+    return " and ".join(f"{n} {name}{'s' if n != 1 else ''}" for name, n in counts.items())
+
+
 def words_of(description) -> dict[str, str]:
     """Every word above as one record (ModelData.words), for the pages and findings, which
     read the site's data rather than the description."""
@@ -262,7 +278,8 @@ def words_of(description) -> dict[str, str]:
             "prediction": prediction_words(description), "top2": top2_words(description),
             "gradient": gradient_words(description), "routing": routing_words(description),
             "routing_symbol": routing_symbol(description),
-            "primary_activation": primary_activation_word(description)}
+            "primary_activation": primary_activation_word(description),
+            "network": network_word(description)}
 
 
 def word(record: dict | None, key: str) -> str:

@@ -45,6 +45,15 @@ class _Handler(SimpleHTTPRequestHandler):
         self.send_error(HTTPStatus.NOT_FOUND)
         return None
 
+    def send_head(self):
+        # a path no file can have (a NUL byte, %00, makes open() raise): not found, as on
+        # GitHub Pages, rather than a dropped connection and a traceback
+        try:
+            return super().send_head()
+        except ValueError:
+            self.send_error(HTTPStatus.NOT_FOUND)
+            return None
+
     def send_error(self, code, message=None, explain=None):
         page = Path(self.directory) / NOT_FOUND_PAGE
         if code != HTTPStatus.NOT_FOUND or not page.is_file():

@@ -3,8 +3,8 @@ overview's live chart, the Compare page's overlay of every model and the paper f
 
 A chart's data is one row per (saved step, series): x = training images seen when every record
 has it (else the record's position), the step's name and the value. The page's controls vary
-the spec (reportgen's charts.js): the SMOOTHING window of the top-level transform (a trailing
-mean over saved steps), a log y scale; wheel and drag zoom and pan (double-click resets), the
+the spec (reportgen's charts.js): SMOOTHING, a time-weighted EMA of each series over x
+(smoothing.js; the top-level transform's "shown" then reads it), a log y scale; wheel and drag zoom and pan (double-click resets), the
 pointer shows every series' value at the nearest saved step. The overview's chart marks the
 step the slider chooses (the `chosen` parameter). Accuracy charts draw chance (1/K, or 1/C(K, 2)
 for two digits per image, reportgen.results.findings.chance_of) as a dashed line.
@@ -40,7 +40,7 @@ MODEL_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b
                  "#7f7f7f", "#bcbd22", "#17becf")
 OVERLAY_SERIES = {"accuracy": ("val_accuracy", "Validation accuracy"),
                   "loss": ("loss", "Total training loss")}
-SMOOTHING = (1, 3, 5, 9)        # saved steps in the trailing mean the page offers
+SMOOTHING = (0, 0.02, 0.05, 0.1, 0.2)   # the EMA half-lives the page offers, shares of x's range
 WIDTH, HEIGHT = 380, 190        # plotting area (px): with its axis the chart prints at 480 px
 INTERACTIVE = ("hover", "chosen")
 PLAIN = {"format": "", "formatType": "plain"}   # a text shown as it is (charts.js)   # the names of the layers a printed figure leaves out

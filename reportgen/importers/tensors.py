@@ -177,10 +177,20 @@ def _read_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.float32) if dtype.kind == "f" else dtype
 
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 def _as_array(value) -> np.ndarray:
-    """float32 for every floating tensor (what the Keras model holds), other dtypes as stored."""
+    """float32 for every floating tensor (what the Keras model holds), other dtypes as stored;
+    a wider tensor holding values no float32 holds stays as it is, so that the import's check
+    names their magnitude (1e300) instead of a cast's overflow warning and "infinite"."""
     array = np.asarray(value)
-    return array.astype(np.float32) if array.dtype.kind == "f" else array
+    if array.dtype.kind != "f":
+        return array
+    if array.dtype.itemsize > 4 and array.size and \
+            float(np.nanmax(np.abs(array), initial=0.0)) > _FLOAT32_MAX:
+        return array
+    return array.astype(np.float32)
 
 
 # -- Keras HDF5 ----------------------------------------------------------------------------------

@@ -35,10 +35,10 @@ from reportgen.techniques.compute import params_dict, variant_label
 
 # bump when reportgen's shared drawing code changes: figures are redrawn, arrays are kept (a
 # technique's own drawing modules are keyed by their source: code_identity.drawing_code)
-FIGURES_VERSION = 24
+FIGURES_VERSION = 25
 # What a panel hands on (`Technique.numbers` and `.data`): a file of the figures' entry (not
 # placed in docs); for figures an older reportgen stored without it, an entry of its own.
-HANDED_ON_VERSION = 1
+HANDED_ON_VERSION = 2
 HANDED_ON_FILE = "handed_on.json"
 _ATTEMPTS = 2            # a figure entry removed between listing and reading: draw it again
 _SERIES_MARK = "~"      # "3~rpv.png": panel 3's file in a series entry (panel_series)
@@ -330,8 +330,18 @@ def plain(value):
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
-        return float(value)
+        return float32_digits(float(value))
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def float32_digits(value: float) -> float:
+    """A Python float that is exactly a float32 (a summary's `float(array.mean())` of the
+    network's float32 numbers) with the shortest digits reading back to that float32 (0.8, not
+    0.800000011920929), as `json_floats` prints arrays; any other float as it is."""
+    single = np.float32(value)
+    if not math.isfinite(value) or float(single) != value:
+        return value
+    return float(str(single))
 
 
 def _json_key(key) -> str:
@@ -344,7 +354,7 @@ def _json_key(key) -> str:
 
 def export_figures(name: str, summary: dict) -> list[Figure]:
     """The headline numbers of a dataset analysis as JSON and as a flat CSV (key, value)."""
-    data = json.dumps(summary, indent=1, sort_keys=True, default=_json_default).encode()
+    data = json.dumps(plain(summary), indent=1).encode()     # plain sorts the keys
     rows = io.StringIO()
     writer = csv.writer(rows, lineterminator="\n")
     writer.writerow(["key", "value"])
@@ -352,14 +362,6 @@ def export_figures(name: str, summary: dict) -> list[Figure]:
         writer.writerow([key, value])
     return [Figure(name=f"{name}.json", data=data, kind="json"),
             Figure(name=f"{name}.csv", data=rows.getvalue().encode(), kind="csv")]
-
-
-def _json_default(obj):
-    if isinstance(obj, np.ndarray) or (isinstance(obj, np.generic) and obj.dtype.kind == "f"):
-        return json_floats(obj)                  # float32 with its own digits, as `plain`
-    if isinstance(obj, np.generic):
-        return obj.item()
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
 def link_or_copy(source: Path, target: Path) -> None:

@@ -31,6 +31,7 @@ from markupsafe import escape
 
 from reportgen import console
 from reportgen.errors import ReportgenError
+from reportgen.capsnet.model_words import networks_phrase
 from reportgen.pages import analyses, page_table
 from reportgen.pages.charts import compare_charts, gu_chart, model_charts
 from reportgen.pages.runs import runs_table
@@ -176,6 +177,7 @@ def _render_home(env, ctx: SiteContext, infos: list[ModelInfo]) -> str:
     present = {page.layer for info in infos for page in info.layers}
     return _template(env, "home").render(
         **common(ctx.site, root, "home"), rows=rows, techniques=built_list(ctx.site),
+        networks=networks_phrase(info.model.words for info in infos),
         site_layer_pages=[p.title for p in page_table.LAYER_PAGES if p.layer in present],
         compare_href="compare.html" if any(i.pictures for i in infos)
         or ctx.site.compare_panels or len(infos) > 1 else None)

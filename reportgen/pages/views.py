@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from reportgen.capsnet.model_words import word
 from reportgen.pages import analyses
 from reportgen.pages.analyses import PICTURES
 from reportgen.pages.captions import heading, split_caption
@@ -382,7 +383,9 @@ def model_view(info: ModelInfo, root: str) -> dict:
             "latest_step": steps[-1] if steps else None,
             "findings": model_findings(info, root), "findings_step": findings_step(info),
             "untrained_banners": untrained_banners(info), "accuracy": accuracy_label(model),
-            "references": info.references}
+            "references": info.references,
+            # what the predicted class's score is ("length", "probability"), on input cards
+            "score_word": word(model.words, "score")}
 
 
 def accuracy_label(model: ModelData) -> dict:
@@ -463,11 +466,14 @@ NOT_ANALYSED = "not analysed"          # the untrained step's analyses were not 
 
 
 def score_text(key: str, value: float | None) -> str:
-    """An accuracy as a percentage, any other score to 3 significant digits."""
+    """An accuracy as a percentage, any other score to 3 significant digits; a score below
+    0.0005 in size reads "0.000" (as the findings print it), never "-9e-06"."""
     if value is None:
         return "—"
-    return f"{100 * value:.1f}%" if key.endswith("accuracy") or "accuracy_" in key \
-        else f"{value:.3g}"
+    if key.endswith("accuracy") or "accuracy_" in key:
+        text = f"{100 * value:.1f}"
+        return f"{'0.0' if float(text) == 0 else text}%"
+    return "0.000" if abs(value) < 5e-4 else f"{value:.3g}"
 
 
 def baseline_rows(models: list[ModelData], panel: Panel) -> list[dict]:
@@ -660,6 +666,7 @@ def untrained_banners(info: ModelInfo) -> list[dict]:
         verdict = step_verdict(info.model, step)
         if verdict is not None:
             out.append({"step": step.step, "headline": verdict.headline,
+                        "named": verdict.of_step(step.step),
                         "details": verdict.details, "kind": verdict.kind,
                         "shown": step.step == default})
     return out

@@ -47,8 +47,15 @@ def _num(summary: dict | None, key: str) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
+def _fixed(value: float, digits: int = 3) -> str:
+    """`value` to `digits` decimals, with no minus sign on a value that rounds to zero
+    ("0.000", never "-0.000")."""
+    text = f"{value:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
 def _pct(value: float, digits: int = 1) -> str:
-    return f"{100 * value:.{digits}f}%"
+    return f"{_fixed(100 * value, digits)}%"
 
 
 def _points(value: float) -> str:
@@ -135,6 +142,13 @@ class UntrainedVerdict:
     @property
     def untrained(self) -> bool:
         return self.kind != UNCLEAR
+
+    def of_step(self, step: str) -> str:
+        """The headline naming its step ("step 0-0 predicts one class: …"), for a page that
+        shows every step at once, where "this step" would mean whichever step is chosen."""
+        subject = "this step"
+        assert self.headline.startswith(subject), self.headline
+        return f"step {step}{self.headline[len(subject):]}"
 
 
 UNCLEAR = "unclear"
@@ -366,11 +380,11 @@ def dead_units_finding(summary: dict | None, untrained: dict | None = None,
 
 def _compare(a: float, b: float, name_a: str, name_b: str, higher_better: bool = True) -> str:
     if abs(a - b) < AOPC_MARGIN:
-        return f"{name_a} and {name_b} tie ({a:.3f} vs {b:.3f})"
+        return f"{name_a} and {name_b} tie ({_fixed(a)} vs {_fixed(b)})"
     better = (a > b) == higher_better
     first, second = (name_a, name_b) if better else (name_b, name_a)
-    return f"{first} beats {second} ({max(a, b) if higher_better else min(a, b):.3f} vs " \
-           f"{min(a, b) if higher_better else max(a, b):.3f})"
+    return f"{first} beats {second} ({_fixed(max(a, b) if higher_better else min(a, b))} vs " \
+           f"{_fixed(min(a, b) if higher_better else max(a, b))})"
 
 
 def explanation_findings(summary: dict | None, untrained: dict | None = None) -> list[Finding]:
@@ -391,11 +405,12 @@ def explanation_findings(summary: dict | None, untrained: dict | None = None) ->
         if random is not None:
             beat = [label for label, v in ((own_label, a), (cam, b)) if v - random >= AOPC_MARGIN]
             text += (f"; {' and '.join(beat) if beat else 'neither'} "
-                     f"{'beat' if len(beat) != 1 else 'beats'} a random order ({random:.3f})")
+                     f"{'beat' if len(beat) != 1 else 'beats'} a random order "
+                     f"({_fixed(random)})")
         text += f" (higher is better; {threshold})."
         u_a, u_b = _num(untrained, f"{key}_{own}"), _num(untrained, f"{key}_gradcam_pp")
         before = None if u_a is None or u_b is None else \
-            f"{own_label} {u_a:.3f}, {cam} {u_b:.3f}"
+            f"{own_label} {_fixed(u_a)}, {cam} {_fixed(u_b)}"
         out.append(Finding("explanations", text, f"{AOPC_MARGIN:g}", "explanation_fidelity",
                            _untrained(before)))
     agreement = _num(s, "agreement_mean")
@@ -434,9 +449,12 @@ def affine_finding(summary: dict | None, classes: int,
     held = [FACTOR_NAMES[f] for f, v in means.items() if clean - v <= AFFINE_POINTS]
     worst = min(means, key=means.get)
     low = _num(s, f"{worst}_min_accuracy")
-    text = (f"Accuracy holds within {_points(AFFINE_POINTS)} of clean ({_pct(clean)}) under "
-            f"{', '.join(held) if held else 'none of the transforms'}; {FACTOR_NAMES[worst]} "
-            f"hurts most: {_pct(means[worst])} on average over its sweep"
+    holds = (f"Accuracy holds within {_points(AFFINE_POINTS)} of clean ({_pct(clean)}) under "
+             f"{', '.join(held)}" if held else
+             f"Accuracy falls more than {_points(AFFINE_POINTS)} below clean ({_pct(clean)}) "
+             f"under every transform")
+    text = (f"{holds}; {FACTOR_NAMES[worst]} hurts most: {_pct(means[worst])} on average over "
+            f"its sweep"
             + (f", {_pct(low)} at its worst" if low is not None else "")
             + f" (chance {_pct(1 / classes)}; threshold {_points(AFFINE_POINTS)}).")
     before = _num(untrained, f"{worst}_mean_accuracy")

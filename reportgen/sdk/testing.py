@@ -34,7 +34,7 @@ __all__ = ["check_capsule_layer", "check_family", "technique_table", "TechniqueR
            "example_network", "parse_example", "build_network", "EXAMPLE_IMAGES",
            "run_probe", "subset", "check_network", "check_outputs", "required_outputs",
            "get_technique", "all_techniques", "registered_families", "get_family",
-           "default_plan", "train_model", "params_toml"]
+           "default_plan", "train_model", "params_toml", "evaluate_technique"]
 
 # Images the example model is probed with: seeded uniform noise (the contract holds for any
 # input), as many as the evaluation of a dataset technique needs to have every class.
@@ -130,6 +130,33 @@ def subset(batch, index):
     from reportgen.probe.probe import subset as pick
 
     return pick(batch, index)
+
+
+def evaluate_technique(name: str, net, images, labels, options: dict | None = None,
+                       class_names=None) -> dict[str, np.ndarray]:
+    """The arrays technique `name` computes over an evaluation set, as a build computes them:
+    its `compute` on `images` (N, H, W, C) in [0, 1] with `labels` (N,), its default options
+    replaced by `options` (e.g. `{"attacks": ("pgd",)}`), reading only the tensors it declared. For
+    a technique whose scope is the evaluation set (robustness, fidelity, semantics ...); what a
+    test compares with an independent computation of the same number."""
+    from reportgen.probe.evaluation import EvalBatch
+    from reportgen.techniques import get_technique as technique_named
+
+    technique = technique_named(name)
+    if technique.scope != "dataset":
+        raise ValueError(f"technique '{name}' is computed per {technique.scope}, not over an "
+                         f"evaluation set: run it with run_probe and its compute")
+    defaults = next(iter(technique.variants(net)), None)
+    if defaults is None:
+        raise ValueError(f"technique '{name}' does not apply to this network")
+    params = dataclasses.replace(defaults, **options) if options else defaults
+    labels = np.asarray(labels, np.int64)
+    names = tuple(class_names) if class_names is not None else \
+        tuple(str(k) for k in range(net.description.classes))
+    evaluation = EvalBatch(net, np.asarray(images, np.float32), labels, names)
+    declared = technique.needs_for(params, net)
+    arrays = technique.compute(evaluation.restricted(declared, f"Technique '{name}'"), params)
+    return {key: np.asarray(value) for key, value in arrays.items()}
 
 
 def check_network(net, family_name: str, described=None) -> None:

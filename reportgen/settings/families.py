@@ -235,9 +235,9 @@ def _load_plugins() -> None:
         return
     _LOADED = True                # a plug-in that looks a family up while loading sees the rest
     try:
+        if not plugins.own_installed(plugins.FAMILIES):
+            _load_own_package()   # first: a plug-in never takes a built-in family's name
         _FOUND[:] = plugins.load(plugins.FAMILIES, _accept)
-        if not any(p.builtin for p in _FOUND):
-            _load_own_package()
     except BaseException:
         _LOADED = False           # try again next time rather than run with half the families
         raise

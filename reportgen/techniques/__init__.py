@@ -81,13 +81,14 @@ def _load() -> None:
         return
     _LOADED = True
     try:
-        _FOUND[:] = plugins.load(plugins.TECHNIQUES, _accept)
-        if not any(p.builtin for p in _FOUND):     # a source tree run without being installed
+        # a source tree run without being installed: its own first, so that a plug-in never
+        # takes a built-in technique's name
+        if not plugins.own_installed(plugins.TECHNIQUES):
             for name in BUILT_IN:
-                if name not in _REGISTRY:
-                    _REGISTRY[name] = import_module(f"reportgen.techniques.{name}").TECHNIQUE
-                    _ORIGINS[name] = plugins.own_record(
-                        plugins.TECHNIQUES, name, f"reportgen.techniques.{name}:TECHNIQUE")
+                _REGISTRY[name] = import_module(f"reportgen.techniques.{name}").TECHNIQUE
+                _ORIGINS[name] = plugins.own_record(
+                    plugins.TECHNIQUES, name, f"reportgen.techniques.{name}:TECHNIQUE")
+        _FOUND[:] = plugins.load(plugins.TECHNIQUES, _accept)
     except BaseException:
         _LOADED = False
         raise

@@ -2,9 +2,10 @@
  * charts.js: the pages' live charts (reportgen/pages/charts.py). Each [data-rg-chart] holds its
  * Vega-Lite spec as JSON; vega-embed (assets/vendor/vega-embed.js, loaded just before this
  * script, no network) draws it as SVG. The controls of a chart group act on all its charts:
- * smoothing sets the trailing window of the spec's mean transform (over saved steps), the log
- * scale switches every y scale to "log" (values <= 0 left out); "Reset zoom" draws the charts
- * again (wheel and drag zoom and pan; double-click resets too).
+ * smoothing draws each series as its time-weighted EMA over training images seen (smoothing.js:
+ * a half-life that is a share of the chart's x range, so unevenly spaced steps weigh by the
+ * images between them), the log scale switches every y scale to "log" (values <= 0 left out);
+ * "Reset zoom" draws the charts again (wheel and drag zoom and pan; double-click resets too).
  *
  * The model overview's charts mark the chosen training step: reportgen.js calls
  * window.reportgenCharts.markStep(step) whenever the slider moves (before or after the charts
@@ -35,11 +36,16 @@
 
   function variant(base, smoothing, log) {
     var spec = JSON.parse(JSON.stringify(base));
-    (spec.transform || []).forEach(function (step) {
-      if (step.window && step.frame) {
-        step.frame = [1 - smoothing, 0];
-      }
-    });
+    if (smoothing > 0 && window.reportgenSmoothing && spec.data && spec.data.values) {
+      window.reportgenSmoothing.smoothRows(spec.data.values, smoothing, "smoothed");
+      (spec.transform || []).forEach(function (step) {
+        (step.window || []).forEach(function (op) {
+          if (op.as === "shown") {
+            op.field = "smoothed"; /* the line and the pointer read the smoothed value */
+          }
+        });
+      });
+    }
     if (log) {
       spec.transform = (spec.transform || []).concat(
         [{filter: "datum.shown > 0 && datum.value > 0"}]);
@@ -72,7 +78,7 @@
   }
 
   function setUp(groupElement) {
-    var group = {smoothing: 1, log: false, charts: []};
+    var group = {smoothing: 0, log: false, charts: []};
     groupElement.querySelectorAll("[data-rg-chart]").forEach(function (element) {
       var specElement = element.querySelector("[data-rg-spec]");
       var base;
@@ -104,7 +110,7 @@
     };
     var smoothing = controls.querySelector("[data-rg-smoothing]");
     smoothing.addEventListener("change", function () {
-      group.smoothing = Math.max(1, parseInt(smoothing.value, 10) || 1);
+      group.smoothing = Math.max(0, parseFloat(smoothing.value) || 0);
       redraw();
     });
     var log = controls.querySelector("[data-rg-log-scale]");

@@ -392,15 +392,17 @@
     fillExtras(card, groups, shown, record.title);
   }
 
-  /* "predicted 7 (0.93) ✓" as DOM nodes (class names are user data: textContent only). */
-  function predictionNodes(prediction) {
+  /* "predicted 7 (length 0.93) ✓" as DOM nodes (class names are user data: textContent
+     only); `score` names the predicted class's score, as the page printed it. */
+  function predictionNodes(prediction, score) {
     if (!prediction) {
       return [document.createTextNode("no prediction")];
     }
     var name = document.createElement("b");
     name.textContent = prediction.predicted;
     var nodes = [document.createTextNode("predicted "), name,
-      document.createTextNode(" (" + prediction.confidence.toFixed(2) + ")")];
+      document.createTextNode(" (" + (score || "score") + " " +
+        prediction.confidence.toFixed(2) + ")")];
     if (prediction.correct === true || prediction.correct === false) {
       var mark = document.createElement("span");
       mark.className = prediction.correct ? "rg-ok" : "rg-bad";
@@ -428,7 +430,8 @@
     var target = hook(card, "prediction");
     if (target) {
       target.replaceChildren.apply(target,
-        predictionNodes(step ? step.predictions[inputKey] : null));
+        predictionNodes(step ? step.predictions[inputKey] : null,
+          target.getAttribute("data-rg-score-word")));
     }
   }
 
@@ -599,7 +602,8 @@
       var prediction = step ? step.predictions[key] : null;
       var target = thumb.querySelector("[data-rg-prediction]");
       if (target) {
-        target.replaceChildren.apply(target, predictionNodes(prediction));
+        target.replaceChildren.apply(target, predictionNodes(prediction,
+          target.getAttribute("data-rg-score-word")));
       }
       thumb.classList.toggle("rg-wrong", Boolean(prediction) && prediction.correct === false);
       thumb.classList.toggle("rg-selected", key === inputKey);
