@@ -28,7 +28,7 @@ from PIL import Image
 
 from reportgen.pages.sitedata import (ArchitectureRow, FigureFile, InputInfo, ModelData, Panel,
                                       Prediction, SiteData, StepData)
-from reportgen.results.capsule_semantics import DIMENSION_STD, IMAGES
+from reportgen.techniques.capsule_semantics.numbers import DIMENSION_STD, IMAGES
 from reportgen.techniques.base import RenderContext
 
 EVIL_MODEL = 'Evil<script>alert("model")</script>&Co'
@@ -175,7 +175,8 @@ def decoder_weights(seed: int, classes: int, dims: int = DIMS, units=DECODER_UNI
 def _live_panel(docs: Path, folder: str, model: str, step: str, classes, seed: int) -> Panel:
     """The live decoder's exported files, as reportgen.pages.assemble places them: in a store
     beside docs/ (`FigureFile.source`, what the pages read) and linked into docs/."""
-    from reportgen.figures.live_decoder import live_manifest, live_weights, render_live_decoder
+    from reportgen.techniques.live_decoder.figures import (live_manifest, live_weights,
+                                                           render_live_decoder)
 
     ctx = RenderContext(model=model, step=step, class_names=tuple(classes))
     weights = decoder_weights(seed, len(classes))

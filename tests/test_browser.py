@@ -2,7 +2,7 @@
 127.0.0.1 and opened from file://. The slider and the input picker swap images in place, the
 choice persists across pages and models, the quantitative analyses follow the slider (and say
 when a step has none), search works, nothing logs an error, and no request leaves the machine.
-The live decoder is tested in depth in tests/test_live_decoder.py."""
+The live decoder is tested in depth in reportgen/techniques/live_decoder/tests/."""
 
 from __future__ import annotations
 

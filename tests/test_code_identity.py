@@ -253,6 +253,57 @@ def test_editing_a_techniques_drawing_redraws_its_figures_and_keeps_its_arrays(p
     assert Assembler.figure_key(technique, params, arrays, ctx) != figures
 
 
+
+# reportgen's own techniques declared in a package with a numbers module (array orders, summary
+# keys, labels and measures its figures read: reportgen/techniques/<name>/numbers.py)
+PACKAGED_NUMBERS = ("routing_weights", "gracaps_attention", "dead_units", "capsule_semantics",
+                    "explanation_fidelity", "affine_robustness", "adversarial_robustness",
+                    "multimnist_segmentation")
+
+
+@pytest.mark.parametrize("name", PACKAGED_NUMBERS)
+def test_editing_a_techniques_numbers_redraws_its_figures_only(name, monkeypatch):
+    """An edit of reportgen/techniques/<name>/numbers.py (the source code_identity reads, one
+    comment line longer) changes that technique's drawing code, not its arrays' code, and
+    neither code of any other technique."""
+    edited = f"reportgen.techniques.{name}.numbers"
+    everyone = [techniques.get_technique(n) for n in techniques.BUILT_IN]
+    code_identity.forget()
+    before = {t.name: (technique_code(t), drawing_code(t)) for t in everyone}
+    read = code_identity._source
+
+    def source(module, loaded, spec):
+        text = read(module, loaded, spec)
+        return text + b"\n# edited\n" if module == edited else text
+
+    monkeypatch.setattr(code_identity, "_source", source)
+    code_identity.forget()
+    try:
+        after = {t.name: (technique_code(t), drawing_code(t)) for t in everyone}
+    finally:
+        monkeypatch.undo()
+        code_identity.forget()
+    assert after[name][0] == before[name][0]
+    assert after[name][1] != before[name][1]
+    assert {n: v for n, v in after.items() if n != name} == \
+        {n: v for n, v in before.items() if n != name}
+
+
+def test_only_a_package_s_own_numbers_module_is_part_of_its_drawing_code():
+    """A technique declared in a plain module (or in a package without numbers.py) keys its
+    figures by its renderers' modules alone, as before."""
+    from reportgen.engine.code_identity import _package_numbers
+
+    for name in PACKAGED_NUMBERS:
+        technique = techniques.get_technique(name)
+        assert _package_numbers(technique, techniques.origin(technique)) == \
+            f"reportgen.techniques.{name}.numbers"
+    for name in ("routing_entropy", "vote_agreement", "live_decoder"):     # no numbers.py
+        technique = techniques.get_technique(name)
+        assert _package_numbers(technique, techniques.origin(technique)) is None
+    plain = techniques.get_technique("conv_kernels")     # registered in code: its compute's module
+    assert _package_numbers(plain, None) is None
+
 def test_a_plugins_package_and_version_are_part_of_its_code(plugin_modules):
     technique = _technique_module(plugin_modules, "codekey_versioned")
     in_code = technique_code(technique)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from reportgen.probe.affine import FACTORS
-from reportgen.results import capsule_semantics as rc
+from reportgen.techniques.capsule_semantics import numbers as rc
 from reportgen.results.capsules_vs_cnns import ModelRecord, table5
 from reportgen.results.findings import compactness_finding
 from reportgen.techniques import capsule_semantics as cs

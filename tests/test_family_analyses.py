@@ -120,7 +120,7 @@ def test_gracaps_explanation_in_explanation_fidelity(data):
     technique = get_technique("explanation_fidelity")
     [params] = technique.variants(net)
     out = _run(net, technique, params, data)
-    from reportgen.results.explanation_fidelity import METHODS as methods
+    from reportgen.techniques.explanation_fidelity.numbers import METHODS as methods
 
     own = [methods.index(m) for m in ("builtin", "gradcam_pp", "random")]
     rpv = [methods.index(m) for m in ("rpv_modified", "rpv_original")]

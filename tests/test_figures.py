@@ -456,7 +456,7 @@ def _grid_label_heights(png: bytes) -> tuple[list[int], int]:
 def test_grid_labels_are_at_least_10_px_tall_at_1x():
     """The perturbation grids' row and column labels: digits at least 10 px tall in the PNG
     the page shows at 1x (the ink of "dim 3" and "-0.25", measured on the pixels)."""
-    from reportgen.figures.capsule_semantics import _sheet
+    from reportgen.techniques.capsule_semantics.figures import _sheet
 
     ctx = RenderContext(model="M", step="1-0", class_names=tuple(map(str, range(10))))
     result = {"images": np.zeros((4, 5, 28, 28, 1), np.float32),
@@ -476,7 +476,7 @@ def _compare_summaries(m: int) -> dict[str, dict]:
     """Hand-made summaries of model `m` per analysis with a comparison chart: values near the
     top of each axis, where an in-axes legend would cover bars or lines."""
     from reportgen.probe.affine import FACTORS
-    from reportgen.results.adversarial_robustness import metric_key
+    from reportgen.techniques.adversarial_robustness.numbers import metric_key
 
     high = 0.9 + 0.02 * m
     adversarial = {"images": 10, "clean_accuracy": high, "has_decoder": True}
@@ -528,7 +528,7 @@ def test_compare_legends_sit_outside_every_plotting_area(analysis, monkeypatch):
 
     name = analysis.removeprefix("em_")          # an EM model's routing entropy: several layers
     technique = get_technique(name)
-    module = importlib.import_module(f"reportgen.figures.{name}")
+    module = importlib.import_module(f"reportgen.techniques.{name}.figures")
     drawn = []
     original = module.figure_pair
 

@@ -85,7 +85,7 @@ def test_dead_filters_are_counted_and_flagged_per_layer():
 def test_dead_filter_counts_per_layer_from_the_dead_units_arrays():
     """dead_units' summary counts each conv layer's dead filters (max output 0 over the
     evaluation set) against that layer's filters, in the model's order."""
-    from reportgen.results.dead_units import dead_filter_summary, dead_units
+    from reportgen.techniques.dead_units.numbers import dead_filter_summary, dead_units
 
     conv1, primary = np.ones(64), np.ones(32)
     conv1[[1, 5, 9, 20, 63]] = 0.0

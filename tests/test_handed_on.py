@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from reportgen.cache.store import ArtifactStore
-from reportgen.figures import live_decoder as fmt
 from reportgen.figures.encode import json_floats
 from reportgen.pages.assemble import HANDED_ON_FILE, Assembler, export_figures, plain
 from reportgen.pages.sitedata import InputInfo, ModelData, Panel, StepData
 from reportgen.techniques.base import Figure, RenderContext, Technique
+from reportgen.techniques.live_decoder import figures as fmt
 
 from site_fixture import decoder_weights
 

@@ -160,7 +160,8 @@ def test_activation_maximization_does_not_call_the_longest_capsule_the_predictio
 
 
 def test_affine_and_multimnist_captions_predict_by_the_models_rule(families):
-    from reportgen.figures import affine_robustness, multimnist
+    from reportgen.techniques.affine_robustness import figures as affine_robustness
+    from reportgen.techniques.multimnist_pair import figures as multimnist
 
     arrays = {"clean_accuracy": 0.9, "class_counts": np.array([5, 5, 4]),
               "values_rotation": np.array([-20.0, 0.0, 20.0]),
@@ -183,7 +184,8 @@ def test_affine_and_multimnist_captions_predict_by_the_models_rule(families):
 
 
 def test_explanation_fidelity_and_adversarial_captions_name_the_score(families):
-    from reportgen.figures import adversarial_robustness, explanation_fidelity
+    from reportgen.techniques.adversarial_robustness import figures as adversarial_robustness
+    from reportgen.techniques.explanation_fidelity import figures as explanation_fidelity
     from reportgen.techniques import adversarial_robustness as ar
 
     learnt_score = explanation_fidelity._score(_ctx(families["learnt"]), NS(target="true"))
@@ -371,7 +373,7 @@ def idpa_captions():
 
 
 def test_the_reported_model_is_told_in_its_own_words(idpa_captions):
-    from reportgen.results.affine_robustness import AFFNIST_REFERENCE
+    from reportgen.techniques.affine_robustness.numbers import AFFNIST_REFERENCE
 
     # the affNIST reference beside the affine sweeps is context, named as such
     every = " ".join(c for captions in idpa_captions.values() for c in captions)

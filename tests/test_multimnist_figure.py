@@ -11,7 +11,7 @@ import numpy as np
 from PIL import Image
 
 from reportgen.figures.figure import RenderContext
-from reportgen.figures.multimnist import PAIR_COLOURS, render_pair, two_colour
+from reportgen.techniques.multimnist_pair.figures import PAIR_COLOURS, render_pair, two_colour
 
 NAMES = tuple(str(k) for k in range(10))
 
@@ -115,7 +115,7 @@ def test_the_predictions_chart_highlights_both_classes_of_a_pair():
 
 
 def test_the_examples_say_the_scores_beside_chance_the_reference_and_the_count():
-    from reportgen.figures.multimnist import render_examples
+    from reportgen.techniques.multimnist_segmentation.figures import render_examples
 
     first, second = _pair()
     recs = np.stack([first, second])[None]

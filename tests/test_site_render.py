@@ -835,7 +835,7 @@ def test_numbers_come_from_the_panels_not_the_docs_folder(tmp_path):
 
 def test_capsule_semantics_summary_exports_the_spread_the_live_decoder_reads():
     from reportgen.pages.live import evaluation_std
-    from reportgen.results.capsule_semantics import DIMENSION_STD, IMAGES
+    from reportgen.techniques.capsule_semantics.numbers import DIMENSION_STD, IMAGES
     from reportgen.techniques import capsule_semantics
 
     variance = np.array([0.04, 0.0, 0.09, 0.25])

@@ -1,5 +1,6 @@
 """Two labels per image: the training losses and top-2 metric (reportgen.training.two_label)
-against NumPy references, and the segmentation score and chance (reportgen.results.multimnist)."""
+against NumPy references, and the segmentation score and chance
+(reportgen.techniques.multimnist_segmentation.numbers)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 import reference.capsules as ref_caps
 import reference.two_label as ref
-from reportgen.results.multimnist import segmentation_iou, top2_chance
+from reportgen.techniques.multimnist_segmentation.numbers import segmentation_iou, top2_chance
 
 
 def _pairs(n, classes=10, seed=0):

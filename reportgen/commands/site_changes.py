@@ -87,22 +87,28 @@ def marker_entries(digest: str) -> dict:
 
 
 def _renderer_files(templates_dir) -> list[tuple[str, Path]]:
-    """(label, path) of the user's templates, the bundled ones, and the code of reportgen.pages
-    and of reportgen.results (the findings and references the pages write out)."""
+    """(label, path) of the user's templates, the bundled ones, and the code of reportgen.pages,
+    of reportgen.results (the findings and references the pages write out) and of the
+    techniques' numbers modules (reportgen/techniques/<name>/numbers.py: summary keys and labels
+    the pages read too)."""
     import reportgen.pages
     import reportgen.results
+    import reportgen.techniques
     from reportgen.pages.environment import default_templates_dir
 
     found = []
     roots = [("user", templates_dir)] if templates_dir is not None else []
     roots += [("bundled", default_templates_dir()),
               ("code", Path(reportgen.pages.__file__).parent),
-              ("results", Path(reportgen.results.__file__).parent)]
+              ("results", Path(reportgen.results.__file__).parent),
+              ("numbers", Path(reportgen.techniques.__file__).parent)]
     for label, root in roots:
         root = Path(root)
         files = sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
         if label in ("code", "results"):
             files = [p for p in files if p.suffix == ".py"]
+        elif label == "numbers":
+            files = [p for p in files if p.name == "numbers.py"]
         found += [(f"{label}:{p.relative_to(root).as_posix()}", p) for p in files]
     return found
 

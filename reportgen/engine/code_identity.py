@@ -12,7 +12,9 @@ of the source of the modules that are its own:
   declaring it and that of its `compute`;
 - a technique's figures (`drawing_code`, in the figures' keys, reportgen.pages.assemble): the
   modules of its renderers, `summarize`, `numbers` and `data` (a `lazy` one's: the module it
-  imports). A drawing change redraws and keeps the arrays.
+  imports) and, for a technique declared in a package, the package's `numbers` module
+  (reportgen/techniques/<name>/numbers.py: the array orders, summary keys, labels and measures
+  its figures read). A drawing change redraws and keeps the arrays.
 
 What those modules import is not covered: reportgen's shared layers and drawing helpers are
 covered by NUMERICS_VERSION, `Technique.version` and FIGURES_VERSION. reportgen's own families
@@ -32,6 +34,7 @@ import threading
 from reportgen.cache.keys import hash_bytes, hash_json
 
 REGISTERED_IN_CODE = "registered in code"
+NUMBERS = "numbers"     # a technique package's module of what its figures read
 _NO_SOURCE = "no source"
 
 # module name -> (its spec when it was read: None when it was not imported, its digest)
@@ -77,8 +80,9 @@ def technique_code(technique, origin) -> str:
 def drawing_code(technique, origin) -> str:
     """The digest of the code drawing a Technique's figures and what its panels hand on."""
     return _code(origin, [
-        _module_of(getattr(technique, key)) for key in
-        ("render", "render_trend", "render_compare", "summarize", "numbers", "data")])
+        *(_module_of(getattr(technique, key)) for key in
+          ("render", "render_trend", "render_compare", "summarize", "numbers", "data")),
+        _package_numbers(technique, origin)])
 
 
 def describe_origin(origin) -> dict[str, str]:
@@ -96,6 +100,24 @@ def _code(origin, modules) -> str:
 
 def _declaring(origin) -> str | None:
     return origin.target.partition(":")[0] if origin is not None else None
+
+
+def _package_numbers(technique, origin) -> str | None:
+    """`<package>.numbers` when the technique is declared in a package (its `__init__`) that
+    has a numbers module, else None."""
+    package = _declaring(origin) or _module_of(technique.compute)
+    if not package:
+        return None
+    module = sys.modules.get(package)
+    if module is not None:
+        is_package = hasattr(module, "__path__")
+    else:
+        spec = _find(package)
+        is_package = bool(getattr(spec, "submodule_search_locations", None))
+    if not is_package:
+        return None
+    name = f"{package}.{NUMBERS}"
+    return name if module_digest(name) != _NO_SOURCE else None
 
 
 def _module_of(function) -> str | None:

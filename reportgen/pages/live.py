@@ -9,8 +9,8 @@ values, so the two images side by side must agree (to 1/255 after rounding to 8 
 the quantised weights are from the float32 Keras decoder is measured when they are exported (the
 manifest's "check"). It also holds the standard deviation of each pose dimension that the "±k σ" slider
 ranges use: over the evaluation set when the `capsule_semantics` analysis ran at that step (its
-summary's `DIMENSION_STD`, reportgen/results/capsule_semantics.py), otherwise over the chosen
-inputs (the page says which).
+summary's `DIMENSION_STD`, reportgen/techniques/capsule_semantics/numbers.py), otherwise over
+the chosen inputs (the page says which).
 
 Everything is what the techniques handed on with their panels: the manifest (`Panel.numbers`),
 the quantised weights as the script carries them (`Panel.data`, never parsed back from the
@@ -31,9 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-from reportgen.figures import live_decoder as fmt
+from reportgen.techniques.live_decoder import figures as fmt
 from reportgen.pages.sitedata import FigureFile, ModelData, Panel, StepData
-from reportgen.results.capsule_semantics import DIMENSION_STD, IMAGES
+from reportgen.techniques.capsule_semantics.numbers import DIMENSION_STD, IMAGES
 
 TECHNIQUE = "live_decoder"
 CAPSULES = "class_capsules"

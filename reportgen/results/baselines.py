@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from reportgen.probe.affine import FACTORS
-from reportgen.results.capsule_semantics import CHANCE_POOLED, POOLED
+from reportgen.results.technique_numbers import CHANCE_POOLED, POOLED
 
 CHANCE = "chance"                  # a baseline of 1 / number of classes
 # technique -> [(summary key, label, baseline)]; the baseline is CHANCE, a summary key (the

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from reportgen.results.capsule_semantics import CHANCE_POOLED
+from reportgen.results.technique_numbers import CHANCE_POOLED
 from reportgen.results.findings import UNTRAINED
 
 # Gu 2022, Ch.5 Table 1: parameters (as printed), MNIST and affNIST test accuracy (%).
@@ -37,7 +37,7 @@ TABLE1_REFERENCE = {
 # Gu 2022, Ch.5 Table 5: compactness (KL of the normalised per-dimension variance to uniform)
 # under rotation on MNIST. Ours beside it is capsule_semantics' "compactness_rotation": the KL
 # of the shares averaged over images, the aggregation of the order of his table (the per-image
-# KL averaged is ~0.1-0.5 for any network; reportgen/results/capsule_semantics.py).
+# KL averaged is ~0.1-0.5 for any network; reportgen/techniques/capsule_semantics/numbers.py).
 TABLE5_REFERENCE = {"ConvNet-R": 0.0003, "ConvNet-CR": 0.0028, "ConvNet-CR-SF": 0.0325,
                     "CapsNet": 0.0031}
 TABLE5_FACTOR = "rotation"

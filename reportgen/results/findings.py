@@ -15,8 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from reportgen.results.explanation_fidelity import METHOD_LABELS
-from reportgen.results.multimnist import top2_chance
+from reportgen.results.technique_numbers import METHOD_LABELS, top2_chance
 
 UNTRAINED = "0-0"                  # the step `reportgen train` saves before any update
 ROUTING_NATS = 0.05                # mean routing-weight entropy this close to log K: uniform
@@ -493,8 +492,9 @@ def multimnist_finding(summary: dict | None,
                        untrained: dict | None = None) -> Finding | None:
     """Top-2 accuracy over MultiMNIST test pairs beside chance (1/C(K, 2), CHANCE_SIGMAS
     standard errors), and the segmentation IoU beside its reference, a decoder drawing each
-    class's typical digit at the centre (reportgen.results.multimnist.class_prototypes), and
-    the untrained step's (Sabour et al. 2017 section 6: 95% top-2)."""
+    class's typical digit at the centre
+    (reportgen.techniques.multimnist_segmentation.numbers.class_prototypes), and the untrained
+    step's (Sabour et al. 2017 section 6: 95% top-2)."""
     s = summary or {}
     accuracy, chance = _num(s, "top2_accuracy"), _num(s, "top2_chance")
     if accuracy is None or chance is None:
@@ -570,8 +570,8 @@ def compactness_finding(summary: dict | None, untrained: dict | None = None,
     """Compactness under one factor in both aggregations, each against what an isotropic
     random change gives (its 95th percentile is the threshold): nothing is claimed of a score
     a random change reaches as well."""
-    from reportgen.results.capsule_semantics import (CHANCE_PER_IMAGE, CHANCE_POOLED,
-                                                     PER_IMAGE, POOLED)
+    from reportgen.results.technique_numbers import (CHANCE_PER_IMAGE, CHANCE_POOLED, PER_IMAGE,
+                                                     POOLED)
 
     s = summary or {}
     pooled, per_image = _num(s, f"{POOLED}{factor}"), _num(s, f"{PER_IMAGE}{factor}")

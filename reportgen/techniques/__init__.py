@@ -2,8 +2,9 @@
 `TECHNIQUE = Technique(...)` under the entry-point group `reportgen.techniques`
 (reportgen.plugins): reportgen's own in its pyproject.toml, in the page order of `BUILT_IN`; a
 package's own after them (its input and checkpoint analyses after reportgen's, its dataset
-analyses after reportgen's dataset analyses, by name). Adding one of reportgen's = one module,
-one line here and one in pyproject.toml (+ its test; CONTRIBUTING.md).
+analyses after reportgen's dataset analyses, by name). Adding one of reportgen's = one package
+(reportgen/techniques/<name>/: declaration, figures, numbers, tests), one line here and one in
+pyproject.toml (CONTRIBUTING.md).
 tests/test_technique_contract.py runs every registered technique through a probe view
 restricted to what it declared, on a tiny network of every registered family.
 """

@@ -144,7 +144,7 @@
 
   /* {manifest, weights, tables} -> {layers: [{inputs, units, activation, kernel, bias}], ...}:
    * kernel[i][j] = q[i][j] * scale[i], q stored as `digits` base64 characters per value
-   * (reportgen/figures/live_decoder.py documents the format). */
+   * (reportgen/techniques/live_decoder/figures.py documents the format). */
   function decodeWeights(entry) {
     var manifest = entry.manifest;
     var digits = manifest.digits;

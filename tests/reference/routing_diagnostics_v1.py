@@ -11,7 +11,7 @@ import numpy as np
 
 from reportgen.console import progress
 from reportgen.errors import ReportgenError
-from reportgen.results.dead_units import FILTER_PREFIX, dead_filter_summary, dead_units
+from reportgen.techniques.dead_units.numbers import FILTER_PREFIX, dead_filter_summary, dead_units
 from reportgen.techniques.base import model_description
 from reportgen.techniques.compute import check_option, check_positive, finite_number, require_images
 
