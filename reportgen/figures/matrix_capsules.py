@@ -8,8 +8,8 @@ import numpy as np
 from reportgen.capsnet.description import COORDINATE_ENTRIES, POSE
 from reportgen.figures.colormaps import DIVERGING, apply_diverging, fmt
 from reportgen.figures.figure import Figure, RenderContext
-from reportgen.figures.panels import (AXIS, HIGHLIGHT, MUTED, _class_name, _colorbar, _columns,
-                                      _compose, _mosaic, _png_figure, _side_by_side, _upscale)
+from reportgen.figures.panel_kit import (AXIS, HIGHLIGHT, MUTED, class_name, colorbar, columns,
+                                         compose, mosaic, png_figure, side_by_side, upscale)
 
 CELL = 14
 # The entries coordinate addition adds to: a diverging map of other hues than DIVERGING, so
@@ -78,7 +78,7 @@ def render_class_poses(result, params, ctx: RenderContext) -> list[Figure]:
     predicted = int(np.argmax(activations))
     coordinates = coordinate_entries(ctx)
     rgb, vmax, coordinate_vmax = pose_colours(poses, coordinates)
-    tiles = np.array(_upscale(np.ascontiguousarray(rgb.reshape(classes, 4, 4, 3)), CELL))
+    tiles = np.array(upscale(np.ascontiguousarray(rgb.reshape(classes, 4, 4, 3)), CELL))
     for k in range(classes):                         # thin grid lines between the 16 entries
         for i in range(1, 4):
             tiles[k, i * CELL, :] = 255
@@ -88,16 +88,16 @@ def render_class_poses(result, params, ctx: RenderContext) -> list[Figure]:
     tiles[predicted, -2:, :] = HIGHLIGHT
     tiles[predicted, :, :2] = HIGHLIGHT
     tiles[predicted, :, -2:] = HIGHLIGHT
-    names = [_class_name(ctx, k) for k in range(classes)]
+    names = [class_name(ctx, k) for k in range(classes)]
     labels = [[(names[k], HIGHLIGHT if k == predicted else None),
                (f"{symbol} = {activations[k]:.3f}", HIGHLIGHT if k == predicted else MUTED)]
               for k in range(classes)]
-    mosaic = _mosaic(tiles, _columns(classes, 10), gutter=8, above=labels)
-    width = min(200, mosaic.array.shape[1])
+    tiled = mosaic(tiles, columns(classes, 10), gutter=8, above=labels)
+    width = min(200, tiled.array.shape[1])
     if coordinates:
-        bars = _side_by_side([
-            _colorbar(DIVERGING, -vmax, vmax, "the other 14 entries", width=width),
-            _colorbar(COORDINATE_COLORMAP, -coordinate_vmax, coordinate_vmax,
+        bars = side_by_side([
+            colorbar(DIVERGING, -vmax, vmax, "the other 14 entries", width=width),
+            colorbar(COORDINATE_COLORMAP, -coordinate_vmax, coordinate_vmax,
                       "entries (0,3), (1,3), framed", width=width)])
         bars.align = "center"
         scale = (f"the other 14 entries on one {DIVERGING} scale symmetric around zero, "
@@ -107,7 +107,7 @@ def render_class_poses(result, params, ctx: RenderContext) -> list[Figure]:
                  f"and column (in [0, 1]) to them in every vote (Hinton et al. 2018), which "
                  f"would set a shared scale and leave the other entries white")
     else:
-        bars = _colorbar(DIVERGING, -vmax, vmax, "pose entry", width=width)
+        bars = colorbar(DIVERGING, -vmax, vmax, "pose entry", width=width)
         scale = (f"{DIVERGING} colours symmetric around zero, scale ±{fmt(vmax)} = the largest "
                  f"absolute entry for this image")
     if by_activation:
@@ -122,4 +122,4 @@ def render_class_poses(result, params, ctx: RenderContext) -> list[Figure]:
                f"Class capsules: the 4x4 pose matrix of each of the {classes} class capsules "
                f"(rows and columns as in the matrix), {scale}; above each, {above}; "
                f"{framed}.")
-    return [_png_figure("class_capsules.png", _compose([mosaic, bars]), caption)]
+    return [png_figure("class_capsules.png", compose([tiled, bars]), caption)]

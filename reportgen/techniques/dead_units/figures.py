@@ -13,8 +13,8 @@ from reportgen.figures.plots import (figure_pair, grouped_bars, legend_below, li
                                      styled, summary_value)
 from reportgen.techniques.dead_units.numbers import FILTER_PREFIX, TYPE_PREFIX
 
-DEAD_COLOUR = "#dc1414"       # panels.DEAD
-ALIVE_COLOUR = "#8098ba"      # panels.BAR
+DEAD_COLOUR = "#dc1414"       # panel_kit.DEAD
+ALIVE_COLOUR = "#8098ba"      # panel_kit.BAR
 FRACTIONS = (("dead_filter_fraction", "dead conv filters"),
              ("dead_type_fraction", "inactive capsule types"))
 

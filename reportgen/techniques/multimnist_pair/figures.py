@@ -14,9 +14,8 @@ import numpy as np
 
 from reportgen.figures.colormaps import COLOUR_LEVELS, quantise, text_size
 from reportgen.figures.figure import Figure, RenderContext
-from reportgen.figures.panels import (HIGHLIGHT, MUTED, _Block, _class_name, _compose, _factor,
-                                      _mosaic, _png_figure, _rgb, _side_by_side, _text_block,
-                                      _upscale)
+from reportgen.figures.panel_kit import (HIGHLIGHT, MUTED, Block, class_name, compose, factor,
+                                         mosaic, png_figure, rgb, side_by_side, text_block, upscale)
 
 PAIR_COLOURS = ((0, 114, 178), (230, 159, 0))      # Okabe & Ito: blue, orange
 PAIR_HEX = tuple("#%02x%02x%02x" % c for c in PAIR_COLOURS)
@@ -37,7 +36,7 @@ def two_colour(first: np.ndarray, second: np.ndarray,
     return (np.clip(out, 0.0, 255.0) + 0.5).astype(np.uint8)
 
 
-def _legend(names: list[str], colours) -> _Block:
+def _legend(names: list[str], colours) -> Block:
     """One line of coloured squares, each followed by its class name."""
     widths = [SWATCH + 4 + text_size(name)[0] + 12 for name in names]
     height = max(SWATCH, text_size("Ag")[1]) + 2
@@ -48,7 +47,7 @@ def _legend(names: list[str], colours) -> _Block:
         array[top:top + SWATCH, x:x + SWATCH] = colour
         texts.append((x + SWATCH + 4, 0, name, "left", None))
         x += width
-    return _Block(array, texts)
+    return Block(array, texts)
 
 
 def render_pair(result, params, ctx: RenderContext) -> list[Figure]:
@@ -64,24 +63,24 @@ def render_pair(result, params, ctx: RenderContext) -> list[Figure]:
     top2 = [int(k) for k in np.asarray(result["top2"]).reshape(-1)]
     recs = np.asarray(result["reconstructions"], np.float64)
     height, width = image.shape[:2]
-    factor = 1 if ctx.thumbnail else _factor(max(height, width), 108)
+    scale = 1 if ctx.thumbnail else factor(max(height, width), 108)
     right = sorted(top2) == sorted(labels)
-    names = [_class_name(ctx, k) for k in labels]
-    panels = [_upscale(_rgb(image[None]), factor)[0], _upscale(two_colour(recs[0], recs[1]),
-                                                              factor)]
+    names = [class_name(ctx, k) for k in labels]
+    panels = [upscale(rgb(image[None]), scale)[0], upscale(two_colour(recs[0], recs[1]),
+                                                              scale)]
     below = ["input", f"classes {names[0]} and {names[1]}"]
     legends = [_legend([f"class {n}" for n in names], PAIR_COLOURS)]
     if not right:
         predicted = np.asarray(result["predicted_reconstructions"], np.float64)
-        panels.append(_upscale(two_colour(predicted[0], predicted[1]), factor))
-        predicted_names = [_class_name(ctx, k) for k in top2]
+        panels.append(upscale(two_colour(predicted[0], predicted[1]), scale))
+        predicted_names = [class_name(ctx, k) for k in top2]
         below.append(f"predicted {predicted_names[0]} and {predicted_names[1]}")
         legends.append(_legend([f"predicted {n}" for n in predicted_names], PAIR_COLOURS))
-    verdict = (f"top-2: {_class_name(ctx, top2[0])}, {_class_name(ctx, top2[1])}: "
+    verdict = (f"top-2: {class_name(ctx, top2[0])}, {class_name(ctx, top2[1])}: "
                + ("both right" if right else "not the true pair"))
-    mosaic = _mosaic(np.stack(panels), len(panels), gutter=6, below=below)
-    blocks = [mosaic, _side_by_side(legends) if len(legends) > 1 else legends[0],
-              _text_block(verdict, color=MUTED if right else HIGHLIGHT)]
+    tiled = mosaic(np.stack(panels), len(panels), gutter=6, below=below)
+    blocks = [tiled, side_by_side(legends) if len(legends) > 1 else legends[0],
+              text_block(verdict, color=MUTED if right else HIGHLIGHT)]
     caption = (f"The two overlapping digits pulled apart: the decoder run once per true class "
                f"capsule. Details: MultiMNIST segmentation (Sabour et al. 2017, Fig. 5): the "
                f"input ({height}x{width}); the reconstructions from the class {names[0]} capsule "
@@ -91,7 +90,7 @@ def render_pair(result, params, ctx: RenderContext) -> list[Figure]:
                f"top-2 prediction is {_top2(ctx)}"
                + ("." if right else "; it is not the true pair, so the reconstructions of the "
                                      "two predicted classes are drawn on the right."))
-    return [_png_figure("multimnist_pair.png", _compose(blocks), caption)]
+    return [png_figure("multimnist_pair.png", compose(blocks), caption)]
 
 
 def _top2(ctx: RenderContext) -> str:
@@ -123,14 +122,14 @@ def _render_predicted_pair(image, top2, recs, ctx: RenderContext) -> list[Figure
     """An input whose classes are unknown: the reconstructions of its two predicted classes."""
     image = np.asarray(image, np.float64)
     height, width = image.shape[:2]
-    factor = 1 if ctx.thumbnail else _factor(max(height, width), 108)
-    names = [_class_name(ctx, k) for k in top2]
-    panels = [_upscale(_rgb(image[None]), factor)[0],
-              _upscale(two_colour(recs[0], recs[1]), factor)]
-    mosaic = _mosaic(np.stack(panels), 2, gutter=6,
+    scale = 1 if ctx.thumbnail else factor(max(height, width), 108)
+    names = [class_name(ctx, k) for k in top2]
+    panels = [upscale(rgb(image[None]), scale)[0],
+              upscale(two_colour(recs[0], recs[1]), scale)]
+    tiled = mosaic(np.stack(panels), 2, gutter=6,
                      below=["input", f"predicted {names[0]} and {names[1]}"])
-    blocks = [mosaic, _legend([f"predicted {n}" for n in names], PAIR_COLOURS),
-              _text_block(f"top-2: {names[0]}, {names[1]} (true classes unknown)", color=MUTED)]
+    blocks = [tiled, _legend([f"predicted {n}" for n in names], PAIR_COLOURS),
+              text_block(f"top-2: {names[0]}, {names[1]} (true classes unknown)", color=MUTED)]
     caption = (f"The input pulled apart into its two predicted digits, {names[0]} and "
                f"{names[1]}; its true classes are unknown. Details: MultiMNIST segmentation "
                f"(Sabour et al. 2017, Fig. 5): the input ({height}x{width}) and the decoder's "
@@ -138,4 +137,4 @@ def _render_predicted_pair(image, top2, recs, ctx: RenderContext) -> list[Figure
                f"class {names[0]} in blue "
                f"and class {names[1]} in orange, each with every other class capsule masked, "
                f"drawn over each other on white; pixel values clipped to 0 … 1.")
-    return [_png_figure("multimnist_pair.png", _compose(blocks), caption)]
+    return [png_figure("multimnist_pair.png", compose(blocks), caption)]

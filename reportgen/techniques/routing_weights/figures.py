@@ -1,6 +1,6 @@
 """Drawings of the routing-weight maps (reportgen.techniques.routing_weights): one small map per
 parent type or class, each placed over the input by the children's receptive field exactly as
-the capsule heatmaps are (reportgen.figures.panels' overlays), on one colour scale shared by the
+the capsule heatmaps are (reportgen.figures.panel_kit's overlays), on one colour scale shared by the
 figure's maps; the predicted class framed. What the weights are is said in the model's own words
 (its layer's RoutingWeights)."""
 
@@ -10,9 +10,9 @@ import numpy as np
 
 from reportgen.figures.colormaps import fmt
 from reportgen.figures.figure import Figure, RenderContext
-from reportgen.figures.panels import (HIGHLIGHT, OVERLAY_LEVELS, _class_name, _colorbar,
-                                      _columns, _compose, _mosaic, _normalise, _outline,
-                                      _overlay_tiles, _png_figure)
+from reportgen.figures.panel_kit import (HIGHLIGHT, OVERLAY_LEVELS, class_name, colorbar, columns,
+                                         compose, mosaic, normalise, outline, overlay_tiles,
+                                         png_figure)
 from reportgen.techniques.routing_weights.numbers import (MAPS, PREDICTED, layer_and_parents,
                                                           layer_name, parents_are_classes,
                                                           positions_per_cell, sums_words)
@@ -34,19 +34,19 @@ def render(result, params, ctx: RenderContext) -> list[Figure]:
     w = routing.symbol
     classes = parents_are_classes(after)
     if classes:
-        labels = [_class_name(ctx, k) for k in range(parents)]
+        labels = [class_name(ctx, k) for k in range(parents)]
         marked = np.arange(parents) == predicted
         labels = [[(text, HIGHLIGHT)] if mark else text for text, mark in zip(labels, marked)]
     else:
         labels = [f"type {p}" for p in range(parents)]
         marked = np.zeros(parents, dtype=bool)
-    values, vmin, vmax, bar_label, norm = _normalise(np.moveaxis(maps, -1, 0), "per_layer",
+    values, vmin, vmax, bar_label, norm = normalise(np.moveaxis(maps, -1, 0), "per_layer",
                                                      f"mean {w}_ij")
     field = layer.receptive_field.rows if layer.receptive_field is not None else None
-    tiles, where = _overlay_tiles(values, ctx, field, CMAP, ALPHA)
-    _outline(tiles, marked, HIGHLIGHT, 2 if min(tiles.shape[1:3]) >= 24 else 1)
-    mosaic = _mosaic(tiles, _columns(len(tiles), 10), gutter=4, above=labels)
-    bar = _colorbar(CMAP, vmin, vmax, bar_label, width=min(240, mosaic.array.shape[1]),
+    tiles, where = overlay_tiles(values, ctx, field, CMAP, ALPHA)
+    outline(tiles, marked, HIGHLIGHT, 2 if min(tiles.shape[1:3]) >= 24 else 1)
+    tiled = mosaic(tiles, columns(len(tiles), 10), gutter=4, above=labels)
+    bar = colorbar(CMAP, vmin, vmax, bar_label, width=min(240, tiled.array.shape[1]),
                     levels=OVERLAY_LEVELS)
     target = "class" if classes else f"{after.name} capsule type"
     seen = np.isfinite(maps).any(axis=-1)
@@ -73,6 +73,6 @@ def render(result, params, ctx: RenderContext) -> list[Figure]:
                f"mean {w}_ij over the cell's {layer.types} capsule types{over}, {where}, as a "
                f"{CMAP} overlay ({ALPHA:.0%} opacity) on the grayscale input.{uniform}"
                + ("" if seen.all() else " Cells no window sees are left uncoloured.")
-               + (f" Predicted class {_class_name(ctx, predicted)} framed." if classes else "")
+               + (f" Predicted class {class_name(ctx, predicted)} framed." if classes else "")
                + f" Normalisation: {norm}.")
-    return [_png_figure("routing_weights.png", _compose([mosaic, bar]), caption)]
+    return [png_figure("routing_weights.png", compose([tiled, bar]), caption)]

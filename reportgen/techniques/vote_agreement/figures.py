@@ -12,7 +12,7 @@ from reportgen.figures.figure import Figure
 from reportgen.figures.plots import (figure_pair, grouped_bars, legend_below, lines_over_steps,
                                      styled, summary_value)
 
-TRUE_COLOUR = "#d95f02"       # panels.HIGHLIGHT: the true class
+TRUE_COLOUR = "#d95f02"       # panel_kit.HIGHLIGHT: the true class
 WRONG_COLOUR = "#5a7bb0"      # the strongest wrong class
 COSINES = (("agreement_true_mean_cos", "mean cos, true class"),
            ("agreement_wrong_mean_cos", "mean cos, strongest wrong class"),
