@@ -139,3 +139,35 @@ def test_segmentation_iou_matches_numpy_on_random_masks():
     expected = np.array([[ref.iou(r > 0.5, s > 0.5) for r, s in zip(rp, sp)]
                          for rp, sp in zip(recons, sources)])
     np.testing.assert_allclose(segmentation_iou(recons, sources), expected)
+
+
+def test_analyses_that_read_no_label_apply_to_images_of_two_digits():
+    """Routing entropy and dead units read routing weights and activations, never a label: a
+    MultiMNIST model gets them (they said "each of its images carries two classes … this
+    analysis scores one"); an analysis that scores one class per image still says so."""
+    from family_nets import TINY_PAIR
+
+    from reportgen.engine.model import not_applicable_reason
+    from reportgen.engine.step import plan
+    from reportgen.sdk.testing import build_network
+    from reportgen.techniques import get_technique
+
+    net = build_network(TINY_PAIR)
+    chosen = [get_technique(n) for n in ("routing_entropy", "dead_units", "affine_robustness",
+                                         "multimnist_segmentation")]
+    planned = plan(chosen, net)
+    refused = {t.name: not_applicable_reason(missing) for t, missing in planned.not_applicable}
+    assert set(refused) == {"affine_robustness"}, refused
+    assert "scores one" in refused["affine_robustness"]
+    assert {"routing_entropy", "dead_units", "multimnist_segmentation"} <= {
+        technique.name for technique, _ in planned.variants}
+
+
+def test_the_training_card_counts_pairs_as_pairs():
+    from reportgen.pages.views import training_view
+
+    single = {f["label"]: f["value"] for f in training_view({"training_images": 24000})}
+    pairs = {f["label"]: f["value"] for f in training_view({"training_images": 24000}, 2)}
+    assert single["Training images"] == "24,000"
+    assert pairs["Training pairs (images of two overlapping digits)"] == "24,000"
+    assert "Training images" not in pairs

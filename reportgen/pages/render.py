@@ -204,7 +204,7 @@ def _render_model(env, ctx: SiteContext, info: ModelInfo) -> str:
         model_choices=model_choices(ctx.infos, info, root, "index"),
         paper_steps=[s.step for s in model.steps if s.downloads],
         architecture=model.architecture, step_views=steps, gallery=gallery, curves=curves,
-        training=training_view(model.training),
+        training=training_view(model.training, model.labels_per_image),
         history=model.history, techniques=technique_list(ctx, info, root))
 
 

@@ -411,9 +411,10 @@ def duration(seconds: float) -> str:
     return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
 
 
-def training_view(training: dict) -> list[dict]:
+def training_view(training: dict, labels_per_image: int = 1) -> list[dict]:
     """The overview's "Training run" facts [{label, value, recorded}] from ModelData.training
-    (reportgen/training/run_info.py), each "not recorded" when the run did not record it."""
+    (reportgen/training/run_info.py), each "not recorded" when the run did not record it.
+    `labels_per_image` 2: the training images are pairs of overlapping digits (MultiMNIST)."""
     t = training or {}
 
     def fact(label, value, text=None):
@@ -435,7 +436,9 @@ def training_view(training: dict) -> list[dict]:
         if isinstance(t.get("optimizer"), str) else []
     return [
         fact("Training data", t.get("dataset") or t.get("data")),
-        fact("Training images", images, f"{images:,}{limit}" if images is not None else None),
+        fact("Training images" if labels_per_image == 1 else "Training pairs (images of two "
+             "overlapping digits)", images, f"{images:,}{limit}" if images is not None
+             else None),
         fact("Epochs", epochs, f"{trained} of {epochs}" if epochs is not None and trained
              is not None and trained != epochs else None),
         fact("Batch size", t.get("batch_size")),

@@ -483,6 +483,7 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
     try:
         with console.progress(total_batches, f"train {entry.name}", unit="batch") as bar:
             shown = {}          # the bar's postfix: epoch, running means over the epoch
+            accuracy_key = "top2_acc" if run.two_labels else "acc"
             for epoch in range(start.epoch, run.epochs + 1):
                 block = getattr(run.x_train, "block", None)
                 order = _epoch_order(n, settings["seed"], epoch) if block is None else \
@@ -521,12 +522,13 @@ def _train_loop(entry: ModelFolder, run: Run) -> list[dict]:
                     epoch_correct += float(out[3])
                     epoch_seen += k
                     bar.update(1)
-                    shown.update(loss=f"{epoch_loss / epoch_seen:.4f}",
-                                 acc=f"{epoch_correct / epoch_seen:.3f}")
+                    # images of two digits: the accuracies are top-2 (the bar says so)
+                    shown.update({"loss": f"{epoch_loss / epoch_seen:.4f}",
+                                  accuracy_key: f"{epoch_correct / epoch_seen:.3f}"})
                     bar.set_postfix(shown, refresh=False)
                     if (b + 1) % save_every == 0 or b + 1 == batches_per_epoch:
                         save(Step(epoch, b + 1))
-                        shown["val_acc"] = f"{history[-1]['val_accuracy']:.4f}"
+                        shown[f"val_{accuracy_key}"] = f"{history[-1]['val_accuracy']:.4f}"
                         bar.set_postfix(shown)
                         if reached():
                             return history

@@ -83,6 +83,8 @@ def variants(description) -> list[Params]:
 TECHNIQUE = Technique(
     name=NAME,
     title="Dead units",
+    # reads no label: images of two digits (MultiMNIST) are analysed as any other
+    labels=(1, 2),
     layer="class",
     scope="dataset",
     needs=needs,

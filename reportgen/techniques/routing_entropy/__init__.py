@@ -237,6 +237,8 @@ TECHNIQUE = Technique(
     unsuited=unsuited,
     citations=cite('sabour2017dynamic'),
     title="Routing entropy",
+    # reads no label: images of two digits (MultiMNIST) are analysed as any other
+    labels=(1, 2),
     layer="class",
     scope="dataset",
     needs=needs,
