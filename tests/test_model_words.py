@@ -441,3 +441,22 @@ def test_the_input_card_and_gallery_name_the_predicted_score(tmp_path):
                          rf'</b> \({score} \d\.\d\d\)', overview)
     script = Path(__file__).resolve().parents[1] / "templates" / "assets" / "reportgen.js"
     assert script.read_text().count('target.getAttribute("data-rg-score-word")') == 2
+
+
+def test_analyses_at_two_steps_without_a_trend_say_so_not_that_trends_need_two(tmp_path):
+    """A model analysed at 2 of 2 steps whose analyses draw no trend (MultiMNIST segmentation)
+    read "Trends need the analyses at two or more steps" under "Computed at 2 of 2"."""
+    from site_fixture import make_site
+
+    from reportgen.pages.render import render_site
+
+    docs = tmp_path / "docs"
+    site = make_site(docs)
+    demo = site.models[0]
+    demo.trend_panels = []
+    render_site(site, docs, theme="mkdocs")
+    page = (docs / "models" / demo.name / "analyses.md").read_text()
+    computed = re.search(r"Computed at (\d+) of \d+ built steps?", page)
+    assert computed and int(computed.group(1)) >= 2
+    assert "None of the analyses computed here draws a trend over training" in page
+    assert "Trends need the analyses at two or more steps" not in page
