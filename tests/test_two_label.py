@@ -171,3 +171,21 @@ def test_the_training_card_counts_pairs_as_pairs():
     assert single["Training images"] == "24,000"
     assert pairs["Training pairs (images of two overlapping digits)"] == "24,000"
     assert "Training images" not in pairs
+
+
+def test_the_class_capsule_table_frames_both_predicted_classes_of_a_pair():
+    from reportgen.figures.figure import RenderContext
+    from reportgen.techniques.class_capsules.figures import render_class_capsules
+
+    rng = np.random.default_rng(0)
+    lengths = np.array([0.1, 0.9, 0.2, 0.7], np.float32)
+    result = {"capsules": rng.normal(size=(4, 3)).astype(np.float32), "lengths": lengths}
+    names = ("zero", "one", "two", "three")
+    pair, = render_class_capsules(result, None, RenderContext("M", "1-1", names,
+                                                              labels_per_image=2))
+    single, = render_class_capsules(result, None, RenderContext("M", "1-1", names))
+    assert "the two longest are the prediction" in pair.caption
+    assert "predicted classes one and three framed" in pair.caption
+    assert "the longest is the prediction" in single.caption
+    assert "predicted class one framed" in single.caption
+    assert pair.data != single.data                    # a second row framed

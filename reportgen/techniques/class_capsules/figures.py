@@ -22,7 +22,9 @@ def render_class_capsules(result, params, ctx: RenderContext) -> list[Figure]:
     capsules = np.asarray(result["capsules"], dtype=np.float64)           # (K, D)
     lengths = np.asarray(result["lengths"], dtype=np.float64).reshape(-1)
     classes, dims = capsules.shape
-    predicted = int(np.argmax(lengths))
+    # the prediction: the highest score, or the two highest for images of two digits
+    count = max(1, int(ctx.labels_per_image))
+    predicted = [int(k) for k in np.argsort(-lengths, kind="stable")[:count]]
     cell = 16
     rgb, vmax = apply_diverging(capsules)
     cells = upscale(np.broadcast_to(rgb[:, :, None, None, :], (classes, dims, 1, 1, 3)), cell)
@@ -37,24 +39,31 @@ def render_class_capsules(result, params, ctx: RenderContext) -> list[Figure]:
     array = np.full((height, width, 3), WHITE, dtype=np.uint8)
     x0, y0 = label_w + 2, header
     array[y0:y0 + table.shape[0], x0:x0 + table.shape[1]] = table
-    # Frame the predicted class's row.
-    top = y0 + predicted * (cell + 1) - 1
-    bottom = top + cell + 1
-    array[top, x0 - 2:x0 + table.shape[1] + 2] = HIGHLIGHT
-    array[bottom, x0 - 2:x0 + table.shape[1] + 2] = HIGHLIGHT
-    array[top:bottom + 1, x0 - 2] = HIGHLIGHT
-    array[top:bottom + 1, x0 + table.shape[1] + 1] = HIGHLIGHT
+    # Frame each predicted class's row.
+    for row in predicted:
+        top = y0 + row * (cell + 1) - 1
+        bottom = top + cell + 1
+        array[top, x0 - 2:x0 + table.shape[1] + 2] = HIGHLIGHT
+        array[bottom, x0 - 2:x0 + table.shape[1] + 2] = HIGHLIGHT
+        array[top:bottom + 1, x0 - 2] = HIGHLIGHT
+        array[top:bottom + 1, x0 + table.shape[1] + 1] = HIGHLIGHT
     texts = [(x0 + d * (cell + 1) + cell / 2, 0, str(d), "center", MUTED) for d in range(dims)]
     for k in range(classes):
         y = y0 + k * (cell + 1) + (cell - lh) // 2 + 1
-        colour = HIGHLIGHT if k == predicted else None
+        colour = HIGHLIGHT if k in predicted else None
         texts.append((x0 - 6, y, names[k], "right", colour))
         texts.append((x0 + table.shape[1] + 6, y, f"{score} = {length_label(lengths[k])}", "left",
                       colour))
     blocks = [Block(array, texts),
               colorbar(DIVERGING, -vmax, vmax, "pose value", width=min(200, table.shape[1]))]
-    lead = ("the longest is the prediction" if by_length else
-            f"the prediction is {model_words.prediction_words(description)}")
+    if count == 2:
+        lead = ("the two longest are the prediction" if by_length else
+                f"the prediction is {model_words.top2_words(description)}")
+    else:
+        lead = ("the longest is the prediction" if by_length else
+                f"the prediction is {model_words.prediction_words(description)}")
+    framed = (f"predicted class {names[predicted[0]]} framed" if count == 1 else
+              f"predicted classes {' and '.join(names[k] for k in predicted)} framed")
     each = ("each row's length |v| on the right" if by_length else
             f"each row's {model_words.score_word(description)} on the right (its class score, "
             f"one of {model_words.score_words(description)})")
@@ -62,5 +71,5 @@ def render_class_capsules(result, params, ctx: RenderContext) -> list[Figure]:
                f"Class capsules: the {dims}-dimensional pose vector of each of the {classes} class "
                f"capsules (rows; columns = dimensions 0 … {dims - 1}), {DIVERGING} colours "
                f"symmetric around zero, scale ±{fmt(vmax)} = the largest absolute value for this "
-               f"image; {each}, predicted class {names[predicted]} framed.")
+               f"image; {each}, {framed}.")
     return [png_figure("class_capsules.png", compose(blocks), caption)]
