@@ -460,3 +460,10 @@ def test_analyses_at_two_steps_without_a_trend_say_so_not_that_trends_need_two(t
     assert computed and int(computed.group(1)) >= 2
     assert "None of the analyses computed here draws a trend over training" in page
     assert "Trends need the analyses at two or more steps" not in page
+
+
+def test_explanation_fidelitys_title_names_rpv_not_a_built_in_explanation_of_every_family():
+    from reportgen.techniques import get_technique
+
+    title = get_technique("explanation_fidelity").title
+    assert "RPV" in title and "built-in" not in title

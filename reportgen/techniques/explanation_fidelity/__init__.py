@@ -446,7 +446,8 @@ def summarize(arrays: dict, params: Params | None = None) -> dict:
 TECHNIQUE = Technique(
     name="explanation_fidelity",
     citations=cite('petsiuk2018rise', 'samek2017evaluating', 'chattopadhay2018gradcampp', 'bhullar2020rpv'),
-    title="Explanation fidelity (deletion / insertion, built-in explanation vs Grad-CAM++)",
+    # the model's own explanation: RPV along its routing paths, or the map its family declares
+    title="Explanation fidelity (deletion / insertion: RPV or the family's own map vs Grad-CAM++)",
     layer="model",
     scope="dataset",
     needs=needs,
