@@ -164,10 +164,17 @@ def line_chart(rows: list[dict], *, title: str, x_title: str, y_title: str, kind
                                                  "nearest": True, "on": "pointerover",
                                                  "clear": "pointerout"}}]})
     if chosen is not None:
+        # the chosen step: a dashed rule, and a triangle above the plot that stays visible
+        # where the rule lies on the frame (the first and the last step)
         layers.append({"name": "chosen",
                        "transform": [{"filter": "datum.step === chosen"}],
-                       "mark": {"type": "rule", "strokeDash": [6, 3], "color": "#222222"},
-                       "encoding": {"x": x}})
+                       "layer": [{"mark": {"type": "rule", "strokeDash": [6, 3],
+                                           "color": "#222222"},
+                                  "encoding": {"x": x}},
+                                 {"mark": {"type": "point", "shape": "triangle-down",
+                                           "filled": True, "size": 70, "color": "#222222",
+                                           "clip": False, "yOffset": -6},
+                                  "encoding": {"x": x, "y": {"value": 0}}}]})
     spec = {"config": CONFIG, "title": title, "width": WIDTH, "height": HEIGHT,
             "data": {"values": rows},
             "transform": [{"window": [{"op": "mean", "field": "value", "as": "shown"}],
