@@ -419,6 +419,16 @@ def test_live_decoder_from_file_url(context, tiny_site):
     assert np.abs(_pixels(page) - initial).max() > 0
     page.locator("[data-ld-reset]").click()
     np.testing.assert_array_equal(_pixels(page), initial)
+    # a keyboard user sees where they are: a dimension's slider shows a focus ring
+    page.keyboard.press("Shift+Tab")                # leave the reset button by the keyboard
+    page.keyboard.press("Tab")
+    slider = page.locator('[data-ld-dim="1"]')
+    slider.focus()
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowLeft")
+    ring = slider.evaluate("e => getComputedStyle(e).outlineStyle + ' ' + "
+                           "getComputedStyle(e).outlineWidth")
+    assert ring.split()[0] != "none" and ring.split()[1] != "0px", ring
     assert not errors, errors
     outside = [u for u in requests if not u.startswith(("file://", "data:", "blob:"))]
     assert not outside, outside
