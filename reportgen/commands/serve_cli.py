@@ -59,7 +59,12 @@ class _Handler(SimpleHTTPRequestHandler):
         if code != HTTPStatus.NOT_FOUND or not page.is_file():
             super().send_error(code, message, explain)
             return
-        body = page.read_bytes()
+        # served from the site's root: the page's links pinned to it (reportgen.pages.
+        # not_found_page.with_base), so that a missing URL at any depth costs no failed
+        # request for the page's own styles and scripts
+        from reportgen.pages.not_found_page import with_base
+
+        body = with_base(page.read_text(encoding="utf-8"), "/").encode("utf-8")
         self.send_response(code, message)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))

@@ -5,8 +5,10 @@ unstyled when opened from disk and under a GitHub project page (`OWNER.github.io
 The build makes its links relative to the site folder (right from disk), and since a 404 page
 is served at the missing URL's own path, which the build cannot know, the page finds the
 site's root itself: a script ahead of every link tries the folders of the missing URL (first
-the one above a name the site has at its top, such as `models`, then from the deepest up) for
-a file every reportgen site holds, and puts a `<base href>` of the first that has it. So the
+the one above a name the site has at its top, such as `models`, then from the shallowest
+down, where a site's root usually is: a missing URL costs at most as many failed probes as its
+root is deep, not as the URL is) for a file every reportgen site holds, and puts a
+`<base href>` of the first that has it. So the
 page is styled and its Home link right at any depth, on GitHub Pages (`/REPO/...`), behind
 `reportgen serve` or any host that serves 404.html for missing paths. `reportgen publish`
 pins the root it knows (`with_base`); the script then does nothing.
@@ -38,7 +40,7 @@ _FIND_ROOT = """<script>/* reportgen: the site's root, wherever this page is ser
   if (l.protocol === "file:" || d.querySelector("base")) return;
   var top = %(top)s, parts = l.pathname.split("/").slice(1, -1), tries = [], i, x, root;
   for (i = 0; i < parts.length; i++) if (top.indexOf(parts[i]) >= 0) { tries.push(i); break; }
-  for (i = parts.length; i >= 0; i--) tries.push(i);
+  for (i = 0; i <= parts.length; i++) if (tries[0] !== i) tries.push(i);
   for (i = 0; i < tries.length; i++) {
     root = "/" + parts.slice(0, tries[i]).concat("").join("/");
     x = new XMLHttpRequest();
