@@ -303,16 +303,17 @@ class _Build:
                 self.cluster.compute(self, entries)
             else:                          # started with the first model that computes
                 self.assembler.drawing = DrawingPool(processes_for())
-            kept = list(getattr(self.held, "entries", {}).values())
-            for entry in sorted([*entries, *kept], key=lambda e: e.name):
-                if entry in kept:
-                    data = self.kept_model(entry)
-                else:
-                    data = self.model_or_failure(entry)
-                    if data is not None:
-                        self.summary.steps_built += len(data.steps)
+            for entry in entries:
+                data = self.model_or_failure(entry)
                 if data is not None:
                     models.append(data)
+                    self.summary.steps_built += len(data.steps)
+            # the site's other models, once this build has something to show (else the site
+            # stays as it was), drawn from the store; the site lists every model by name
+            held = self.held if self.summary.steps_built else None
+            kept = [] if held is None else list(held.entries.values())
+            models += [data for data in map(self.kept_model, kept) if data is not None]
+            models.sort(key=lambda m: m.name)
         finally:
             self.digests.save()
             if self.assembler.drawing is not None:
