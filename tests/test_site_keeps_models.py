@@ -134,3 +134,54 @@ def test_every_entry_of_a_models_list_must_match_a_model(tmp_path):
     assert "Did you mean 'MNIST_Demo'?" in message and "FASHION_X, MNIST_Demo" in message
     with pytest.raises(ReportgenError, match="No model matches 'CIFAR_\\*', one entry"):
         catalog.match("FASHION_X,CIFAR_*")
+
+
+def test_the_marker_s_record_decides_what_is_kept_dropped_or_gone(tmp_path):
+    """From the site's marker alone: every recorded model not built now is kept, unless
+    dropped (by name, or all with --only) or no longer a model; a name to drop that the site
+    does not show, or one being built, is refused in one line."""
+    from reportgen.commands import site_models
+    from reportgen.pages.site_files import GENERATOR
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / MARKER).write_text(json.dumps({"generator": GENERATOR, "digest": "d", "models": {
+        name: {"steps": ["1-2"], "results": name} for name in ("A", "B", "C", "Gone")}}))
+    held = site_models.choose(site, None, ["B"], ["A", "B", "C"], ("C",), False)
+    assert sorted(held.kept) == ["A"] and held.dropped == ["C"] and held.gone == ["Gone"]
+    assert held.built == ["B"] and held.steps_of("A") == ["1-2"] and held.steps_of("B") is None
+    only = site_models.choose(site, None, ["B"], ["A", "B", "C"], (), True)
+    assert not only.kept and only.dropped == ["A", "C", "Gone"]
+    with pytest.raises(ReportgenError, match=r"--drop-model D: .* does not show D\. "
+                                             r"Expected a model the site shows: A, B, C, Gone"):
+        site_models.choose(site, None, ["B"], ["A", "B", "C"], ("D",), False)
+    with pytest.raises(ReportgenError, match="--drop-model B: B is also chosen by --models"):
+        site_models.choose(site, None, ["B"], ["A", "B", "C"], ("B",), False)
+    # no site yet: nothing to keep; an older reportgen's marker without a record: unknown
+    assert site_models.choose(tmp_path / "none", None, ["B"], ["B"], (), False).kept == {}
+    (site / MARKER).write_text(json.dumps({"generator": GENERATOR, "digest": "d"}))
+    assert site_models.choose(site, None, ["B"], ["A", "B"], (), False).unrecorded
+    assert site_models.holding_line("site", ["B"], ["A", "C"], ["D"]) == \
+        "site/: 3 models (A, C kept from the previous build, B built now); removed as asked: D"
+
+
+def test_the_command_line_refuses_a_model_to_drop_that_the_site_does_not_show(tmp_path,
+                                                                             monkeypatch):
+    from click.testing import CliRunner
+
+    from reportgen.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models" / "MNIST_Demo").mkdir(parents=True)
+    shutil.copy(Path(__file__).resolve().parents[1] / "models" / "MNIST_Demo" / "params.toml",
+                tmp_path / "models" / "MNIST_Demo")
+    result = CliRunner().invoke(main, ["--models-dir", "models", "build", "--models",
+                                       "MNIST_Demo", "--drop-model", "FASHION_X,Other"])
+    assert result.exit_code == 2, result.output
+    [line] = result.output.strip().splitlines()
+    assert line.startswith("Error: --drop-model FASHION_X: site/ does not show FASHION_X")
+    assert not (tmp_path / "site").exists()
+    result = CliRunner().invoke(main, ["--models-dir", "models", "build", "--models",
+                                       "MNIST_Demo,MNIST_Dmeo"])
+    assert result.exit_code == 2 and "No model matches 'MNIST_Dmeo'" in result.output
+    assert not (tmp_path / "site").exists()

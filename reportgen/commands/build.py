@@ -750,8 +750,9 @@ class _Build:
             return None
         site = self.settings.site_dir.rstrip("/")
         for name in held.gone:
-            console.notice(f"{name}, shown on {site}/ until now, is no longer a model under "
-                           f"the models folder: left out of it.")
+            console.notice(f"{name}, shown on {site}/ until now, is no longer a valid model "
+                           f"under the models folder (`reportgen models` says why): left out "
+                           f"of it.")
         if held.unrecorded:
             console.notice(f"{site}/ was built by an older reportgen that did not record its "
                            f"models: it now shows the models of this build only.")
