@@ -3,6 +3,8 @@
     the site folder: what a killed build left beside it recovered (reportgen.pages.site_output)
     options -> BuildSettings, checked once (reportgen.commands.build_settings)
     the site folder: refused unless every file in it is one reportgen wrote, locked
+    the models it keeps: every model the site shows that --models did not choose, unless
+      --drop-model or --only removes it (reportgen.commands.site_models)
     for each model:
       plan from the parameter file alone: its description, the variants of every technique,
         the techniques that do not apply (reportgen.engine.step.plan), cache keys from the
@@ -12,6 +14,8 @@
       site data: figures drawn from stored arrays, numbers from the store
         (reportgen.commands.site_assembly, reportgen.pages.assemble); a stored result found
         damaged on the way is computed or drawn again (reportgen.cache.integrity)
+    the kept models: the same, at the steps the site showed, so drawn from the store; one whose
+      results the store lost is left out, said in one line
     the site: unless it already shows exactly this (reportgen.commands.site_changes), figures
       linked into a private MkDocs project, pages rendered, MkDocs run into a staging folder
       that replaces the site folder (reportgen.pages.render, reportgen.pages.site_output)
