@@ -7,6 +7,7 @@ never imports it: the trainer takes a `ModelFolder` value.
 
 from __future__ import annotations
 
+import difflib
 import os
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -136,23 +137,36 @@ class Catalog:
         """Valid models whose names match a shell glob such as 'MNIST_*', or any of several
         separated by commas ('MNIST,MNIST_Demo,MNIST_EM').
 
-        Invalid folders that match are left out (`invalid_models(pattern)` lists them); only a
-        pattern that matches no folder at all is an error.
+        Invalid folders that match are left out (`invalid_models(pattern)` lists them). Every
+        entry of the list must match some folder: one that matches none (a typo) is an error
+        naming it, the closest model name and the models there are, before anything is done.
         """
         valid, invalid = self.scan()
-        found = [e for e in valid if matches(e.name, pattern)]
-        if not found and not any(matches(m.folder, pattern) for m in invalid):
-            names = [e.name for e in valid] + [m.name for m in invalid]
-            if names:
-                raise ReportgenError(f"No model matches '{pattern}'.",
+        names = [e.name for e in valid] + [m.name for m in invalid]
+        folders = [e.name for e in valid] + [m.folder for m in invalid]
+        parts = [part.strip() for part in pattern.split(",") if part.strip()] or [pattern]
+        for part in parts:
+            if any(fnmatchcase(folder, part) for folder in folders):
+                continue
+            if not names:
+                raise ReportgenError(
+                    f"No model matches '{pattern}': the models folder "
+                    f"{printable_name(str(self.root))} holds no model.",
+                    expected="sub-folders with a params.toml (e.g. models/MNIST/params.toml)",
+                    fix="Point --models-dir (or REPORTGEN_MODELS) at your models folder, or "
+                        "create a model folder with a params.toml.")
+            close = difflib.get_close_matches(part, names, n=1, cutoff=0.6)
+            hint = f" Did you mean '{close[0]}'?" if close else ""
+            if len(parts) == 1:
+                raise ReportgenError(f"No model matches '{pattern}'.{hint}",
                                      expected=f"a glob over: {', '.join(names)}")
+            rest = ",".join(p for p in parts if p != part)
             raise ReportgenError(
-                f"No model matches '{pattern}': the models folder "
-                f"{printable_name(str(self.root))} holds no model.",
-                expected="sub-folders with a params.toml (e.g. models/MNIST/params.toml)",
-                fix="Point --models-dir (or REPORTGEN_MODELS) at your models folder, or create "
-                    "a model folder with a params.toml.")
-        return found
+                f"No model matches '{part}', one entry of '{pattern}'; nothing was done.{hint}",
+                expected=f"every entry a model name or glob over: {', '.join(names)}",
+                fix=f"correct '{part}'" + (f" (e.g. '{close[0]}')" if close else "")
+                    + f" or leave it out ('{rest}')")
+        return [e for e in valid if matches(e.name, pattern)]
 
     def resolve_step(self, entry: ModelFolder, step: str | Step) -> Step | None:
         """'last' -> latest saved step; 'init' -> None (fresh weights); 'E-B' -> that step."""

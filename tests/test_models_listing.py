@@ -4,6 +4,7 @@ damaged weights files are listed as damaged steps with their reason, not as step
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -138,7 +139,8 @@ def test_damaged_weights_files_are_listed_as_damaged_steps_with_their_reason(tmp
 
     row = describe_models(tmp_path)[0]
     assert row["steps"] == ["1-0", "6-0"]
-    assert row["damaged_steps"] == [
+    assert not any(d["after_last"] for d in row["damaged_steps"])    # all before 6-0
+    assert [{k: d[k] for k in ("step", "reason")} for d in row["damaged_steps"]] == [
         {"step": "2-0", "reason": f"truncated ({size // 2:,} of {size:,} bytes)"},
         {"step": "3-0", "reason": "not an HDF5 file (no HDF5 signature at its start)"},
         {"step": "4-0", "reason": "an empty file"},
@@ -171,3 +173,41 @@ def test_the_batch_counts_in_the_memory_check():
     assert largest_batch(params, training=False, memory=memory) > fits   # no Adam state
     message = batch_refusal(params, 100, "training X", "--batch-size", memory).message
     assert message.startswith("Training X with batch 100 needs about") and "25.0 GB" in message
+
+
+def test_the_row_shows_the_accuracy_of_its_last_loadable_step_and_flags_a_later_damaged_one(
+        tmp_path, monkeypatch, capsys):
+    """A NaN step saved after the last loadable one: the row names the loadable step with its
+    own accuracy (not the damaged step's) and the damaged step's line says it came after."""
+    import h5py
+    import numpy as np
+
+    from reportgen.commands.models import describe_models, run_models
+
+    monkeypatch.chdir(tmp_path)          # the build's digests memo lives in the working folder
+    folder = tmp_path / "models" / "Demo"
+    folder.mkdir(parents=True)
+    shutil.copy(ROOT / "models" / "MNIST_Demo" / "params.toml", folder)
+    for step, value in (("1-2", 0.0), ("1-6", np.nan)):
+        with h5py.File(folder / f"{step}.weights.h5", "w") as f:
+            data = np.zeros(2_117_072, np.float32)
+            data[5] = value
+            f.create_dataset("layers/w", data=data)
+    (folder / "history.json").write_text(json.dumps({"records": [
+        {"step": "1-2", "epoch": 1, "batch": 2, "val_accuracy": 0.25},
+        {"step": "1-6", "epoch": 1, "batch": 6, "val_accuracy": 0.4650}]}))
+
+    row = describe_models(tmp_path / "models")[0]
+    assert row["steps"] == ["1-2"]
+    assert row["latest_val_accuracy"] == 0.25 and row["best_val_accuracy"] == 0.25
+    [damaged] = row["damaged_steps"]
+    assert damaged["step"] == "1-6" and damaged["after_last"]
+    assert damaged["val_accuracy"] == 0.4650
+
+    run_models(tmp_path / "models", as_json=False)
+    out = capsys.readouterr().out
+    demo = next(line for line in out.splitlines() if line.startswith("Demo"))
+    assert demo.split()[-3:] == ["1", "1-2", "0.2500"]
+    assert "0.4650" not in demo
+    flagged = next(line for line in out.splitlines() if "damaged step 1-6" in line)
+    assert "after the last loadable step 1-2" in flagged and "val acc 0.4650" in flagged

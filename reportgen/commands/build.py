@@ -3,6 +3,8 @@
     the site folder: what a killed build left beside it recovered (reportgen.pages.site_output)
     options -> BuildSettings, checked once (reportgen.commands.build_settings)
     the site folder: refused unless every file in it is one reportgen wrote, locked
+    the models it keeps: every model the site shows that --models did not choose, unless
+      --drop-model or --only removes it (reportgen.commands.site_models)
     for each model:
       plan from the parameter file alone: its description, the variants of every technique,
         the techniques that do not apply (reportgen.engine.step.plan), cache keys from the
@@ -12,6 +14,8 @@
       site data: figures drawn from stored arrays, numbers from the store
         (reportgen.commands.site_assembly, reportgen.pages.assemble); a stored result found
         damaged on the way is computed or drawn again (reportgen.cache.integrity)
+    the kept models: the same, at the steps the site showed, so drawn from the store; one whose
+      results the store lost is left out, said in one line
     the site: unless it already shows exactly this (reportgen.commands.site_changes), figures
       linked into a private MkDocs project, pages rendered, MkDocs run into a staging folder
       that replaces the site folder (reportgen.pages.render, reportgen.pages.site_output)
@@ -73,6 +77,7 @@ class BuildSummary:
     failures: list[tuple[str, str]] = field(default_factory=list)   # (subject, reason)
     steps_built: int = 0
     site: str = "none"      # none | built | unchanged (up to date) | kept (nothing was built)
+    holding: str | None = None      # what the site now holds (reportgen.commands.site_models)
     seconds: float = 0.0            # the build's wall time
     estimate: float | None = None   # what the plan said a cold build would take
 
@@ -142,6 +147,9 @@ def _build(catalog, options, scheduler, started: float, watch) -> BuildSummary:
     entries = _match_models(catalog, settings.models, summary)
     check_options(entries, settings)        # against each model's steps and data
     site_dir = Path(settings.site_dir)
+    # the models the site shows that this build keeps (or drops as asked): refused here, before
+    # anything is written, when --drop-model names a model the site does not show
+    held = _site_models(catalog, entries, settings, store)
     site_rules = dict(models_dir=catalog.root, cache_dir=store.root, work_dir=WORK_ROOT)
     with ExitStack() as stack:
         if settings.render_site:
@@ -155,6 +163,7 @@ def _build(catalog, options, scheduler, started: float, watch) -> BuildSummary:
             if _lock_site(stack, site, settings):
                 # while this build waited, the other one may have left the folder otherwise
                 site_output.check_site_folder(site_dir, **site_rules)
+                held = _site_models(catalog, entries, settings, store)
                 watch.reset()               # ... and its work no longer shares the machine
             site_output.recover_leftovers(site)
         stack.enter_context(store.shared_lock())
@@ -164,7 +173,7 @@ def _build(catalog, options, scheduler, started: float, watch) -> BuildSummary:
                 shutil.rmtree(project / "docs")
         else:
             project = stack.enter_context(WorkFolder()) / "mkdocs"
-        _Build(settings, store, project, summary, cluster, watch).run(entries)
+        _Build(settings, store, project, summary, cluster, watch, held).run(entries)
     summary.seconds = time.monotonic() - started
     return summary
 
@@ -191,6 +200,21 @@ def _lock_site(stack: ExitStack, site: Path, settings: BuildSettings) -> bool:
             raise
     stack.enter_context(site_output.SiteLock(site, wait=True, label=settings.site_dir))
     return True
+
+
+def _site_models(catalog, entries, settings: BuildSettings, store):
+    """Which models the site will hold (reportgen.commands.site_models): None when this build
+    writes no site."""
+    from reportgen.commands import site_models
+
+    if not settings.render_site:
+        return None
+    scan = getattr(catalog, "scan", None)
+    valid = {e.name: e for e in scan()[0]} if callable(scan) else {e.name: e for e in entries}
+    held = site_models.choose(settings.site_dir, store, [e.name for e in entries], list(valid),
+                              settings.drop_models, settings.only)
+    held.entries = {name: valid[name] for name in held.kept}
+    return held
 
 
 def _match_models(catalog: Catalog, pattern: str, summary: BuildSummary) -> list[ModelEntry]:
@@ -235,7 +259,7 @@ class _Build:
     """One build: its settings, its store, its MkDocs project and what it has done so far."""
 
     def __init__(self, settings: BuildSettings, store, project: Path, summary: BuildSummary,
-                 cluster=None, watch=None):
+                 cluster=None, watch=None, held=None):
         from reportgen.pages.assemble import Assembler
         from reportgen.techniques import get_technique
 
@@ -261,6 +285,8 @@ class _Build:
         self.attributed = 0.0          # seconds recorded as a model's kinds of work
         self.cold_models = 0           # models whose every step this build computed
         self.watch = watch             # the look at the machine before the plan (estimate)
+        self.held = held               # reportgen.commands.site_models.SiteModels, or None
+        self.left_out: list[str] = []  # kept models whose results the store no longer has
 
     # -- the whole build -----------------------------------------------------------------------
     def run(self, entries) -> None:
@@ -285,12 +311,18 @@ class _Build:
                 data = self.model_or_failure(entry)
                 if data is not None:
                     models.append(data)
+                    self.summary.steps_built += len(data.steps)
+            # the site's other models, once this build has something to show (else the site
+            # stays as it was), drawn from the store; the site lists every model by name
+            held = self.held if self.summary.steps_built else None
+            kept = [] if held is None else list(held.entries.values())
+            models += [data for data in map(self.kept_model, kept) if data is not None]
+            models.sort(key=lambda m: m.name)
         finally:
             self.digests.save()
             if self.assembler.drawing is not None:
                 self.assembler.drawing.close()
                 self.assembler.drawing = None
-        self.summary.steps_built = sum(len(m.steps) for m in models)
         if self.settings.render_site:
             self.site(models)
         self.summary.drawn = self.assembler.drawn
@@ -334,6 +366,43 @@ class _Build:
     def record(self, plan, kind: str, seconds: float, units: float) -> None:
         self.clock.record(plan.cost_group, kind, seconds, units, plan.trainable_params)
         self.attributed += seconds
+
+    def kept_model(self, entry: ModelEntry):
+        """A model the site showed that this build was not asked to build: built as usual at
+        the steps the site showed, so drawn from the store; left out with one line (the others
+        build on) when its results are no longer stored though nothing it is made from changed
+        (reportgen.commands.site_models)."""
+        from reportgen.commands import site_models
+
+        record = self.held.kept[entry.name]
+        site = self.settings.site_dir.rstrip("/")
+        names = sorted([*self.held.built, *self.held.kept])
+        try:
+            prepared = self.prepare(entry)
+            keys = [] if prepared is None else [self.keys(entry, prepared, s)
+                                                for s in prepared.steps]
+        except StoreError:
+            raise
+        except Exception:            # said when it is built (model_or_failure)
+            return self.model_or_failure(entry)
+        if prepared is None:
+            console.notice(f"{entry.name}, shown on {site}/ until now, is left out of it: none "
+                           f"of the steps it showed ({', '.join(record.get('steps', []))}) is "
+                           f"saved any more; rebuild it with "
+                           f"`{site_models.rebuild_command(names)}`.")
+            self.left_out.append(entry.name)
+            return None
+        same = record.get("results") == site_models.fingerprint(keys)
+        lost = site_models.missing(keys, self.store, record.get("failed", []) if same else [])
+        if same and lost:
+            console.notice(site_models.cleared_line(entry.name, site, self.store.root, names))
+            self.left_out.append(entry.name)
+            return None
+        if lost:
+            console.notice(f"{entry.name}, kept on {site}/: its weights, its parameters, "
+                           f"reportgen's code or this build's options changed since it was "
+                           f"built, so what the store lacks of it is computed.")
+        return self.model_or_failure(entry)
 
     def model_or_failure(self, entry: ModelEntry):
         try:
@@ -383,7 +452,11 @@ class _Build:
         from reportgen.data.label_arity import check_label_arity, model_label_arity
 
         settings = self.settings
-        steps = settings.chosen_steps(entry.steps)
+        shown = None if self.held is None else self.held.steps_of(entry.name)
+        if shown is None:
+            steps = settings.chosen_steps(entry.steps)
+        else:           # a kept model: at the steps the site showed that are still saved
+            steps = [s for s in entry.steps if str(s) in shown]
         if not steps:
             return None
         entry.history()         # a hand-edited value fails the model before any step is built
@@ -636,7 +709,7 @@ class _Build:
     def site(self, models) -> None:
         from reportgen.pages.sitedata import BuildFailure, SiteData
 
-        from reportgen.commands import paper_figures, site_changes
+        from reportgen.commands import paper_figures, site_changes, site_models
 
         if self.summary.steps_built == 0:
             self.summary.site = "kept"   # nothing to show: the previous site stays as it was
@@ -655,6 +728,7 @@ class _Build:
         site_dir = Path(settings.site_dir)
         digest = site_changes.site_digest(site, self.assembler, settings.templates_dir)
         paper_figures.remember_site(self.store, digest, site)   # what `reportgen export` reads
+        self.summary.holding = self.holding(models)
         if site_changes.is_up_to_date(site_dir, digest):
             console.notice(f"{settings.site_dir}/ is up to date (no page or figure changed).")
             self.summary.site = "unchanged"
@@ -664,8 +738,32 @@ class _Build:
         self.assembler.place_files()
         render_site(site, self.docs,
                     Path(settings.templates_dir) if settings.templates_dir else None)
-        build_site(self.project, site_dir, marker=site_changes.marker_entries(digest))
+        build_site(self.project, site_dir,
+                   marker=site_changes.marker_entries(
+                       digest, site_models.record(models, self.assembler.step_keys)))
         self.summary.site = "built"
+
+
+    def holding(self, models) -> str | None:
+        """The line saying what the site now holds, once it holds a model kept from the
+        previous build or lost one (None otherwise: it shows what was asked)."""
+        from reportgen.commands import site_models
+
+        held = self.held
+        if held is None:
+            return None
+        site = self.settings.site_dir.rstrip("/")
+        for name in held.gone:
+            console.notice(f"{name}, shown on {site}/ until now, is no longer a valid model "
+                           f"under the models folder (`reportgen models` says why): left out "
+                           f"of it.")
+        if held.unrecorded:
+            console.notice(f"{site}/ was built by an older reportgen that did not record its "
+                           f"models: it now shows the models of this build only.")
+        shown = [m.name for m in models]
+        kept = [n for n in shown if n in held.kept]
+        built = [n for n in shown if n not in held.kept]
+        return site_models.holding_line(site, built, kept, held.dropped)
 
 
 def _return_free_memory() -> None:
@@ -708,6 +806,8 @@ def _print_summary(summary: BuildSummary, options) -> None:
     for line in summary.failed:
         console.echo(f"FAILED: {line}")
     if summary.site in ("built", "unchanged"):
+        if summary.holding:
+            console.echo(summary.holding)
         console.echo(f"site: {options.site_dir}/index.html")
     if summary.estimate is not None:
         from reportgen.pages.views import duration

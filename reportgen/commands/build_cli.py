@@ -8,7 +8,14 @@ import click
 @click.command("build")
 @click.option("--models", "models", default="*", show_default=True,
               help="Glob over model names, e.g. 'MNIST_*', or several separated by commas: "
-                   "'MNIST,MNIST_Demo,MNIST_EM'.")
+                   "'MNIST,MNIST_Demo,MNIST_EM'; an entry that matches no model is refused.")
+@click.option("--drop-model", "drop_models", multiple=True, metavar="NAME",
+              help="Remove this model from the site (repeatable, or NAME,NAME). Without it a "
+                   "build keeps every model the site already shows, drawn from the artifact "
+                   "store, and adds or rebuilds the --models ones.")
+@click.option("--only", is_flag=True,
+              help="The site shows only the models --models chooses: every other model it "
+                   "showed is removed (said).")
 @click.option("--steps", default="all", show_default=True,
               help="all | last | every:N | a list such as 1-40,5-40.")
 @click.option("--images", default="test:0-15", show_default=True,
@@ -57,11 +64,15 @@ import click
 def command(ctx, config_file, **options):
     """Compute every analysis for the chosen models, steps and images, and build site/.
 
-    Results are cached by content: a second identical build computes nothing.
+    Results are cached by content: a second identical build computes nothing. The site keeps
+    the models it already shows: building another model adds it beside them (they are drawn
+    from the store, not computed again); --drop-model NAME or --only removes them.
 
     \b
     Examples:
       reportgen build --models 'MNIST_*' --steps last --images test:0-15
+      reportgen build --models FASHION_MNIST       # site/ keeps MNIST_Demo, adds FASHION_MNIST
+      reportgen build --models FASHION_MNIST --drop-model MNIST_Demo
       reportgen build --models MNIST_Demo --image cat.png --transforms rotate:90,invert
       reportgen build --config build.toml      # [build] models = "MNIST_*", steps = "every:5"
       reportgen build --scheduler local:2 --cache-dir s3://bucket/reportgen
@@ -76,4 +87,5 @@ def command(ctx, config_file, **options):
                 options[key] = value
     options["files"] = tuple(options["files"])
     options["techniques"] = tuple(options["techniques"])
+    options["drop_models"] = tuple(options["drop_models"])
     run_build(models_dir=ctx.obj["models_dir"], **options)

@@ -48,6 +48,8 @@ class BuildOptions:
     templates_dir: str | None = None
     title: str = "reportgen: what the capsules learned"
     render_site: bool = True
+    drop_models: str = ""              # models the site shows that it should no longer show
+    only: bool = False                 # the site shows only the models --models chose
 
 
 # --------------------------------------------------------------------------------------------
@@ -130,6 +132,8 @@ class BuildSettings:
     templates_dir: str | None
     title: str
     render_site: bool
+    drop_models: tuple[str, ...] = ()  # model names, as given
+    only: bool = False
 
     def chosen_steps(self, available: list[Step]) -> list[Step]:
         """The steps to build: `steps`' choice, plus the untrained step 0-0 when it is saved
@@ -177,7 +181,15 @@ def settle(options: BuildOptions) -> BuildSettings:
         project_dir=None if options.project_dir is None else str(options.project_dir),
         cache_dir=None if options.cache_dir is None else str(options.cache_dir),
         templates_dir=None if options.templates_dir is None else str(options.templates_dir),
-        title=str(options.title), render_site=bool(options.render_site))
+        title=str(options.title), render_site=bool(options.render_site),
+        drop_models=_drop_models(options.drop_models), only=bool(options.only))
+
+
+def _drop_models(value) -> tuple[str, ...]:
+    """--drop-model NAME[,NAME] (repeatable): the names, each once, in the order given."""
+    given = [value] if isinstance(value, str) else list(value or ())
+    names = [n.strip() for text in given for n in str(text).split(",") if n.strip()]
+    return tuple(dict.fromkeys(names))
 
 
 def spread_count(analyses) -> int:
@@ -253,7 +265,7 @@ def _technique_names(chosen: tuple[str, ...], experimental: bool) -> tuple[str, 
 # --config FILE
 
 
-_NOT_IN_CONFIG = ("render_site", "project_dir", "title")
+_NOT_IN_CONFIG = ("render_site", "project_dir", "title", "drop_models")
 _CONFIG_TYPES = {"eval_images": 0}      # options whose default (None) does not say their type
 
 

@@ -17,6 +17,7 @@ import json
 from reportgen.catalog import Catalog
 from reportgen.console import echo, notice
 from reportgen.errors import ReportgenError
+from reportgen.model_folder import Step
 
 
 def _one_line(exc: Exception) -> str:
@@ -27,8 +28,9 @@ def _one_line(exc: Exception) -> str:
 
 def describe_models(models_dir=None) -> list[dict]:
     """One dict per model folder, sorted by name: name, valid, dataset, params (trainable),
-    steps (the loadable ones), damaged_steps ({step, reason} of each damaged weights file),
-    latest/best val accuracy, error (the one-line reason, or None)."""
+    steps (the loadable ones), damaged_steps ({step, reason, val_accuracy, after_last} of each
+    damaged weights file), latest (the last loadable step's) and best (of the loadable steps)
+    val accuracy, error (the one-line reason, or None)."""
     from reportgen.capsnet.param_count import count_trainable_params
     from reportgen.commands.work_folder import DIGESTS_FILE
     from reportgen.engine.digests import DigestMemo
@@ -56,10 +58,7 @@ def describe_models(models_dir=None) -> list[dict]:
                     row["steps"].append(str(step))
                 else:
                     row["damaged_steps"].append({"step": str(step), "reason": problem})
-            accs = [r["val_accuracy"] for r in entry.history()
-                    if isinstance(r.get("val_accuracy"), (int, float))]
-            if accs:
-                row["latest_val_accuracy"], row["best_val_accuracy"] = accs[-1], max(accs)
+            _accuracies(row, entry.history())
         except Exception as exc:  # one model's problem must not hide the others
             row["error"] = _one_line(exc)
         rows.append(row)
@@ -70,6 +69,35 @@ def describe_models(models_dir=None) -> list[dict]:
                      "error": bad.reason})
     memo.save()
     return sorted(rows, key=lambda r: r["name"])
+
+
+def _accuracies(row: dict, history: list[dict]) -> None:
+    """The row's accuracies are those of its loadable steps: the latest that of the last
+    loadable step (None when its record has none), the best the best of the loadable steps.
+    A damaged step saved after it keeps its own accuracy, on its damaged-step entry
+    (`val_accuracy`, and `after_last`), so the row never pairs one step with another's."""
+    accuracy = {r.get("step"): r["val_accuracy"] for r in history
+                if isinstance(r.get("val_accuracy"), (int, float))}
+    loadable = [accuracy[s] for s in row["steps"] if s in accuracy]
+    if loadable:
+        row["best_val_accuracy"] = max(loadable)
+    if row["steps"]:
+        row["latest_val_accuracy"] = accuracy.get(row["steps"][-1])
+    last = Step.parse(row["steps"][-1]) if row["steps"] else None
+    for damaged in row["damaged_steps"]:
+        damaged["val_accuracy"] = accuracy.get(damaged["step"])
+        damaged["after_last"] = last is None or Step.parse(damaged["step"]) > last
+
+
+def _damaged_note(damaged: dict, last: str) -> str:
+    """Said of a damaged step saved after the row's last loadable step `last`: the row's step
+    and accuracy are not its own."""
+    if not damaged.get("after_last"):
+        return ""
+    acc = damaged.get("val_accuracy")
+    own = f", val acc {acc:.4f}" if acc is not None else ""
+    where = f"after the last loadable step {last}" if last != "-" else "no loadable step"
+    return f" (saved {where}{own}; not the row's)"
 
 
 def run_models(models_dir, as_json: bool) -> None:
@@ -98,7 +126,8 @@ def run_models(models_dir, as_json: bool) -> None:
         echo(f"{r['name']:<{w}} {r['dataset']:<{d}} {r['params']:>12,} {len(r['steps']):>6} "
              f"{last:>10} {acc:>8}")
         for damaged in r["damaged_steps"]:
-            echo(f"{'':<{w}} damaged step {damaged['step']}: {damaged['reason']}")
+            echo(f"{'':<{w}} damaged step {damaged['step']}{_damaged_note(damaged, last)}: "
+                 f"{damaged['reason']}")
         if r["error"]:
             echo(f"{'':<{w}} error: {r['error']}")
     damaged = sum(len(r["damaged_steps"]) for r in rows)

@@ -81,9 +81,10 @@ def is_up_to_date(site_dir: str | Path, digest: str) -> bool:
     return not changed
 
 
-def marker_entries(digest: str) -> dict:
-    """What the built site's marker records (see `is_up_to_date`)."""
-    return {"digest": digest}
+def marker_entries(digest: str, models: dict | None = None) -> dict:
+    """What the built site's marker records: the digest (see `is_up_to_date`) and the record
+    of its models (reportgen.commands.site_models.record), which the next build keeps."""
+    return {"digest": digest, **({"models": models} if models is not None else {})}
 
 
 def _renderer_files(templates_dir) -> list[tuple[str, Path]]:
