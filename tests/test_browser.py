@@ -500,3 +500,24 @@ def test_enlarge_overlay_from_file_url(context, site):
     assert overlay.is_visible()
     page.keyboard.press("Escape")
     rec.check(("file://",))
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_a_table_wider_than_its_column_shows_that_it_scrolls(context, site):
+    """At 1280 px no table hides columns behind a scroll without a cue: one that does not fit
+    sits in a scrolling box that draws a shadow at the edge where more of it lies."""
+    page = context.new_page()
+    for path in ("index.html", "compare.html", "models/MNIST_Demo/index.html"):
+        page.goto((site / path).resolve().as_uri())
+        hidden = page.evaluate("""() => [...document.querySelectorAll('table')]
+            .filter(t => t.scrollWidth > t.parentElement.clientWidth + 1)
+            .map(t => {
+              const box = t.parentElement, style = getComputedStyle(box);
+              return [t.className, box.className, style.overflowX,
+                      style.backgroundImage.includes('radial-gradient'),
+                      style.backgroundAttachment];
+            })""")
+        for table, box, overflow, shadow, attachment in hidden:
+            assert "rg-scroll" in box and overflow == "auto", (path, table, box)
+            assert shadow and "local" in attachment, (path, table, attachment)
