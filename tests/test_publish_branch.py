@@ -109,13 +109,15 @@ def test_publish_keeps_the_branch_files_over_two_publishes_and_a_commit_on_top(
 def test_publish_refuses_to_overwrite_a_page_it_did_not_publish(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     bare, _ = _remote_with(tmp_path, {**OWN, "index.html": "the owner's home page",
-                                      "models": "a file where the site has a folder"})
+                                      "models": "a file where the site has a folder",
+                                      ".nojekyll": ""})      # the same bytes: no conflict
     tip = _git("--git-dir", str(bare), "rev-parse", "gh-pages")
     site = _site(tmp_path / "site", {"index.html": "site", "models/A/conv.html": "a"})
     result = _publish(site, bare)
     assert result.exit_code == 2
     line = result.output.strip()
     assert "\n" not in line and "index.html" in line and "models" in line
+    assert "2 file(s)" in line and ".nojekyll" not in line
     assert "--replace" in line
     assert _git("--git-dir", str(bare), "rev-parse", "gh-pages") == tip     # untouched
     # --replace names what the site may take; the rest stays
@@ -175,3 +177,20 @@ def test_docs_dir_must_be_a_mkdocs_build_and_never_the_site(tmp_path, monkeypatc
     assert "under docs/: 10 files: 404.html, assets/, css/, img/, index.html, objects.inv " \
            "and 3 more" in result.output
     assert "docs/search/search_index.json" in _files(bare)
+
+
+def test_a_branch_an_older_reportgen_published_is_read_through_its_site_marker(
+        tmp_path, monkeypatch):
+    """Before the list of published paths, a publish left the site's own marker on the
+    branch: its files are reportgen's, the rest the owner's."""
+    monkeypatch.chdir(tmp_path)
+    old = _site(tmp_path / "old", {"index.html": "old", "gone.html": "gone"})
+    files = {p.relative_to(old).as_posix(): p.read_text() for p in old.rglob("*")
+             if p.is_file()}
+    bare, _ = _remote_with(tmp_path, {**OWN, **files, ".nojekyll": ""})
+    site = _site(tmp_path / "site", {"index.html": "new"})
+    result = _publish(site, bare)
+    assert result.exit_code == 0, result.output
+    files = _files(bare)
+    assert "gone.html" not in files and set(OWN) <= files
+    assert _show(bare, "index.html") == "new"

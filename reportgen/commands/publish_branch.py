@@ -9,8 +9,8 @@ the listed paths the new site no longer produces are removed, every other file o
 is kept as it is (a CNAME, a README, the user's own pages). A branch published by a reportgen
 without the list is read through the site marker it published (reportgen.pages.site_files).
 
-A file of the new site that would overwrite, or need the place of, a file reportgen did not
-publish is a conflict: the publish is refused, naming the files, unless `--replace PATH`
+A file of the new site that would overwrite (with other bytes), or need the place of, a file
+reportgen did not publish is a conflict: the publish is refused, naming the files, unless `--replace PATH`
 allows the site to take that path (a file, or a folder and everything under it).
 """
 
@@ -87,8 +87,10 @@ def merged_entries(new: dict[str, str], old: dict[str, str], ours_before: set[st
     replace = tuple(r.strip("/") for r in replace if r.strip("/"))
     foreign = {p: m for p, m in old.items() if p not in ours_before and p != PUBLISHED_MARKER}
     new_folders = set().union(*map(_folders_of, new)) if new else set()
-    conflicts = sorted(p for p in foreign
-                       if p in new or p in new_folders or _folders_of(p) & new.keys())
+    # a file the site holds byte for byte (an empty .nojekyll of the user's) loses nothing
+    conflicts = sorted(p for p in foreign if (p in new and new[p] != foreign[p])
+                       or p in new_folders or _folders_of(p) & new.keys())
+    foreign = {p: m for p, m in foreign.items() if new.get(p) != m}
     refused = [p for p in conflicts if not _covered(p, replace)]
     if refused:
         raise ReportgenError(
