@@ -10,8 +10,8 @@ is kept as it is (a CNAME, a README, the user's own pages). A branch published b
 without the list is read through the site marker it published (reportgen.pages.site_files).
 
 A file of the new site that would overwrite (with other bytes), or need the place of, a file
-reportgen did not publish is a conflict: the publish is refused, naming the files, unless `--replace PATH`
-allows the site to take that path (a file, or a folder and everything under it).
+reportgen did not publish is a conflict: the publish is refused, naming the files, unless
+`--replace PATH` allows the site to take that path (a file, or a folder and all it holds).
 """
 
 from __future__ import annotations
