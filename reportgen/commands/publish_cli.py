@@ -238,12 +238,15 @@ def command(site_dir, remote, remote_url, branch, message, force, docs_dir, repl
     """Push the built site to a gh-pages branch (GitHub Pages).
 
     Run it from the project's git repository. Then set the repository's Pages source to the
-    branch (GitHub: Settings > Pages > Deploy from a branch > gh-pages, / (root)).
+    branch (GitHub: Settings > Pages > Deploy from a branch > gh-pages, / (root)). The
+    branch's own files (a CNAME, a README, your pages) stay; only what reportgen published
+    there before is replaced, and a site file that would overwrite one of yours is refused.
 
     \b
     Examples:
       reportgen publish                          # site/ -> origin gh-pages
       reportgen publish --remote-url git@github.com:me/capsnets.git -m "10 epochs"
+      reportgen publish --replace index.html     # the site may take the branch's index.html
       mkdocs build && reportgen publish --docs-dir docs-site   # the docs under docs/
     """
     from reportgen.console import notice
