@@ -83,13 +83,14 @@ def test_nan_only_where_declared_and_never_inf():
         checked_result(declared, {"other": np.array([np.nan, 1.0])})
     with pytest.raises(ReportgenError, match="'score'.*1 infinite"):
         checked_result(declared, {"score": np.array([np.inf, 1.0])})
-    # a dataset analysis's statistics may hold NaN (an absent class's accuracy), unless it
-    # declares otherwise; an input or checkpoint result may not
-    dataset = _technique("over_the_set", _unused, scope="dataset")
-    assert checked_result(dataset, {"per_class": np.array([np.nan, 0.5])})
-    strict = _technique("strict_set", _unused, scope="dataset", may_hold_nan=())
-    with pytest.raises(ReportgenError):
-        checked_result(strict, {"per_class": np.array([np.nan, 0.5])})
+    # undeclared: no NaN in any scope for a plug-in's (or one registered in code)
+    for scope in ("input", "checkpoint", "dataset"):
+        with pytest.raises(ReportgenError, match="may_hold_nan"):
+            checked_result(_technique("over_" + scope, _unused, scope=scope),
+                           {"per_class": np.array([np.nan, 0.5])})
+    declared_set = _technique("over_the_set", _unused, scope="dataset",
+                              may_hold_nan=(("*", "an absent class's accuracy"),))
+    assert checked_result(declared_set, {"per_class": np.array([np.nan, 0.5])})
     with pytest.raises(ReportgenError, match="malformed"):
         checked_result(_technique("bad", _unused, may_hold_nan=(("x", ""),)),
                        {"x": np.array([np.nan])})

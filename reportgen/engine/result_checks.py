@@ -6,8 +6,9 @@
   string and time arrays are refused.
 - finite: no ±inf anywhere (nor a float64 beyond float32's range, which becomes inf when
   stored), and no NaN unless the technique declares that this array may hold one and why
-  (`Technique.may_hold_nan`; by default a dataset analysis's arrays may, a statistic over an
-  empty group such as an absent class's accuracy, and an input or checkpoint result's may not).
+  (`Technique.may_hold_nan`). reportgen's own techniques that have not declared it yet keep
+  the NaN their modules document (a routing map's cell no window reaches, an absent class's
+  accuracy); every other technique's undeclared NaN fails it.
 - for an input-scope technique, per input: its first (batch) axis has one row per input of the
   batch, since row i is stored as input i's result.
 
@@ -29,7 +30,7 @@ def nan_reasons(technique) -> dict[str, str]:
     """{array name or "*": why NaN may appear in it} of `technique`."""
     declared = getattr(technique, "may_hold_nan", None)
     if declared is None:
-        return {"*": "a statistic over an empty group"} if technique.scope == "dataset" else {}
+        return {"*": "as its module documents"} if _own(technique) else {}
     pairs = tuple(declared.items()) if isinstance(declared, dict) else tuple(declared)
     if not all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str)
                and isinstance(p[1], str) and p[1].strip() for p in pairs):
@@ -38,6 +39,15 @@ def nan_reasons(technique) -> dict[str, str]:
                              received=repr(declared)[:200],
                              fix="declare e.g. may_hold_nan=(('accuracy', 'an absent class'),)")
     return dict(pairs)
+
+
+def _own(technique) -> bool:
+    """One of reportgen's own techniques (read from reportgen's package), not a plug-in's nor
+    one registered in code."""
+    from reportgen.techniques import origin
+
+    record = origin(technique)
+    return record is not None and record.builtin
 
 
 def checked_result(technique, arrays, rows: int | None = None) -> dict[str, np.ndarray]:

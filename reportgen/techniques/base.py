@@ -137,8 +137,8 @@ class Technique:
     methods" and the supplement's references.bib cite them. () cites nothing."""
     may_hold_nan: tuple[tuple[str, str], ...] | None = None
     """(array name, why) pairs: the result's arrays where NaN means something, and what ("*":
-    every array); any other NaN fails the technique (reportgen.engine.result_checks). None: a
-    dataset analysis's arrays may hold NaN (a statistic over an empty group), others may not."""
+    every array); any other NaN fails the technique (reportgen.engine.result_checks). None:
+    not declared (no NaN anywhere, for reportgen's own the NaN their modules document)."""
 
     def __post_init__(self):
         if self.layer not in LAYERS:
