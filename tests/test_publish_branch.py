@@ -194,3 +194,26 @@ def test_a_branch_an_older_reportgen_published_is_read_through_its_site_marker(
     files = _files(bare)
     assert "gone.html" not in files and set(OWN) <= files
     assert _show(bare, "index.html") == "new"
+
+
+def test_a_killed_publishs_working_folder_is_removed_by_the_next(tmp_path, monkeypatch):
+    """publish works in .reportgen/publish/ID/ (locked while it runs, removed at its end):
+    what a kill -9 left there goes at the next publish; nothing goes to the temp folder."""
+    import tempfile
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    tempfile.tempdir = None                     # read TMPDIR again
+    try:
+        root = tmp_path / ".reportgen" / "publish"
+        (root / "999-deadbeef" / "repo").mkdir(parents=True)
+        (root / "999-deadbeef.lock").write_text("999 elsewhere\n")     # nobody holds it
+        bare = tmp_path / "remote.git"
+        _git("init", "-q", "--bare", str(bare))
+        result = _publish(_site(tmp_path / "site", {"index.html": "x"}), bare)
+        assert result.exit_code == 0, result.output
+        assert list(root.iterdir()) == []
+        assert list((tmp_path / "tmp").iterdir()) == []
+    finally:
+        tempfile.tempdir = None
