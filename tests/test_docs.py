@@ -223,6 +223,9 @@ def test_publish_puts_the_docs_beside_the_site(tmp_path, monkeypatch):
         (folder / "assets").mkdir(parents=True)
         (folder / "index.html").write_text(text)
         (folder / "assets" / "x.css").write_text("body{}")
+    (docs / "search").mkdir()                       # what every `mkdocs build` writes too
+    (docs / "search" / "search_index.json").write_text("{}")
+    (docs / "sitemap.xml").write_text("<urlset/>")
     bare = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
     monkeypatch.chdir(tmp_path)
@@ -232,8 +235,10 @@ def test_publish_puts_the_docs_beside_the_site(tmp_path, monkeypatch):
     assert "with " + str(docs) + " under docs/" in result.output
     listed = subprocess.run(["git", "--git-dir", str(bare), "ls-tree", "-r", "--name-only",
                              "gh-pages"], capture_output=True, text=True, check=True).stdout
-    assert sorted(listed.split()) == [".nojekyll", "assets/x.css", "docs/assets/x.css",
-                                      "docs/index.html", "index.html"]
+    assert sorted(listed.split()) == [".nojekyll", ".reportgen-published.json", "assets/x.css",
+                                      "docs/assets/x.css", "docs/index.html",
+                                      "docs/search/search_index.json", "docs/sitemap.xml",
+                                      "index.html"]
     shown = subprocess.run(["git", "--git-dir", str(bare), "show", "gh-pages:docs/index.html"],
                            capture_output=True, text=True, check=True).stdout
     assert shown == "reportgen docs"

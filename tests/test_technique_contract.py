@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from reportgen.capsnet.description import feature_words
+from reportgen.engine.result_checks import checked_result
 from reportgen.engine.step import compute_step, plan, step_keys
 from reportgen.probe import probe as probe_module
 from reportgen.probe.evaluation import EvalBatch
@@ -141,6 +142,8 @@ def _check_declared_reads(technique, params, tiny_net, images, evaluation_data,
         want = technique.compute(EvalBatch(tiny_net, x, y, shared.class_names), params) \
             if compare else got
     _assert_same(got, want, name)
+    # and what the engine checks before storing it (reportgen.engine.result_checks)
+    checked_result(technique, got, len(images) if technique.scope == "input" else None)
 
 
 def test_an_undeclared_read_is_refused(tiny_net, images, evaluation_data):

@@ -150,7 +150,8 @@ def test_a_nan_step_fails_its_build_in_one_line_and_is_listed_damaged(tmp_path, 
     summary = build(catalog, BuildOptions(**options))
     [failure] = summary.failed
     assert failure.startswith("Tiny step 1-2: Weights file") and "\n" not in failure
-    assert f"holds weights that are not numbers: tensor '{decoder}' holds" in failure
+    assert f"holds weights that are not numbers a network trains to: tensor '{decoder}' holds" \
+        in failure
     [row] = describe_models(tmp_path / "models")
     assert row["steps"] == ["0-0", "1-1"]
     [damaged] = row["damaged_steps"]

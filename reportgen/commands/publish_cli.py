@@ -3,20 +3,23 @@
 Plain git plumbing (the approach of ghp-import, which MkDocs' gh-deploy uses): the site folder
 becomes one commit on top of the remote branch's tip, built with a temporary index so the
 user's working tree, index and checked-out branch are never touched, then pushed. A
-`.nojekyll` file is added so GitHub Pages serves the files as they are. Nothing is pushed when
-the site has not changed since the branch's last commit.
+`.nojekyll` file is added so GitHub Pages serves the files as they are. Unlike ghp-import, the
+branch's own files stay: the site is written over the branch's tree and only what reportgen
+published there before is replaced or removed (reportgen.commands.publish_branch); a site file
+that would overwrite a file reportgen did not publish is refused unless --replace names it.
+Nothing is pushed when the site has not changed since the branch's last commit.
 
 Run it inside the project's git repository (the remote's credentials and settings apply); with
 --remote-url it also works outside any repository (a temporary one is used). `--docs-dir` adds
 reportgen's own built documentation (`mkdocs build`, docs-site/) under `docs/` of the same
-commit, beside the analysis site.
+commit, beside the analysis site; only a folder MkDocs built is accepted
+(reportgen.commands.publish_docs).
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
-import tempfile
 from pathlib import Path
 
 import click
@@ -76,23 +79,18 @@ def _pin_not_found_page(git: _Git, site: Path, url: str, index_env: dict) -> Non
 DOCS_PREFIX = "docs"     # where --docs-dir's folder goes in the published tree
 
 
-def _check_docs_dir(docs_dir: str | Path, site: Path) -> Path:
-    """A built MkDocs site to publish under docs/, beside the analysis site (which must have
-    no docs/ of its own)."""
-    docs = Path(docs_dir)
-    if not (docs / "index.html").is_file():
-        raise ReportgenError(f"No built documentation in '{docs}'.",
-                             expected=f"{docs / 'index.html'} (written by `mkdocs build`)",
-                             received="missing folder" if not docs.exists()
-                             else "a folder without index.html",
-                             fix="run `mkdocs build` in reportgen's repository first (it writes "
-                                 "docs-site/), or pass --docs-dir with the folder it wrote")
+def _check_docs_dir(docs_dir: str | Path, site: Path) -> tuple[Path, list[str]]:
+    """A MkDocs build to publish under docs/ (reportgen.commands.publish_docs), beside the
+    analysis site (which must have no docs/ of its own)."""
+    from reportgen.commands.publish_docs import check_docs_dir
+
+    docs = check_docs_dir(docs_dir, site)
     if (site / DOCS_PREFIX).exists():
         raise ReportgenError(f"The site '{site}' already has a '{DOCS_PREFIX}' entry.",
                              expected=f"a site without {DOCS_PREFIX}/, so the docs can go there",
                              received=str(site / DOCS_PREFIX),
                              fix="publish without --docs-dir")
-    return docs.resolve()
+    return docs
 
 
 def _add_docs(git: _Git, docs: Path, index_env: dict, tmp_path: Path) -> None:
@@ -103,23 +101,51 @@ def _add_docs(git: _Git, docs: Path, index_env: dict, tmp_path: Path) -> None:
     git.run("read-tree", f"--prefix={DOCS_PREFIX}/", tree, env=index_env)
 
 
+def _over_the_branch(git: _Git, site_tree: str, parent: str | None, replace: tuple[str, ...],
+                     branch: str, index_env: dict) -> str:
+    """The tree to commit: the site's files, the branch's own files kept beside them (only
+    what reportgen published before is replaced or removed: reportgen.commands.
+    publish_branch), and the list of what this publish put there."""
+    from reportgen.commands import publish_branch as pb
+
+    new = pb.tree_entries(git, site_tree)
+    kept = {}
+    if parent is not None:
+        old = pb.tree_entries(git, parent)
+        kept = pb.merged_entries(new, old, pb.published_before(git, old), replace, branch)
+    marker = git.out("hash-object", "-w", "--stdin", input=pb.marker_bytes(new))
+    kept[pb.PUBLISHED_MARKER] = f"100644 blob {marker}"
+    git.run("update-index", "--add", "-z", "--index-info", input=pb.index_info(kept),
+            env=index_env)
+    return git.out("write-tree", env=index_env)
+
+
 def publish_site(site_dir: str | Path, *, remote: str = "origin", remote_url: str | None = None,
                  branch: str = "gh-pages", message: str | None = None, force: bool = False,
-                 repo_dir: str | Path | None = None,
-                 docs_dir: str | Path | None = None) -> str | None:
-    """Commit `site_dir` onto `branch` and push it to `remote_url` or the named `remote`;
-    with `docs_dir`, that built documentation goes under docs/ of the same commit.
+                 repo_dir: str | Path | None = None, docs_dir: str | Path | None = None,
+                 replace: tuple[str, ...] = (), announce=None) -> str | None:
+    """Commit `site_dir` over the tree of `branch` and push it to `remote_url` or the named
+    `remote`; with `docs_dir`, that built documentation goes under docs/ of the same commit.
+    The branch's files reportgen did not publish are kept; one the site would overwrite is
+    refused unless `replace` names it (reportgen.commands.publish_branch). `announce(line)`
+    is told what the docs folder holds before anything is pushed.
 
     Returns the pushed commit's id, or None when the site is unchanged.
     """
+    from reportgen.commands.publish_docs import described
     from reportgen.commands.serve_cli import check_site_dir
+    from reportgen.commands.work_folder import WORK_ROOT, WorkFolder
 
     site = check_site_dir(site_dir).resolve()
-    docs = _check_docs_dir(docs_dir, site) if docs_dir is not None else None
+    docs = None
+    if docs_dir is not None:
+        docs, docs_files = _check_docs_dir(docs_dir, site)
+        if announce is not None:
+            announce(f"Publishing {docs_dir} under {DOCS_PREFIX}/: {described(docs, docs_files)}.")
     repo_dir = Path(repo_dir or Path.cwd())
     git_dir = _find_git_dir(repo_dir)
-    with tempfile.TemporaryDirectory(prefix="reportgen-publish-") as tmp:
-        tmp_path = Path(tmp)
+    # a private folder removed at the end, and by the next publish if this one is killed
+    with WorkFolder((WORK_ROOT.parent / "publish").resolve()) as tmp_path:
         if git_dir is None:
             if remote_url is None:
                 raise ReportgenError(
@@ -156,7 +182,7 @@ def publish_site(site_dir: str | Path, *, remote: str = "origin", remote_url: st
         elif git.run("rev-parse", "--verify", "--quiet", ref, check=False).returncode == 0:
             parent = git.out("rev-parse", ref)
 
-        # The tree: the site folder plus .nojekyll, through a temporary index.
+        # The site's tree: the site folder plus .nojekyll, through a temporary index.
         index_env = {"GIT_INDEX_FILE": str(tmp_path / "index")}
         git.run(f"--work-tree={site}", "add", "--all", "--force", ".", cwd=site, env=index_env)
         empty_blob = git.out("hash-object", "-w", "--stdin", input=b"")
@@ -166,7 +192,9 @@ def publish_site(site_dir: str | Path, *, remote: str = "origin", remote_url: st
                             if remote_url is None else remote_url, index_env)
         if docs is not None:
             _add_docs(git, docs, index_env, tmp_path)
-        tree = git.out("write-tree", env=index_env)
+        site_tree = git.out("write-tree", env=index_env)
+        # ... written over the branch's tree, keeping what reportgen did not publish there
+        tree = _over_the_branch(git, site_tree, parent, tuple(replace), branch, index_env)
         if parent and git.out("rev-parse", f"{parent}^{{tree}}") == tree:
             return None
 
@@ -203,22 +231,29 @@ def publish_site(site_dir: str | Path, *, remote: str = "origin", remote_url: st
 @click.option("--docs-dir", default=None, type=click.Path(file_okay=False),
               help="Also publish reportgen's built documentation (`mkdocs build` writes "
                    "docs-site/) under docs/ of the same branch.")
-def command(site_dir, remote, remote_url, branch, message, force, docs_dir):
+@click.option("--replace", multiple=True, metavar="PATH",
+              help="Let the site overwrite this file (or folder) of the branch, which reportgen "
+                   "did not publish; repeatable.")
+def command(site_dir, remote, remote_url, branch, message, force, docs_dir, replace):
     """Push the built site to a gh-pages branch (GitHub Pages).
 
     Run it from the project's git repository. Then set the repository's Pages source to the
-    branch (GitHub: Settings > Pages > Deploy from a branch > gh-pages, / (root)).
+    branch (GitHub: Settings > Pages > Deploy from a branch > gh-pages, / (root)). The
+    branch's own files (a CNAME, a README, your pages) stay; only what reportgen published
+    there before is replaced, and a site file that would overwrite one of yours is refused.
 
     \b
     Examples:
       reportgen publish                          # site/ -> origin gh-pages
       reportgen publish --remote-url git@github.com:me/capsnets.git -m "10 epochs"
+      reportgen publish --replace index.html     # the site may take the branch's index.html
       mkdocs build && reportgen publish --docs-dir docs-site   # the docs under docs/
     """
     from reportgen.console import notice
 
     commit = publish_site(site_dir, remote=remote, remote_url=remote_url, branch=branch,
-                          message=message, force=force, docs_dir=docs_dir)
+                          message=message, force=force, docs_dir=docs_dir, replace=replace,
+                          announce=notice)
     target = remote_url or remote
     if commit is None:
         notice(f"The site is unchanged since the last publish: nothing pushed to {target} "

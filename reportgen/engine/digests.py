@@ -72,8 +72,12 @@ class DigestMemo:
 
     def fact(self, path: str | Path, name: str, compute):
         """`compute(path)` (a JSON value: the sha256, whether its weights are numbers),
-        remembered for this version of the file under `name`; a file that cannot be read is a
-        one-line ReportgenError naming it."""
+        remembered for this version of the file under `name` and `compute.version` (if it has
+        one: a stricter rule is not answered by what a former one found); a file that cannot
+        be read is a one-line ReportgenError naming it."""
+        version = getattr(compute, "version", None)
+        if version is not None:
+            name = f"{name}@{version}"
         try:
             return self._fact(Path(path), name, compute)
         except OSError as exc:

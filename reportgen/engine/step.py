@@ -8,9 +8,12 @@ technique reads that pass through a view restricted to its own needs. Checkpoint
 techniques (conv kernels) read the weights. Dataset-scope analyses share one EvalBatch whose
 clean tensors are computed once.
 
-A technique that raises fails alone: its results at this step are left out and recorded with
-the one-line reason (`StepKeys.failed`), every other technique still computes, and the pages
-say so on its cards. Nothing is stored for it, so the next build tries again.
+A technique that raises, or whose result breaks the rules of reportgen.engine.result_checks
+(a batch axis of one row per input, numeric, finite), fails alone: its results at this step
+are left out and recorded with the one-line reason (`StepKeys.failed`), every other
+technique still computes, and the pages say so on its cards. Nothing is stored for it (an
+input-scope result is checked whole before any input's slice is stored), so the next build
+tries again.
 
 The model may be a reportgen.engine.model.ModelHandle: planning and the store lookups read only
 its description, and the Keras model is built only when something is missing.
@@ -174,14 +177,14 @@ def compute_step(model, weights_path, variants, inputs, eval_set, keys: StepKeys
                 continue
             part = batch if len(todo) == len(chunk) else subset(batch, todo)
             part = part.restricted(t.needs_for(p, net), f"Technique '{t.name}'")
-            result = _computed(t, p, lambda: t.compute(part, p), keys,
-                               [keys.inputs[(t.name, p, inputs[chunk[j]].key)] for j in todo])
-            if result is None:
+            rows = _computed(t, p, lambda: t.compute(part, p), keys,
+                             [keys.inputs[(t.name, p, inputs[chunk[j]].key)] for j in todo],
+                             rows=len(todo))
+            if rows is None:
                 continue
-            for row, j in enumerate(todo):
+            for arrays, j in zip(rows, todo):
                 item = inputs[chunk[j]]
-                store.put_arrays(keys.inputs[(t.name, p, item.key)],
-                                 {k: v[row] for k, v in result.items()},
+                store.put_arrays(keys.inputs[(t.name, p, item.key)], arrays,
                                  {**meta, "technique": t.name, "input": item.key})
                 counts.computed += 1
     counts.seconds["inputs"] = time.perf_counter() - started
@@ -212,15 +215,22 @@ def compute_step(model, weights_path, variants, inputs, eval_set, keys: StepKeys
     return counts
 
 
-def _computed(t, p, compute, keys: StepKeys, result_keys: list[str]) -> dict | None:
-    """`compute()`'s arrays as stored (float32), or None when the technique raised: the
-    reason goes to `keys.failed` for each of `result_keys` (said in one line on its cards and
-    in the build's summary; the traceback with --debug). The store's own errors stop the step:
-    they are no technique's fault."""
+def _computed(t, p, compute, keys: StepKeys, result_keys: list[str],
+              rows: int | None = None) -> dict | list[dict] | None:
+    """`compute()`'s arrays as stored (checked: reportgen.engine.result_checks), or with
+    `rows` (input scope) the list of each input's slice of them; None when the technique
+    raised or its result broke a rule: the reason goes to `keys.failed` for each of
+    `result_keys` (said in one line on its cards and in the build's summary; the traceback
+    with --debug) and nothing of it is stored. The store's own errors stop the step: they are
+    no technique's fault."""
+    from reportgen.engine.result_checks import checked_result
     from reportgen.errors import StoreError
 
     try:
-        return _float32(compute())
+        arrays = checked_result(t, compute(), rows)
+        if rows is None:
+            return arrays
+        return [{k: v[row] for k, v in arrays.items()} for row in range(rows)]
     except (StoreError, KeyboardInterrupt):
         raise
     except Exception as exc:        # a failing technique fails alone
@@ -239,10 +249,3 @@ def failure_reason(exc: BaseException) -> str:
         return exc.message
     return " ".join(f"{type(exc).__name__}: {exc}".split())
 
-
-def _float32(arrays: dict) -> dict:
-    out = {}
-    for k, v in arrays.items():
-        v = np.asarray(v)
-        out[k] = v.astype(np.float32) if v.dtype.kind == "f" else v
-    return out

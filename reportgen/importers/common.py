@@ -44,34 +44,17 @@ class Converted:
     weights: ConvertedWeights
 
 
-# No trained weight comes near this (the sources' CapsNets keep theirs below ~10); a corrupt or
-# mis-scaled file's 1e30 would overflow float32 in the first forward pass.
-MAX_WEIGHT = 1e6
-
-
 def check_numbers(checkpoint: Checkpoint) -> None:
     """Every weight (a layout reads every tensor: `no_other_tensors`) a floating-point, finite
-    number of plausible size; else a one-line error naming the tensor."""
-    from reportgen.training.checkpoints import nonfinite
+    number of plausible size (reportgen.training.checkpoints.weights_problem, the rule a
+    model's own saved steps are held to); else a one-line error naming the tensor."""
+    from reportgen.training.checkpoints import WEIGHT_RULE, weights_problem
 
-    weights = checkpoint.tensors
-    received = None
-    problem = next((f"tensor '{name}' of dtype {tensor.dtype}" for name, tensor in
-                    weights.items() if tensor.dtype.kind != "f"), None)
-    if problem is None:
-        problem = nonfinite(weights.items())
-    if problem is None:
-        for name, tensor in weights.items():
-            largest = float(np.abs(tensor).max()) if tensor.size else 0.0
-            if largest > MAX_WEIGHT:
-                problem, received = f"tensor '{name}'", f"a weight of magnitude {largest:.3g}"
-                break
+    problem = weights_problem(checkpoint.tensors.items())
     if problem is not None:
         raise ReportgenError(f"{checkpoint.path.name} holds weights that are not numbers a "
                              f"network trains to: {problem}",
-                             expected=f"finite floating-point weights of magnitude at most "
-                                      f"{MAX_WEIGHT:g}",
-                             received=received,
+                             expected=WEIGHT_RULE,
                              fix="Import a checkpoint saved before training diverged, or copy "
                                  "the file again from where it was saved.")
 

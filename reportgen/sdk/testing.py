@@ -369,6 +369,7 @@ def technique_table(name: str, techniques: Sequence[str] | None = None, seed: in
     import json
 
     from reportgen.engine.model import not_applicable_reason
+    from reportgen.engine.result_checks import checked_result
     from reportgen.engine.step import plan
     from reportgen.figures.figure import RenderContext
     from reportgen.probe.evaluation import EvalBatch
@@ -419,9 +420,10 @@ def technique_table(name: str, techniques: Sequence[str] | None = None, seed: in
                         json.dumps(technique.summarize(arrays, params), allow_nan=True)
                         summarised += 1
                 computed += 1
-                for key, value in arrays.items():
-                    value = np.asarray(value)
-                    assert value.dtype.kind in "fiub", f"array '{key}' is {value.dtype}"
+                # what the engine checks before it stores a result (one row per input,
+                # numeric, finite): reportgen.engine.result_checks
+                checked_result(technique, arrays,
+                               len(images[:3]) if technique.scope == "input" else None)
                 if computed == 1:
                     ctx = RenderContext(model=f"example of {name}", step="0-0",
                                         class_names=class_names, input_label="noise #0",

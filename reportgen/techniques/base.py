@@ -135,6 +135,10 @@ class Technique:
     citations: tuple[str, ...] = ()
     """The BibTeX entries of the papers the method comes from (reportgen.bibtex); "About the
     methods" and the supplement's references.bib cite them. () cites nothing."""
+    may_hold_nan: tuple[tuple[str, str], ...] | None = None
+    """(array name, why) pairs: the result's arrays where NaN means something, and what ("*":
+    every array); any other NaN fails the technique (reportgen.engine.result_checks). None:
+    not declared (no NaN anywhere, for reportgen's own the NaN their modules document)."""
 
     def __post_init__(self):
         if self.layer not in LAYERS:

@@ -159,10 +159,39 @@ def nonfinite(named_arrays) -> str | None:
     return None
 
 
+# No trained weight comes near this (the sources' CapsNets keep theirs below ~10); a corrupt or
+# mis-scaled file's 1e30 would overflow float32 in the first forward pass.
+MAX_WEIGHT = 1e6
+WEIGHT_RULE = ("finite floating-point weights of magnitude at most "
+               f"{MAX_WEIGHT:g}")
+
+
+def weights_problem(named_arrays) -> str | None:
+    """The first of (name, array) that is no weight a network trains to, in words: a tensor of
+    another dtype than a floating one ("tensor 'conv1.bias' of dtype bool"), one holding NaN or
+    infinite values (`nonfinite`), or one with a value of magnitude above MAX_WEIGHT ("tensor
+    'x' holds a weight of magnitude 1e+30"); None when every tensor is fine. The one rule for
+    an imported checkpoint (reportgen.importers.common.check_numbers) and a model's own saved
+    steps (`nonfinite_weights`, `load_weights`)."""
+    import numpy as np
+
+    for name, array in named_arrays:
+        array = np.asarray(array)
+        if array.dtype.kind != "f":
+            return f"tensor '{name}' of dtype {array.dtype}"
+        problem = nonfinite([(name, array)])
+        if problem is not None:
+            return problem
+        largest = float(np.abs(array).max()) if array.size else 0.0
+        if largest > MAX_WEIGHT:
+            return f"tensor '{name}' holds a weight of magnitude {largest:.3g}"
+    return None
+
+
 def nonfinite_weights(path: Path) -> str | None:
-    """`nonfinite` over every weight stored in the weights file `path` (reads them all: the
-    build and `reportgen models` remember the answer per file version,
-    reportgen.engine.digests)."""
+    """`weights_problem` over every weight stored in the weights file `path` (reads them all:
+    the build and `reportgen models` remember the answer per file version and per `version`
+    of this rule, reportgen.engine.digests)."""
     import h5py
 
     try:
@@ -170,22 +199,29 @@ def nonfinite_weights(path: Path) -> str | None:
             names = []
             f.visititems(lambda name, item: names.append(name)
                          if isinstance(item, h5py.Dataset) else None)
-            return nonfinite((name, f[name][()]) for name in names)
+            return weights_problem((name, f[name][()]) for name in names)
     except OSError:
         return None         # damaged: weights_file_problem says how, where it is loaded
 
 
+# 2: dtype and magnitude too, not only NaN and infinite values (answers remembered under 1 are
+# not reused: reportgen.engine.digests.DigestMemo.fact)
+nonfinite_weights.version = 2
+
+
 def nonfinite_step_error(path: Path, problem: str) -> ReportgenError:
-    """The one-line error of a step whose weights are not all numbers."""
+    """The one-line error of a step whose weights are not numbers a network trains to."""
     return ReportgenError(
-        f"Weights file {path} holds weights that are not numbers: {problem}",
+        f"Weights file {path} holds weights that are not numbers a network trains to: "
+        f"{problem}",
+        expected=WEIGHT_RULE,
         fix="Build the other steps (--steps), or delete this file; training that stopped "
             "there keeps its last good step (`reportgen train NAME --resume`).")
 
 
 def load_weights(net, path: Path) -> None:
     """Load `path` into `net.model`; a missing, truncated or foreign file names itself, and
-    so does one holding NaN or infinite weights."""
+    so does one holding NaN, infinite or absurdly large weights (`weights_problem`)."""
     path = Path(path)
     if not path.is_file():
         raise ReportgenError(f"Weights file not found: {path}",
@@ -198,7 +234,7 @@ def load_weights(net, path: Path) -> None:
                              fix=f"Delete {path} and retrain, or choose another step.")
     try:
         net.model.load_weights(str(path))
-        problem = nonfinite((v.path, v.numpy()) for v in net.model.weights)
+        problem = weights_problem((v.path, v.numpy()) for v in net.model.weights)
     except (ValueError, KeyError, OSError) as exc:
         raise ReportgenError(
             f"Weights file {path} does not fit this model's architecture.",
