@@ -132,7 +132,7 @@ def test_window_normalisation_is_checked_and_entropy_stays_below_its_maximum():
 
     problem = routing_normalisation_problem(d, replace(primary, routing=as_parents), weights)
     assert problem.startswith("their sums range over")
-    windows = __import__("reportgen.capsnet.em_description", fromlist=["x"]).windows_between(
+    windows = __import__("reportgen.families.em.description", fromlist=["x"]).windows_between(
         primary, d.capsule_layers[1])
     entropy = routing_entropy(weights, windows, per_window=True)
     spread = routing_spread(d, "primary_caps")
