@@ -115,7 +115,7 @@ def test_the_model_with_inputs_softmax_routes_over_inputs(images):
 
 
 def test_class_caps_config_round_trips_the_new_settings():
-    from reportgen.capsnet.layers import ClassCaps
+    from reportgen.families.capsnet.layers import ClassCaps
 
     layer = ClassCaps(3, 4, routing_softmax="inputs", detach_routing_votes=True)
     again = ClassCaps.from_config(layer.get_config())

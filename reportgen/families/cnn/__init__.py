@@ -1,7 +1,7 @@
 """The CNN baselines of Gu 2022 (dissertation, Ch.5; Gu & Tresp, CVPR 2020): the conv layers
 `[[conv]]`, then the head `[cnn]` (the Keras model and the heads' maths in
-reportgen.families.cnn.network). No capsules: a head of logits; the heads "r", "cr" and "cr_sf" have
-classes x dims feature units (`class_caps.dims`), the counterpart of the class capsules."""
+reportgen.families.cnn.network). No capsules: a head of logits; the heads "r", "cr" and "cr_sf"
+have classes x dims feature units (`class_caps.dims`), the counterpart of the class capsules."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Self-Routing capsules (Hahn, Pyeon & Kim, NeurIPS 2019): settings, description and parameter
-count (the routing, the Keras layers and the model in
-reportgen.families.self_routing.layers).
+count (the routing, the Keras layers and the model in this package's routing, layers and
+network modules).
 
 The authors' SmallNet in SR mode (github.com/coder3000/SR-CapsNet, models/smallnet.py):
 
