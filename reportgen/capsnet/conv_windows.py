@@ -1,9 +1,10 @@
 """Which children a convolutional capsule layer's parents see: the kernel windows of a 'valid'
 convolution over a capsule grid, as 0/1 selections (NumPy) and the Keras ops that gather and
-scatter window entries. Routing weights normalised per child over every window that sees it
-(`RoutingWeights.sums_over = "window"`, e.g. the EM assignments of Hinton, Sabour & Frosst 2018
-in a ConvCaps layer) are given in window form (B, Ph, Pw, K, K, Tin, Tout); `densify` turns them
-into the dense (B, children, parents) form every analysis reads.
+scatter window entries. Routing weights into such a layer come in window form (B, Ph, Pw, K, K,
+Tin, Tout): EM's assignments (Hinton, Sabour & Frosst 2018), each child's summing to 1 over every
+window that sees it (`sums_over="parents"`), or one distribution per window
+(`sums_over="window"`); `densify` turns them into the dense (B, children, parents) form every
+analysis reads.
 
 Importing this module imports neither TensorFlow nor Keras (the two Keras methods import
 keras.ops when called).
