@@ -1,4 +1,6 @@
-"""Capsule ops, routing, losses and layers (Sabour et al. 2017) against the NumPy oracles."""
+"""Capsule ops, losses and the shared layers (Sabour et al. 2017) against the NumPy oracles, the
+layers' configs and a saved model. Dynamic routing and the class capsules are tested in
+reportgen/families/capsnet/tests/."""
 
 from __future__ import annotations
 
@@ -7,10 +9,10 @@ import pytest
 from keras import ops
 from reference import capsules as oracle
 
-from reportgen.capsnet.layers import ClassCaps, Length, Mask, PrimaryCaps
+from reportgen.capsnet.layers import Length, Mask, PrimaryCaps
 from reportgen.capsnet.losses import margin_loss, reconstruction_loss
 from reportgen.capsnet.ops import capsule_length, log_length, safe_norm, squash
-from reportgen.capsnet.routing import dynamic_routing
+from reportgen.families.capsnet.layers import ClassCaps
 
 
 def _np(x):
@@ -113,18 +115,6 @@ def test_length_epsilon_computes_an_imported_sources_lengths(rng):
     np.testing.assert_allclose(_np(Length(1e-7)(v)), expected, rtol=1e-6)
 
 
-@pytest.mark.parametrize("iterations", [1, 3])
-def test_dynamic_routing(iterations, rng):
-    votes = rng.normal(scale=0.3, size=(2, 12, 3, 5)).astype(np.float32)
-    v, c = dynamic_routing(ops.convert_to_tensor(votes), iterations)
-    expected_v, expected_c = oracle.dynamic_routing(votes, iterations)
-    np.testing.assert_allclose(_np(v), expected_v, rtol=1e-4, atol=1e-6)
-    np.testing.assert_allclose(_np(c), expected_c, rtol=1e-4, atol=1e-6)
-    np.testing.assert_allclose(_np(c).sum(-1), 1.0, atol=1e-6)
-    if iterations == 1:
-        np.testing.assert_allclose(_np(c), 1.0 / 3)
-
-
 def test_margin_loss(rng):
     lengths = rng.uniform(0, 1, (6, 4)).astype(np.float32)
     one_hot = np.eye(4, dtype=np.float32)[rng.integers(0, 4, 6)]
@@ -145,39 +135,6 @@ def test_reconstruction_loss(weight, rng):
     mnist = rng.random((1, 28, 28, 1)).astype(np.float32)
     np.testing.assert_allclose(_np(reconstruction_loss(mnist, 0 * mnist, 0.392)),
                                0.0005 * np.sum(mnist ** 2), rtol=1e-5)
-
-
-def test_class_caps_votes_and_routing_match_oracle(rng):
-    primary = rng.normal(scale=0.5, size=(2, 8, 4)).astype(np.float32)
-    layer = ClassCaps(3, 5, routing_iterations=3)
-    v, c = layer(primary)
-    kernel = layer.kernel.numpy()
-    assert kernel.shape == (8, 3, 5, 4)
-    expected_votes = oracle.votes(primary, kernel)
-    np.testing.assert_allclose(_np(layer.votes(primary)), expected_votes, rtol=1e-5, atol=1e-6)
-    expected_v, expected_c = oracle.dynamic_routing(expected_votes, 3)
-    np.testing.assert_allclose(_np(v), expected_v, rtol=1e-4, atol=1e-6)
-    np.testing.assert_allclose(_np(c), expected_c, rtol=1e-4, atol=1e-6)
-
-
-def test_weight_sharing_equals_tiled_matrices(rng):
-    """One matrix per capsule type == per-capsule matrices tiled over the grid cells."""
-    types, cells = 4, 6
-    primary = rng.normal(scale=0.5, size=(2, cells * types, 4)).astype(np.float32)
-    shared = ClassCaps(3, 5, weight_sharing=True, capsule_types=types)
-    shared.build(primary.shape)
-    assert tuple(shared.kernel.shape) == (types, 3, 5, 4)
-    full = ClassCaps(3, 5, weight_sharing=False)
-    full.build(primary.shape)
-    # Capsule i = cell * types + type uses the shared matrix of its type.
-    tiled = np.tile(shared.kernel.numpy(), (cells, 1, 1, 1))
-    full.kernel.assign(tiled)
-    np.testing.assert_allclose(_np(shared.votes(primary)), _np(full.votes(primary)),
-                               rtol=1e-5, atol=1e-6)
-    for a, b in zip(shared(primary), full(primary)):
-        np.testing.assert_allclose(_np(a), _np(b), rtol=1e-5, atol=1e-6)
-    with pytest.raises(ValueError, match="multiple"):
-        ClassCaps(3, 5, weight_sharing=True, capsule_types=5).build((2, 24, 4))
 
 
 @pytest.mark.parametrize("layer", [

@@ -14,6 +14,7 @@ import pytest
 
 from reportgen.capsnet.description import (CapsuleLayer, Head, ModelDescription,
                                            RoutingWeights, conv_stack, routing_spread)
+from reportgen.capsnet.conv_windows import windows_between
 from reportgen.capsnet.declarations import check_outputs, routing_normalisation_problem
 from reportgen.contract import required_outputs, score_output
 from reportgen.engine.model import not_applicable_reason
@@ -132,8 +133,7 @@ def test_window_normalisation_is_checked_and_entropy_stays_below_its_maximum():
 
     problem = routing_normalisation_problem(d, replace(primary, routing=as_parents), weights)
     assert problem.startswith("their sums range over")
-    windows = __import__("reportgen.capsnet.em_description", fromlist=["x"]).windows_between(
-        primary, d.capsule_layers[1])
+    windows = windows_between(primary, d.capsule_layers[1])
     entropy = routing_entropy(weights, windows, per_window=True)
     spread = routing_spread(d, "primary_caps")
     covered = spread > 0

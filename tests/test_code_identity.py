@@ -215,6 +215,60 @@ def test_a_familys_own_modules_are_part_of_its_code(plugin_modules):
     assert family_code(declared) != before
 
 
+BUILT_IN_FAMILIES = ("capsnet", "cnn", "em", "gracapsnet", "self_routing")
+
+
+def test_every_module_of_a_builtin_familys_package_is_its_code():
+    """reportgen's own families are packages (reportgen/families/<name>/): their network,
+    layers and routing modules are all in `Family.modules`, so an edit of any recomputes the
+    family's models; their tests are not."""
+    from pathlib import Path
+
+    root = Path(families.__file__).resolve().parents[1] / "families"
+    for name in BUILT_IN_FAMILIES:
+        family = families.family(name)
+        package = f"reportgen.families.{name}"
+        files = {f"{package}.{p.stem}" for p in (root / name).glob("*.py") if p.stem != "__init__"}
+        assert {"network", "layers"} <= {m.rpartition(".")[2] for m in files}, name
+        covered = {package, family.describe.__module__, *family.modules}
+        assert files | {package} <= covered, name
+        assert not [m for m in family.modules if ".tests" in m], name
+
+
+@pytest.mark.parametrize("edited, changed", [
+    ("reportgen.families.em.routing", {"em"}),
+    ("reportgen.families.em.layers", {"em"}),
+    ("reportgen.families.capsnet.routing", {"capsnet"}),
+    ("reportgen.families.self_routing.routing", {"self_routing"}),
+    ("reportgen.families.gracapsnet.layers", {"gracapsnet"}),
+    ("reportgen.families.cnn.network", {"cnn"}),
+    # the shared core is covered by NUMERICS_VERSION, not by a family's code
+    ("reportgen.capsnet.network", set()),
+])
+def test_editing_a_builtin_familys_module_changes_its_code_and_no_other_familys(
+        monkeypatch, edited, changed):
+    """As the source of one module reads after an edit: only the family whose package holds it
+    gets another code digest (editing families/em/routing.py changes em's, not capsnet's)."""
+    def codes():
+        code_identity.forget()
+        return {name: family_code(families.family(name)) for name in BUILT_IN_FAMILIES}
+
+    before = codes()
+    read = code_identity._source
+
+    def edited_source(name, module, spec):
+        source = read(name, module, spec)
+        return source + b"\n# edited\n" if name == edited else source
+
+    monkeypatch.setattr(code_identity, "_source", edited_source)
+    try:
+        after = codes()
+    finally:
+        monkeypatch.undo()
+        code_identity.forget()
+    assert {name for name in BUILT_IN_FAMILIES if after[name] != before[name]} == changed
+
+
 def _technique_module(modules, name, scope="checkpoint"):
     modules.write(f"{name}_figures", FIGURES_SOURCE)
     module = modules.write(name, TECHNIQUE_SOURCE, NAME=name, SCOPE=scope)

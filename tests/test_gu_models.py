@@ -1,16 +1,14 @@
-"""Gu 2022's model kinds: No-R (uniform coupling), Aff-CapsNet (one matrix per class shared by
-all primary capsules), GraCapsNet (multi-head graph pooling; Gu, Wu & Tresp 2021) and the CNN
-baselines, with exact parameter counts (Keras and the TF-free arithmetic)."""
+"""Gu 2022's model kinds across families: No-R (uniform coupling), Aff-CapsNet (one matrix per
+class shared by all primary capsules), GraCapsNet (multi-head graph pooling; Gu, Wu & Tresp 2021)
+and the CNN baselines, with exact parameter counts (Keras and the TF-free arithmetic), the
+CNN-CR-SF that is a CapsNet-NoR, and the settings' checks. Each family's own layers are tested
+in its package (reportgen/families/<name>/tests/)."""
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import pytest
-from family_nets import CNN_HEADS, TINY_GRACAPS, build, tiny_cnn
-from reference import capsules as oracle
-from reference import gracaps as graph_oracle
+from family_nets import build, tiny_cnn
 
 from reportgen.capsnet.description import describe
 from reportgen.capsnet.param_count import count_trainable_params
@@ -79,137 +77,6 @@ def test_keras_counts(name):
     net = build_capsnet(load_model_params(f"models/{name}/params.toml"))
     assert net.trainable_params() == COUNTS[name]
     assert describe(net.params) == net.description
-
-
-def test_routing_none_gives_uniform_coupling(make_net, images):
-    """No-R: every coupling coefficient is 1/classes, and the class capsules are the squashed
-    uniform sum of the votes."""
-    net = make_net(class_caps={"dims": 4, "routing": "none", "routing_iterations": 3})
-    assert net.description.primary_capsules.routing.iterations == 1
-    out = net.model(images)
-    coupling = _np(out["coupling"])
-    np.testing.assert_allclose(coupling, 1.0 / 3, rtol=1e-6)
-    votes = oracle.votes(_np(out["primary_capsules"]), _np(net.class_caps.kernel))
-    np.testing.assert_allclose(_np(out["class_capsules"]), oracle.squash(votes.sum(1) / 3),
-                               rtol=1e-4, atol=1e-6)
-
-
-@pytest.mark.parametrize("routing", ["none", "dynamic"])
-def test_shared_w_is_one_matrix_per_class(make_net, images, routing):
-    """Aff-CapsNet: W_ij = W_j, one (dims x input dims) matrix per class for every primary
-    capsule; with dynamic routing (Aff-CapsNet-DR) the same votes are routed."""
-    net = make_net(class_caps={"dims": 4, "weight_sharing": "all", "routing": routing})
-    kernel = _np(net.class_caps.kernel)
-    assert kernel.shape == (1, 3, 4, 4)
-    out = net.model(images)
-    primary = _np(out["primary_capsules"])
-    shared = np.broadcast_to(kernel, (primary.shape[1], *kernel.shape[1:]))
-    votes = oracle.votes(primary, shared)
-    np.testing.assert_allclose(_np(net.class_caps.votes(out["primary_capsules"])), votes,
-                               rtol=1e-5, atol=1e-6)
-    iterations = 1 if routing == "none" else 3
-    want, _ = oracle.dynamic_routing(votes, iterations)
-    np.testing.assert_allclose(_np(out["class_capsules"]), want, rtol=1e-4, atol=1e-6)
-
-
-def test_gracaps_matches_the_numpy_oracle(images):
-    net = build(TINY_GRACAPS)
-    out = net.model(images)
-    layer = net.class_caps
-    primary = _np(out["primary_capsules"])
-    v, attention, explanation = graph_oracle.graph_pooling(
-        primary, _np(layer.projection), _np(layer.pooling), heads=4, grid=(4, 4), sigma=1.5)
-    np.testing.assert_allclose(_np(out["attention"]), attention, rtol=1e-4, atol=1e-6)
-    np.testing.assert_allclose(_np(out["class_capsules"]), v, rtol=1e-4, atol=1e-6)
-    # Attention sums to 1 over the nodes, per image, head and class.
-    np.testing.assert_allclose(_np(out["attention"]).sum(axis=2), 1.0, rtol=1e-5)
-    # The built-in explanation is the mean over heads, on the grid, class by class.
-    from reportgen.probe.probe import run_probe
-    from reportgen.techniques import gracaps_attention
-
-    result = gracaps_attention.compute(run_probe(net, images, needs={"attention", "predicted"}))
-    want = np.moveaxis(explanation, -1, 1).reshape(len(images), 3, 4, 4)
-    np.testing.assert_allclose(result["maps"], want, rtol=1e-4, atol=1e-7)
-    np.testing.assert_allclose(result["maps"].sum(axis=(2, 3)), 1.0, rtol=1e-5)
-    predicted = result["predicted"].astype(int)
-    for b in range(len(images)):
-        heads = np.moveaxis(attention[b, :, :, predicted[b]].reshape(4, 4, 4), 0, 0)
-        np.testing.assert_allclose(result["head_maps"][b], heads, rtol=1e-4, atol=1e-7)
-        np.testing.assert_allclose(result["head_maps"][b].mean(0), want[b, predicted[b]],
-                                   rtol=1e-4, atol=1e-7)
-    # Image by image, the same numbers as in a batch.
-    one = gracaps_attention.compute(run_probe(net, images[1:2], needs={"attention", "predicted"}))
-    np.testing.assert_allclose(one["maps"][0], result["maps"][1], rtol=1e-5, atol=1e-7)
-    # Drawn as on the model's page: the explanation (one panel per class) and the heads of
-    # the predicted class, each a PNG of the size it declares.
-    from PIL import Image
-
-    from reportgen.figures.figure import RenderContext
-
-    ctx = RenderContext(model="m", step="1-1", class_names=("a", "b", "c"), image=images[0],
-                        description=net.description)
-    figures = gracaps_attention.TECHNIQUE.render({k: v[0] for k, v in result.items()},
-                                                 gracaps_attention.Params(), ctx)
-    assert [f.name for f in figures] == ["explanation.png", "heads.png"]
-    for figure in figures:
-        with Image.open(io.BytesIO(figure.data)) as png:
-            assert png.size == (figure.width, figure.height)
-    assert "4x4 primary-capsule grid" in figures[0].caption and "4 heads" in figures[0].caption
-    name = "abc"[predicted[0]]
-    assert f"predicted class {name}" in figures[1].caption
-
-
-def test_gracaps_description_and_round_trips(images, tmp_path):
-    import keras
-
-    from reportgen.capsnet.graph_pooling import GraphPooling
-
-    net = build(TINY_GRACAPS)
-    d = net.description
-    assert d == describe(net.params)
-    assert d.primary_capsules.routing.kind == "attention" and d.primary_capsules.grid == (4, 4)
-    assert {"attention", "primary_capsules", "class_capsules", "decoder"} <= d.features
-    assert "dynamic_routing" not in d.features
-    assert net.model.get_layer("class_caps") is net.class_caps
-    config = net.class_caps.get_config()
-    assert GraphPooling.from_config(config).get_config() == config
-    path = tmp_path / "gracaps.keras"
-    net.model.save(path)
-    loaded = keras.saving.load_model(path)
-    want, got = net.model(images), loaded(images)
-    for key in want:
-        np.testing.assert_allclose(_np(got[key]), _np(want[key]), rtol=1e-6, atol=1e-7)
-
-
-@pytest.mark.parametrize("head", CNN_HEADS)
-def test_cnn_heads(head, images):
-    """What each head predicts by: softmax (avg, fc, r), sigmoid of the class's unit sum (cr),
-    length of the squashed class vector (cr_sf); the description matches the model."""
-    net = build(tiny_cnn(head))
-    d = net.description
-    assert d == describe(net.params) and d.head.kind == "logits" and not d.capsule_layers
-    assert net.trainable_params() == count_trainable_params(net.params)
-    out = {k: _np(v) for k, v in net.model(images).items()}
-    for conv in d.conv_layers:
-        assert out[conv.name].shape[1:] == (*conv.grid, conv.filters)
-    logits, probabilities = out["logits"], out["probabilities"]
-    if head in ("avg", "fc", "r"):
-        np.testing.assert_allclose(probabilities, oracle.softmax(logits, axis=1), rtol=1e-5)
-    elif head == "cr":
-        np.testing.assert_allclose(logits, out["features"].sum(-1), rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(probabilities, 1 / (1 + np.exp(-logits)), rtol=1e-5)
-    else:
-        # exact lengths, even of these untrained near-zero (~1e-6) vectors: no epsilon floor
-        lengths = np.linalg.norm(out["features"].astype(np.float64), axis=-1)
-        np.testing.assert_allclose(probabilities, lengths, rtol=1e-5)
-        np.testing.assert_allclose(lengths, logits ** 2 / (1 + logits ** 2), rtol=1e-4)
-    features = {"r": (1, 12), "cr": (3, 4), "cr_sf": (3, 4)}.get(head)
-    assert d.class_features == features
-    if features:
-        assert out["features"].shape[1:] == features
-    assert ("reconstruction" in out) == (head in ("cr", "cr_sf")) == (net.decoder is not None)
-    vectors, scores = net.encoder(images)
-    np.testing.assert_allclose(_np(scores), probabilities, rtol=1e-6)
 
 
 def test_cr_sf_counts_as_capsnet_without_routing():
@@ -291,12 +158,6 @@ def test_invalid_family_fields_are_named(patch, field):
         parse_model_params({"dataset": "mnist", "input_shape": [28, 28, 1], **patch},
                            source="models/X/params.toml")
     assert f"'{field}'" in err.value.message
-
-
-def test_sigma_must_be_positive():
-    raw = {**TINY_GRACAPS, "graph": {"sigma": 0}}
-    with pytest.raises(ReportgenError, match="graph.sigma"):
-        describe(parse_model_params(raw))
 
 
 def test_weight_sharing_spellings_and_unchanged_dicts():

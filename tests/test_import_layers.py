@@ -31,7 +31,7 @@ def routing_over_inputs(votes: np.ndarray, iterations: int):
 
 @pytest.mark.parametrize("iterations", [1, 3])
 def test_routing_softmax_over_inputs_matches_the_oracle(iterations):
-    from reportgen.capsnet.routing import dynamic_routing
+    from reportgen.families.capsnet.routing import dynamic_routing
 
     votes = np.random.default_rng(0).normal(size=(2, 12, 3, 4)).astype(np.float32)
     v, c = dynamic_routing(votes, iterations, softmax_over="inputs")
@@ -45,7 +45,7 @@ def test_routing_softmax_over_inputs_matches_the_oracle(iterations):
 
 def test_the_default_routing_is_unchanged():
     from reference.capsules import dynamic_routing as oracle
-    from reportgen.capsnet.routing import dynamic_routing
+    from reportgen.families.capsnet.routing import dynamic_routing
 
     votes = np.random.default_rng(1).normal(size=(2, 12, 3, 4)).astype(np.float32)
     v, c = dynamic_routing(votes, 3)
@@ -115,7 +115,7 @@ def test_the_model_with_inputs_softmax_routes_over_inputs(images):
 
 
 def test_class_caps_config_round_trips_the_new_settings():
-    from reportgen.capsnet.layers import ClassCaps
+    from reportgen.families.capsnet.layers import ClassCaps
 
     layer = ClassCaps(3, 4, routing_softmax="inputs", detach_routing_votes=True)
     again = ClassCaps.from_config(layer.get_config())

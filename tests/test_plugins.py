@@ -24,10 +24,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_reportgen_registers_its_own_through_its_entry_points():
-    """Every module of reportgen/families and every technique of BUILT_IN has its entry point
-    in pyproject.toml (what `pip install` registers), and every entry point is one of them."""
+    """Every family package of reportgen/families and every technique of BUILT_IN has its entry
+    point in pyproject.toml (what `pip install` registers), and every entry point is one of
+    them."""
     groups = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
-    modules = {p.stem for p in (ROOT / "reportgen" / "families").glob("*.py")} - {"__init__"}
+    modules = {p.parent.name for p in (ROOT / "reportgen" / "families").glob("*/__init__.py")}
+    assert not list((ROOT / "reportgen" / "families").glob("[!_]*.py"))    # one package each
     assert groups[plugins.FAMILIES] == {m: f"reportgen.families.{m}:FAMILY" for m in modules}
     assert groups[plugins.TECHNIQUES] == {t: f"reportgen.techniques.{t}:TECHNIQUE"
                                           for t in BUILT_IN}

@@ -68,3 +68,21 @@ def test_the_reference_documents_every_name():
 
     assert "::: reportgen.sdk.testing" in page
     assert not [n for n in kit.__all__ if f"`{n}`" not in page]
+
+
+# What a built-in declaration imports of reportgen besides the SDK and its own package's
+# modules (its network, imported inside `build`): EM's 4x4 pose sizes (POSE, PRIMARY_CHANNELS),
+# which the shared description and the matrix-capsule figures read too.
+BUILT_IN_BEYOND_THE_SDK = {"em": ["reportgen.capsnet.description"]}
+
+
+def test_the_builtin_declarations_import_the_sdk_as_a_package_of_yours_does():
+    offenders = {}
+    for path in sorted((ROOT / "reportgen" / "families").glob("*/__init__.py")):
+        name = path.parent.name
+        bad = [n for n in _reportgen_imports(path)
+               if n != "reportgen.sdk" and not n.startswith(f"reportgen.families.{name}.")]
+        if bad != BUILT_IN_BEYOND_THE_SDK.get(name, []):
+            offenders[name] = bad
+    assert len(list((ROOT / "reportgen" / "families").glob("*/__init__.py"))) >= 5
+    assert not offenders

@@ -1,22 +1,16 @@
-"""Capsule networks: descriptions (no TensorFlow), Keras layers, routing.
+"""The shared capsule core: what every model family builds on and every technique reads.
 
-`reportgen.capsnet.em_routing` (Hinton, Sabour & Frosst 2018) and `self_routing` (Hahn, Pyeon &
-Kim 2019; NumPy in and out) are importable from here for notebooks; they are loaded on first
-use, so `import reportgen.capsnet.description` stays free of TensorFlow.
+- the description (`description`, no TensorFlow): the capsule vocabulary a family describes
+  its network in, and the checks of a network's declarations (`declarations`);
+- the network (`network`: the Network a family's build returns, its conv stack, primary
+  capsules, decoder and the vector-capsule losses), the capsule ops (`ops`), the losses
+  (`losses`), the kernel windows of convolutional capsule layers (`conv_windows`), the layers
+  several families share (`layers`: primary capsules, Length, Mask), compiled passes
+  (`compiled`, `gradient_pass`), and the words, sizes and parameter counts of a model
+  (`model_words`, `footprint`, `architecture`, `param_count`).
+
+The model families themselves live in reportgen/families/<name>/, one package each (its
+declaration in `__init__`, its Keras model in `network`, its own layers and routing), as a
+third-party family's package does; families and techniques import this core through
+`reportgen.sdk`.
 """
-
-from __future__ import annotations
-
-__all__ = ["em_routing", "self_routing"]
-
-
-def __getattr__(name: str):
-    if name == "em_routing":
-        from reportgen.capsnet.em_routing import em_routing
-
-        return em_routing
-    if name == "self_routing":
-        from reportgen.capsnet.self_routing_capsnet import self_routing
-
-        return self_routing
-    raise AttributeError(f"module 'reportgen.capsnet' has no attribute {name!r}")

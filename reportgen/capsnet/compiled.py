@@ -73,8 +73,8 @@ def _drop_retracing_warning() -> None:
 
 def _without_gradient(function: Callable) -> Callable:
     """`function`, traced knowing that no gradient will be taken of it (EM routing then skips
-    work that only shapes gradients: em_routing.no_gradient_pass)."""
-    from reportgen.capsnet.em_routing import no_gradient_pass
+    work that only shapes gradients: reportgen.capsnet.gradient_pass)."""
+    from reportgen.capsnet.gradient_pass import no_gradient_pass
 
     def traced(*args):
         with no_gradient_pass():

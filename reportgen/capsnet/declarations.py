@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from reportgen.capsnet.description import parents_per_child
-from reportgen.capsnet.em_description import windows_between
+from reportgen.capsnet.conv_windows import windows_between
 from reportgen.errors import ReportgenError
 
 # How far a declared normalisation or score may be off on float32 tensors.

@@ -662,8 +662,8 @@ def decoder_of(params, input_size: int) -> DecoderDescription | None:
 
 
 # --------------------------------------------------------------------------------------------
-# Matrix capsules (Hinton, Sabour & Frosst 2018); geometry helpers in
-# reportgen.capsnet.em_description
+# Matrix capsules (Hinton, Sabour & Frosst 2018); the kernel windows of their convolutional
+# capsule layers in reportgen.capsnet.conv_windows
 
 POSE = 16                     # a 4x4 pose matrix, flattened row-major
 PRIMARY_CHANNELS = POSE + 1   # per primary capsule type: 16 pose values and one activation

@@ -199,3 +199,29 @@ def capsule_losses(params, encoder, decoder):
         return margin, rec, lengths
 
     return losses
+
+
+def vector_network(params, description, image, outputs, convs, primary_caps, class_caps,
+                   name: str) -> Network:
+    """The Network of a model whose class capsules are vectors scored by their length (the
+    `class_capsules` and `lengths` of `outputs`): the decoder reconstructing from the longest
+    class capsule, the whole model, the encoder image -> [class capsules, lengths] and the
+    margin (+ reconstruction) losses (Sabour et al. 2017's CapsNet, GraCapsNet)."""
+    import keras
+
+    from reportgen.capsnet.layers import Mask
+
+    capsules = outputs["class_capsules"]
+    decoder = None
+    if description.decoder is not None:
+        decoder = build_decoder(description.decoder)
+        outputs["reconstruction"] = decoder(Mask(name="mask_longest")(capsules))
+    model = keras.Model(image, outputs, name=name)
+    encoder = keras.Model(image, [capsules, outputs["lengths"]], name=f"{name}_encoder")
+    primary_desc = description.primary_capsules
+    primary_conv = next(convs[c.name] for c in description.conv_layers
+                        if c.capsules == primary_desc.name)
+    return Network(params=params, description=description, model=model, encoder=encoder,
+                   decoder=decoder, primary_conv=primary_conv, primary_caps=primary_caps,
+                   class_caps=class_caps,
+                   training_losses=capsule_losses(params, encoder, decoder))

@@ -1,3 +1,6 @@
-"""The model families, one module each: every module here declares `FAMILY` (a
-reportgen.settings.families.Family), which the registry finds by listing this package. Adding a
-family is adding a module here (and its Keras layers, if new, in reportgen.capsnet)."""
+"""reportgen's own model families, one package each, laid out as a third-party family's package
+is (examples/idpa_capsnet/): `reportgen.families.<name>` declares `FAMILY` (a reportgen.sdk.Family:
+settings, description, parameter count; no TensorFlow), `<name>.network` builds its Keras model,
+`<name>.layers` and `<name>.routing` hold its own layers and routing, and `<name>.tests` its
+tests. Each is registered by its entry point in pyproject.toml (`reportgen.families` group), and
+listed from this package when reportgen runs from a source tree without its metadata."""

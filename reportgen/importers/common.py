@@ -4,8 +4,8 @@ the index maps between other implementations' orders and reportgen's.
 
 reportgen's orders (reportgen.capsnet.layers): conv kernels (kh, kw, in, out); primary capsule
 i = (row * grid_width + column) * types + type with channel type * dims + d of the primary conv;
-ClassCaps kernel (inputs, classes, dims, input_dims); Dense kernels (in, out); the decoder's
-output pixels in (row, column, channel) order.
+the CapsNet's ClassCaps kernel (inputs, classes, dims, input_dims; its family's layers); Dense
+kernels (in, out); the decoder's output pixels in (row, column, channel) order.
 """
 
 from __future__ import annotations

@@ -416,7 +416,7 @@ def _gradient_pass(net, every_class: bool):
 
 def _capsule_layer_tensors(description, outputs, wanted) -> dict[str, np.ndarray]:
     """The per-capsule-layer tensors asked for that the tensors above do not already hold
-    (matrix capsules: outputs "L_activations" and "L_routing", reportgen.capsnet.em_capsnet;
+    (matrix capsules: outputs "L_activations" and "L_routing", reportgen.families.em.network;
     the routing entropy of any routed layer)."""
     out = {}
     layers = description.capsule_layers
@@ -429,7 +429,7 @@ def _capsule_layer_tensors(description, outputs, wanted) -> dict[str, np.ndarray
         weights = np.asarray(outputs[layer.routing.output_of(layer.name)])
         windows = None
         if weights.ndim == 7:         # window form into a convolutional capsule layer
-            from reportgen.capsnet.em_description import windows_between
+            from reportgen.capsnet.conv_windows import windows_between
 
             windows = windows_between(layer, after)
         if f"routing:{layer.name}" in asked:
@@ -443,7 +443,7 @@ def _capsule_layer_tensors(description, outputs, wanted) -> dict[str, np.ndarray
 
 def routing_entropy(weights: np.ndarray, windows=None, per_window: bool = False) -> np.ndarray:
     """(B, children) -sum_j w_ij ln w_ij over each child's parents (0 ln 0 = 0), from dense
-    weights (B, children, parents) or, with `windows` (reportgen.capsnet.em_routing
+    weights (B, children, parents) or, with `windows` (reportgen.capsnet.conv_windows
     .ConvWindows), window-form weights (B, Ph, Pw, K, K, Tin, Tout): summed over every window
     that sees the child when the child's weights over all of them form one distribution
     (EM), averaged over those windows when each window's are a distribution of their own

@@ -35,24 +35,25 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from reportgen.capsnet.description import (ACTIVATION_KINDS, HEAD_KINDS, POSE_KINDS, READOUTS,
-                                           ROUTING_SUMS, SCORE_KINDS, CapsuleLayer, ConvLayer,
-                                           DecoderDescription, Head, ModelDescription,
-                                           ReceptiveField, RoutingWeights, conv_output,
-                                           conv_stack, decoder_of, describe, parents_per_child,
-                                           routing_spread)
+from reportgen.capsnet.description import (ACTIVATION_KINDS, HEAD_KINDS, INPUT_FIELD, POSE_KINDS,
+                                           READOUTS, ROUTING_SUMS, SCORE_KINDS, CapsuleLayer,
+                                           ConvLayer, DecoderDescription, Head, ModelDescription,
+                                           ReceptiveField, RoutingWeights, capsule_convs,
+                                           conv_output, conv_stack, decoder_of, describe,
+                                           parents_per_child, routing_spread)
 from reportgen.capsnet.network import (Network, build_decoder, capsule_losses,
                                        conv_param_count, decoder_param_count, dense_param_count)
 from reportgen.capsnet.param_count import count_trainable_params
 from reportgen.errors import ReportgenError
 from reportgen.figures.figure import Figure, RenderContext
 from reportgen.probe.probe import ProbeBatch
+from reportgen.results.references import cite
 from reportgen.sdk.protocols import (Build, Compute, CountParams, Describe, Render, Summarize,
                                      Variants)
 from reportgen.settings.families import XLA, Family, FamilyCosts
 from reportgen.settings.model_params import (DecoderParams, check_primary_fits, choices,
                                              conv_grid, fail, load_model_params,
-                                             parse_model_params)
+                                             parse_model_params, parse_section)
 from reportgen.techniques.base import Technique, lazy
 
 # Bumped when a name of `__all__` changes its meaning or goes; a package may check it.
@@ -83,19 +84,19 @@ if TYPE_CHECKING:
 __all__ = [
     "SDK_VERSION",
     # declarations
-    "Family", "FamilyCosts", "XLA", "Technique", "lazy",
+    "Family", "FamilyCosts", "XLA", "Technique", "lazy", "cite",
     # the capsule vocabulary
     "ModelDescription", "ConvLayer", "CapsuleLayer", "RoutingWeights", "Head",
     "DecoderDescription", "ReceptiveField", "POSE_KINDS", "ACTIVATION_KINDS", "HEAD_KINDS",
-    "READOUTS", "SCORE_KINDS", "ROUTING_SUMS",
-    "conv_stack", "conv_output", "decoder_of", "describe", "parents_per_child",
+    "READOUTS", "SCORE_KINDS", "ROUTING_SUMS", "INPUT_FIELD",
+    "conv_stack", "capsule_convs", "conv_output", "decoder_of", "describe", "parents_per_child",
     "routing_spread",
     # the network
     "Network", "capsule_losses", "build_decoder", "decoder_param_count", "dense_param_count",
     "conv_param_count", "count_trainable_params",
     # settings
     "fail", "choices", "conv_grid", "check_primary_fits", "load_model_params", "parse_model_params",
-    "DecoderParams",
+    "parse_section", "DecoderParams",
     # techniques and figures
     "ProbeBatch", "Figure", "RenderContext",
     # signatures

@@ -6,7 +6,7 @@ the losses and the metric, as Keras ops usable inside a compiled train step.
   2017, eq. 4), plus the decoder run twice, masked to each true class's capsule, each run
   against its own single source digit; the two reconstruction losses are summed.
 - CNN baselines: sigmoid + binary cross-entropy per class, summed over the classes (as the
-  single-label "cr" head of reportgen.capsnet.cnn).
+  single-label "cr" head of reportgen.families.cnn.network).
 - Correct = both labels among the two largest scores (top-2); chance is 1 / C(K, 2).
 """
 

@@ -1,6 +1,6 @@
 """GraCapsNet (Gu, Wu & Tresp, AAAI 2021; Gu 2022, Ch.4): the Keras model. Its description,
 settings and parameter count are its family's (reportgen.families.gracapsnet); the graph
-pooling layer is reportgen.capsnet.graph_pooling.
+pooling layer is reportgen.families.gracapsnet.layers.
 """
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ def build_gracapsnet(params) -> Network:
     class_capsules, lengths[, reconstruction]."""
     import keras
 
-    from reportgen.capsnet.graph_pooling import GraphPooling, HeadMean
     from reportgen.capsnet.layers import Length
-    from reportgen.capsnet.network import build_convs, primary_capsules
-    from reportgen.capsnet.vector_capsnet import vector_network
+    from reportgen.capsnet.network import build_convs, primary_capsules, vector_network
+    from reportgen.families.gracapsnet.layers import GraphPooling, HeadMean
 
     description = describe(params)
     primary_desc, class_desc = description.primary_capsules, description.class_capsules

@@ -1,14 +1,5 @@
-"""Self-Routing capsules (Hahn, Pyeon & Kim, NeurIPS 2019): the routing as a NumPy function, its
-Keras layers and the Keras model of the family (reportgen.families.self_routing describes it).
-
-No iterations: each child capsule i (pose u_i of C values, activation a_i in (0, 1)) predicts
-its own routing to the parent types j from its pose:
-
-    vote            u_hat_j|i = W1_i u_i                 (W1_i: (B·D, C))
-    routing logit   b_ij = (W2_i u_i)_j + beta_ij        (W2_i: (B, C); W2 = beta = 0 at first)
-    coupling        c_ij = softmax_j(b_ij)               (over the parents, per child)
-    activation      a_j = sum_i a_i c_ij / sum_i a_i
-    pose            v_j = sum_i (a_i c_ij / sum_k a_k c_kj) u_hat_j|i        (no squash)
+"""The Keras layers of Self-Routing capsules (Hahn, Pyeon & Kim, NeurIPS 2019): a convolutional
+capsule layer and the class layer, routing as reportgen.families.self_routing.routing says.
 
 W1, W2 and beta belong to a child *slot*: a (kernel position, child type) of a window, shared
 by every window (the authors' SelfRouting2d, github.com/coder3000/SR-CapsNet, modules.py). In
@@ -16,17 +7,6 @@ the convolutional layer the children of a parent position are its k x k window o
 padded grid, A types each, and every window is routed on its own (a child seen by several
 windows gets a coupling in each). The class layer's window is the whole grid and it gives
 activations only (W2 and beta, no W1).
-
-The Keras model's outputs: conv maps by layer name ("conv1" after BatchNorm + ReLU, the two
-primary convolutions after their BatchNorm and, for the activations, the sigmoid); for each
-capsule layer L on a grid "L_poses" (B, H, W, types, D) and "L_activations" (B, H, W, types);
-"L_routing" (B, children, parents) the routing weights out of L, dense and each child's
-summing to 1 over every parent it reaches: its coupling in each window divided by the
-number of windows that see it (so a child shares itself out like an EM assignment; in the
-class layer one window, the coupling itself); "activations" (B, classes) the class activations
-(they sum to 1, since every child's couplings do) and "class_capsules" (B, classes, 1) the
-same as 1-value poses (the class layer has none of its own). Loss: the negative log-likelihood
-of the true class's activation (the authors' `out.log()` and NLLLoss).
 """
 
 from __future__ import annotations
@@ -37,30 +17,9 @@ import keras
 import numpy as np
 from keras import ops
 
+from reportgen.families.self_routing.routing import self_routing_ops
+
 PACKAGE = "reportgen"          # Keras serialisation (`.keras` files), as reportgen.capsnet.layers
-# Floor of the sums divided by (sum_i a_i, sum_k a_k c_kj): 0/0 -> 0 for a window of padding.
-TINY = 1e-30
-
-
-def self_routing(votes, activations, logits):
-    """Self-routing of children to parents, NumPy in and out (batch first).
-
-    votes (B, children, parents, D) or None (activations only); activations (B, children);
-    logits (B, children, parents) -> (activations (B, parents), poses (B, parents, D) or None,
-    coupling (B, children, parents)).
-    """
-    logits = np.asarray(logits)
-    a = np.asarray(activations)
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    exp = np.exp(shifted)
-    coupling = exp / exp.sum(axis=-1, keepdims=True)
-    weighted = a[..., None] * coupling                                      # (B, N, P)
-    parent = weighted.sum(axis=1) / np.maximum(a.sum(axis=1, keepdims=True), TINY)
-    poses = None
-    if votes is not None:
-        share = weighted / np.maximum(weighted.sum(axis=1, keepdims=True), TINY)
-        poses = np.einsum("bnp,bnpd->bpd", share, np.asarray(votes))
-    return parent, poses, coupling
 
 
 def window_geometry(grid, kernel: int, stride: int, padding: int):
@@ -89,20 +48,6 @@ def window_geometry(grid, kernel: int, stride: int, padding: int):
     return (ph, pw), index, selection
 
 
-def _routing_ops(votes, activations, logits):
-    """`self_routing` in keras.ops, over any leading axes: votes (..., N, P, D) or None,
-    activations (..., N), logits (..., N, P)."""
-    coupling = ops.softmax(logits, axis=-1)
-    weighted = ops.expand_dims(activations, -1) * coupling
-    total = ops.maximum(ops.sum(activations, axis=-1, keepdims=True), TINY)
-    parent = ops.sum(weighted, axis=-2) / total
-    poses = None
-    if votes is not None:
-        share = weighted / ops.maximum(ops.sum(weighted, axis=-2, keepdims=True), TINY)
-        poses = ops.sum(ops.expand_dims(share, -1) * votes, axis=-3)
-    return parent, poses, coupling
-
-
 class _SelfRoutingBase(keras.layers.Layer):
     """W2, beta (and W1 when it votes) per child slot; zero W2 and beta (uniform first
     coupling); W1 by PyTorch's kaiming_uniform_ on the authors' (slots, B·D, C) tensor, whose
@@ -128,7 +73,7 @@ class _SelfRoutingBase(keras.layers.Layer):
             votes = ops.einsum("blsc,scq->blsq", poses, self.w1)
             shape = ops.shape(votes)
             votes = ops.reshape(votes, (shape[0], shape[1], shape[2], self.parents, self.dims))
-        return _routing_ops(votes, activations, logits)
+        return self_routing_ops(votes, activations, logits)
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
@@ -216,79 +161,3 @@ class SelfRoutingClassCaps(_SelfRoutingBase):
 
     def get_config(self):
         return {**super().get_config(), "classes": self.parents}
-
-
-def build_self_routing(params):
-    """The Keras model of a Self-Routing description (the authors' SmallNet in SR mode): a
-    reportgen.capsnet.network.Network whose loss is the negative log-likelihood."""
-    from keras import layers
-
-    from reportgen.capsnet.description import describe
-    from reportgen.capsnet.network import Network
-
-    description = describe(params)
-    sr = params.family_settings
-    pad = sr.padding
-
-    def batch_norm(name):
-        # PyTorch's BatchNorm2d: epsilon 1e-5; `batch_norm_momentum` is Keras's (PyTorch 0.1 =
-        # Keras 0.9)
-        return layers.BatchNormalization(momentum=sr.batch_norm_momentum, epsilon=1e-5,
-                                         name=name)
-
-    def conv(conv_desc, x):
-        """zero padding, the convolution (no bias), BatchNorm, its activation."""
-        x = layers.ZeroPadding2D(pad, name=f"{conv_desc.name}_padding")(x)
-        x = layers.Conv2D(conv_desc.filters, conv_desc.kernel_size, strides=conv_desc.strides,
-                          padding="valid", use_bias=False, kernel_initializer="he_uniform",
-                          name=conv_desc.name)(x)
-        x = batch_norm(f"{conv_desc.name}_batch_norm")(x)
-        if conv_desc.activation != "none":
-            x = layers.Activation(conv_desc.activation, name=f"{conv_desc.name}_"
-                                  f"{conv_desc.activation}")(x)
-        return x
-
-    image = keras.Input(params.input_shape, name="image")
-    outputs = {}
-    *plain, pose_conv, activation_conv = description.conv_layers
-    x = image
-    for conv_desc in plain:
-        x = outputs[conv_desc.name] = conv(conv_desc, x)
-    pose_maps = outputs[pose_conv.name] = conv(pose_conv, x)
-    activations = outputs[activation_conv.name] = conv(activation_conv, x)
-    primary, conv_caps_desc, class_desc = description.capsule_layers
-    gh, gw = primary.grid
-    poses = layers.Reshape((gh, gw, primary.types, primary.pose_size), name=primary.name)(
-        pose_maps)
-    outputs[f"{primary.name}_poses"] = poses
-    outputs[f"{primary.name}_activations"] = activations
-    conv_caps = SelfRoutingConvCaps(conv_caps_desc.types, conv_caps_desc.pose_size,
-                                    conv_caps_desc.kernel_size[0], conv_caps_desc.strides[0],
-                                    pad, name=conv_caps_desc.name)
-    poses, activations, routing = conv_caps([poses, activations])
-    outputs[f"{primary.name}_routing"] = routing
-    ch, cw = conv_caps_desc.grid
-    channels = conv_caps_desc.types * conv_caps_desc.pose_size
-    poses = layers.Reshape((ch, cw, channels))(poses)
-    poses = batch_norm(f"{conv_caps_desc.name}_batch_norm")(poses)
-    poses = layers.Reshape((ch, cw, conv_caps_desc.types, conv_caps_desc.pose_size))(poses)
-    outputs[f"{conv_caps_desc.name}_poses"] = poses
-    outputs[f"{conv_caps_desc.name}_activations"] = activations
-    class_caps = SelfRoutingClassCaps(class_desc.types, name=class_desc.name)
-    scores, routing = class_caps([poses, activations])
-    outputs[f"{conv_caps_desc.name}_routing"] = routing
-    class_vectors = layers.Reshape((class_desc.types, 1), name="class_activation_poses")(scores)
-    outputs["class_capsules"] = class_vectors
-    outputs["activations"] = scores
-    model = keras.Model(image, outputs, name="self_routing_capsnet")
-    encoder = keras.Model(image, [class_vectors, scores], name="self_routing_encoder")
-
-    def training_losses(images, one_hot):
-        _, probabilities = encoder(images, training=True)
-        nll = -ops.sum(one_hot * ops.log(ops.maximum(probabilities, TINY)), axis=-1)
-        return nll, ops.zeros_like(nll), probabilities
-
-    return Network(params=params, description=description, model=model, encoder=encoder,
-                   decoder=None, primary_conv=model.get_layer(pose_conv.name),
-                   class_caps=class_caps, training_losses=training_losses,
-                   capsule_layers={conv_caps_desc.name: conv_caps, class_desc.name: class_caps})

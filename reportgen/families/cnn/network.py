@@ -40,7 +40,7 @@ def build_cnn(params) -> Network:
     import keras
     from keras import layers
 
-    from reportgen.capsnet.cnn_layers import ClassSum, MaskTop, Squash, VectorNorm
+    from reportgen.families.cnn.layers import ClassSum, MaskTop, Squash, VectorNorm
     from reportgen.capsnet.layers import Length, PrimaryCaps
     from reportgen.capsnet.network import build_convs, build_decoder
 

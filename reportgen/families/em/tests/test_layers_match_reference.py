@@ -1,5 +1,5 @@
 """The EM capsule layers give what they gave before they were made faster
-(tests/reference/em_layers_keras.py, the earlier keras.ops computation): class activations,
+(layers_before_speedup.py beside this file, the earlier keras.ops computation): class activations,
 poses and the routing assignments R_ij every analysis reads, and the gradients of a training
 step's spread loss for every weight, eagerly and XLA-compiled as the trainer runs them."""
 
@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from em_fixture import TINY_EM, build_tiny_em
-from reference import em_layers_keras as before
+
+from . import layers_before_speedup as before
 
 # A second shape where a window holds more than 32 children (72 and 36 here): reductions that
 # long are the ones XLA splits into windows, the layouts the speed-up chose differ most there.

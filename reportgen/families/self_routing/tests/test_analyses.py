@@ -1,6 +1,6 @@
 """The analyses of Self-Routing capsules (Hahn, Pyeon & Kim 2019) whose scores are the class
 activations: the adversarial attacks score and classify by them (checked against the NumPy
-oracle of tests/reference/self_routing.py), and capsule semantics, which studies a pose per
+oracle beside this file, numpy_oracle.py), and capsule semantics, which studies a pose per
 class, says the class capsules have none."""
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from conftest import TINY_PARAMS
 from family_nets import TINY_SELF_ROUTING
-from reference import self_routing as oracle
 
 from reportgen.capsnet.description import describe
 from reportgen.engine.model import not_applicable_reason
@@ -17,6 +16,8 @@ from reportgen.settings.families import family_of
 from reportgen.settings.model_params import parse_model_params
 from reportgen.techniques import adversarial_robustness as ar
 from reportgen.techniques import get_technique
+
+from . import numpy_oracle as oracle
 
 LABELS = np.array([0, 1, 2, 1])
 

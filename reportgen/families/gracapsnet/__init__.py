@@ -1,7 +1,7 @@
 """GraCapsNet (Gu, Wu & Tresp, AAAI 2021; Gu 2022, Ch.4): the CapsNet's conv layers and primary
 capsules, then multi-head graph pooling (one head per capsule type) instead of routing; the
-attention over the grid nodes is the routing weight (reportgen.capsnet.graph_pooling, the
-Keras model in reportgen.capsnet.gracapsnet). `[gracapsnet]`… no: its table is `[graph]`.
+attention over the grid nodes is the routing weight (reportgen.families.gracapsnet.layers, the
+Keras model in reportgen.families.gracapsnet.network). `[gracapsnet]`… no: its table is `[graph]`.
 
 Parameters on MNIST without the decoder (conv 3x3 s1 256, primary conv 3x3 s2 256 = 32 heads x
 8 dims on a 12x12 grid, class capsules 10 x 16): 2,560 + 590,080 + 4,608 x 16 x 8 projections
@@ -12,13 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reportgen.capsnet.description import (CapsuleLayer, Head, ModelDescription, RoutingWeights,
-                                           capsule_convs, decoder_of)
-from reportgen.capsnet.network import conv_param_count, decoder_param_count
-from reportgen.errors import ReportgenError
-from reportgen.results.references import cite
-from reportgen.settings.families import XLA, Family
-from reportgen.settings.model_params import check_primary_fits, conv_grid
+from reportgen.sdk import (XLA, CapsuleLayer, Family, Head, ModelDescription, ReportgenError,
+                           RoutingWeights, capsule_convs, check_primary_fits, cite, conv_grid,
+                           conv_param_count, decoder_of, decoder_param_count)
 
 NAME = "gracapsnet"
 # Graph pooling's attention Att^l: per head and class, a softmax over the grid nodes, so each
@@ -77,7 +73,7 @@ def check(params, raw, source: str):
 
 
 def build(params):
-    from reportgen.capsnet.gracapsnet import build_gracapsnet
+    from reportgen.families.gracapsnet.network import build_gracapsnet
 
     return build_gracapsnet(params)
 
@@ -103,5 +99,4 @@ FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_pa
                 outputs={"attention": "(B, heads, gh*gw, classes) the graph-pooling attention "
                                       "Att^l of each head over the primary grid's nodes"},
                 citations=cite("gu2021graph"), example=EXAMPLE, classification_loss="margin_loss",
-                modules=(__name__, "reportgen.capsnet.gracapsnet",
-                         "reportgen.capsnet.graph_pooling"))
+                modules=(__name__, f"{__name__}.network", f"{__name__}.layers"))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reportgen.capsnet.description import describe
-from reportgen.capsnet.em_description import coordinates
+from reportgen.families.em.description import coordinates
 from reportgen.capsnet.network import Network, build_convs
 
 
@@ -40,7 +40,7 @@ def build_em_capsnet(params) -> EMNetwork:
     from keras import ops
 
     from reportgen.capsnet.losses import spread_loss
-    from reportgen.capsnet.matrix_layers import ConvCaps, MatrixClassCaps, MatrixPrimaryCaps
+    from reportgen.families.em.layers import ConvCaps, MatrixClassCaps, MatrixPrimaryCaps
 
     description = describe(params)
     em = params.family_settings

@@ -3,7 +3,7 @@ keras.ops in call(), get_config() complete.
 
 A capsule layer on a grid is a pair (poses (B, H, W, types, 16), activations (B, H, W, types)):
 each capsule is a 4x4 pose matrix M (flattened row-major) and a logistic activation a. Votes
-are V_ij = M_i W_ij; EM routing (reportgen.capsnet.em_routing) turns them into the next layer's
+are V_ij = M_i W_ij; EM routing (reportgen.families.em.routing) turns them into the next layer's
 poses and activations. Capsule i of a grid layer is numbered (row * W + column) * types + type,
 as the vector capsules are (reportgen.capsnet.layers).
 """
@@ -16,7 +16,8 @@ import keras
 from keras import ops
 
 from reportgen.capsnet.description import COORDINATE_ENTRIES
-from reportgen.capsnet.em_routing import ConvWindows, em_routing, route_windows
+from reportgen.capsnet.conv_windows import ConvWindows
+from reportgen.families.em.routing import em_routing, route_windows
 
 PACKAGE = "reportgen"
 POSE = 16
@@ -131,7 +132,7 @@ class ConvCaps(keras.layers.Layer):
     Outputs: poses (B, Ph, Pw, Tout, 16), activations (B, Ph, Pw, Tout) and the assignments of
     the last E-step in window form (B, Ph, Pw, K, K, Tin, Tout) (`windows(...).densify` makes
     them (B, children, parents)). `detach_assignments`: the gradient treats the assignments as
-    constants (reportgen.capsnet.em_routing.em_routing).
+    constants (reportgen.families.em.routing.em_routing).
     """
 
     def __init__(self, types: int, kernel_size: int, strides: int = 1,
@@ -177,7 +178,7 @@ class ConvCaps(keras.layers.Layer):
 
     def votes_by_parent(self, poses, windows: ConvWindows):
         """The votes laid out as EM routing reads them: (B, Ph*Pw, Tout, K*K*Tin, 16)
-        (reportgen.capsnet.em_routing.route_windows)."""
+        (reportgen.families.em.routing.route_windows)."""
         h, w = windows.child_grid
         tin, k = self.input_types, self.kernel_size
         ph, pw = windows.parent_grid

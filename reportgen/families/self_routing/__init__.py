@@ -1,6 +1,6 @@
 """Self-Routing capsules (Hahn, Pyeon & Kim, NeurIPS 2019): settings, description and parameter
-count (the routing, the Keras layers and the model in
-reportgen.capsnet.self_routing_capsnet).
+count (the routing, the Keras layers and the model in this package's routing, layers and
+network modules).
 
 The authors' SmallNet in SR mode (github.com/coder3000/SR-CapsNet, models/smallnet.py):
 
@@ -34,12 +34,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from reportgen.capsnet.description import (CapsuleLayer, ConvLayer, Head, ModelDescription,
-                                           RoutingWeights)
-from reportgen.capsnet.description import INPUT_FIELD
-from reportgen.results.references import cite
-from reportgen.settings.families import XLA, Family
-from reportgen.settings.model_params import DecoderParams, fail
+from reportgen.sdk import (INPUT_FIELD, XLA, CapsuleLayer, ConvLayer, DecoderParams, Family, Head,
+                           ModelDescription, RoutingWeights, cite, fail)
 
 NAME = "self_routing"
 # The couplings c_ij = softmax_j(W2_i u_i + beta_i): predicted by each child from its own pose,
@@ -174,7 +170,7 @@ def check(params, raw: dict, source: str):
 
 
 def build(params):
-    from reportgen.capsnet.self_routing_capsnet import build_self_routing
+    from reportgen.families.self_routing.network import build_self_routing
 
     return build_self_routing(params)
 
@@ -200,5 +196,5 @@ FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_pa
                 # the negative log-likelihood of the class activations
                 classification_loss="nll",
                 # reportgen.capsnet re-exports the routing function for notebooks
-                modules=(__name__, "reportgen.capsnet.self_routing_capsnet",
-                         "reportgen.capsnet"))
+                modules=(__name__, f"{__name__}.network", f"{__name__}.layers",
+                         f"{__name__}.routing"))

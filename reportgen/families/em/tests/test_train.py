@@ -10,6 +10,7 @@ from em_fixture import TINY_EM_TOML
 from test_training import _tiny_data
 
 from reportgen.catalog import Catalog
+from reportgen.settings.model_params import PARAMS_FILE
 
 pytestmark = pytest.mark.slow
 
@@ -22,7 +23,7 @@ def trained(tmp_path_factory):
     data = _tiny_data(tmp / "toy.npz")
     root = tmp / "models"
     (root / "TinyEM").mkdir(parents=True)
-    (root / "TinyEM" / "params.toml").write_text(TINY_EM_TOML.format(data=data))
+    (root / "TinyEM" / PARAMS_FILE).write_text(TINY_EM_TOML.format(data=data))
     history = train(Catalog(root).get("TinyEM"), TrainOptions(epochs=1))
     return root, history
 

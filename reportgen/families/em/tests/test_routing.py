@@ -1,5 +1,5 @@
 """EM routing (Hinton, Sabour & Frosst 2018) against the NumPy oracle written from the
-equations (tests/reference/em_routing.py): random votes for 1-5 iterations, the one-iteration
+equations (numpy_oracle.py beside this file): random votes for 1-5 iterations, the one-iteration
 uniform case, a planted cluster pulling its children, convolutional windows (a child competes
 over every parent that sees it) and finite gradients where the equations divide by zero."""
 
@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from reference import em_routing as oracle
 
-import reportgen.capsnet as capsnet
-from reportgen.capsnet.em_routing import ConvWindows, em_routing, inverse_temperatures
+from reportgen.capsnet.conv_windows import ConvWindows
+from reportgen.families.em.routing import em_routing, inverse_temperatures
+
+from . import numpy_oracle as oracle
 
 
 def _random(rng, batch=2, children=9, parents=4, dims=16):
@@ -33,13 +34,6 @@ def test_matches_the_oracle(iterations, temperature):
     for g, w, name in zip(got, want, ("activations", "poses", "assignments")):
         np.testing.assert_allclose(g, w, rtol=2e-4, atol=2e-5, err_msg=name)
     np.testing.assert_allclose(got[2].sum(-1), 1.0, atol=1e-5)
-
-
-def test_the_package_exports_the_function_for_notebooks():
-    votes, activations, beta_u, beta_a = _random(np.random.default_rng(0))
-    direct = em_routing(votes, activations, beta_u, beta_a)
-    for a, b in zip(capsnet.em_routing(votes, activations, beta_u, beta_a), direct):
-        np.testing.assert_array_equal(a, b)
 
 
 def test_one_iteration_is_uniform_assignment_and_weighted_means():
@@ -181,7 +175,7 @@ def test_bad_shapes_are_refused():
 def test_a_pass_without_gradients_gives_the_same_values_bit_for_bit():
     """`no_gradient_pass` leaves out the E-step term that only shapes the gradient through mu
     (exactly 0): dense and windowed routing give identical arrays with and without it."""
-    from reportgen.capsnet.em_routing import no_gradient_pass
+    from reportgen.capsnet.gradient_pass import no_gradient_pass
 
     rng = np.random.default_rng(7)
     dense = _random(rng, children=12, parents=5)
@@ -204,14 +198,14 @@ def test_passes_without_gradients_are_traced_knowing_it():
 
     import tensorflow as tf
 
-    from reportgen.capsnet import em_routing as module
     from reportgen.capsnet.compiled import compiled
+    from reportgen.capsnet.gradient_pass import gradient_taken
 
     seen = []
 
     def make():
         def double(x):
-            seen.append(getattr(module._PASS, "no_gradient", False))
+            seen.append(not gradient_taken())
             return 2 * x
         return double
 
@@ -219,4 +213,4 @@ def test_passes_without_gradients_are_traced_knowing_it():
     assert float(compiled(net, "forward", make, gradients=False)(tf.ones(()))) == 2.0
     assert float(compiled(net, "backward", make, gradients=True)(tf.ones(()))) == 2.0
     assert seen == [True, False]
-    assert not getattr(module._PASS, "no_gradient", False)      # reset after tracing
+    assert gradient_taken()      # reset after tracing

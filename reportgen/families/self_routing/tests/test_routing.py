@@ -1,5 +1,5 @@
 """Self-Routing capsules (Hahn, Pyeon & Kim 2019) against the NumPy oracle written from the
-equations (tests/reference/self_routing.py): the routing function on random inputs and its edge
+equations (numpy_oracle.py beside this file): the routing function on random inputs and its edge
 cases (zero logits, a child with all its weight on one parent, activations near 0), finite
 gradients, the Keras layers against the oracle's windows, the uniform first coupling, the
 parameter count of the authors' SmallNet, and the routing diagnostics' count of each child's
@@ -10,13 +10,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from family_nets import TINY_SELF_ROUTING
-from reference import self_routing as oracle
 
-import reportgen.capsnet as capsnet
 from reportgen.capsnet.description import parents_per_child
 from reportgen.errors import ReportgenError
+from reportgen.families.self_routing.routing import self_routing
 from reportgen.settings.families import family_of
-from reportgen.settings.model_params import load_model_params, parse_model_params
+from reportgen.settings.model_params import PARAMS_FILE, load_model_params, parse_model_params
+
+from . import numpy_oracle as oracle
 
 
 def _random(rng, batch=2, children=7, parents=4, dims=3):
@@ -27,7 +28,7 @@ def _random(rng, batch=2, children=7, parents=4, dims=3):
 
 def test_the_function_matches_the_oracle_on_random_inputs():
     votes, activations, logits = _random(np.random.default_rng(0))
-    got = capsnet.self_routing(votes, activations, logits)
+    got = self_routing(votes, activations, logits)
     want = oracle.self_routing(votes, activations, logits)
     assert [g.shape for g in got] == [(2, 4), (2, 4, 3), (2, 7, 4)]
     for g, w, name in zip(got, want, ("activations", "poses", "coupling")):
@@ -39,7 +40,7 @@ def test_the_function_matches_the_oracle_on_random_inputs():
 
 def test_zero_logits_couple_uniformly_and_give_the_activation_weighted_mean_vote():
     votes, activations, _ = _random(np.random.default_rng(1))
-    a, poses, coupling = capsnet.self_routing(votes, activations, np.zeros((2, 7, 4)))
+    a, poses, coupling = self_routing(votes, activations, np.zeros((2, 7, 4)))
     np.testing.assert_allclose(coupling, 0.25)
     np.testing.assert_allclose(a, 0.25)
     mean = np.einsum("bn,bnpd->bpd", activations, votes) / activations.sum(1)[:, None, None]
@@ -50,7 +51,7 @@ def test_a_child_with_all_its_weight_on_one_parent_is_that_parents_pose():
     votes, activations, logits = _random(np.random.default_rng(2), batch=1)
     logits[0, :, 2] = -1e4            # nobody routes to parent 2 …
     logits[0, 3] = [-1e4, -1e4, 1e4, -1e4]   # … but child 3, all of it
-    a, poses, coupling = capsnet.self_routing(votes, activations, logits)
+    a, poses, coupling = self_routing(votes, activations, logits)
     np.testing.assert_allclose(coupling[0, 3], [0, 0, 1, 0], atol=1e-12)
     np.testing.assert_allclose(poses[0, 2], votes[0, 3, 2], rtol=1e-12)
     np.testing.assert_allclose(a[0, 2], activations[0, 3] / activations[0].sum(), rtol=1e-12)
@@ -61,29 +62,29 @@ def test_a_child_with_all_its_weight_on_one_parent_is_that_parents_pose():
 
 def test_activations_near_zero_are_scale_free_and_all_zero_gives_zero():
     votes, activations, logits = _random(np.random.default_rng(3))
-    tiny = capsnet.self_routing(votes, activations * 1e-20, logits)
-    plain = capsnet.self_routing(votes, activations, logits)
+    tiny = self_routing(votes, activations * 1e-20, logits)
+    plain = self_routing(votes, activations, logits)
     for t, p in zip(tiny, plain):
         np.testing.assert_allclose(t, p, rtol=1e-9)
-    a, poses, _ = capsnet.self_routing(votes, np.zeros((2, 7)), logits)
+    a, poses, _ = self_routing(votes, np.zeros((2, 7)), logits)
     assert np.all(a == 0) and np.all(poses == 0)
 
 
 def test_the_keras_routing_has_finite_gradients_also_for_silent_children():
     import tensorflow as tf
 
-    from reportgen.capsnet.self_routing_capsnet import _routing_ops
+    from reportgen.families.self_routing.routing import self_routing_ops
 
     votes, activations, logits = (tf.constant(x, tf.float32)
                                   for x in _random(np.random.default_rng(4)))
     activations = tf.concat([activations[:1], tf.zeros_like(activations[1:])], 0)
     with tf.GradientTape() as tape:
         tape.watch([votes, activations, logits])
-        a, poses, _ = _routing_ops(votes, activations, logits)
+        a, poses, _ = self_routing_ops(votes, activations, logits)
         total = tf.reduce_sum(a) + tf.reduce_sum(poses ** 2)
     grads = tape.gradient(total, [votes, activations, logits])
     assert all(np.all(np.isfinite(g.numpy())) for g in grads)
-    np.testing.assert_allclose(a.numpy()[0], capsnet.self_routing(
+    np.testing.assert_allclose(a.numpy()[0], self_routing(
         *(x.numpy() for x in (votes, activations, logits)))[0][0], rtol=1e-5)
 
 
@@ -94,7 +95,7 @@ def _layer_inputs(rng, batch=2, grid=(5, 4), types=3, dims=4):
 
 @pytest.mark.parametrize("kernel,stride,padding", [(3, 2, 1), (3, 1, 0), (2, 2, 1)])
 def test_the_conv_layer_matches_the_oracle_window_by_window(kernel, stride, padding):
-    from reportgen.capsnet.self_routing_capsnet import SelfRoutingConvCaps
+    from reportgen.families.self_routing.layers import SelfRoutingConvCaps
 
     rng = np.random.default_rng(kernel * 10 + stride + padding)
     poses, activations = _layer_inputs(rng)
@@ -126,7 +127,7 @@ def test_the_conv_layer_matches_the_oracle_window_by_window(kernel, stride, padd
 
 
 def test_the_class_layer_matches_the_oracle_over_the_whole_grid():
-    from reportgen.capsnet.self_routing_capsnet import SelfRoutingClassCaps
+    from reportgen.families.self_routing.layers import SelfRoutingClassCaps
 
     rng = np.random.default_rng(7)
     poses, activations = _layer_inputs(rng, grid=(3, 3))
@@ -195,7 +196,7 @@ def test_the_parameter_count_of_the_authors_smallnet():
                 + 144 * 256 * 16 + 144 * 16 * 16 + 144 * 16 + 2 * 256
                 + 400 * 10 * 16 + 400 * 10)
     assert expected == 2_451_904
-    params = load_model_params("models/MNIST_SelfRouting/params.toml")
+    params = load_model_params(f"models/MNIST_SelfRouting/{PARAMS_FILE}")
     assert family_of(params).count_params(params) == expected
     keras.utils.set_random_seed(0)
     net = family_of(params).build(params)

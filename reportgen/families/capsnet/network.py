@@ -14,9 +14,9 @@ from __future__ import annotations
 import keras
 
 from reportgen.capsnet.description import describe
-from reportgen.capsnet.layers import ClassCaps, Length, Mask
-from reportgen.capsnet.network import (Network, build_convs, build_decoder, capsule_losses,
-                                       primary_capsules)
+from reportgen.capsnet.layers import Length
+from reportgen.capsnet.network import Network, build_convs, primary_capsules, vector_network
+from reportgen.families.capsnet.layers import ClassCaps
 
 
 def build_vector_capsnet(params) -> Network:
@@ -47,25 +47,3 @@ def build_vector_capsnet(params) -> Network:
     primary_model = keras.Model(image, primary, name="capsnet_primary_capsules")
     net.votes = lambda images: class_caps.votes(primary_model(images, training=False))
     return net
-
-
-def vector_network(params, description, image, outputs, convs, primary_caps, class_caps,
-                   name: str) -> Network:
-    """The Network of a model whose class capsules are vectors scored by their length (the
-    `class_capsules` and `lengths` of `outputs`): the decoder reconstructing from the longest
-    class capsule, the whole model, the encoder image -> [class capsules, lengths] and the
-    margin (+ reconstruction) losses."""
-    capsules = outputs["class_capsules"]
-    decoder = None
-    if description.decoder is not None:
-        decoder = build_decoder(description.decoder)
-        outputs["reconstruction"] = decoder(Mask(name="mask_longest")(capsules))
-    model = keras.Model(image, outputs, name=name)
-    encoder = keras.Model(image, [capsules, outputs["lengths"]], name=f"{name}_encoder")
-    primary_desc = description.primary_capsules
-    primary_conv = next(convs[c.name] for c in description.conv_layers
-                        if c.capsules == primary_desc.name)
-    return Network(params=params, description=description, model=model, encoder=encoder,
-                   decoder=decoder, primary_conv=primary_conv, primary_caps=primary_caps,
-                   class_caps=class_caps,
-                   training_losses=capsule_losses(params, encoder, decoder))

@@ -1,6 +1,7 @@
-"""Geometry of matrix capsules on grids (Hinton, Sabour & Frosst 2018), without TensorFlow: what
-the EM layers, the probe and the analyses share. The description itself and the parameter count
-are the EM family's (reportgen.families.em).
+"""Geometry of matrix capsules on grids (Hinton, Sabour & Frosst 2018), without TensorFlow: the
+coordinate addition of the class capsules (reportgen.families.em.layers). The description itself
+and the parameter count are the EM family's declaration (reportgen.families.em); the kernel
+windows of a ConvCaps layer are shared (reportgen.capsnet.conv_windows).
 
 Every grid layer's receptive field is the previous one's through its kernel and stride, so the
 ConvCaps grids are placed on the input like any conv grid.
@@ -20,13 +21,3 @@ def coordinates(description: ModelDescription, layer: CapsuleLayer) -> tuple[tup
     cols = tuple(layer.receptive_field.centre(0, c)[1] / max(width - 1, 1)
                  for c in range(layer.grid[1]))
     return rows, cols
-
-
-def windows_between(layer, after):
-    """The kernel windows through which convolutional capsule layer `after` sees `layer`'s
-    grid (reportgen.capsnet.em_routing.ConvWindows), or None when `after` is not one."""
-    if after.kernel_size is None or layer.grid is None:
-        return None
-    from reportgen.capsnet.em_routing import ConvWindows
-
-    return ConvWindows(layer.grid, after.kernel_size[0], after.strides[0])

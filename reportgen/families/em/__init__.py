@@ -1,6 +1,6 @@
 """Matrix capsules with EM routing (Hinton, Sabour & Frosst 2018): settings, description and
-parameter count (the Keras model in reportgen.capsnet.em_capsnet, the layers in
-reportgen.capsnet.matrix_layers, the geometry helpers in reportgen.capsnet.em_description).
+parameter count (the Keras model in reportgen.families.em.network, the layers in
+reportgen.families.em.layers, the geometry helpers in reportgen.families.em.description).
 
 An EM model reuses `[[conv]]` (the ReLU convolutions before the capsules) and `[primary]`
 (`types`, `kernel_size`, `strides` of the convolution forming the primary capsules: 16 pose
@@ -35,13 +35,10 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from reportgen.capsnet.description import (POSE, PRIMARY_CHANNELS, CapsuleLayer, Head,
-                                           ModelDescription, RoutingWeights, capsule_convs,
-                                           conv_output)
-from reportgen.errors import ReportgenError
-from reportgen.results.references import cite
-from reportgen.settings.families import XLA, Family, FamilyCosts
-from reportgen.settings.model_params import DecoderParams, conv_grid, fail, parse_section
+from reportgen.capsnet.description import POSE, PRIMARY_CHANNELS
+from reportgen.sdk import (XLA, CapsuleLayer, DecoderParams, Family, FamilyCosts, Head,
+                           ModelDescription, ReportgenError, RoutingWeights, capsule_convs, cite,
+                           conv_grid, conv_output, fail, parse_section)
 
 NAME = "em"
 
@@ -49,7 +46,7 @@ NAME = "em"
 def em_assignments(iterations: int) -> RoutingWeights:
     """The assignments R_ij of EM routing (Hinton et al. 2018, Procedure 1) after `iterations`
     EM iterations: each child's over the parents that see it sum to 1. The model outputs them
-    as "<layer>_routing" (reportgen.capsnet.em_capsnet)."""
+    as "<layer>_routing" (reportgen.families.em.network)."""
     return RoutingWeights(kind="em_routing", words="EM assignments", lacks="EM routing",
                           sums_over="parents", paths=True, iterations=iterations,
                           symbol="R")
@@ -193,7 +190,7 @@ def count_params(params) -> int:
 
 
 def build(params):
-    from reportgen.capsnet.em_capsnet import build_em_capsnet
+    from reportgen.families.em.network import build_em_capsnet
 
     return build_em_capsnet(params)
 
@@ -205,7 +202,7 @@ def build(params):
 COSTS = FamilyCosts(seconds_per_eval_image=3.0)
 
 # bench/bench_xla.py on MNIST_EM, busy 2-core CPU: forward XLA 260 img/s, tf.function 97,
-# eager 261 (eager calls compile each layer's routing: reportgen.capsnet.matrix_layers);
+# eager 261 (eager calls compile each layer's routing: reportgen.families.em.layers);
 # forward + backward 3.06x (EM routing's chains of elementwise operations fuse).
 XLA_PASSES = XLA(forward=True, gradients=True)
 
@@ -224,5 +221,5 @@ FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_pa
                 parse=parse, check=check, costs=COSTS, routing=(em_assignments(3),),
                 xla=XLA_PASSES, citations=cite("hinton2018matrix"), example=EXAMPLE,
                 classification_loss="spread_loss",
-                modules=(__name__, "reportgen.capsnet.em_capsnet", "reportgen.capsnet.em_routing",
-                         "reportgen.capsnet.matrix_layers"))
+                modules=(__name__, f"{__name__}.network", f"{__name__}.layers",
+                         f"{__name__}.routing", f"{__name__}.description"))

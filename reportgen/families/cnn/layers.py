@@ -1,4 +1,4 @@
-"""The small Keras 3 layers of the CNN baselines' heads (reportgen.capsnet.cnn)."""
+"""The small Keras 3 layers of the CNN baselines' heads (reportgen.families.cnn.network)."""
 
 from __future__ import annotations
 

@@ -7,12 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from em_fixture import TINY_EM, build_tiny_em, em_params
-from reference import em_routing as oracle
 
 from reportgen.capsnet.description import ReceptiveField, describe
 from reportgen.capsnet.param_count import count_trainable_params
 from reportgen.errors import ReportgenError
-from reportgen.settings.model_params import load_model_params, parse_model_params
+from reportgen.settings.model_params import PARAMS_FILE, load_model_params, parse_model_params
+
+from . import numpy_oracle as oracle
 
 # Hinton, Sabour & Frosst 2018's small MNIST network (A=64, B=8, C=D=16): 1,664 + 8,840 +
 # 18,464 + 36,896 + 2,580; smallNORB's A=B=C=D=32 on 32x32 crops with 5 classes: 832 + 17,952 +
@@ -34,13 +35,13 @@ def images():
 def test_parameter_counts(name):
     from reportgen.capsnet.architecture import build_capsnet
 
-    params = load_model_params(f"models/{name}/params.toml")
+    params = load_model_params(f"models/{name}/{PARAMS_FILE}")
     assert count_trainable_params(params) == COUNTS[name]
     assert build_capsnet(params).trainable_params() == COUNTS[name]
 
 
 def test_mnist_em_layers_as_published():
-    description = describe(load_model_params("models/MNIST_EM/params.toml"))
+    description = describe(load_model_params(f"models/MNIST_EM/{PARAMS_FILE}"))
     grids = [(c.name, c.grid, c.types) for c in description.capsule_layers]
     assert grids == [("primary_caps", (12, 12), 8), ("conv_caps1", (5, 5), 16),
                      ("conv_caps2", (3, 3), 16), ("class_caps", None, 10)]
@@ -75,7 +76,7 @@ def test_description_matches_the_built_model(tiny):
 
 
 def test_primary_caps_split_poses_and_logistic_activations():
-    from reportgen.capsnet.matrix_layers import MatrixPrimaryCaps
+    from reportgen.families.em.layers import MatrixPrimaryCaps
 
     x = np.random.default_rng(0).normal(size=(2, 3, 4, 2 * 17)).astype(np.float32)
     poses, activations = MatrixPrimaryCaps(2)(x)
@@ -163,7 +164,7 @@ def test_receptive_fields_are_what_the_capsule_layers_see(monkeypatch):
     """With one routing iteration (uniform assignments), a ConvCaps cell depends on exactly
     the children in its window: light one input pixel at a time and see which cells of every
     grid layer change. The description's receptive fields must predict that set."""
-    from reportgen.capsnet import matrix_layers
+    from reportgen.families.em import layers as matrix_layers
 
     monkeypatch.setattr(matrix_layers, "COMPILE_FROM", float("inf"))   # bit-exact comparisons
     net = build_tiny_em(seed=1, em={**TINY_EM["em"], "routing_iterations": 1})
@@ -247,14 +248,14 @@ def test_spread_loss_and_its_margin_schedule():
 ])
 def test_invalid_em_settings_are_named(patch, field):
     with pytest.raises(ReportgenError) as err:
-        parse_model_params({**TINY_EM, **patch}, source="models/X/params.toml")
+        parse_model_params({**TINY_EM, **patch}, source=f"models/X/{PARAMS_FILE}")
     assert f"'{field}'" in err.value.message
 
 
 def test_other_families_keep_their_parameter_dicts():
     """The em settings are left out of to_dict() at their defaults: a vector CapsNet's cache
     keys do not change."""
-    assert "em" not in load_model_params("models/MNIST/params.toml").to_dict()
+    assert "em" not in load_model_params(f"models/MNIST/{PARAMS_FILE}").to_dict()
     assert em_params().to_dict()["em"]["conv_caps"][0] == {"types": 3, "kernel_size": 3,
                                                           "strides": 2}
 
@@ -264,7 +265,7 @@ def test_eager_calls_of_big_vote_tensors_run_compiled_with_the_same_values(image
     outputs and gradients up to float32 rounding."""
     import tensorflow as tf
 
-    from reportgen.capsnet import matrix_layers
+    from reportgen.families.em import layers as matrix_layers
 
     net = build_tiny_em(seed=5)
     x = tf.constant(images)

@@ -1,18 +1,16 @@
 """The CNN baselines of Gu 2022 (dissertation, Ch.5; Gu & Tresp, CVPR 2020): the conv layers
 `[[conv]]`, then the head `[cnn]` (the Keras model and the heads' maths in
-reportgen.capsnet.cnn). No capsules: a head of logits; the heads "r", "cr" and "cr_sf" have
-classes x dims feature units (`class_caps.dims`), the counterpart of the class capsules."""
+reportgen.families.cnn.network). No capsules: a head of logits; the heads "r", "cr" and "cr_sf"
+have classes x dims feature units (`class_caps.dims`), the counterpart of the class capsules."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-from reportgen.capsnet.description import Head, ModelDescription, conv_stack, decoder_of
-from reportgen.capsnet.network import conv_param_count, decoder_param_count, dense_param_count
-from reportgen.results.references import cite
-from reportgen.settings.families import XLA, Family, FamilyCosts
-from reportgen.settings.model_params import choices, conv_grid
+from reportgen.sdk import (XLA, Family, FamilyCosts, Head, ModelDescription, choices, cite,
+                           conv_grid, conv_param_count, conv_stack, decoder_of, decoder_param_count,
+                           dense_param_count)
 
 NAME = "cnn"
 # The heads (Gu 2022, Ch.5):
@@ -83,7 +81,7 @@ def check(params, raw, source: str):
 
 
 def build(params):
-    from reportgen.capsnet.cnn import build_cnn
+    from reportgen.families.cnn.network import build_cnn
 
     return build_cnn(params)
 
@@ -117,6 +115,6 @@ FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_pa
                 citations=cite("gu2021capsule", "gu2022explainability"), example=EXAMPLE,
                 # softmax cross-entropy; the "cr" head's and two labels' sigmoid scores pay the
                 # binary cross-entropy summed over the classes; "cr_sf" trains the margin loss
-                # (Network.classification_loss, reportgen.capsnet.cnn)
+                # (Network.classification_loss, reportgen.families.cnn.network)
                 classification_loss="cross_entropy",
-                modules=(__name__, "reportgen.capsnet.cnn", "reportgen.capsnet.cnn_layers"))
+                modules=(__name__, f"{__name__}.network", f"{__name__}.layers"))

@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import math
 
-from reportgen.capsnet.description import (CapsuleLayer, Head, ModelDescription, RoutingWeights,
-                                           capsule_convs, decoder_of)
-from reportgen.results.references import cite
-from reportgen.settings.families import XLA, Family, FamilyCosts
-from reportgen.settings.model_params import check_primary_fits, conv_grid
+from reportgen.sdk import (XLA, CapsuleLayer, Family, FamilyCosts, Head, ModelDescription,
+                           RoutingWeights, capsule_convs, check_primary_fits, cite, conv_grid,
+                           decoder_of)
 
 NAME = "capsnet"
 
@@ -89,7 +87,7 @@ def check(params, raw, source: str):
 
 
 def build(params):
-    from reportgen.capsnet.vector_capsnet import build_vector_capsnet
+    from reportgen.families.capsnet.network import build_vector_capsnet
 
     return build_vector_capsnet(params)
 
@@ -126,5 +124,6 @@ FAMILY = Family(name=NAME, describe=describe, build=build, count_params=count_pa
                 display_name=display_name, check=check, costs=COSTS, xla=XLA_PASSES,
                 routing=(dynamic_routing(3),), capabilities={"votes"},
                 citations=cite("sabour2017dynamic"), setting_citations=setting_citations,
-                example=EXAMPLE, modules=(__name__, "reportgen.capsnet.vector_capsnet"),
+                example=EXAMPLE, modules=(__name__, f"{__name__}.network", f"{__name__}.layers",
+                         f"{__name__}.routing"),
                 classification_loss="margin_loss")

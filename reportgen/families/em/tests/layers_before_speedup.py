@@ -1,7 +1,7 @@
 """The EM-routing capsule layers as reportgen computed them before the speed-up (keras.ops;
 float32, or float64 given float64): the reference that the faster layers must match, gradients
 included. Kept verbatim in its arithmetic (window form: votes (B, Ph, Pw, K, K, Tin, Tout, 16), the child normaliser
-by 0/1 selection matrices); the equations are those of tests/reference/em_routing.py.
+by 0/1 selection matrices); the equations are those of numpy_oracle.py beside it.
 Never imports reportgen."""
 
 from __future__ import annotations
