@@ -315,12 +315,17 @@ PACKAGED_NUMBERS = ("routing_weights", "gracaps_attention", "dead_units", "capsu
                     "multimnist_segmentation")
 
 
+def _package(name: str) -> str:
+    """The package declaring reportgen's own technique `name` (a family's own: in its family's)."""
+    return techniques.OWN_MODULES.get(name, f"reportgen.techniques.{name}")
+
+
 @pytest.mark.parametrize("name", PACKAGED_NUMBERS)
 def test_editing_a_techniques_numbers_redraws_its_figures_only(name, monkeypatch):
     """An edit of reportgen/techniques/<name>/numbers.py (the source code_identity reads, one
     comment line longer) changes that technique's drawing code, not its arrays' code, and
     neither code of any other technique."""
-    edited = f"reportgen.techniques.{name}.numbers"
+    edited = f"{_package(name)}.numbers"
     everyone = [techniques.get_technique(n) for n in techniques.BUILT_IN]
     code_identity.forget()
     before = {t.name: (technique_code(t), drawing_code(t)) for t in everyone}
@@ -351,7 +356,7 @@ def test_only_a_package_s_own_numbers_module_is_part_of_its_drawing_code():
     for name in PACKAGED_NUMBERS:
         technique = techniques.get_technique(name)
         assert _package_numbers(technique, techniques.origin(technique)) == \
-            f"reportgen.techniques.{name}.numbers"
+            f"{_package(name)}.numbers"
     for name in ("routing_entropy", "vote_agreement", "live_decoder"):     # no numbers.py
         technique = techniques.get_technique(name)
         assert _package_numbers(technique, techniques.origin(technique)) is None

@@ -57,9 +57,9 @@ def test_every_family_keeps_the_contract(name):
 
 def test_the_capabilities_serve_what_they_promise():
     """GraCapsNet's explanation output is E, the mean over heads of its attention on the grid
-    (Gu, Wu & Tresp 2021), as reportgen.techniques.gracaps_attention.numbers computes it in
+    (Gu, Wu & Tresp 2021), as reportgen.families.gracapsnet.attention.numbers computes it in
     NumPy; the CapsNet's votes are u_hat[j|i] = W_ij u_i of its primary capsules."""
-    from reportgen.techniques.gracaps_attention.numbers import explanation_maps
+    from reportgen.families.gracapsnet.attention.numbers import explanation_maps
 
     net = _example("gracapsnet")
     x = np.random.default_rng(2).random((3, 12, 12, 1), dtype=np.float32)

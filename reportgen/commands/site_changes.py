@@ -102,13 +102,15 @@ def _renderer_files(templates_dir) -> list[tuple[str, Path]]:
     roots += [("bundled", default_templates_dir()),
               ("code", Path(reportgen.pages.__file__).parent),
               ("results", Path(reportgen.results.__file__).parent),
-              ("numbers", Path(reportgen.techniques.__file__).parent)]
+              ("numbers", Path(reportgen.techniques.__file__).parent),
+              # a family's own techniques (reportgen/families/<family>/<technique>/numbers.py)
+              ("family-numbers", Path(reportgen.techniques.__file__).parents[1] / "families")]
     for label, root in roots:
         root = Path(root)
         files = sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
         if label in ("code", "results"):
             files = [p for p in files if p.suffix == ".py"]
-        elif label == "numbers":
+        elif label in ("numbers", "family-numbers"):
             files = [p for p in files if p.name == "numbers.py"]
         found += [(f"{label}:{p.relative_to(root).as_posix()}", p) for p in files]
     return found

@@ -17,6 +17,10 @@ from importlib import import_module
 from reportgen import plugins
 from reportgen.techniques.base import Technique
 
+# A family's own technique lives in its family's package (as pyproject.toml's entry point says);
+# every other built-in is reportgen.techniques.<name>.
+OWN_MODULES = {"gracaps_attention": "reportgen.families.gracapsnet.attention"}
+
 # reportgen's own, in page order (module name = technique name = entry point name).
 BUILT_IN = (
     "predictions",
@@ -85,9 +89,10 @@ def _load() -> None:
         # takes a built-in technique's name
         if not plugins.own_installed(plugins.TECHNIQUES):
             for name in BUILT_IN:
-                _REGISTRY[name] = import_module(f"reportgen.techniques.{name}").TECHNIQUE
-                _ORIGINS[name] = plugins.own_record(
-                    plugins.TECHNIQUES, name, f"reportgen.techniques.{name}:TECHNIQUE")
+                module = OWN_MODULES.get(name, f"reportgen.techniques.{name}")
+                _REGISTRY[name] = import_module(module).TECHNIQUE
+                _ORIGINS[name] = plugins.own_record(plugins.TECHNIQUES, name,
+                                                    f"{module}:TECHNIQUE")
         _FOUND[:] = plugins.load(plugins.TECHNIQUES, _accept)
     except BaseException:
         _LOADED = False

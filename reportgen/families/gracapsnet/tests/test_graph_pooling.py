@@ -35,7 +35,7 @@ def test_gracaps_matches_the_numpy_oracle(images):
     np.testing.assert_allclose(_np(out["attention"]).sum(axis=2), 1.0, rtol=1e-5)
     # The built-in explanation is the mean over heads, on the grid, class by class.
     from reportgen.probe.probe import run_probe
-    from reportgen.techniques import gracaps_attention
+    from reportgen.families.gracapsnet import attention as gracaps_attention
 
     result = gracaps_attention.compute(run_probe(net, images, needs={"attention", "predicted"}))
     want = np.moveaxis(explanation, -1, 1).reshape(len(images), 3, 4, 4)

@@ -1,6 +1,6 @@
 """GraCapsNet's built-in explanation (Gu, Wu & Tresp, AAAI 2021; Gu 2022, Ch.4).
 
-The graph pooling of GraCapsNet (reportgen.capsnet.graph_pooling) attends, per head l, over the
+The graph pooling of GraCapsNet (reportgen.families.gracapsnet.layers) attends, per head l, over the
 nodes of the primary-capsule grid: Att^l (nodes x classes), each class's column summing to 1.
 The explanation of class y is E[:, y] with E = mean over heads of Att^l, reshaped to the grid:
 where the prediction y comes from. The maps are placed on the input by the primary capsules'
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reportgen.techniques.gracaps_attention.numbers import explanation_maps, head_maps
+from reportgen.families.gracapsnet.attention.numbers import explanation_maps, head_maps
 from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 
@@ -49,7 +49,7 @@ TECHNIQUE = Technique(
     params_type=Params,
     version=1,
     compute=compute,
-    render=lazy("reportgen.techniques.gracaps_attention.figures", "render"),
+    render=lazy("reportgen.families.gracapsnet.attention.figures", "render"),
     variants=variants,
     description="Where each class's evidence comes from in GraCapsNet (Gu, Wu & Tresp 2021): "
                 "the multi-head graph pooling's attention over the primary-capsule grid, "

@@ -1,4 +1,4 @@
-"""Drawings of GraCapsNet's built-in explanation (reportgen.techniques.gracaps_attention): grid
+"""Drawings of GraCapsNet's built-in explanation (reportgen.families.gracapsnet.attention): grid
 maps placed on the input by receptive field, like Routing Path Visualization."""
 
 from __future__ import annotations
