@@ -259,3 +259,14 @@ def test_no_command_in_the_docs_holds_a_placeholder_to_fill_in():
             found += [f"{page.relative_to(ROOT)}: {line}" for line in block.splitlines()
                       if placeholder.search(line)]
     assert not found, found
+
+
+def test_the_docs_404_page_links_relative_and_finds_its_root(built):
+    """MkDocs writes the docs' 404.html with links from the server's root (/assets/...), wrong
+    under a project page (/REPO/docs/): the build makes them relative and adds the script that
+    finds the root by the docs' own search index, as the analysis site's 404 page does."""
+    page = _page(built, "404.html")
+    assert not re.search(r'(?:href|src)="/(?!/)', page), re.findall(r'(?:href|src)="/[^"]*"',
+                                                                    page)[:5]
+    assert "reportgen: the site's root" in page and '"search/search_index.json"' in page
+    assert (built / "search" / "search_index.json").is_file()

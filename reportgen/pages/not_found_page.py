@@ -58,15 +58,16 @@ _FIX_CONFIG = ("<script>(function (c, r) { if (c && r) c.textContent = "
                "(document.getElementById(\"__config\"), window.__reportgenRoot);</script>")
 
 
-def make_relative(site: Path) -> None:
+def make_relative(site: Path, probe: str = _PROBE) -> None:
     """Rewrite `site`/404.html's root links relative to the site folder, and make the page
-    find the site's root wherever it is served (a no-op without a 404.html)."""
+    find the site's root wherever it is served (a no-op without a 404.html). `probe`: a file
+    every such site holds, relative to its root (the docs' MkDocs build: its search index)."""
     page = Path(site) / NAME
     if not page.is_file():
         return
     html = page.read_text(encoding="utf-8")
     top = sorted(entry.name for entry in Path(site).iterdir())
-    script = _FIND_ROOT % {"top": json.dumps(top), "probe": json.dumps(_PROBE)}
+    script = _FIND_ROOT % {"top": json.dumps(top), "probe": json.dumps(probe)}
     fixed = relative_links(html).replace("<head>", f"<head>\n{script}", 1)
     fixed = _CONFIG.sub(lambda m: m.group(1) + _FIX_CONFIG, fixed, count=1)
     if fixed != html:
