@@ -441,6 +441,11 @@ def test_every_page_fits_a_phone(browser, base_url, site):
             if controls.count() and controls.first.is_visible():
                 height = controls.first.bounding_box()["height"]
                 assert height <= 0.12 * 844, f"{rel}: sticky controls {height:.0f} px tall"
+                # and every control shows its label (it was hidden at this width)
+                labels = page.evaluate("""() => [...document.querySelectorAll(
+                    '[data-rg-controls] .rg-control-label')].map(l => [l.textContent.trim(),
+                    l.getBoundingClientRect().width, l.getBoundingClientRect().height])""")
+                assert labels and all(w >= 20 and h >= 8 for _, w, h in labels), (rel, labels)
         page.goto(base_url + "index.html")
         # Home's techniques table stacks into cards: a row is no taller than a phone screen.
         rows = page.locator("table.rg-techniques tbody tr")
