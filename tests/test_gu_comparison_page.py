@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+from pathlib import Path
 
 import pytest
 
@@ -131,6 +132,12 @@ def test_table1_as_a_live_chart_with_gus_figures_and_chance(site):
     assert rows[(CAPS.name, "FGSM ε = 0.1")]["gu"] is None
     assert (CR.name, "affNIST-like") not in rows
     assert "assets/vendor/vega-embed.js" in html and "data-rg-smoothing" not in html
+    # a chart of many bars takes the whole row at its own size (in a 470 px box its legend
+    # was scaled to ~5 px)
+    assert re.search(r'<figure class="rg-chart-box rg-chart-wide" data-rg-chart', html)
+    css = (Path(__file__).resolve().parents[1] / "templates" / "assets" /
+           "reportgen.css").read_text()
+    assert re.search(r"\.rg-chart-box\.rg-chart-wide svg \{\s*max-width: none;", css)
 
 
 def test_without_a_recorded_target_the_models_are_matched_at_gus(site):
@@ -253,4 +260,11 @@ def test_both_tables_show_every_column_at_1280_and_390_px(site):
                     assert cell_width > 0 and fit["left"] - 1 <= left and right <= \
                         fit["right"] + 1, (width, i, left, right, fit)
             assert page.evaluate("document.scrollingElement.scrollWidth") <= width
+            if width == 1280:
+                # the live chart's legend and axis text print at their own size (>= 9 px)
+                page.wait_for_selector("[data-rg-chart] svg text")
+                sizes = page.evaluate("""() => [...document.querySelectorAll(
+                    '[data-rg-chart] svg text')].map(t => t.getBoundingClientRect().height)
+                    .filter(h => h > 0)""")
+                assert sizes and min(sizes) >= 9, sorted(sizes)[:5]
             context.close()
