@@ -117,13 +117,13 @@ def test_over_http(context, base_url):
     page.goto(base_url + "models/MNIST_Demo/index.html")
     assert page.locator('[data-rg-step="1-10"]').is_visible()
     assert not page.locator('[data-rg-step="2-20"]').is_visible()
-    marker = page.locator(".chosen_marks line, .chosen_marks path").first
+    marker = page.locator(".chosen_rule_marks line, .chosen_rule_marks path").first
     marker.wait_for(state="attached")
     before = marker.get_attribute("transform")
     page.locator("[data-rg-step-next]").click()
     assert page.locator('[data-rg-step="2-20"]').is_visible()
     page.wait_for_function("before => { const m = document.querySelector("
-                           "'.chosen_marks line, .chosen_marks path'); "
+                           "'.chosen_rule_marks line, .chosen_rule_marks path'); "
                            "return m && m.getAttribute('transform') !== before; }", arg=before)
 
     # compare models and filmstrip pickers

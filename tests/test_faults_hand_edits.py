@@ -23,7 +23,7 @@ DAMAGE = {
     "Accuracy": ("history", lambda h: h["records"][-1].update(val_accuracy="0.9"),
                  "record 3 (step 1-5): 'val_accuracy' is a string \"0.9\""),
     "Seconds": ("history", lambda h: h["records"][1].update(seconds=[3]),
-                "'seconds' is an array [3], expected a number or null"),
+                "'seconds' is an array [3], expected a finite number >= 0 or null"),
     "Params": ("params", lambda text: text.replace("dims = 4\n", "dims = \"4\"\n", 1),
                "Invalid model parameter 'primary.dims'"),
     "Weights": ("weights", None, "1-5.weights.h5: Is a directory"),

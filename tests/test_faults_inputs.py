@@ -327,11 +327,14 @@ def test_damaged_weights_files_are_listed_as_damaged_and_the_build_names_them(mo
     listed = json.loads(_run(["models", "--json"], tmp_path, root).stdout)
     tiny = next(r for r in listed if r["name"] == "Tiny")
     assert tiny["steps"][-1] == "1-5" and "2-1" not in tiny["steps"]
-    assert tiny["damaged_steps"] == [
+    assert [{k: d[k] for k in ("step", "reason")} for d in tiny["damaged_steps"]] == [
         {"step": "2-1", "reason": f"truncated ({size // 3:,} of {size:,} bytes)"},
         {"step": "2-2", "reason": "not an HDF5 file (no HDF5 signature at its start)"}]
+    # saved after the last loadable step, with no accuracy of their own to show
+    assert all(d["after_last"] and d["val_accuracy"] is None for d in tiny["damaged_steps"])
     table = _run(["models"], tmp_path, root)
-    assert table.returncode == 0 and "damaged step 2-2: not an HDF5 file" in table.stdout
+    assert table.returncode == 0 and "damaged step 2-2" in table.stdout
+    assert "not an HDF5 file" in table.stdout
     assert "2 saved steps are damaged" in table.stderr
 
     result = _run(["build", "--models", "Tiny", "--steps", "2-1", "--images", "test:0",

@@ -141,7 +141,8 @@ def installed(tmp_path):
         ''', "[reportgen.families]\nodd = odd_plugin:FAMILY\n"
              "[reportgen.techniques]\nodd_figure = odd_plugin:TECHNIQUE\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(site), str(ROOT / "tests"), *filter(None, [os.environ.get("PYTHONPATH")])])}
+        [str(site), str(ROOT), str(ROOT / "tests"),
+         *filter(None, [os.environ.get("PYTHONPATH")])])}
     return env
 
 

@@ -34,7 +34,9 @@ def _run(name, batch, **options):
 
 @pytest.mark.parametrize("name", TECHNIQUE_MODULES)
 def test_declaration(name, tiny_net):
-    module = import_module(f"reportgen.techniques.{name}")
+    from reportgen.techniques import OWN_MODULES
+
+    module = import_module(OWN_MODULES.get(name, f"reportgen.techniques.{name}"))
     technique = module.TECHNIQUE
     assert technique.name == name
     assert isinstance(technique.version, int) and technique.version >= 1

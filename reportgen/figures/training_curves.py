@@ -168,10 +168,12 @@ def line_chart(rows: list[dict], *, title: str, x_title: str, y_title: str, kind
         # where the rule lies on the frame (the first and the last step)
         layers.append({"name": "chosen",
                        "transform": [{"filter": "datum.step === chosen"}],
-                       "layer": [{"mark": {"type": "rule", "strokeDash": [6, 3],
+                       "layer": [{"name": "chosen_rule",
+                                  "mark": {"type": "rule", "strokeDash": [6, 3],
                                            "color": "#222222"},
                                   "encoding": {"x": x}},
-                                 {"mark": {"type": "point", "shape": "triangle-down",
+                                 {"name": "chosen_tick",
+                                  "mark": {"type": "point", "shape": "triangle-down",
                                            "filled": True, "size": 70, "color": "#222222",
                                            "clip": False, "yOffset": -6},
                                   "encoding": {"x": x, "y": {"value": 0}}}]})
