@@ -459,7 +459,10 @@ class _Build:
             steps = [s for s in entry.steps if str(s) in shown]
         if not steps:
             return None
-        entry.history()         # a hand-edited value fails the model before any step is built
+        # read once, as the steps were chosen: a hand-edited value fails the model before any
+        # step is built, and records a training run writes during the build (steps this build
+        # does not show) stay out of its charts
+        history = entry.history()
         started = time.monotonic()
         params = entry.params
         handle = ModelHandle(params, build=self._keras_model)
@@ -476,7 +479,7 @@ class _Build:
         batch = build_batch(params, settings.batch_size, entry.name)   # fits in memory
         prepared = _Prepared(steps, handle, chosen, dataset, inputs, evaluation,
                              plan.with_eval_images(len(evaluation.y)),
-                             time.monotonic() - started, batch)
+                             time.monotonic() - started, batch, history)
         self._prepared[entry.name] = prepared
         return prepared
 
@@ -536,8 +539,8 @@ class _Build:
         except ReportgenError as exc:     # the pages say so; the analyses stand
             sources = []
             errors.append(exc.message)
-        history = entry.history()
         training = training_run(entry)
+        history = prepared.history
         accs = [r["val_accuracy"] for r in history if r.get("val_accuracy") is not None]
         data = ModelData(
             name=entry.name, dataset=dataset.source, description=params.description,
@@ -796,6 +799,8 @@ class _Prepared:
     plan: object = None             # reportgen.commands.build_plan.ModelPlan
     seconds: float = 0.0            # spent preparing (loading the dataset, the inputs)
     batch: int = 16                 # images per probe pass (--batch-size, or what fits)
+    # the training history as the steps were chosen (records saved later stay out of the site)
+    history: list = field(default_factory=list)
 
 
 def _print_summary(summary: BuildSummary, options) -> None:
