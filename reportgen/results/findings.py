@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from reportgen.results.intervals import fixed_digits as _fixed
 from reportgen.results.technique_numbers import METHOD_LABELS, top2_chance
 
 UNTRAINED = "0-0"                  # the step `reportgen train` saves before any update
@@ -45,13 +46,6 @@ def _num(summary: dict | None, key: str) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value) if math.isfinite(value) else None
-
-
-def _fixed(value: float, digits: int = 3) -> str:
-    """`value` to `digits` decimals, with no minus sign on a value that rounds to zero
-    ("0.000", never "-0.000")."""
-    text = f"{value:.{digits}f}"
-    return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
 def _pct(value: float, digits: int = 1) -> str:

@@ -186,7 +186,13 @@ def percent(interval: Interval, digits: int = 1) -> str:
 def number(interval: Interval, digits: int = 3) -> str:
     """"0.412 (95% CI 0.388–0.437)" of any other score."""
     def fixed(x: float) -> str:
-        text = f"{x:.{digits}f}"
-        return text[1:] if text.startswith("-") and float(text) == 0 else text
+        return fixed_digits(x, digits)
     return (f"{fixed(interval.value)} ({100 * interval.confidence:.0f}% CI "
             f"{fixed(interval.low)}–{fixed(interval.high)})")
+
+
+def fixed_digits(value: float, digits: int = 3) -> str:
+    """`value` to `digits` decimals, with no minus sign on a value that rounds to zero
+    ("0.000", never "-0.000")."""
+    text = f"{value:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
