@@ -24,6 +24,7 @@ RESAMPLES = 2000           # bootstrap resamples: the interval's ends move < 0.1
 SEED = 0
 WILSON = "Wilson"
 BOOTSTRAP = "BCa bootstrap over images"
+BOOTSTRAP_STATISTIC = "BCa bootstrap over images (of the whole statistic)"
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,39 @@ def bootstrap_mean(values, confidence: float = CONFIDENCE, resamples: int = RESA
     return Interval(mean, low, high, int(values.size), BOOTSTRAP, confidence)
 
 
+def bootstrap_statistic(values, statistic, confidence: float = CONFIDENCE,
+                        resamples: int = RESAMPLES, seed: int = SEED) -> Interval:
+    """`statistic(values)` of per-image rows `values` (N, ...) — a score that is not a plain
+    mean over images (a KL of pooled shares of variance) — with its BCa bootstrap interval
+    over the images (rows resampled together; `statistic` takes an (n, ...) array)."""
+    from scipy.stats import bootstrap
+
+    import warnings
+
+    values = np.asarray(values, np.float64)
+    value = float(statistic(values))
+    n = int(values.shape[0])
+    if n < 2:
+        return Interval(value, value, value, n, BOOTSTRAP_STATISTIC, confidence)
+
+    def of_rows(index):
+        return statistic(values[np.asarray(index, np.int64)])
+
+    low = high = value
+    for method in ("BCa", "percentile"):            # BCa degenerates on a few-valued sample
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            result = bootstrap((np.arange(n),), of_rows, confidence_level=confidence,
+                               n_resamples=resamples, method=method, vectorized=False,
+                               random_state=np.random.default_rng(seed))
+        low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
+        if math.isfinite(low) and math.isfinite(high):
+            break
+    if not (math.isfinite(low) and math.isfinite(high)):
+        low = high = value
+    return Interval(value, low, high, n, BOOTSTRAP_STATISTIC, confidence)
+
+
 def paired_difference(a, b, confidence: float = CONFIDENCE, resamples: int = RESAMPLES,
                       seed: int = SEED) -> Interval:
     """mean(a) - mean(b) of two scores on the same images (N,), the images resampled
@@ -196,3 +230,71 @@ def fixed_digits(value: float, digits: int = 3) -> str:
     ("0.000", never "-0.000")."""
     text = f"{value:.{digits}f}"
     return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+# --------------------------------------------------------------------------------------------
+# How a summary carries its intervals
+#
+# A technique's `summarize` keeps every score where it was (summary[key]: a number, or a list
+# over a sweep) and adds its interval under summary[INTERVALS][key]: {"low", "high", "n",
+# "method"} (lists of the same length for a list-valued score). Readers that know nothing of
+# intervals read the scores as before; the CSV writes the interval columns beside each score,
+# the findings decide by them.
+
+INTERVALS = "intervals"
+
+
+def attach(summary: dict, key: str, interval) -> dict:
+    """Set summary[key] to the score of `interval` (an Interval, or a list of them for a score
+    over a sweep) and record its interval under summary[INTERVALS][key]; returns `summary`."""
+    if isinstance(interval, Interval):
+        summary[key] = interval.value
+        entry = {"low": interval.low, "high": interval.high, "n": interval.n,
+                 "method": interval.method}
+    else:
+        interval = list(interval)
+        summary[key] = [i.value for i in interval]
+        entry = {"low": [i.low for i in interval], "high": [i.high for i in interval],
+                 "n": [i.n for i in interval],
+                 "method": interval[0].method if interval else WILSON}
+    summary.setdefault(INTERVALS, {})[key] = entry
+    return summary
+
+
+def difference_key(a: str, b: str) -> str:
+    """Where a summary keeps the paired difference score `a` - score `b` (the same images)."""
+    return f"{a} - {b}"
+
+
+def attach_difference(summary: dict, a: str, b: str, interval: Interval) -> dict:
+    """Record the paired difference of two of the summary's scores (`paired_difference` of
+    their per-image values) under summary[INTERVALS][difference_key(a, b)], its value with
+    it (the difference has no score key of its own); returns `summary`."""
+    summary.setdefault(INTERVALS, {})[difference_key(a, b)] = {
+        "value": interval.value, "low": interval.low, "high": interval.high, "n": interval.n,
+        "method": interval.method}
+    return summary
+
+
+def difference_of(summary: dict, a: str, b: str) -> Interval | None:
+    """The paired difference a - b a summary recorded (`attach_difference`), or None."""
+    entry = (summary.get(INTERVALS) or {}).get(difference_key(a, b))
+    if entry is None or None in (entry.get("value"), entry.get("low"), entry.get("high")):
+        return None
+    return Interval(float(entry["value"]), float(entry["low"]), float(entry["high"]),
+                    int(entry["n"]), entry["method"])
+
+
+def interval_of(summary: dict, key: str, index: int | None = None) -> Interval | None:
+    """The Interval a summary recorded for `key` (its `index`-th for a list-valued score);
+    None when it has none (a summary written before intervals, or a score with no images)."""
+    entry = (summary.get(INTERVALS) or {}).get(key)
+    value = summary.get(key)
+    if entry is None or value is None:
+        return None
+    low, high, n = entry["low"], entry["high"], entry["n"]
+    if index is not None:
+        value, low, high, n = value[index], low[index], high[index], n[index]
+    if None in (value, low, high):
+        return None
+    return Interval(float(value), float(low), float(high), int(n), entry["method"])
