@@ -13,9 +13,41 @@ import pytest
 
 from reportgen.pages.sitedata import FigureFile, Panel
 from reportgen.results import findings as F
+from reportgen.results import intervals as iv
 from site_fixture import make_site
 
-ROUTING = {"entropy_mean": 2.3004, "entropy_max": math.log(10), "images": 200}
+
+def with_ci(summary: dict, key: str, low: float, high: float, n: int = 200,
+            method: str = iv.BOOTSTRAP) -> dict:
+    """`summary` with a hand-made interval on its score `key` (a list-valued score: lists)."""
+    out = copy.deepcopy(summary)
+    value = out[key]
+    if isinstance(value, list):
+        iv.attach(out, key, [iv.Interval(v, lo, hi, n, method)
+                             for v, lo, hi in zip(value, low, high)])
+    else:
+        iv.attach(out, key, iv.Interval(value, low, high, n, method))
+    return out
+
+
+def with_difference(summary: dict, a: str, b: str, low: float, high: float,
+                    n: int = 200) -> dict:
+    """`summary` with a hand-made paired difference a - b (its value from the two scores)."""
+    out = copy.deepcopy(summary)
+    iv.attach_difference(out, a, b, iv.Interval(out[a] - out[b], low, high, n, iv.BOOTSTRAP))
+    return out
+
+
+def wilson(right: int, n: int) -> tuple[float, float]:
+    """Wilson's interval from SciPy, independently of reportgen's."""
+    from scipy.stats import binomtest
+
+    found = binomtest(right, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return found.low, found.high
+
+
+ROUTING = with_ci({"entropy_mean": 2.3004, "entropy_max": math.log(10), "images": 200},
+                  "entropy_mean", 2.2990, 2.3015)
 DEAD = {"dead_filter_count": 13, "filter_count": 128, "filter_layers": ["conv1", "primary_conv"],
         "filter_count_per_layer": [64, 64], "dead_filter_count_per_layer": [5, 8],
         "dead_type_count": 0, "type_count": 8, "images": 200}
@@ -23,17 +55,29 @@ FIDELITY = {"builtin_method": "rpv_modified", "deletion_aopc_rpv_modified": 0.30
             "deletion_aopc_gradcam_pp": 0.50, "deletion_aopc_random": 0.28,
             "insertion_auc_rpv_modified": 0.72, "insertion_auc_gradcam_pp": 0.73,
             "insertion_auc_random": 0.58, "agreement_mean": 0.21, "agreement_valid": 100}
+# deletion: Grad-CAM++ beats RPV and random; RPV cannot be told from random. insertion: the
+# two methods cannot be told apart, both beat random. agreement: weakly (0 < CI < 0.5)
+for a, b, low, high in (("deletion_aopc_rpv_modified", "deletion_aopc_gradcam_pp", -0.26, -0.14),
+                        ("deletion_aopc_rpv_modified", "deletion_aopc_random", -0.01, 0.05),
+                        ("deletion_aopc_gradcam_pp", "deletion_aopc_random", 0.15, 0.29),
+                        ("insertion_auc_rpv_modified", "insertion_auc_gradcam_pp", -0.04, 0.02),
+                        ("insertion_auc_rpv_modified", "insertion_auc_random", 0.10, 0.18),
+                        ("insertion_auc_gradcam_pp", "insertion_auc_random", 0.11, 0.19)):
+    FIDELITY = with_difference(FIDELITY, a, b, low, high, n=100)
+FIDELITY = with_ci(FIDELITY, "agreement_mean", 0.15, 0.27, n=100)
 
 
-def test_accuracy_is_read_against_chance_with_its_margin():
-    # 3 standard errors of a 1/10 classifier over 200 images: 3 * sqrt(0.09 / 200) = 6.4%
-    assert F.chance_margin(10, 200) == pytest.approx(3 * math.sqrt(0.09 / 200))
+def test_accuracy_is_read_against_chance_by_its_interval():
     good = F.accuracy_finding(0.95, 10, 200, untrained=0.098)
-    assert "well above chance (10.0% = 1/10" in good.text and "±6.4%" in good.text
+    low, high = wilson(190, 200)
+    assert (f"Accuracy is 95.0% (95% CI {100 * low:.1f}–{100 * high:.1f}%) on 200 evaluation "
+            f"images, above chance (10.0% = 1/10; Wilson interval).") == good.text
     assert good.untrained == "untrained (0-0): 9.8%"
-    assert "no better than chance" in F.accuracy_finding(0.12, 10, 1000).text
-    assert "on so few images not distinguishable from chance" in \
-        F.accuracy_finding(0.12, 10, 200).text
+    # 110 of 1,000 right: Wilson 9.2–13.1% holds chance (10%); 12% (10.1–14.2%) does not
+    assert "not distinguishable from chance on 1,000 images" in \
+        F.accuracy_finding(0.11, 10, 1000).text
+    assert "above chance" in F.accuracy_finding(0.12, 10, 1000).text
+    assert "not distinguishable from chance on 30 images" in F.accuracy_finding(0.2, 10, 30).text
     assert "below chance" in F.accuracy_finding(0.01, 10, 200).text
     assert F.accuracy_finding(None, 10, 200) is None
 
@@ -41,22 +85,31 @@ def test_accuracy_is_read_against_chance_with_its_margin():
 def test_routing_near_uniform_names_the_gap_and_the_threshold():
     f = F.routing_finding(ROUTING, 10, untrained={"entropy_mean": math.log(10) - 1e-6,
                                                   "entropy_max": math.log(10)})
-    gap = math.log(10) - 2.3004
+    gap, top = math.log(10) - 2.3004, math.log(10)
     assert f.text.startswith(
-        f"Routing stays within {gap:.2g} nats of uniform (threshold 0.05 nats)")
+        f"Routing stays within 0.05 nats of uniform ({gap:.2g} nats (95% CI "
+        f"{top - 2.3015:.2g}–{top - 2.2990:.2g}) below the uniform entropy, threshold 0.05 nats)")
     assert "1/10" in f.text and f.technique == "routing_entropy"
     assert f.untrained == "untrained (0-0): 1e-06 nats from uniform"
-    decided = F.routing_finding({"entropy_mean": 1.5, "entropy_max": math.log(10)}, 10)
+    decided = F.routing_finding(with_ci({"entropy_mean": 1.5, "entropy_max": math.log(10)},
+                                        "entropy_mean", 1.45, 1.55), 10)
     assert "departs from uniform" in decided.text and "0.8 nats" in decided.text
+    # a gap whose interval holds the threshold is neither
+    unclear = F.routing_finding(with_ci({"entropy_mean": top - 0.05, "entropy_max": top},
+                                        "entropy_mean", top - 0.09, top - 0.01), 10)
+    assert unclear.text.startswith("Whether routing departs from uniform by more than 0.05 "
+                                   "nats cannot be told on 200 images")
 
 
 def test_em_routing_is_judged_at_every_layer():
     em = {"entropy_mean_per_layer": [2.19, 2.299], "entropy_uniform_per_layer": [2.2, 2.3026]}
-    f = F.routing_finding(em, 10)
-    assert "at every layer" in f.text and "within 0.01 nats" in f.text
+    f = F.routing_finding(with_ci(em, "entropy_mean_per_layer", [2.18, 2.297], [2.199, 2.3]),
+                          10)
+    assert "at every layer" in f.text and "stays within 0.05 nats" in f.text
+    assert "layer 1: 0.01 nats (95% CI 0.001–0.02)" in f.text
     em["entropy_mean_per_layer"] = [2.0, 2.299]
-    f = F.routing_finding(em, 10)
-    assert "layer 1: 0.2" in f.text and "departs" in f.text
+    f = F.routing_finding(with_ci(em, "entropy_mean_per_layer", [1.95, 2.297], [2.05, 2.3]), 10)
+    assert "layer 1: 0.2 nats" in f.text and "departs from uniform at layer 1" in f.text
 
 
 def test_dead_filters_are_counted_and_flagged_per_layer():
@@ -103,35 +156,59 @@ def test_dead_filter_counts_per_layer_from_the_dead_units_arrays():
         in text
 
 
-def test_explanation_methods_disagreement_and_ties():
+def test_explanation_methods_are_compared_by_their_paired_differences():
     deletion, insertion, agreement = F.explanation_findings(FIDELITY, untrained=FIDELITY)
-    # deletion: Grad-CAM++ 0.50 beats RPV 0.30 (gap 0.2 > 0.05); only Grad-CAM++ beats random
-    assert "Grad-CAM++ beats RPV (modified) (0.500 vs 0.300)" in deletion.text
-    assert "Grad-CAM++ beats a random order (0.280)" in deletion.text
-    assert "ties" in deletion.text and deletion.technique == "explanation_fidelity"
-    # insertion: 0.72 vs 0.73 is a tie
-    assert "RPV (modified) and Grad-CAM++ tie (0.720 vs 0.730)" in insertion.text
-    assert "agree only weakly" in agreement.text and "(threshold 0.5)" in agreement.text
+    assert ("By deletion AOPC, Grad-CAM++ beats RPV (modified) (0.300 vs 0.500; difference "
+            "-0.200, 95% CI -0.260 to -0.140); Grad-CAM++ beats a random order (0.280), "
+            "RPV (modified) cannot be told from it") in deletion.text
+    assert deletion.technique == "explanation_fidelity"
+    assert ("RPV (modified) and Grad-CAM++ cannot be told apart on 100 images (0.720 vs 0.730; "
+            "difference -0.010") in insertion.text
+    assert "about " in insertion.text and "would tell a difference this size" in insertion.text
+    assert "RPV (modified) and Grad-CAM++ beat a random order (0.580)" in insertion.text
+    assert "agree only weakly" in agreement.text and "0.21 (95% CI 0.15–0.27)" in agreement.text
     assert agreement.untrained == "untrained (0-0): 0.21"
+    # an agreement whose interval holds the threshold is not called either way
+    unsure = with_ci({**FIDELITY, "agreement_mean": 0.5}, "agreement_mean", 0.4, 0.6)
+    assert "cannot be told to agree or not" in F.explanation_findings(unsure)[-1].text
+    # the same numbers with no difference recorded decide nothing
+    bare = {k: v for k, v in FIDELITY.items() if k != iv.INTERVALS}
+    text = F.explanation_findings(bare)[0].text
+    assert "no interval to tell them apart" in text and "beats" not in text
 
 
-def test_robustness_against_chance_and_gu_reference():
+def test_robustness_by_the_paired_drop_and_against_gu_reference():
     affine = {"clean_accuracy": 0.95, "rotation_mean_accuracy": 0.59,
-              "rotation_min_accuracy": 0.17, "shear_x_mean_accuracy": 0.93}
+              "rotation_min_accuracy": 0.17, "shear_x_mean_accuracy": 0.93,
+              "scale_mean_accuracy": 0.91}
+    affine = with_difference(affine, "rotation_mean_accuracy", "clean_accuracy", -0.40, -0.32)
+    affine = with_difference(affine, "shear_x_mean_accuracy", "clean_accuracy", -0.035, -0.005)
+    affine = with_difference(affine, "scale_mean_accuracy", "clean_accuracy", -0.07, -0.01)
     f = F.affine_finding(affine, 10, untrained={"rotation_mean_accuracy": 0.1})
-    assert "under horizontal shear" in f.text and "rotation hurts most: 59.0%" in f.text
+    assert f.text.startswith("Accuracy (clean 95.0%) holds within 5 points of clean under "
+                             "horizontal shear; falls more than 5 points below clean under "
+                             "rotation; cannot be told to hold within 5 points under scaling "
+                             "on 200 images.")
+    assert "Rotation hurts most: 59.0% on average" in f.text
     assert "17.0% at its worst" in f.text and f.untrained == "untrained (0-0): 10.0% under rotation"
     ref = ("Aff-CapsNet", "7.5M", 99.23, 93.21)
-    close = F.affnist_finding({"affnist_accuracy": 0.91, "clean_accuracy": 0.992}, ref)
-    assert "matches Gu 2022's 93.21% for his Aff-CapsNet" in close.text
+    close = F.affnist_finding(with_ci({"affnist_accuracy": 0.91, "clean_accuracy": 0.992},
+                                      "affnist_accuracy", 0.89, 0.95, method=iv.WILSON), ref)
+    assert "cannot be told from Gu 2022's 93.21% for his Aff-CapsNet" in close.text
     assert "loose" not in close.text
-    far = F.affnist_finding({"affnist_accuracy": 0.70, "clean_accuracy": 0.95}, ref)
+    far = F.affnist_finding(with_ci({"affnist_accuracy": 0.70, "clean_accuracy": 0.95},
+                                    "affnist_accuracy", 0.66, 0.74, method=iv.WILSON), ref)
     assert "is below" in far.text and "comparison is loose" in far.text
     assert "Gu" not in F.affnist_finding({"affnist_accuracy": 0.7}, None).text
-    adv = F.adversarial_finding({"accuracy_capsules_pgd_0.1": 0.765, "clean_accuracy": 0.95,
-                                 "accuracy_votes_pgd_0.1": 0.735}, 10)
-    assert "leaves 76.5% accuracy (clean 95.0%, chance 10.0%)" in adv.text
-    assert "votes (Gu 2022) is stronger: 73.5%" in adv.text
+    adv = {"accuracy_capsules_pgd_0.1": 0.765, "clean_accuracy": 0.95,
+           "accuracy_votes_pgd_0.1": 0.735}
+    stronger = F.adversarial_finding(with_difference(
+        adv, "accuracy_votes_pgd_0.1", "accuracy_capsules_pgd_0.1", -0.05, -0.01), 10)
+    assert "leaves 76.5% accuracy (clean 95.0%, chance 10.0%)" in stronger.text
+    assert "votes (Gu 2022) is stronger: 73.5%" in stronger.text
+    tie = F.adversarial_finding(with_difference(
+        adv, "accuracy_votes_pgd_0.1", "accuracy_capsules_pgd_0.1", -0.07, 0.01), 10)
+    assert "cannot be told apart from it on 200 images" in tie.text
 
 
 def test_every_finding_states_a_threshold_and_missing_numbers_say_nothing():
@@ -139,7 +216,8 @@ def test_every_finding_states_a_threshold_and_missing_numbers_say_nothing():
                         "explanation_fidelity": FIDELITY}, 10, accuracy=0.9, images=100)
     assert [f.topic for f in found] == ["accuracy", "routing", "dead_units", "explanations",
                                         "explanations", "explanations"]
-    assert all("threshold" in f.text or "ties below" in f.text for f in found)
+    # each says what decided it: its threshold or the interval
+    assert all("threshold" in f.text or "interval" in f.text for f in found)
     assert F.findings({}, 10) == []
 
 
@@ -167,7 +245,7 @@ def test_overview_and_home_show_findings_linked_to_their_figures(tmp_path):
     overview = (docs / "models" / "MNIST_Demo" / "index.md").read_text()
     section = overview[overview.index('id="findings"'):overview.index('id="training-curves"')]
     assert f"step <b>{last.step}</b>" in section
-    assert "Routing stays within" in section and "(threshold 0.05 nats)" in section
+    assert "Routing stays within" in section and "threshold 0.05 nats" in section
     assert "Untrained (0-0): 0.0026 nats from uniform." in section
     assert 'href="../../models/MNIST_Demo/analyses.html#routing_entropy-argmax"' in section
     assert 'href="../../models/MNIST_Demo/index.html#evaluation"' in section
@@ -203,8 +281,13 @@ def test_a_step_predicting_one_class_is_called_untrained():
     assert F.untrained_verdict([[0, 0], [0, 0]], ["x", "y"]) is None
 
 
-def test_a_step_at_chance_is_called_untrained_up_to_three_standard_errors_above():
-    # 10 classes, 200 images: chance 10% + 3 * sqrt(0.09 / 200) = 16.36%
+def ci_words(right: int, n: int) -> str:
+    """"16.7% (95% CI 7.3–33.6%)" from SciPy's Wilson interval."""
+    low, high = wilson(right, n)
+    return f"{100 * right / n:.1f}% (95% CI {100 * low:.1f}–{100 * high:.1f}%)"
+
+
+def test_a_step_is_called_untrained_while_its_interval_holds_chance():
     def matrix(correct: int) -> list[list[int]]:
         """200 images, 20 per class, `correct` on the diagonal, the others spread over the
         classes (no class predicted for more than a fifth of them)."""
@@ -217,25 +300,27 @@ def test_a_step_at_chance_is_called_untrained_up_to_three_standard_errors_above(
         return rows
 
     names = [str(d) for d in range(10)]
-    at = F.untrained_verdict(matrix(32), names, available=200)   # 16.0%, every held-out image
+    # the most right answers of 200 whose Wilson interval still holds chance (10%)
+    edge = max(k for k in range(200) if wilson(k, 200)[0] <= 0.1)
+    at = F.untrained_verdict(matrix(edge), names, available=200)   # every held-out image
     assert at.kind == "chance"
     assert at.headline == ("this step predicts at chance level: its analyses describe an "
                            "untrained network")
-    assert at.details == ("accuracy 16.0% on 200 evaluation images, chance 10.0% = 1/10; "
-                          "threshold: 3 standard errors above chance, 16.4%")
-    assert F.untrained_verdict(matrix(33), names) is None        # 16.5%: above the margin
+    assert at.details == (f"accuracy {ci_words(edge, 200)} on 200 evaluation images (Wilson), "
+                          f"chance 10.0% = 1/10; the 95% interval does not lie above chance")
+    assert F.untrained_verdict(matrix(edge + 1), names) is None    # its interval above chance
     assert F.untrained_verdict(matrix(0), names, available=200).kind == "chance"   # below too
     assert F.untrained_verdict(matrix(190), names) is None
 
 
 def test_untrained_only_where_the_data_show_it():
-    """MNIST_EM held out 25.5% of 1,000 digits: far above chance. On 30 evaluation images its
-    7 right (23.3%) cannot be told from chance (threshold 26.4%): the banner says that, not
-    "untrained", and the findings are read as usual."""
+    """A model held out 25.5% of 1,000 digits: far above chance. On 30 evaluation images its
+    5 right (16.7%, Wilson 7.3–33.6%) cannot be told from chance: the banner says that, not
+    "untrained", and no property finding is read from that step."""
     names = [str(d) for d in range(10)]
     thirty = [[0] * 10 for _ in range(10)]
-    for i in range(10):                                   # 3 images per class, 7 right
-        right = 1 if i < 7 else 0
+    for i in range(10):                                   # 3 images per class, 5 right
+        right = 1 if i < 5 else 0
         thirty[i][i] = right
         thirty[i][(i + 1) % 10] += 3 - right
     held = F.Scored(0.255, 1000, "held-out images")
@@ -243,30 +328,34 @@ def test_untrained_only_where_the_data_show_it():
     unclear = F.untrained_verdict(thirty, names, None, available=1000)
     assert unclear.kind == F.UNCLEAR and not unclear.untrained
     assert unclear.headline == "this step's accuracy cannot be told from chance on 30 images"
-    assert unclear.details.startswith("accuracy 23.3% on 30 evaluation images, chance 10.0% = "
-                                      "1/10; threshold: 3 standard errors above chance, 26.4%")
+    assert unclear.details.startswith(f"accuracy {ci_words(5, 30)} on 30 evaluation images "
+                                      f"(Wilson), chance 10.0% = 1/10; the 95% interval does "
+                                      f"not lie above chance; about ")
     at_chance = F.untrained_verdict(thirty, names, F.Scored(0.11, 1000, "held-out images"))
-    assert at_chance.kind == "chance" and "11.0% on 1,000 held-out images" in at_chance.details
-    read = F.findings({"routing_entropy": ROUTING}, 10, accuracy=7 / 30, images=30,
+    assert at_chance.kind == "chance" and "11.0% (95% CI 9.2–13.1%) on 1,000 held-out images" in at_chance.details
+    read = F.findings({"routing_entropy": ROUTING}, 10, accuracy=5 / 30, images=30,
                       predicts_nothing=unclear)
-    assert "routing" in {f.topic for f in read}
-    assert "on so few images not distinguishable from chance" in read[0].text
+    # no property finding while the accuracy cannot be told from chance
+    assert [f.topic for f in read] == ["accuracy", "untrained"]
+    assert "not distinguishable from chance on 30 images" in read[0].text
+    assert read[1].text.startswith("This step's accuracy cannot be told from chance on 30 "
+                                   "images") and "Until it can" in read[1].text
     read = F.findings({}, 10, accuracy=0.255, images=1000, accuracy_counted="held-out images")
-    assert read[0].text.startswith("Accuracy is 25.5% on 1,000 held-out images, well above "
-                                   "chance")
+    assert read[0].text.startswith(f"Accuracy is {ci_words(255, 1000)} on 1,000 held-out "
+                                   f"images, above chance")
 
 
 def test_a_steps_banner_reads_the_held_out_accuracy_training_measured():
-    """MNIST_EM's step at 25.5% over the 1,000 held-out digits (history.json) and 7 of 30
+    """A step at 25.5% over the 1,000 held-out digits (history.json) and 5 of 30
     evaluation images: no banner; without the training record, the unclear one."""
     from reportgen.pages.sitedata import ModelData, StepData
     from reportgen.pages.views import step_verdict
 
     thirty = [[0] * 10 for _ in range(10)]
     for i in range(10):
-        thirty[i][i] = 1 if i < 7 else 0
+        thirty[i][i] = 1 if i < 5 else 0
         thirty[i][(i + 1) % 10] += 3 - thirty[i][i]
-    step = StepData(step="20-0", confusion_matrix=thirty, accuracy=7 / 30)
+    step = StepData(step="20-0", confusion_matrix=thirty, accuracy=5 / 30)
     model = ModelData(name="MNIST_EM", dataset="mnist", description="", params=0,
                       class_names=[str(d) for d in range(10)], architecture=[], steps=[step],
                       history=[{"step": "20-0", "val_accuracy": 0.255, "val_images": 1000}],
@@ -348,8 +437,8 @@ def test_untrained_steps_have_a_banner_on_every_page_and_on_home(tmp_path):
         assert "&lt;script&gt;alert(&#39;class&#39;)&lt;/script&gt;" in first
         assert EVIL_CLASS not in first
         assert 'data-rg-step="3-5">' in last and chance in last       # shown: not hidden
-        assert ("(step 3-5: accuracy 33.3% on 90 evaluation images, chance 33.3% = 1/3; "
-                "threshold: 3 standard errors above chance, 48.2%).") in last
+        assert (f"(step 3-5: accuracy {ci_words(30, 90)} on 90 evaluation images (Wilson), "
+                f"chance 33.3% = 1/3; the 95% interval does not lie above chance).") in last
     overview = (evil_dir / "index.md").read_text()
     section = overview[overview.index('id="findings"'):overview.index('id="training-curves"')]
     assert "This step predicts at chance level" in section and "Routing" not in section
@@ -360,8 +449,8 @@ def test_untrained_steps_have_a_banner_on_every_page_and_on_home(tmp_path):
     assert banners(evil_row) == [
         '<div class="rg-untrained" role="note"><b>Step 3-5</b> (the step its pages open at): '
         'this step predicts at chance level: its analyses describe an untrained network '
-        '(accuracy 33.3% on 90 evaluation images, chance 33.3% = 1/3; threshold: 3 standard '
-        'errors above chance, 48.2%).</div>']
+        f'(accuracy {ci_words(30, 90)} on 90 evaluation images (Wilson), chance 33.3% = 1/3; '
+        'the 95% interval does not lie above chance).</div>']
     [demo_row] = [r for r in rows if "MNIST_Demo" in r]
     assert not banners(demo_row)
     assert EVIL_MODEL not in home
@@ -461,26 +550,25 @@ def test_a_two_digit_step_at_chance_or_on_one_pair_is_called_untrained():
     assert found["images"] == 500 and found["predicted"] == times
     assert found["labelled"] == Counter(tuple(sorted(p)) for p in labels)[tuple(found["pair"])]
     at_chance = verdict(noise)
-    margin = 3 * math.sqrt((1 / 45) * (44 / 45) / 500)             # 1.98%
     assert at_chance.kind == "chance" and "top-2 accuracy" in at_chance.details
-    assert at_chance.details.endswith(f"chance 2.2% = 1/45; threshold: 3 standard errors above "
-                                      f"chance, {100 * (1 / 45 + margin):.1f}%")
+    assert at_chance.details.endswith("chance 2.2% = 1/45; the 95% interval does not lie "
+                                      "above chance")
     # every image given the same pair (as by a network whose class capsules are all zero)
     constant = np.zeros((500, 10))
     one = verdict(constant)
     assert one.kind == "one_pair" and one.headline.startswith("this step predicts one pair")
     assert one.details == "classes 0 and 1 for 100.0% of the 500 evaluation images; threshold 95%"
-    # a trained network: 80% of the pairs right, the rest spread; and the margin's edge
+    # a trained network: 80% of the pairs right, the rest spread; and the interval's edge
     assert verdict(_pair_scores(labels, 400, rng)) is None
-    edge = math.floor(500 * (1 / 45 + margin))                   # 21 of 500 = 4.2%: at chance
+    edge = max(k for k in range(500) if wilson(k, 500)[0] <= 1 / 45)
     assert verdict(_pair_scores(labels, edge, rng)).kind == "chance"
     assert verdict(_pair_scores(labels, edge + 1, rng)) is None
     # one pair predicted for 96% of images whose true pair it is: right, not untrained
     labels[:480] = [3, 5]
     assert verdict(_pair_scores(labels, 500, rng)) is None
     assert predicted_pairs(constant, labels[:, 0]) is None           # one class per image
-    # 20 evaluation images at 5% is chance (threshold 12.1%); the step's MultiMNIST analysis
-    # over 500 test pairs, 6.4% against a threshold of 4.2%, is not: the finding reads that
+    # 20 evaluation images at 5% is chance (its interval holds 1/45); the step's MultiMNIST
+    # analysis over 500 test pairs, 6.4% (Wilson 4.6–8.9%), is not: the finding reads that
     few = {"images": 20, "pair": [0, 1], "predicted": 2, "labelled": 0}
     assert F.untrained_pair_verdict(0.05, few, names, available=20).kind == "chance"
     assert F.untrained_pair_verdict(0.05, few, names).kind == F.UNCLEAR
@@ -488,7 +576,8 @@ def test_a_two_digit_step_at_chance_or_on_one_pair_is_called_untrained():
                                     {"top2_accuracy": 0.064, "images": 500}) is None
     low = F.untrained_pair_verdict(0.5, few, names, {"top2_accuracy": 0.03, "images": 500},
                                    available=500)
-    assert low.details.startswith("top-2 accuracy 3.0% on 500 MultiMNIST test pairs")
+    assert low.details.startswith(f"top-2 accuracy {ci_words(15, 500)} on 500 MultiMNIST test "
+                                  f"pairs")
     assert F.untrained_pair_verdict(0.05, few, names, {"top2_accuracy": 0.9, "images": 10},
                                     available=20).kind == "chance"   # fewer pairs: not read
     # the held-out top-2 accuracy training measured on 1,000 pairs decides over both
@@ -501,11 +590,12 @@ def test_a_two_digit_step_at_chance_or_on_one_pair_is_called_untrained():
 def test_findings_of_a_two_digit_model_read_top2_accuracy_against_1_in_45():
     read = F.findings({"routing_entropy": ROUTING}, 10, accuracy=0.03, images=500,
                       labels_per_image=2)
-    assert read[0].text == ("Top-2 accuracy is 3.0% on 500 evaluation images, on so few images "
-                            "not distinguishable from chance (2.2% = 1/45; threshold: 3 "
-                            "standard errors, ±2.0%).")
+    assert read[0].text == (f"Top-2 accuracy is {ci_words(15, 500)} on 500 evaluation images, "
+                            f"not distinguishable from chance on 500 images (2.2% = 1/45; "
+                            f"Wilson interval).")
     assert F.findings({}, 10, accuracy=0.5, images=500, labels_per_image=2)[0].text.startswith(
-        "Top-2 accuracy is 50.0% on 500 evaluation images, well above chance (2.2% = 1/45")
+        f"Top-2 accuracy is {ci_words(250, 500)} on 500 evaluation images, above chance "
+        f"(2.2% = 1/45")
     verdict = F.untrained_pair_verdict(0.03, {"images": 500, "pair": [0, 1], "predicted": 20,
                                               "labelled": 11}, [str(d) for d in range(10)],
                                       available=500)
@@ -513,8 +603,8 @@ def test_findings_of_a_two_digit_model_read_top2_accuracy_against_1_in_45():
                        predicts_nothing=verdict, labels_per_image=2)
     assert [f.topic for f in found] == ["accuracy", "untrained"]
     assert found[1].text.startswith("This step predicts at chance level: its analyses describe "
-                                     "an untrained network (top-2 accuracy 3.0% on 500 "
-                                     "evaluation images, chance 2.2% = 1/45;")
+                                     f"an untrained network (top-2 accuracy {ci_words(15, 500)} "
+                                     f"on 500 evaluation images (Wilson), chance 2.2% = 1/45;")
 
 
 def test_no_minus_zero_and_no_transform_list_that_is_empty():
@@ -525,13 +615,18 @@ def test_no_minus_zero_and_no_transform_list_that_is_empty():
 
     fidelity = {**FIDELITY, "deletion_aopc_rpv_modified": -0.0002,
                 "deletion_aopc_gradcam_pp": -0.0004, "deletion_aopc_random": -0.0001}
+    fidelity = with_difference(fidelity, "deletion_aopc_rpv_modified", "deletion_aopc_gradcam_pp",
+                               -0.0003, 0.0001)
     deletion = F.explanation_findings(fidelity)[0]
-    assert "-0.000" not in deletion.text and "tie (0.000 vs 0.000)" in deletion.text
+    assert "-0.000" not in deletion.text
+    assert "cannot be told apart on 200 images (0.000 vs 0.000; difference 0.000" in deletion.text
     affine = {"clean_accuracy": 0.95, "rotation_mean_accuracy": 0.40,
               "shear_x_mean_accuracy": 0.60}
+    for factor, low, high in (("rotation", -0.6, -0.5), ("shear_x", -0.4, -0.3)):
+        affine = with_difference(affine, f"{factor}_mean_accuracy", "clean_accuracy", low, high)
     text = F.affine_finding(affine, 10).text
-    assert text.startswith("Accuracy falls more than 5 points below clean (95.0%) under every "
-                           "transform; rotation hurts most: 40.0%"), text
+    assert text.startswith("Accuracy (clean 95.0%) falls more than 5 points below clean under "
+                           "every transform. Rotation hurts most: 40.0%"), text
     assert "none of" not in text
     assert score_text("compactness_rotation", -9e-06) == "0.000"
     assert score_text("compactness_rotation", 0.0123) == "0.0123"

@@ -163,8 +163,9 @@ def test_about_the_methods_lists_every_technique_with_its_references(built):
     kernels = html.split('id="conv_kernels"')[1].split("</section>")[0]
     assert "Reference" not in kernels and "Sabour" not in kernels
     assert 'id="thresholds"' in html and "0.05 nats" in html
-    assert ("one class predicted for at least 95% of the evaluation images, or accuracy within "
-            "3 standard errors above chance") in html            # the untrained-step banner
+    assert ("one class predicted for at least 95% of the evaluation images, or an accuracy "
+            "interval not above chance over at least 1,000 images") in html   # the banner
+    assert "decided by the 95% interval over the images" in html
     home = (site / "index.html").read_text("utf-8")
     assert 'side by side. <a href="methods.html">About the methods</a>' in home   # and the nav
     assert home.count('href="methods.html"') >= 2 or 'href="methods/"' in home

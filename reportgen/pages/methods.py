@@ -111,31 +111,39 @@ def families_view(models) -> list[dict]:
 
 
 def thresholds() -> list[dict]:
-    """The thresholds the findings state, as [{what, value}]."""
+    """The thresholds the findings state, as [{what, value}]: every comparison is decided by
+    the 95% interval of its score over the images it was computed on."""
+    decided = "decided by the 95% interval over the images (Wilson for proportions, a seeded " \
+              "BCa bootstrap otherwise; a paired one for two scores on the same images)"
     return [
-        {"what": "accuracy above chance (1/K)",
-         "value": f"{findings.CHANCE_SIGMAS} standard errors of a chance-level classifier"},
+        {"what": "every comparison below",
+         "value": f"{decided}; where the interval holds the reference, the finding says the two "
+                  f"cannot be told apart on that many images and about how many would tell them"},
+        {"what": "accuracy above chance (1/K)", "value": "chance below the interval"},
         {"what": "a step's analyses describe an untrained network (banner)",
          "value": f"one class predicted for at least {100 * findings.ONE_CLASS_SHARE:g}% of the "
-                  f"evaluation images, or accuracy within {findings.CHANCE_SIGMAS} standard "
-                  f"errors above chance over at least {findings.TELLING_IMAGES:,} images (the "
-                  f"held-out accuracy training measured, or the evaluation set's; fewer: "
-                  f"\"cannot be told from chance on N images\"; images of two digits: one pair "
-                  f"of classes, top-2 accuracy against 1/C(K, 2))"},
+                  f"evaluation images, or an accuracy interval not above chance over at least "
+                  f"{findings.TELLING_IMAGES:,} images (the held-out accuracy training measured, "
+                  f"or the evaluation set's; fewer: \"cannot be told from chance on N "
+                  f"images\", and no property findings; images of two digits: one pair of "
+                  f"classes, top-2 accuracy against 1/C(K, 2))"},
         {"what": "routing counts as uniform",
-         "value": f"mean entropy of the routing weights (each family's: coupling coefficients, "
-                  f"EM assignments, ...) within {findings.ROUTING_NATS:g} nats of log K"},
+         "value": f"the interval of the gap between log K and the mean entropy of the routing "
+                  f"weights (each family's: coupling coefficients, EM assignments, ...) below "
+                  f"{findings.ROUTING_NATS:g} nats; departs: above it"},
         {"what": "dead units worth flagging",
          "value": f"more than {100 * findings.DEAD_SHARE:g}% of a conv layer's filters, or of the "
-                  f"primary capsule types"},
-        {"what": "two explanation methods tie",
-         "value": f"deletion AOPC or insertion AUC closer than {findings.AOPC_MARGIN:g}"},
+                  f"primary capsule types (counts over the evaluation set, no interval)"},
+        {"what": "one explanation method beats another, or a random order",
+         "value": "the paired difference of deletion AOPC or insertion AUC excludes 0"},
         {"what": "two saliency maps agree",
-         "value": f"mean Spearman correlation at least {findings.AGREEMENT:g}"},
+         "value": f"the interval of the mean Spearman correlation at or above "
+                  f"{findings.AGREEMENT:g}"},
         {"what": "accuracy holds under a transform",
-         "value": f"within {100 * findings.AFFINE_POINTS:g} points of clean"},
-        {"what": "ours matches a published accuracy",
-         "value": f"within {100 * findings.REFERENCE_POINTS:g} points"},
+         "value": f"the interval of the paired drop below clean within "
+                  f"{100 * findings.AFFINE_POINTS:g} points"},
+        {"what": "ours is above or below a published accuracy",
+         "value": "the published figure outside the interval"},
         {"what": "compactness says something",
-         "value": "above the 95th percentile of an isotropic random change"},
+         "value": "the interval above the 95th percentile of an isotropic random change"},
     ]

@@ -1,13 +1,19 @@
 """Findings: a few plain sentences from the stored numbers of a model's dataset analyses.
 
-Pure functions, numbers in and sentences out. Each `Finding` states its threshold in its
-sentence, names the analysis whose figure shows it (the page links the sentence there) and,
-when the untrained step (0-0) was analysed too, the same measure at that step, so a reader can
-tell a number that means something from one a random network gives as well.
+Pure functions, numbers in and sentences out. Each comparison in a sentence is decided by the
+95% interval of its score over the images it was computed on (reportgen.results.intervals:
+Wilson for proportions, a seeded bootstrap over images otherwise; a difference of two scores
+on the same images is a paired difference): a finding says "above", "beats", "holds" or
+"agree" only when the interval excludes the reference (chance, the class-prototype decoder, a
+random order, the untrained step, a threshold), and otherwise says the two cannot be told
+apart on this many images, with about how many would tell them. Each `Finding` names the
+analysis whose figure shows it (the page links the sentence there) and, when the untrained step
+(0-0) was analysed too, the same measure at that step.
 
-The summaries are the dataset panels' numbers (`Panel.numbers`: each technique's `summarize`),
-keyed by technique name. Thresholds are the constants below; they are judgement calls, stated
-so that a reader can disagree with them.
+The summaries are the dataset panels' numbers (`Panel.numbers`: each technique's `summarize`,
+its intervals under summary["intervals"]), keyed by technique name. The thresholds below are
+judgement calls of effect size, stated so that a reader can disagree with them; the intervals
+decide whether a score is on one side of them.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from reportgen.results.intervals import (Interval, ci_text, difference_of, images_to_tell,
+                                         interval_of, proportion_interval)
 from reportgen.results.intervals import fixed_digits as _fixed
 from reportgen.results.technique_numbers import METHOD_LABELS, top2_chance
 
@@ -22,14 +30,11 @@ UNTRAINED = "0-0"                  # the step `reportgen train` saves before any
 ROUTING_NATS = 0.05                # mean routing-weight entropy this close to log K: uniform
 DEAD_SHARE = 0.05                  # a share of dead filters / inactive types above this is flagged
 DEAD_TYPE_LENGTH = 1e-3            # dead_units' default: a type never more active is inactive
-AOPC_MARGIN = 0.05                 # deletion AOPC / insertion AUC differences below this are ties
 AGREEMENT = 0.5                    # mean Spearman correlation from which two maps "agree"
 AFFINE_POINTS = 0.05               # a factor "holds" when its mean accuracy is this close to clean
-REFERENCE_POINTS = 0.05            # ours within this of a published accuracy "matches" it
-ATTACK_POINTS = 0.02               # accuracies under two attacks closer than this are a tie
 ATTACK_EPSILON = 0.1               # the L∞ budget the adversarial sentence reads
-CHANCE_SIGMAS = 3                  # accuracy above chance by this many standard errors
 ONE_CLASS_SHARE = 0.95             # a step predicting one class for this share predicts nothing
+CONFIDENCE_WORDS = "95% interval"  # what decides every comparison
 
 
 @dataclass(frozen=True)
@@ -60,18 +65,41 @@ def _untrained(text: str | None) -> str:
     return f"untrained ({UNTRAINED}): {text}" if text else ""
 
 
+def _would_tell(interval: Interval, reference: float, what: str = "a difference this size") -> str:
+    """"about 410 images would tell a difference this size" ("" when none would)."""
+    needed = images_to_tell(interval, reference)
+    return f"about {needed:,} images would tell {what}" if needed else \
+        "no number of images would tell them apart"
+
+
+def _pct_ci(interval: Interval, digits: int = 1) -> str:
+    """"96.7% (95% CI 95.4–97.7%)"."""
+    return f"{_pct(interval.value, digits)} ({ci_text(interval, 100, digits, '%')})"
+
+
+def _num_ci(interval: Interval, digits: int = 3) -> str:
+    """"0.412 (95% CI 0.388–0.437)"."""
+    return f"{_fixed(interval.value, digits)} ({ci_text(interval, 1, digits)})"
+
+
+def _side(interval: Interval | None, reference: float) -> str | None:
+    """"above" / "below" when the interval excludes the reference; "tie" when it holds it;
+    None without an interval."""
+    if interval is None:
+        return None
+    return "above" if interval.above(reference) else "below" if interval.below(reference) \
+        else "tie"
+
+
 # --------------------------------------------------------------------------------------------
 # Accuracy against chance
 
 
-def _margin(chance: float, images: int) -> float:
-    """CHANCE_SIGMAS standard errors of a guesser right with probability `chance`."""
-    return CHANCE_SIGMAS * math.sqrt(chance * (1 - chance) / max(images, 1))
-
-
-def chance_margin(classes: int, images: int) -> float:
-    """CHANCE_SIGMAS standard errors of a classifier at chance (1/K) over `images` images."""
-    return _margin(1.0 / classes, images)
+def accuracy_interval(accuracy: float, images: int) -> Interval:
+    """The interval of an accuracy over `images` images (the count of right answers is the
+    accuracy times the images, rounded: the stored accuracies are exact ratios)."""
+    right = min(images, max(0, round(accuracy * images)))
+    return proportion_interval(right, images)
 
 
 def chance_of(classes: int, labels_per_image: int = 1) -> tuple[float, str]:
@@ -90,31 +118,27 @@ def accuracy_name(labels_per_image: int = 1) -> str:
     return "top-2 accuracy" if labels_per_image == 2 else "accuracy"
 
 
+def _against_chance(interval: Interval, chance: float) -> str:
+    side = _side(interval, chance)
+    return {"above": "above chance", "below": "below chance"}.get(
+        side, f"not distinguishable from chance on {interval.n:,} images")
+
+
 def accuracy_finding(accuracy: float | None, classes: int, images: int | None,
                      untrained: float | None = None,
                      labels_per_image: int = 1, counted: str = "evaluation images") -> Finding | None:
     """Accuracy over `images` `counted` (the evaluation set's, or the held-out images training
-    validated on) beside chance (1/K; top-2 accuracy beside 1/C(K, 2) for images of two
-    digits); near chance on fewer than TELLING_IMAGES images, it says so instead of calling it
-    chance."""
-    if accuracy is None or classes < (3 if labels_per_image == 2 else 2):
+    validated on) with its interval, beside chance (1/K; top-2 accuracy beside 1/C(K, 2) for
+    images of two digits): above or below chance only when the interval excludes it."""
+    if accuracy is None or classes < (3 if labels_per_image == 2 else 2) or not images:
         return None
     chance, fraction = chance_of(classes, labels_per_image)
-    margin = _margin(chance, images or 0)
-    over = f" on {images:,} {counted}" if images else ""
-    if accuracy > chance + margin:
-        verdict = "well above"
-    elif accuracy < chance - margin:
-        verdict = "below"
-    elif (images or 0) >= TELLING_IMAGES:
-        verdict = "no better than"
-    else:
-        verdict = "on so few images not distinguishable from"
+    interval = accuracy_interval(accuracy, images)
     name = accuracy_name(labels_per_image)
-    text = (f"{name[0].upper()}{name[1:]} is {_pct(accuracy)}{over}, {verdict} chance "
-            f"({_pct(chance)} = {fraction}; threshold: {CHANCE_SIGMAS} standard errors, "
-            f"±{_pct(margin)}).")
-    return Finding("accuracy", text, f"chance ± {_pct(margin)}", "",
+    text = (f"{name[0].upper()}{name[1:]} is {_pct_ci(interval)} on {images:,} {counted}, "
+            f"{_against_chance(interval, chance)} ({_pct(chance)} = {fraction}; "
+            f"{interval.method} interval).")
+    return Finding("accuracy", text, f"chance outside the {CONFIDENCE_WORDS}", "",
                    _untrained(None if untrained is None else _pct(untrained)))
 
 
@@ -167,25 +191,28 @@ def scored_accuracy(*candidates: Scored | None) -> Scored | None:
 
 def _chance_verdict(scored: Scored | None, chance: float, fraction: str, name: str,
                     available: int | None) -> UntrainedVerdict | None:
-    """At chance when the accuracy is within CHANCE_SIGMAS standard errors above chance over
-    at least TELLING_IMAGES images (or every held-out image, `available`, when there are
-    fewer); within them over fewer images, UNCLEAR; None above them."""
+    """None when the accuracy's interval lies above chance; otherwise at chance over at least
+    TELLING_IMAGES images (or every held-out image, `available`, when there are fewer), and
+    UNCLEAR over fewer: the interval holds chance, but so few images cannot tell an untrained
+    network from a weak one."""
     if scored is None:
         return None
-    margin = _margin(chance, scored.images)
-    if scored.accuracy > chance + margin:
+    interval = accuracy_interval(scored.accuracy, scored.images)
+    if interval.above(chance):
         return None
-    numbers = (f"{name} {_pct(scored.accuracy)} on {scored.images:,} {scored.over}, chance "
-               f"{_pct(chance)} = {fraction}; threshold: {CHANCE_SIGMAS} standard errors above "
-               f"chance, {_pct(chance + margin)}")
+    numbers = (f"{name} {_pct_ci(interval)} on {scored.images:,} {scored.over} "
+               f"({interval.method}), chance {_pct(chance)} = {fraction}; the "
+               f"{CONFIDENCE_WORDS} does not lie above chance")
     if scored.images >= min(TELLING_IMAGES, available or TELLING_IMAGES):
         return UntrainedVerdict(
             "chance", "this step predicts at chance level: its analyses describe an untrained "
             "network", numbers)
+    needed = images_to_tell(interval, chance)
     return UntrainedVerdict(
         UNCLEAR, f"this step's {name} cannot be told from chance on {scored.images:,} images",
-        f"{numbers}; {CHANCE_SIGMAS} standard errors need {TELLING_IMAGES:,} images to tell "
-        f"an untrained network from a weak one (build with more --eval-images)")
+        f"{numbers}; " + (f"about {needed:,} images would tell it from chance, if it is above "
+                          f"it" if needed else "no number of images tells it from chance")
+        + " (build with more --eval-images)")
 
 
 def untrained_verdict(confusion_matrix: list[list[int]] | None,
@@ -251,12 +278,17 @@ def untrained_pair_verdict(top2_accuracy: float | None, predicted_pair: dict | N
 
 
 def untrained_finding(verdict: UntrainedVerdict) -> Finding:
-    """The one finding of a step whose predictions say its network is untrained."""
-    text = (f"{verdict.headline[0].upper()}{verdict.headline[1:]} ({verdict.details}). Its "
-            f"routing, explanation, robustness and compactness numbers are not read as "
-            f"properties of the model.")
-    threshold = (_pct(ONE_CLASS_SHARE, 0) + " of images" if verdict.kind != "chance"
-                 else f"chance + {CHANCE_SIGMAS} standard errors")
+    """The one finding of a step whose predictions say its network is untrained, or whose
+    accuracy cannot be told from chance (UNCLEAR): either way its other numbers are no
+    property of a model that has learnt something."""
+    ending = ("Its routing, explanation, robustness and compactness numbers are not read as "
+              "properties of the model." if verdict.untrained else
+              "Until it can, its routing, explanation, robustness and compactness numbers are "
+              "not read as properties of the model.")
+    text = f"{verdict.headline[0].upper()}{verdict.headline[1:]} ({verdict.details}). {ending}"
+    threshold = (_pct(ONE_CLASS_SHARE, 0) + " of images" if verdict.kind in ("one_class",
+                                                                             "one_pair")
+                 else f"chance outside the {CONFIDENCE_WORDS}")
     return Finding("untrained", text, threshold, "")
 
 
@@ -264,43 +296,89 @@ def untrained_finding(verdict: UntrainedVerdict) -> Finding:
 # Routing (routing_entropy) and dead units (dead_units)
 
 
-def _routing_gaps(summary: dict) -> list[float] | None:
-    """uniform - mean entropy (nats) per routed layer (the last is the one into the classes)."""
+@dataclass(frozen=True)
+class _Gap:
+    """uniform - mean entropy (nats) of one routed layer, and that gap's interval (None
+    without one): [uniform - high, uniform - low] of the mean entropy's."""
+
+    value: float
+    low: float | None
+    high: float | None
+    n: int = 0
+
+
+def _routing_gaps(summary: dict) -> list[_Gap] | None:
+    """The gap per routed layer (the last is the one into the classes)."""
     means = summary.get("entropy_mean_per_layer")
     uniforms = summary.get("entropy_uniform_per_layer")
+    found = []
     if isinstance(means, list) and isinstance(uniforms, list) and means:
-        gaps = [u - m for m, u in zip(means, uniforms) if m is not None and u is not None]
-        return gaps or None
+        for i, (m, u) in enumerate(zip(means, uniforms)):
+            if m is not None and u is not None:
+                found.append(_gap(u, m, interval_of(summary, "entropy_mean_per_layer", i)))
+        return found or None
     mean, top = _num(summary, "entropy_mean"), _num(summary, "entropy_max")
-    return None if mean is None or top is None else [top - mean]
+    if mean is None or top is None:
+        return None
+    return [_gap(top, mean, interval_of(summary, "entropy_mean"))]
+
+
+def _gap(uniform: float, mean: float, interval: Interval | None) -> _Gap:
+    if interval is None:
+        return _Gap(uniform - mean, None, None)
+    return _Gap(uniform - mean, uniform - interval.high, uniform - interval.low, interval.n)
+
+
+def _gap_side(gap: _Gap) -> str:
+    """"departs" (the gap's interval above ROUTING_NATS), "uniform" (below it), or "unclear"
+    (it holds the threshold, or there is no interval)."""
+    if gap.low is None:
+        return "unclear"
+    return "departs" if gap.low > ROUTING_NATS else "uniform" if gap.high < ROUTING_NATS \
+        else "unclear"
+
+
+def _gap_text(gap: _Gap) -> str:
+    if gap.low is None:
+        return f"{gap.value:.2g} nats"
+    return f"{gap.value:.2g} nats (95% CI {gap.low:.2g}–{gap.high:.2g})"
 
 
 def routing_finding(summary: dict | None, classes: int,
                     untrained: dict | None = None, words: dict | None = None) -> Finding | None:
     """Whether routing departs from uniform weights: the uniform entropy minus the mean entropy
-    of the routing weights, per routed layer, called what the model's family calls them
-    (`words`, reportgen.capsnet.model_words.words_of: "coupling coefficients of dynamic
-    routing", "EM assignments", ...; "routing weights" when unknown)."""
+    of the routing weights, per routed layer, with its interval against ROUTING_NATS, the
+    routing weights called what the model's family calls them (`words`,
+    reportgen.capsnet.model_words.words_of: "coupling coefficients of dynamic routing", "EM
+    assignments", ...; "routing weights" when unknown)."""
     gaps = _routing_gaps(summary or {})
     if not gaps:
         return None
     several = len(gaps) > 1
-    where = " at every layer" if several else ""
     threshold = f"{ROUTING_NATS:g} nats"
-    largest = max(gaps)
-    if largest < ROUTING_NATS:
-        text = (f"Routing stays within {largest:.2g} nats of uniform{where} (threshold "
-                f"{threshold}): the {_routing_weights(words)} barely depart from 1/{'(number of parents)' if several else classes}.")
-    else:
-        parts = ", ".join(f"layer {i + 1}: {g:.2g}" for i, g in enumerate(gaps)) if several \
-            else f"{largest:.2g} nats"
-        text = (f"Routing departs from uniform ({parts}{' nats' if several else ''} below the "
-                f"uniform entropy; threshold {threshold}): input capsules send more of their "
+    sides = [_gap_side(g) for g in gaps]
+    named = (lambda i: f"layer {i + 1}: ") if several else (lambda i: "")
+    parts = "; ".join(f"{named(i)}{_gap_text(g)}" for i, g in enumerate(gaps))
+    n = max(g.n for g in gaps)
+    if all(side == "uniform" for side in sides):
+        text = (f"Routing stays within {threshold} of uniform{' at every layer' if several else ''}"
+                f" ({parts} below the uniform entropy, threshold {threshold}): the "
+                f"{_routing_weights(words)} barely depart from "
+                f"1/{'(number of parents)' if several else classes}.")
+    elif "departs" in sides:
+        where = ", ".join(f"layer {i + 1}" for i, side in enumerate(sides) if side == "departs")
+        text = (f"Routing departs from uniform{f' at {where}' if several else ''} ({parts} below "
+                f"the uniform entropy; threshold {threshold}): input capsules send more of their "
                 f"output to some parents than to others.")
+    else:
+        text = (f"Whether routing departs from uniform by more than {threshold} cannot be told "
+                f"on {n:,} images ({parts} below the uniform entropy)."
+                if n else f"Routing is {parts} below the uniform entropy (threshold {threshold}"
+                          f"; no interval to decide by).")
     before = _routing_gaps(untrained) if untrained else None
     return Finding("routing", text, threshold, "routing_entropy",
                    _untrained(None if not before else
-                              f"{max(before):.2g} nats from uniform"))
+                              f"{max(g.value for g in before):.2g} nats from uniform"))
 
 
 def _routing_weights(words: dict | None) -> str:
@@ -372,49 +450,81 @@ def dead_units_finding(summary: dict | None, untrained: dict | None = None,
 # Explanation fidelity
 
 
-def _compare(a: float, b: float, name_a: str, name_b: str, higher_better: bool = True) -> str:
-    if abs(a - b) < AOPC_MARGIN:
-        return f"{name_a} and {name_b} tie ({_fixed(a)} vs {_fixed(b)})"
-    better = (a > b) == higher_better
-    first, second = (name_a, name_b) if better else (name_b, name_a)
-    return f"{first} beats {second} ({_fixed(max(a, b) if higher_better else min(a, b))} vs " \
-           f"{_fixed(min(a, b) if higher_better else max(a, b))})"
+def _versus(s: dict, a: str, b: str, name_a: str, name_b: str) -> str:
+    """"X beats Y (0.30 vs 0.22; difference 0.08, 95% CI 0.05–0.11)" when the paired
+    difference's interval excludes 0 (higher is better), else that they cannot be told apart."""
+    va, vb = _num(s, a), _num(s, b)
+    diff = difference_of(s, a, b)
+    numbers = f"{_fixed(va)} vs {_fixed(vb)}"
+    if diff is None:
+        return f"{name_a} and {name_b} score {numbers} (no interval to tell them apart)"
+    spread = f"difference {_fixed(diff.value)}, {ci_text(diff, 1, 3)}"
+    side = _side(diff, 0.0)
+    if side == "tie":
+        return (f"{name_a} and {name_b} cannot be told apart on {diff.n:,} images ({numbers}; "
+                f"{spread}; {_would_tell(diff, 0.0)})")
+    first, second = (name_a, name_b) if side == "above" else (name_b, name_a)
+    return f"{first} beats {second} ({numbers}; {spread})"
+
+
+def _beats_random(s: dict, key: str, methods: list[tuple[str, str]]) -> str:
+    """Which of `methods` ((method, label)) beat a random order by their paired differences."""
+    random = _num(s, f"{key}_random")
+    if random is None:
+        return ""
+    beat, unclear = [], []
+    for method, label in methods:
+        diff = difference_of(s, f"{key}_{method}", f"{key}_random")
+        if diff is not None and diff.above(0.0):
+            beat.append(label)
+        elif diff is None or not diff.below(0.0):
+            unclear.append(label)
+    text = (f"; {' and '.join(beat) if beat else 'neither'} "
+            f"{'beat' if len(beat) != 1 else 'beats'} a random order ({_fixed(random)})")
+    if unclear:
+        text += (f", {' and '.join(unclear)} cannot be told from it"
+                 if beat or len(unclear) < len(methods) else ": neither can be told from it")
+    return text
 
 
 def explanation_findings(summary: dict | None, untrained: dict | None = None) -> list[Finding]:
     """Where the model's own explanation (RPV, or GraCapsNet's attention) and Grad-CAM++
-    disagree: deletion AOPC (higher = the map found what matters), insertion AUC (higher is
-    better), each against a random order, and the Spearman agreement of the two maps."""
+    differ: deletion AOPC (higher = the map found what matters), insertion AUC (higher is
+    better), each by the paired difference on the same images and against a random order, and
+    the Spearman agreement of the two maps with its interval."""
     s = summary or {}
     own = s.get("builtin_method") or "rpv_modified"
     own_label, cam = METHOD_LABELS.get(own, own), METHOD_LABELS["gradcam_pp"]
     out = []
-    threshold = f"threshold: differences below {AOPC_MARGIN:g} are ties"
+    threshold = f"the {CONFIDENCE_WORDS} of the paired difference"
     for key, measure in (("deletion_aopc", "deletion AOPC"), ("insertion_auc", "insertion AUC")):
         a, b = _num(s, f"{key}_{own}"), _num(s, f"{key}_gradcam_pp")
         if a is None or b is None:
             continue
-        random = _num(s, f"{key}_random")
-        text = f"By {measure}, {_compare(a, b, own_label, cam)}"
-        if random is not None:
-            beat = [label for label, v in ((own_label, a), (cam, b)) if v - random >= AOPC_MARGIN]
-            text += (f"; {' and '.join(beat) if beat else 'neither'} "
-                     f"{'beat' if len(beat) != 1 else 'beats'} a random order "
-                     f"({_fixed(random)})")
-        text += f" (higher is better; {threshold})."
+        text = (f"By {measure}, {_versus(s, f'{key}_{own}', f'{key}_gradcam_pp', own_label, cam)}"
+                f"{_beats_random(s, key, [(own, own_label), ('gradcam_pp', cam)])} "
+                f"(higher is better; decided by {threshold} over the same images).")
         u_a, u_b = _num(untrained, f"{key}_{own}"), _num(untrained, f"{key}_gradcam_pp")
         before = None if u_a is None or u_b is None else \
             f"{own_label} {_fixed(u_a)}, {cam} {_fixed(u_b)}"
-        out.append(Finding("explanations", text, f"{AOPC_MARGIN:g}", "explanation_fidelity",
+        out.append(Finding("explanations", text, threshold, "explanation_fidelity",
                            _untrained(before)))
     agreement = _num(s, "agreement_mean")
     if agreement is not None:
-        verdict = "agree" if agreement >= AGREEMENT else "agree only weakly" if agreement > 0 \
-            else "do not agree"
+        interval = interval_of(s, "agreement_mean")
         valid = _num(s, "agreement_valid")
+        over = f" over {int(valid)} images" if valid else ""
+        if interval is None:
+            verdict, value = "score", f"{agreement:.2f} (no interval to decide by)"
+        else:
+            value = f"{agreement:.2f} ({ci_text(interval, 1, 2)})"
+            verdict = ("agree" if interval.low >= AGREEMENT else
+                       "agree only weakly" if interval.low > 0 and interval.high < AGREEMENT else
+                       "do not agree" if interval.high <= 0 else
+                       "cannot be told to agree or not")
         text = (f"{own_label} and {cam} maps {verdict} on the primary grid: mean Spearman "
-                f"correlation {agreement:.2f}{f' over {int(valid)} images' if valid else ''} "
-                f"(threshold {AGREEMENT:g}).")
+                f"correlation {value}{over} (agree: the interval at or above {AGREEMENT:g}; "
+                f"weakly: between 0 and it).")
         before = _num(untrained, "agreement_mean")
         out.append(Finding("explanations", text, f"Spearman {AGREEMENT:g}", "explanation_fidelity",
                            _untrained(None if before is None else f"{before:.2f}")))
@@ -430,27 +540,56 @@ FACTOR_NAMES = {"rotation": "rotation", "translation_x": "horizontal shift",
                 "shear_x": "horizontal shear", "shear_y": "vertical shear"}
 
 
+def _holds(summary: dict, factor: str) -> str:
+    """"holds" when the paired drop mean - clean lies within AFFINE_POINTS of 0 (its
+    interval above -AFFINE_POINTS), "falls" when it lies beyond (below -AFFINE_POINTS),
+    "unclear" otherwise or without an interval."""
+    drop = difference_of(summary, f"{factor}_mean_accuracy", "clean_accuracy")
+    if drop is None:
+        return "unclear"
+    return "holds" if drop.low > -AFFINE_POINTS else "falls" if drop.high < -AFFINE_POINTS \
+        else "unclear"
+
+
 def affine_finding(summary: dict | None, classes: int,
                    untrained: dict | None = None) -> Finding | None:
-    """Which affine factors the accuracy survives (mean over the factor's sweep within
-    AFFINE_POINTS of clean) and which hurts most."""
+    """Which affine factors the accuracy survives (the interval of the paired drop of the
+    mean accuracy over the factor's sweep below clean lies within AFFINE_POINTS), which it
+    does not (beyond them), which cannot be told, and which hurts most."""
     s = summary or {}
     clean = _num(s, "clean_accuracy")
     means = {f: _num(s, f"{f}_mean_accuracy") for f in FACTOR_NAMES}
     means = {f: v for f, v in means.items() if v is not None}
     if clean is None or not means:
         return None
-    held = [FACTOR_NAMES[f] for f, v in means.items() if clean - v <= AFFINE_POINTS]
+    sides = {f: _holds(s, f) for f in means}
+    held = [FACTOR_NAMES[f] for f in means if sides[f] == "holds"]
+    fell = [FACTOR_NAMES[f] for f in means if sides[f] == "falls"]
+    unclear = [FACTOR_NAMES[f] for f in means if sides[f] == "unclear"]
+    clean_interval = interval_of(s, "clean_accuracy")
+    clean_text = _pct_ci(clean_interval) if clean_interval else _pct(clean)
+    every = len(means) > 1
+    parts = []
+    if held:
+        parts.append(f"holds within {_points(AFFINE_POINTS)} of clean under {', '.join(held)}")
+    if fell:
+        under = "every transform" if len(fell) == len(means) and every else ", ".join(fell)
+        parts.append(f"falls more than {_points(AFFINE_POINTS)} below clean under {under}")
+    if unclear:
+        n = max((d.n for d in (difference_of(s, f"{f}_mean_accuracy", "clean_accuracy")
+                                for f in means) if d is not None), default=0)
+        parts.append(f"cannot be told to hold within {_points(AFFINE_POINTS)} under "
+                     f"{', '.join(unclear)}" + (f" on {n:,} images" if n else
+                                                 " (no interval to decide by)"))
     worst = min(means, key=means.get)
+    worst_interval = interval_of(s, f"{worst}_mean_accuracy")
     low = _num(s, f"{worst}_min_accuracy")
-    holds = (f"Accuracy holds within {_points(AFFINE_POINTS)} of clean ({_pct(clean)}) under "
-             f"{', '.join(held)}" if held else
-             f"Accuracy falls more than {_points(AFFINE_POINTS)} below clean ({_pct(clean)}) "
-             f"under every transform")
-    text = (f"{holds}; {FACTOR_NAMES[worst]} hurts most: {_pct(means[worst])} on average over "
-            f"its sweep"
-            + (f", {_pct(low)} at its worst" if low is not None else "")
-            + f" (chance {_pct(1 / classes)}; threshold {_points(AFFINE_POINTS)}).")
+    text = (f"Accuracy (clean {clean_text}) {'; '.join(parts)}. {FACTOR_NAMES[worst][:1].upper()}"
+            f"{FACTOR_NAMES[worst][1:]} hurts most: "
+            f"{_pct_ci(worst_interval) if worst_interval else _pct(means[worst])} on average over "
+            f"its sweep" + (f", {_pct(low)} at its worst" if low is not None else "")
+            + f" (chance {_pct(1 / classes)}; threshold {_points(AFFINE_POINTS)}, decided by the "
+              f"{CONFIDENCE_WORDS} of the paired drop).")
     before = _num(untrained, f"{worst}_mean_accuracy")
     return Finding("affine", text, _points(AFFINE_POINTS), "affine_robustness",
                    _untrained(None if before is None else
@@ -459,21 +598,26 @@ def affine_finding(summary: dict | None, classes: int,
 
 def affnist_finding(summary: dict | None, reference: tuple | None,
                     untrained: dict | None = None) -> Finding | None:
-    """The affNIST-like accuracy beside Gu 2022's Table 1 figure for the same kind of model
-    (`reference`: (kind, parameters as printed, MNIST %, affNIST %)), when there is one."""
+    """The affNIST-like accuracy with its interval beside Gu 2022's Table 1 figure for the
+    same kind of model (`reference`: (kind, parameters as printed, MNIST %, affNIST %)), when
+    there is one: above or below it only when the interval excludes it."""
     s = summary or {}
     ours, clean = _num(s, "affnist_accuracy"), _num(s, "clean_accuracy")
     if ours is None:
         return None
-    text = f"affNIST-like accuracy is {_pct(ours)}" + (f" (clean {_pct(clean)})" if clean else "")
-    threshold = _points(REFERENCE_POINTS)
+    interval = interval_of(s, "affnist_accuracy")
+    text = (f"affNIST-like accuracy is {_pct_ci(interval) if interval else _pct(ours)}"
+            + (f" (clean {_pct(clean)})" if clean else ""))
+    threshold = f"the published figure outside the {CONFIDENCE_WORDS}"
     if reference and reference[3] is not None:
         kind, _, mnist, affnist = reference
-        gap = ours - affnist / 100
-        verdict = "matches" if abs(gap) <= REFERENCE_POINTS else \
-            "is above" if gap > 0 else "is below"
+        side = _side(interval, affnist / 100)
+        verdict = {"above": "is above", "below": "is below", None: "is to be set beside"}.get(
+            side, "cannot be told from")
         text += (f"; it {verdict} Gu 2022's {affnist:g}% for his {kind} (Ch.5 Table 1, clean "
-                 f"{mnist:g}%; threshold {threshold})")
+                 f"{mnist:g}%)")
+        if side == "tie":
+            text += f" on {interval.n:,} images"
         if clean is not None and abs(clean - mnist / 100) > 0.005:
             text += ", but the clean accuracies differ, so the comparison is loose"
     text += "."
@@ -484,67 +628,89 @@ def affnist_finding(summary: dict | None, reference: tuple | None,
 
 def multimnist_finding(summary: dict | None,
                        untrained: dict | None = None) -> Finding | None:
-    """Top-2 accuracy over MultiMNIST test pairs beside chance (1/C(K, 2), CHANCE_SIGMAS
-    standard errors), and the segmentation IoU beside its reference, a decoder drawing each
-    class's typical digit at the centre
-    (reportgen.techniques.multimnist_segmentation.numbers.class_prototypes), and the untrained
-    step's (Sabour et al. 2017 section 6: 95% top-2)."""
+    """Top-2 accuracy over MultiMNIST test pairs with its interval beside chance
+    (1/C(K, 2)), and the segmentation IoU beside its reference, a decoder drawing each class's
+    typical digit at the centre
+    (reportgen.techniques.multimnist_segmentation.numbers.class_prototypes), by their paired
+    difference on the same pairs, and the untrained step's (Sabour et al. 2017 section 6: 95%
+    top-2)."""
     s = summary or {}
     accuracy, chance = _num(s, "top2_accuracy"), _num(s, "top2_chance")
-    if accuracy is None or chance is None:
-        return None
     images = int(_num(s, "images") or 0)
-    margin = _margin(chance, images)
-    verdict = ("well above" if accuracy > chance + margin else
-               "below" if accuracy < chance - margin else "no better than")
-    text = (f"Top-2 accuracy is {_pct(accuracy)} on {images} MultiMNIST test pairs, {verdict} "
-            f"chance ({_pct(chance)} = 1/{round(1 / chance)}; threshold: {CHANCE_SIGMAS} "
-            f"standard errors, ±{_pct(margin)}; a CapsNet in Sabour et al. 2017: 95%)")
+    if accuracy is None or chance is None or not images:
+        return None
+    interval = interval_of(s, "top2_accuracy") or accuracy_interval(accuracy, images)
+    text = (f"Top-2 accuracy is {_pct_ci(interval)} on {images:,} MultiMNIST test pairs, "
+            f"{_against_chance(interval, chance)} ({_pct(chance)} = 1/{round(1 / chance)}; "
+            f"a CapsNet in Sabour et al. 2017: 95%)")
     iou = _num(s, "segmentation_iou")
     before_iou = _num(untrained, "segmentation_iou")
     reference = _num(s, "segmentation_reference")
     if iou is not None:
+        iou_interval = interval_of(s, "segmentation_iou")
         text += (f"; the decoder run per true class segments the two digits with a mean IoU "
-                 f"of {_pct(iou)}")
+                 f"of {_pct_ci(iou_interval) if iou_interval else _pct(iou)}")
         if reference is not None:
-            text += (f", {'above' if iou > reference else 'not above'} the {_pct(reference)} "
-                     f"of a decoder that knows only the classes and draws each class's "
-                     f"typical digit at the centre")
-        if before_iou is not None:
-            text += f" ({'above' if iou > before_iou else 'not above'} the untrained step's)"
+            diff = difference_of(s, "segmentation_iou", "segmentation_reference")
+            side = _side(diff, 0.0)
+            typical = ("a decoder that knows only the classes and draws each class's typical "
+                       "digit at the centre")
+            if side in ("above", "below"):
+                text += (f", {side} the {_pct(reference)} of {typical} (paired difference "
+                         f"{ci_text(diff, 100, 1, ' points')})")
+            elif side == "tie":
+                text += (f", which cannot be told apart from the {_pct(reference)} of {typical} "
+                         f"on {diff.n:,} pairs (paired difference {ci_text(diff, 100, 1, ' points')}"
+                         f"; {_would_tell(diff, 0.0)})")
+            else:
+                text += f" (a decoder that knows only the classes: {_pct(reference)})"
+        before_interval = interval_of(untrained or {}, "segmentation_iou")
+        if before_iou is not None and iou_interval is not None and before_interval is not None:
+            apart = iou_interval.low > before_interval.high
+            text += f" ({'above' if apart else 'not clearly above'} the untrained step's)"
     text += "."
     before = _num(untrained, "top2_accuracy")
     parts = ([f"top-2 {_pct(before)}"] if before is not None else []) + \
         ([f"IoU {_pct(before_iou)}"] if before_iou is not None else [])
-    return Finding("multimnist", text, f"chance ± {_pct(margin)}", "multimnist_segmentation",
-                   _untrained(", ".join(parts) or None))
+    return Finding("multimnist", text, f"chance outside the {CONFIDENCE_WORDS}",
+                   "multimnist_segmentation", _untrained(", ".join(parts) or None))
 
 
 def adversarial_finding(summary: dict | None, classes: int,
                         untrained: dict | None = None) -> Finding | None:
-    """Accuracy under PGD at ε = ATTACK_EPSILON on the output, beside the same attack on the
-    votes (Gu 2022) and chance."""
+    """Accuracy under PGD at ε = ATTACK_EPSILON on the output with its interval, beside the
+    same attack on the votes (Gu 2022) by their paired difference, and chance."""
     s = summary or {}
     eps = f"{ATTACK_EPSILON:g}"
-    output = _num(s, f"accuracy_capsules_pgd_{eps}")
+    key = f"accuracy_capsules_pgd_{eps}"
+    output = _num(s, key)
     if output is None:
         return None
     clean = _num(s, "clean_accuracy")
-    votes = _num(s, f"accuracy_votes_pgd_{eps}")
-    text = (f"PGD at ε = {eps} (L∞) leaves {_pct(output)} accuracy"
-            + (f" (clean {_pct(clean)}" if clean is not None else " (")
+    interval = interval_of(s, key)
+    text = (f"PGD at ε = {eps} (L∞) leaves {_pct_ci(interval) if interval else _pct(output)} "
+            f"accuracy" + (f" (clean {_pct(clean)}" if clean is not None else " (")
             + f"{', ' if clean is not None else ''}chance {_pct(1 / classes)})")
+    votes_key = f"accuracy_votes_pgd_{eps}"
+    votes = _num(s, votes_key)
     if votes is not None:
-        if abs(votes - output) < ATTACK_POINTS:
-            text += f"; attacking the votes instead is no stronger ({_pct(votes)})"
-        elif votes < output:
+        diff = difference_of(s, votes_key, key)
+        side = _side(diff, 0.0)
+        if side == "below":
             text += f"; attacking the votes (Gu 2022) is stronger: {_pct(votes)}"
-        else:
+        elif side == "above":
             text += f"; attacking the votes is weaker: {_pct(votes)}"
-        text += f" (ties below {_points(ATTACK_POINTS)})"
+        elif side == "tie":
+            text += (f"; attacking the votes instead ({_pct(votes)}) cannot be told apart from "
+                     f"it on {diff.n:,} images")
+        else:
+            text += f"; attacking the votes: {_pct(votes)} (no interval to compare by)"
+        if diff is not None:
+            text += f" (paired difference {ci_text(diff, 100, 1, ' points')})"
     text += "."
-    before = _num(untrained, f"accuracy_capsules_pgd_{eps}")
-    return Finding("adversarial", text, _points(ATTACK_POINTS), "adversarial_robustness",
+    before = _num(untrained, key)
+    return Finding("adversarial", text, f"the {CONFIDENCE_WORDS} of the paired difference",
+                   "adversarial_robustness",
                    _untrained(None if before is None else _pct(before)))
 
 
@@ -573,17 +739,27 @@ def compactness_finding(summary: dict | None, untrained: dict | None = None,
     if pooled is None or chance is None:
         return None
     name = FACTOR_NAMES.get(factor, factor)
-    verdict = ("more concentrated in few dimensions than a random change"
-               if pooled > chance[1] else "no more concentrated than a random change")
-    text = (f"Compactness under {name} is {pooled:.2g} (KL of the image-averaged shares of "
+    interval = interval_of(s, f"{POOLED}{factor}")
+    side = _side(interval, chance[1])
+    verdict = {"above": "more concentrated in few dimensions than a random change",
+               "below": "no more concentrated than a random change",
+               "tie": f"not distinguishable from a random change on {interval.n:,} images"
+               if interval else ""}.get(side, "more concentrated in few dimensions than a "
+                                        "random change" if pooled > chance[1] else
+                                        "no more concentrated than a random change")
+    value = f"{pooled:.2g}" + (f" (95% CI {interval.low:.2g}–{interval.high:.2g})"
+                               if interval else "")
+    text = (f"Compactness under {name} is {value} (KL of the image-averaged shares of "
             f"variance, the aggregation of the order of Gu 2022's Table 5, where CapsNet scores "
             f"0.0031): {verdict} (threshold: {chance[1]:.2g}, the 95th percentile of an "
-            f"isotropic random change).")
+            f"isotropic random change{'' if interval else '; no interval'}).")
     if per_image is not None and chance_one is not None:
+        one = interval_of(s, f"{PER_IMAGE}{factor}")
+        above = one.above(chance_one[1]) if one else per_image > chance_one[1]
         text += f" Averaged per image it is {per_image:.2g}" + (
-            f", within what a random change gives (up to {chance_one[1]:.2g}): that "
-            f"aggregation does not separate them." if per_image <= chance_one[1] else
-            f", above a random change's {chance_one[1]:.2g}.")
+            f", above a random change's {chance_one[1]:.2g}." if above else
+            f", not above what a random change gives (up to {chance_one[1]:.2g}): that "
+            f"aggregation does not separate them.")
     before, before_one = _num(untrained, f"{POOLED}{factor}"), \
         _num(untrained, f"{PER_IMAGE}{factor}")
     return Finding("compactness", text, f"{chance[1]:.2g}", "capsule_semantics",
@@ -606,8 +782,8 @@ def findings(summaries: dict[str, dict], classes: int, *, accuracy: float | None
     """Every finding the numbers support, in reading order. `summaries` and `untrained`:
     {technique name: its summary} at the analysed step and at 0-0; `reference`: Gu's Table 1
     row for the model's kind (see `affnist_finding`). `predicts_nothing` (`untrained_verdict` of
-    the analysed step): the accuracy and that verdict only, since the other numbers then
-    describe an untrained network (an UNCLEAR verdict leaves every finding). `labels_per_image`
+    the analysed step, an UNCLEAR one included): the accuracy and that verdict only, since the
+    other numbers then may describe an untrained network. `labels_per_image`
     2: `accuracy` is top-2 accuracy; `accuracy_counted` what its `images` are. `words`: the
     model's mechanism in words (ModelData.words, reportgen.capsnet.model_words.words_of), so
     that no finding names another family's."""
@@ -617,7 +793,9 @@ def findings(summaries: dict[str, dict], classes: int, *, accuracy: float | None
                                before.get("multimnist_segmentation"))
     out = [pairs or accuracy_finding(accuracy, classes, images, untrained_accuracy,
                                      labels_per_image, accuracy_counted)]
-    if predicts_nothing is not None and predicts_nothing.untrained:
+    if predicts_nothing is not None:
+        # untrained, or not told from chance: no property finding of a model that may have
+        # learnt nothing (the accuracy's own finding already says which)
         return [f for f in out if f is not None] + [untrained_finding(predicts_nothing)]
     out.append(routing_finding(summaries.get("routing_entropy"), classes,
                                before.get("routing_entropy"), words))

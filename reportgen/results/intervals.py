@@ -298,3 +298,22 @@ def interval_of(summary: dict, key: str, index: int | None = None) -> Interval |
     if None in (value, low, high):
         return None
     return Interval(float(value), float(low), float(high), int(n), entry["method"])
+
+
+def images_to_tell(interval: Interval, reference: float) -> int | None:
+    """About how many images would make `interval` exclude `reference` at the same spread
+    per image (its half-width shrinks as 1/sqrt(n)): n (half-width / gap)²; None when the
+    score equals the reference (no number of images tells them apart)."""
+    gap = abs(interval.value - reference)
+    if gap <= 1e-12 or interval.n <= 0:
+        return None
+    return max(interval.n + 1, int(math.ceil(interval.n * (interval.half_width / gap) ** 2)))
+
+
+def ci_text(interval: Interval, scale: float = 1.0, digits: int = 1, unit: str = "") -> str:
+    """"95% CI 95.4–97.7%" of an interval (scale 100 and unit "%" for a proportion)."""
+    low = fixed_digits(scale * interval.low, digits)
+    high = fixed_digits(scale * interval.high, digits)
+    # "-0.26–-0.14" misreads: a range with a negative end says "to"
+    dash = " to " if low.startswith("-") or high.startswith("-") else "–"
+    return f"{100 * interval.confidence:.0f}% CI {low}{dash}{high}{unit}"
