@@ -631,3 +631,21 @@ def test_no_minus_zero_and_no_transform_list_that_is_empty():
     assert score_text("compactness_rotation", -9e-06) == "0.000"
     assert score_text("compactness_rotation", 0.0123) == "0.0123"
     assert score_text("clean_accuracy", -1e-9) == "0.0%"
+
+
+def test_a_segmentation_iou_within_its_references_interval_cannot_be_told_apart():
+    """MultiMNIST: IoU 23.3% against the class-prototype decoder's 23.0% on 500 pairs, the
+    paired difference's interval holding 0: not "above" but cannot be told apart, with the
+    pairs that would tell; a clear difference says "above"."""
+    s = {"images": 500, "top2_accuracy": 0.80, "top2_chance": 1 / 45,
+         "segmentation_iou": 0.233, "segmentation_reference": 0.230}
+    s = with_ci(s, "top2_accuracy", *wilson(400, 500), n=500, method=iv.WILSON)
+    s = with_ci(s, "segmentation_iou", 0.224, 0.242, n=500)
+    tie = with_difference(s, "segmentation_iou", "segmentation_reference", -0.004, 0.010, n=500)
+    text = F.multimnist_finding(tie).text
+    assert "above the 23.0%" not in text
+    assert ("which cannot be told apart from the 23.0% of a decoder that knows only the classes "
+            "and draws each class's typical digit at the centre on 500 pairs (paired difference "
+            "95% CI -0.4 to 1.0 points; about ") in text
+    clear = with_difference(s, "segmentation_iou", "segmentation_reference", 0.001, 0.005, n=500)
+    assert ", above the 23.0% of a decoder" in F.multimnist_finding(clear).text
