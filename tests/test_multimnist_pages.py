@@ -28,18 +28,27 @@ def test_a_two_digit_models_accuracy_is_top2_beside_1_in_45(tmp_path):
     site = make_site(docs)
     pair, single = site.models
     _two_digit(pair)
+    pair.history[-1]["val_images"] = 1000
     render_site(site, docs, theme="mkdocs")
     chance = "2.2% = 1/45"
+    from scipy.stats import binomtest
+
+    right = round(pair.history[-1]["val_accuracy"] * 1000)
+    ci = binomtest(right, 1000).proportion_ci(method="wilson")      # Wilson, from SciPy
     overview = (docs / "models" / "MNIST_Demo" / "index.md").read_text()
     facts = overview[overview.index('<dl class="rg-facts">'):overview.index("</dl>")]
     assert f"<dt>Latest val. top-2 accuracy</dt><dd>{100 * pair.latest_val_accuracy:.2f}% " \
-           f'<span class="rg-muted">(chance {chance})</span></dd>' in facts
+           f'<span class="rg-muted">(95% CI {100 * ci.low:.1f}–{100 * ci.high:.1f}%, 1,000 ' \
+           f'held-out images, step {pair.history[-1]["step"]}; chance {chance})</span></dd>' \
+           in facts
     assert "<dt>Best val. top-2 accuracy</dt>" in facts
     evaluation = overview[overview.index('id="evaluation"'):overview.index('id="inputs"')]
     assert evaluation.startswith('id="evaluation">Per-class top-2 accuracy</h2>')
     last = pair.steps[-1]
+    step_ci = binomtest(round(last.accuracy * 200), 200).proportion_ci(method="wilson")
     assert (f"Step <b>{last.step}</b>: top-2 accuracy <b>{100 * last.accuracy:.2f}%</b> "
-            f"(chance {chance}) on 200 evaluation images") in evaluation
+            f"(95% CI {100 * step_ci.low:.1f}–{100 * step_ci.high:.1f}%, Wilson; chance "
+            f"{chance}) on 200 evaluation images") in evaluation
     assert "Not evaluated" not in evaluation and "predicted&nbsp;&#8594;" not in evaluation
     shares = re.findall(r'<span class="rg-acc-text">([\d.]+)%</span>', evaluation)
     assert shares == [f"{100 * s:.1f}" for s in last.per_class_accuracy] * len(pair.steps)

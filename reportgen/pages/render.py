@@ -51,8 +51,8 @@ from reportgen.pages.page_table import ANALYSES_STEM, FILMSTRIP_STEM, KINDS, Lay
 from reportgen.pages.site_index import index_js, index_json, model_index
 from reportgen.pages.sitedata import FigureFile, Panel, SiteData
 from reportgen.pages.urls import file_part, model_slug, panel_id, step_key, url
-from reportgen.pages.views import (ANALYSES_NOTE, ModelInfo, SiteContext,
-                                   card_min, common, confusion_view, evaluation_images,
+from reportgen.pages.views import (ANALYSES_NOTE, ModelInfo, SiteContext, accuracy_ci,
+                                   card_min, held_out_accuracy, common, confusion_view, evaluation_images,
                                    find_dataset_panel, find_panel, input_view, model_choices,
                                    model_info, model_view, pages_for_model, per_class_view,
                                    picture, technique_list, training_view, baseline_rows)
@@ -190,7 +190,9 @@ def _render_model(env, ctx: SiteContext, info: ModelInfo) -> str:
     steps = [{"step": step.step, "accuracy": step.accuracy,
               "confusion": confusion_view(step, model.class_names),
               "per_class": per_class_view(step, model.class_names),
-              "images": evaluation_images(step), "default": step is default}
+              "images": evaluation_images(step), "default": step is default,
+              "ci": accuracy_ci(step.accuracy, evaluation_images(step)),
+              "held_out": held_out_accuracy(model, step)}
              for step in model.steps]
     gallery = []
     for inp in model.inputs:

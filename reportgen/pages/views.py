@@ -383,6 +383,9 @@ def model_view(info: ModelInfo, root: str) -> dict:
             "latest_step": steps[-1] if steps else None,
             "findings": model_findings(info, root), "findings_step": findings_step(info),
             "untrained_banners": untrained_banners(info), "accuracy": accuracy_label(model),
+            # the headline accuracy, the held-out split's, with its interval and images
+            "latest_held_out": held_out_words(model, None),
+            "best_held_out": held_out_words(model),
             "references": info.references,
             # what the predicted class's score is ("length", "probability"), on input cards
             "score_word": word(model.words, "score")}
@@ -632,6 +635,31 @@ def held_out_accuracy(model: ModelData, step: StepData | None) -> Scored | None:
     images = record.get("val_images") or min(VALIDATION_LIMIT, model.test_images)
     return Scored(float(record["val_accuracy"]), int(images), "held-out images") \
         if images else None
+
+
+def accuracy_ci(accuracy: float | None, images: int | None) -> str:
+    """"95% CI 95.4–97.7%" of an accuracy over `images` images (Wilson); "" without both."""
+    from reportgen.results.findings import accuracy_interval
+    from reportgen.results.intervals import ci_text
+
+    if accuracy is None or not images:
+        return ""
+    return ci_text(accuracy_interval(accuracy, int(images)), 100, 1, "%")
+
+
+def held_out_words(model: ModelData, record_of=max) -> str:
+    """The held-out accuracy training measured, as the overview's facts say it: "95% CI
+    95.4–97.7% over 1,000 held-out images at step 3-0", of the latest record with one
+    (`record_of` = max: the best one's instead)."""
+    records = [r for r in model.history if isinstance(r.get("val_accuracy"), (int, float))]
+    if not records:
+        return ""
+    record = records[-1] if record_of is None else record_of(
+        records, key=lambda r: r["val_accuracy"])
+    images = record.get("val_images") or min(VALIDATION_LIMIT, model.test_images or 0)
+    ci = accuracy_ci(float(record["val_accuracy"]), images)
+    return (f"{ci}, {int(images):,} held-out images, step {record.get('step')}" if ci
+            else f"step {record.get('step')}")
 
 
 def step_accuracy(model: ModelData, step: StepData | None) -> Scored | None:
