@@ -768,11 +768,14 @@ def test_baseline_rows_read_the_untrained_step():
         return Panel(technique="capsule_semantics", variant="", title="t", layer="model",
                      caption="", figures=[], numbers=numbers)
 
+    from reportgen.results.intervals import BOOTSTRAP_STATISTIC, Interval, attach
+
     chance = {"compactness_chance_pooled": [0.002, 0.004]}
+    trained = attach({**chance}, "compactness_rotation",
+                     Interval(0.38, 0.3512, 0.4149, 200, BOOTSTRAP_STATISTIC))
     steps = [StepData(step="0-0", dataset_panels=[panel({"compactness_rotation": 0.69,
                                                           **chance})]),
-             StepData(step="1-10", dataset_panels=[panel({"compactness_rotation": 0.38,
-                                                           **chance})])]
+             StepData(step="1-10", dataset_panels=[panel(trained)])]
     em = ModelData(name="EM", dataset="d", description="", params=1, class_names=["a", "b"],
                    architecture=[], history=[], steps=steps, inputs=[])
     lone = ModelData(name="Lone", dataset="d", description="", params=1, class_names=["a"],
@@ -783,6 +786,9 @@ def test_baseline_rows_read_the_untrained_step():
         ("EM", "1-10", "compactness under rotation", "0.38", "0.004", "0.69"),
         ("Lone", "1-10", "compactness under rotation", "0.38", "0.004", "not analysed")]
     assert rows[0]["baseline_label"] == "random change (95th percentile)"
+    # each value with its interval, named by its method
+    assert rows[0]["interval"] == "95% CI 0.351–0.415"
+    assert rows[0]["method"] == BOOTSTRAP_STATISTIC
 
 
 def _live_record(path: Path, step: str) -> dict:

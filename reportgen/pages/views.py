@@ -482,6 +482,18 @@ def score_text(key: str, value: float | None) -> str:
     return "0.000" if abs(value) < 5e-4 else f"{value:.3g}"
 
 
+def interval_text(key: str, interval) -> str:
+    """"95% CI 95.4–97.7%" of a score as `score_text` prints it ("" without an interval)."""
+    from reportgen.results.intervals import ci_text
+
+    if interval is None:
+        return ""
+    if key.endswith("accuracy") or "accuracy_" in key:
+        return ci_text(interval, 100, 1, "%")
+    digits = 4 if max(abs(interval.low), abs(interval.high)) < 0.01 else 3
+    return ci_text(interval, 1, digits)
+
+
 def baseline_rows(models: list[ModelData], panel: Panel) -> list[dict]:
     """The Compare page's table beside an analysis drawn across models: each model's headline
     scores (reportgen/results/baselines.py) at its last step with the analysis (the step the
@@ -504,6 +516,8 @@ def baseline_rows(models: list[ModelData], panel: Panel) -> list[dict]:
                          else NOT_ANALYSED)
             rows.append({"model": model.name, "step": step.step, "label": score["label"],
                          "value": score_text(score["key"], score["value"]),
+                         "interval": interval_text(score["key"], score["interval"]),
+                         "method": score["interval"].method if score["interval"] else "",
                          "baseline": score_text(score["key"], score["baseline"])
                          if score["baseline_label"] else "",
                          "baseline_label": score["baseline_label"], "untrained": untrained})

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from reportgen.probe.affine import FACTORS
+from reportgen.results.intervals import interval_of
 from reportgen.results.technique_numbers import CHANCE_POOLED, POOLED
 
 CHANCE = "chance"                  # a baseline of 1 / number of classes
@@ -74,15 +75,17 @@ def baseline_label(kind) -> str:
 
 def scores(technique: str, summary: dict | None, untrained: dict | None,
            classes: int) -> list[dict]:
-    """The technique's headline scores present in `summary`: [{key, label, value, baseline,
-    baseline_label, untrained}], `untrained` the score at 0-0 (None when 0-0 was not analysed
-    or lacks it: the caller knows which)."""
+    """The technique's headline scores present in `summary`: [{key, label, value, interval,
+    baseline, baseline_label, untrained}], `interval` the score's 95% interval over its images
+    (None when the summary has none), `untrained` the score at 0-0 (None when 0-0 was not
+    analysed or lacks it: the caller knows which)."""
     out = []
     for key, label, kind in SCORES.get(technique, []):
         value = _number(summary, key)
         if value is None:
             continue
         out.append({"key": key, "label": label, "value": value,
+                    "interval": interval_of(summary or {}, key),
                     "baseline": baseline(summary or {}, kind, classes),
                     "baseline_label": baseline_label(kind),
                     "untrained": _number(untrained, key)})
