@@ -70,6 +70,17 @@ def _rows(html, table_index):
             for r in rows]
 
 
+def wilson_text(right: int, n: int) -> str:
+    """"89.5–99.9%": SciPy's Wilson interval of right / n, as the cells print it, its end
+    within 3 of n replaced by the one-sided Poisson bound (Brown, Cai & DasGupta 2001)."""
+    from scipy.stats import binomtest, chi2
+
+    found = binomtest(right, n).proportion_ci(method="wilson")
+    high = found.high if n - right > 3 or right == n else \
+        1 - 0.5 * chi2.ppf(0.05, 2 * (n - right)) / n
+    return f"{100 * found.low:.1f}–{100 * high:.1f}%"
+
+
 def test_table1_reads_each_model_at_its_matched_step(site):
     html = (site / "capsules-vs-cnns.html").read_text("utf-8")
     caps, cnn, cr = _rows(html, 0)
@@ -82,17 +93,22 @@ def test_table1_reads_each_model_at_its_matched_step(site):
     assert [h for h in headers if "images" in h] == [
         "Clean accuracy (50 images)", "affNIST-like (50 images)", "FGSM ε = 0.1 (50 images)",
         "PGD ε = 0.1 (50 images)"]
-    assert caps[3] == ["98.00%", "Gu:", f"{mnist:.2f}%", "untrained:", "10.00%"]
-    assert caps[4] == ["81.25%", "Gu:", f"{affnist:.2f}%", "untrained:", "11.25%"]
-    assert caps[5] == ["37.50%", "untrained:", "—"]                  # FGSM at 0.1
-    assert caps[6] == ["25.00%", "untrained:", "6.25%"]              # PGD at 0.1
+    # each with its Wilson interval over the 50 images (SciPy's, independently)
+    assert caps[3] == ["98.00%", "95%", "CI", wilson_text(49, 50), "Gu:", f"{mnist:.2f}%",
+                       "untrained:", "10.00%"]
+    assert caps[4][0] == "81.25%" and caps[4][4:] == ["Gu:", f"{affnist:.2f}%", "untrained:",
+                                                      "11.25%"]
+    assert caps[5][0] == "37.50%" and caps[5][4:] == ["untrained:", "—"]      # FGSM at 0.1
+    assert caps[6][0] == "25.00%" and caps[6][4:] == ["untrained:", "6.25%"]  # PGD at 0.1
     assert caps[1] == ["7,578,688", "Gu:", "7.5M"]
     assert caps[7] == ["10.00%"]                                       # chance: 1 of 10 classes
     # never reached the target: its most accurate analysed step, said so; 0-0 was not analysed
     # for it, which the cells say in words (its history still has the untrained accuracy)
     assert cnn[2] == ["1-50", "validation", "97.00%", "below", "target"]
-    assert cnn[3] == ["96.00%", "Gu:", "99.22%", "untrained:", "not", "analysed"]
-    assert cnn[4] == ["60.00%", "Gu:", "94.11%", "untrained:", "not", "analysed"]
+    assert cnn[3] == ["96.00%", "95%", "CI", wilson_text(48, 50), "Gu:", "99.22%",
+                      "untrained:", "not", "analysed"]
+    assert cnn[4] == ["60.00%", "95%", "CI", wilson_text(30, 50), "Gu:", "94.11%",
+                      "untrained:", "not", "analysed"]
     assert cr[4] == ["—", "untrained:", "not", "analysed"]             # no 40x40 benchmark
     assert "this build did not analyse step 0-0" in html
 
@@ -109,8 +125,9 @@ def test_scores_over_different_images_say_their_counts_in_each_cell(tmp_path):
     page = (tmp_path / "docs" / "capsules-vs-cnns.md").read_text("utf-8")
     assert "Clean accuracy</th>" in page and "(20 images)" not in page
     first, second = _rows(page, 0)
-    assert first[3][:4] == ["50.00%", "on", "20", "images"]
-    assert second[4][:4] == ["30.00%", "on", "200", "images"]
+    assert first[3][:7] == ["50.00%", "95%", "CI", wilson_text(10, 20), "on", "20", "images"]
+    assert second[4][:7] == ["30.00%", "95%", "CI", wilson_text(60, 200), "on", "200",
+                             "images"]
     assert "these models' evaluation sets differ" in page
 
 

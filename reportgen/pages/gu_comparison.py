@@ -10,8 +10,9 @@ import csv
 import io
 
 from reportgen.results.capsules_vs_cnns import (ATTACKS, MATCHED_ACCURACY, TABLE5_FACTOR,
-                                                TARGET_TRAINED, compares, matched_target,
-                                                record_from_site, table1, table5)
+                                                TARGET_TRAINED, accuracy_columns, compares,
+                                                matched_target, record_from_site, table1,
+                                                table5)
 
 STEM = "capsules-vs-cnns"
 TITLE = "Capsules vs CNNs"
@@ -43,12 +44,15 @@ def _untrained_text(row: dict, key: str, fmt, always: bool = False) -> str:
 
 
 def _score(value: str, untrained: str, reference: str | None = None,
-           images: int | None = None) -> dict:
-    """A score cell: ours, Gu's published figure (when his table has one), the untrained
-    step's, and the images it counted (shown in the cell when the header cannot say one
-    number for every cell)."""
+           images: int | None = None, low=None, high=None, scale: float = 100,
+           digits: int = 1, unit: str = "%") -> dict:
+    """A score cell: ours with its 95% interval (`low`, `high`), Gu's published figure (when
+    his table has one), the untrained step's, and the images it counted (shown in the cell
+    when the header cannot say one number for every cell)."""
+    ci = "" if low is None or high is None else \
+        f"95% CI {scale * low:.{digits}f}–{scale * high:.{digits}f}{unit}"
     return {"value": value, "reference": reference, "untrained": untrained, "images": images,
-            "images_text": ""}
+            "images_text": "", "ci": ci}
 
 
 def _images_text(count: int | None) -> str:
@@ -74,13 +78,17 @@ def comparison(models) -> dict | None:
             "step_text": row["step"] or "—", "validation_text": validated,
             "clean": _score(_pct(row["clean_accuracy"]),
                             _untrained_text(row, "untrained_clean_accuracy", _pct),
-                            _ref_pct(row["reference_mnist"]), row["clean_images"]),
+                            _ref_pct(row["reference_mnist"]), row["clean_images"],
+                            row["clean_accuracy_low"], row["clean_accuracy_high"]),
             "affnist": _score(_pct(row["affnist_accuracy"]),
                               _untrained_text(row, "untrained_affnist_accuracy", _pct),
-                              _ref_pct(row["reference_affnist"]), row["affnist_images"]),
+                              _ref_pct(row["reference_affnist"]), row["affnist_images"],
+                              row["affnist_accuracy_low"], row["affnist_accuracy_high"]),
             "attacks": [_score(_pct(row[f"{a}_{e:g}_accuracy"]),
                                _untrained_text(row, f"untrained_{a}_{e:g}_accuracy", _pct),
-                               images=row["attack_images"])
+                               images=row["attack_images"],
+                               low=row[f"{a}_{e:g}_accuracy_low"],
+                               high=row[f"{a}_{e:g}_accuracy_high"])
                         for a, e in ATTACKS],
             "chance_text": _pct(row["chance"])})
     # one count for every score: said once, in the headers; else in each cell
@@ -94,7 +102,9 @@ def comparison(models) -> dict | None:
                 else f"on {_images_text(cell['images'])}" if cell["images"] else ""
     compactness = [{**row, "step_text": row["step"] or "—",
                     "ours": _score(_compact(row["compactness"]),
-                                   _untrained_text(row, "untrained", _compact)),
+                                   _untrained_text(row, "untrained", _compact),
+                                   low=row["compactness_low"], high=row["compactness_high"],
+                                   scale=1, digits=4, unit=""),
                     "chance_text": _compact(row["chance"]),
                     "chance_mean_text": _compact(row["chance_mean"]),
                     "reference_text": _compact(row["reference"])}
@@ -117,8 +127,10 @@ _TABLE1_COLUMNS = ("model", "kind", "parameters", "step", "reached", "target",
                    *(f"{a}_{e:g}_accuracy" for a, e in ATTACKS), "attack_images", "chance",
                    "untrained_analysed", "untrained_clean_accuracy", "untrained_affnist_accuracy",
                    *(f"untrained_{a}_{e:g}_accuracy" for a, e in ATTACKS),
-                   "reference_parameters", "reference_mnist", "reference_affnist")
-_TABLE5_COLUMNS = ("model", "kind", "step", "reached", "factor", "compactness", "chance_mean",
+                   "reference_parameters", "reference_mnist", "reference_affnist",
+                   *(f"{key}_{end}" for key, _ in accuracy_columns() for end in ("low", "high")))
+_TABLE5_COLUMNS = ("model", "kind", "step", "reached", "factor", "compactness",
+                   "compactness_low", "compactness_high", "chance_mean",
                    "chance", "untrained_analysed", "untrained", "reference")
 
 

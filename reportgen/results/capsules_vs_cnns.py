@@ -23,7 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from reportgen.results.technique_numbers import CHANCE_POOLED
-from reportgen.results.findings import UNTRAINED
+from reportgen.results.findings import UNTRAINED, accuracy_interval
+from reportgen.results.intervals import interval_of
 
 # Gu 2022, Ch.5 Table 1: parameters (as printed), MNIST and affNIST test accuracy (%).
 TABLE1_REFERENCE = {
@@ -188,8 +189,26 @@ def table1(records: list[ModelRecord], target: float = MATCHED_ACCURACY) -> list
             row[f"{attack}_{epsilon:g}_accuracy"] = _get(adversarial, key)
             row[f"untrained_{attack}_{epsilon:g}_accuracy"] = _get(
                 (before or {}).get("adversarial_robustness"), key)
+        _with_intervals(row)
         rows.append(row)
     return rows
+
+
+def accuracy_columns() -> list[tuple[str, str]]:
+    """(accuracy column, its images column) of a Table 1 row."""
+    return [("validation_accuracy", "validation_images"), ("clean_accuracy", "clean_images"),
+            ("affnist_accuracy", "affnist_images"),
+            *((f"{a}_{e:g}_accuracy", "attack_images") for a, e in ATTACKS)]
+
+
+def _with_intervals(row: dict) -> None:
+    """`<accuracy>_low` / `_high`: each accuracy's 95% interval over the images it counted
+    (Wilson, reportgen.results.intervals), None where either is missing."""
+    for key, images in accuracy_columns():
+        value, count = row.get(key), row.get(images)
+        found = accuracy_interval(value, int(count)) if value is not None and count else None
+        row[f"{key}_low"] = found.low if found else None
+        row[f"{key}_high"] = found.high if found else None
 
 
 def table5(records: list[ModelRecord], target: float = MATCHED_ACCURACY) -> list[dict]:
@@ -206,9 +225,12 @@ def table5(records: list[ModelRecord], target: float = MATCHED_ACCURACY) -> list
         before = _untrained(record)
         chance = (semantics or {}).get(CHANCE_POOLED)          # [mean, 95th percentile]
         chance = chance if isinstance(chance, list) and len(chance) == 2 else [None, None]
+        interval = interval_of(semantics or {}, f"compactness_{TABLE5_FACTOR}")
         rows.append({"model": record.name, "kind": record.kind, "step": step,
                      "reached": reached, "factor": TABLE5_FACTOR,
                      "compactness": _get(semantics, f"compactness_{TABLE5_FACTOR}"),
+                     "compactness_low": interval.low if interval else None,
+                     "compactness_high": interval.high if interval else None,
                      "reference": TABLE5_REFERENCE.get(record.kind),
                      "chance_mean": _number(chance[0]), "chance": _number(chance[1]),
                      "untrained_analysed": before is not None,
