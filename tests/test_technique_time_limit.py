@@ -281,3 +281,20 @@ def test_a_build_fails_a_too_slow_technique_alone_on_its_cards(tmp_path, monkeyp
     assert records["sleeper"]["figures"] == []
     assert "--technique-seconds" in records["sleeper"]["failed"]
     assert records["predictions"]["figures"] and "failed" not in records["predictions"]
+
+
+def test_a_line_said_while_a_bar_is_drawn_goes_above_the_bar(capsys, monkeypatch):
+    """On a terminal the slow line (a notice from another thread) does not run into the
+    progress bar's line: the bar is cleared, the line written whole and the bar drawn again."""
+    monkeypatch.setattr(console, "_interactive", lambda: True)
+    monkeypatch.setattr(console, "_shown", None)
+    line = "  Tiny 1-1: Slow one still computing (30 s so far, limit 30 min 00 s)"
+    with console.progress(4, "build Tiny", unit="step") as bar:
+        bar.update(1)
+        thread = threading.Thread(target=console.notice, args=(line,))
+        thread.start()
+        thread.join()
+        bar.update(1)
+    err = capsys.readouterr().err
+    before, after = err.split(line + "\n")
+    assert before.endswith("\r") and "build Tiny:  25%" in after     # cleared, then redrawn
