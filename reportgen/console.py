@@ -51,7 +51,11 @@ def notice(message: str) -> None:
             if message in _shown:
                 return
             _shown.add(message)
-        sys.stderr.write(message + "\n")
+        if _interactive() and tqdm._instances:
+            # a bar is drawn: tqdm clears it, writes the line above it and draws it again
+            tqdm.write(message, file=sys.stderr)
+        else:
+            sys.stderr.write(message + "\n")
         sys.stderr.flush()
 
 
@@ -100,9 +104,9 @@ class _FinalLine:
             if self.total else f"{self.n:,} {self.unit}"
         left = ""
         if self.total and 0 < self.n < self.total:
-            left = f", about {_duration(elapsed * (self.total - self.n) / self.n)} left"
+            left = f", about {duration(elapsed * (self.total - self.n) / self.n)} left"
         postfix = f" ({self.postfix})" if self.postfix else ""
-        return f"{self.desc}: {done} after {_duration(elapsed)}{left}{postfix}"
+        return f"{self.desc}: {done} after {duration(elapsed)}{left}{postfix}"
 
     def set_postfix(self, ordered_dict=None, refresh: bool = True, **kwargs) -> None:
         items = {**(ordered_dict or {}), **kwargs}
@@ -130,7 +134,8 @@ class _FinalLine:
         print(line + (f" ({self.postfix})" if self.postfix else ""), file=sys.stderr, flush=True)
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """`1 min 05 s`, `42 s`: how long work took, in the progress lines' words."""
     minutes, secs = divmod(int(round(seconds)), 60)
     return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
 

@@ -677,7 +677,7 @@ class _Build:
         counts = engine_step.compute_step(
             handle, entry.weights_path(step), variants, inputs, evaluation.as_tuple(), keys,
             self.store, self.prepare(entry).batch, {"model": entry.name, "step": str(step)},
-            analysed)
+            analysed, self.settings.technique_seconds)
         self.summary.computed += counts.computed
         return counts
 

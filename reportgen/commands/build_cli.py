@@ -38,6 +38,13 @@ import click
 @click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True,
               help="Images per probe pass; lowered (and said) to one whose activations fit "
                    "in this machine's memory (the results are the same).")
+@click.option("--technique-seconds", type=int, default=None, metavar="N",
+              help="Stop a technique that computes longer than N seconds at one step: it "
+                   "fails alone, said in one line on its cards and in the summary, nothing of "
+                   "it is stored, the others are built. Default: 30 min, or 10 s per image it "
+                   "computes over when more. A technique computing for over 30 s is named in a "
+                   "line every minute. No hard limit on a Dask cluster's workers or on Windows "
+                   "(the line only).")
 @click.option("--site-dir", default="site", show_default=True, type=click.Path(file_okay=False),
               help="Output folder, replaced once the build succeeded; it must be absent, "
                    "empty or a site reportgen made holding only the files it wrote (never the "

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from reportgen.engine.time_limit import check_seconds
 from reportgen.errors import ReportgenError
 from reportgen.model_folder import Step
 from reportgen.settings.families import DEFAULT_FAMILY
@@ -41,6 +42,7 @@ class BuildOptions:
     analyses: str = "spread"           # dataset analyses at: spread[:N] | last | all | none
     eval_images: int | None = None     # evaluation set; None: fitted to ANALYSIS_BUDGET_S
     batch_size: int = 16
+    technique_seconds: int | None = None   # one technique at one step; None: time_limit's
     site_dir: str = "site"
     no_wait: bool = False              # another build holds the site folder: refuse, not wait
     project_dir: str | None = None     # the MkDocs project, kept [a private, removed folder]
@@ -134,6 +136,8 @@ class BuildSettings:
     render_site: bool
     drop_models: tuple[str, ...] = ()  # model names, as given
     only: bool = False
+    # seconds one technique may compute at one step; None: reportgen.engine.time_limit's default
+    technique_seconds: int | None = None
 
     def chosen_steps(self, available: list[Step]) -> list[Step]:
         """The steps to build: `steps`' choice, plus the untrained step 0-0 when it is saved
@@ -165,6 +169,7 @@ def settle(options: BuildOptions) -> BuildSettings:
     if options.eval_images is not None:
         _check_int("--eval-images", options.eval_images, MIN_EVAL_IMAGES)
     _check_int("--batch-size", options.batch_size, 1)
+    technique_seconds = check_seconds(options.technique_seconds)
     steps = parse_steps(options.steps)
     images = tuple(parse_image_selection(options.images))
     transforms = tuple(parse_transforms(options.transforms))
@@ -182,7 +187,8 @@ def settle(options: BuildOptions) -> BuildSettings:
         cache_dir=None if options.cache_dir is None else str(options.cache_dir),
         templates_dir=None if options.templates_dir is None else str(options.templates_dir),
         title=str(options.title), render_site=bool(options.render_site),
-        drop_models=_drop_models(options.drop_models), only=bool(options.only))
+        drop_models=_drop_models(options.drop_models), only=bool(options.only),
+        technique_seconds=technique_seconds)
 
 
 def _drop_models(value) -> tuple[str, ...]:
@@ -266,7 +272,8 @@ def _technique_names(chosen: tuple[str, ...], experimental: bool) -> tuple[str, 
 
 
 _NOT_IN_CONFIG = ("render_site", "project_dir", "title", "drop_models")
-_CONFIG_TYPES = {"eval_images": 0}      # options whose default (None) does not say their type
+# options whose default (None) does not say their type
+_CONFIG_TYPES = {"eval_images": 0, "technique_seconds": 0}
 
 
 def load_build_config(path) -> dict:

@@ -8,8 +8,9 @@ technique reads that pass through a view restricted to its own needs. Checkpoint
 techniques (conv kernels) read the weights. Dataset-scope analyses share one EvalBatch whose
 clean tensors are computed once.
 
-A technique that raises, or whose result breaks the rules of reportgen.engine.result_checks
-(a batch axis of one row per input, numeric, finite), fails alone: its results at this step
+A technique that raises, computes past its time limit (reportgen.engine.time_limit), or whose
+result breaks the rules of reportgen.engine.result_checks (a batch axis of one row per input,
+numeric, finite), fails alone: its results at this step
 are left out and recorded with the one-line reason (`StepKeys.failed`), every other
 technique still computes, and the pages say so on its cards. Nothing is stored for it (an
 input-scope result is checked whole before any input's slice is stored), so the next build
@@ -30,6 +31,7 @@ from reportgen import console
 from reportgen.cache.keys import artifact_key, file_digest
 from reportgen.engine.code_identity import technique_code
 from reportgen.engine.model import LABELS_PER_IMAGE, materialise
+from reportgen.engine.time_limit import TechniqueTooLong, default_seconds, watched
 from reportgen.techniques.compute import params_dict
 
 EVALUATION = "evaluation"   # cache namespace of the step's accuracy / confusion-matrix lengths
@@ -121,13 +123,22 @@ def step_keys(model_digest, weights_path, variants, inputs, eval_digest,
 
 
 def compute_step(model, weights_path, variants, inputs, eval_set, keys: StepKeys, store,
-                 batch_size: int, meta: dict, analysed=None) -> StepCounts:
+                 batch_size: int, meta: dict, analysed=None,
+                 technique_seconds: int | None = None) -> StepCounts:
     """Fill the store with every result of `keys` that is missing; returns the counts.
     `model` is a CapsNet or a ModelHandle (built only if something is missing). `analysed`,
     if given, is called with (technique, params, key, arrays) as each dataset analysis is
     stored (the build starts drawing it while the next one computes; reportgen.pages.drawing_pool
-    says why only these)."""
+    says why only these). `technique_seconds` limits each technique's compute at this step
+    (None: time_limit.default_seconds of the images it computes over)."""
     counts = StepCounts()
+    where = f"{meta.get('model')} {meta.get('step')}"
+
+    def computed(t, p, compute, result_keys, images, rows=None):
+        limit = technique_seconds or default_seconds(images)
+        return _computed(t, p, compute, keys, result_keys, rows,
+                         limit=limit, label=f"{where}: {t.title_of(p)}")
+
     keys.failed.clear()          # what is missing is tried again; a failure is said again
     present = {k for group in (keys.inputs, keys.checkpoint, keys.dataset)
                for k in group.values() if store.has_arrays(k)}
@@ -154,8 +165,7 @@ def compute_step(model, weights_path, variants, inputs, eval_set, keys: StepKeys
 
     for t, p in missing_ckpt:
         batch = empty_batch(net).restricted(t.needs_for(p, net), f"Technique '{t.name}'")
-        result = _computed(t, p, lambda: t.compute(batch, p), keys,
-                           [keys.checkpoint[(t.name, p)]])
+        result = computed(t, p, lambda: t.compute(batch, p), [keys.checkpoint[(t.name, p)]], 0)
         if result is not None:
             store.put_arrays(keys.checkpoint[(t.name, p)], result, {**meta, "technique": t.name})
             counts.computed += 1
@@ -177,9 +187,9 @@ def compute_step(model, weights_path, variants, inputs, eval_set, keys: StepKeys
                 continue
             part = batch if len(todo) == len(chunk) else subset(batch, todo)
             part = part.restricted(t.needs_for(p, net), f"Technique '{t.name}'")
-            rows = _computed(t, p, lambda: t.compute(part, p), keys,
-                             [keys.inputs[(t.name, p, inputs[chunk[j]].key)] for j in todo],
-                             rows=len(todo))
+            rows = computed(t, p, lambda: t.compute(part, p),
+                            [keys.inputs[(t.name, p, inputs[chunk[j]].key)] for j in todo],
+                            len(todo), rows=len(todo))
             if rows is None:
                 continue
             for arrays, j in zip(rows, todo):
@@ -201,10 +211,10 @@ def compute_step(model, weights_path, variants, inputs, eval_set, keys: StepKeys
                          {"lengths": evaluation.tensors("lengths")["lengths"], "labels": eval_y},
                          {**meta, "technique": EVALUATION})
     for t, p in missing_dataset:
-        console.notice(f"  {meta.get('model')} {meta.get('step')}: {t.title_of(p)} "
-                       f"over {len(eval_y)} images")
+        console.notice(f"  {where}: {t.title_of(p)} over {len(eval_y)} images")
         view = evaluation.restricted(t.needs_for(p, net), f"Technique '{t.name}'")
-        arrays = _computed(t, p, lambda: t.compute(view, p), keys, [keys.dataset[(t.name, p)]])
+        arrays = computed(t, p, lambda: t.compute(view, p), [keys.dataset[(t.name, p)]],
+                          len(eval_y))
         if arrays is None:
             continue
         store.put_arrays(keys.dataset[(t.name, p)], arrays, {**meta, "technique": t.name})
@@ -216,18 +226,24 @@ def compute_step(model, weights_path, variants, inputs, eval_set, keys: StepKeys
 
 
 def _computed(t, p, compute, keys: StepKeys, result_keys: list[str],
-              rows: int | None = None) -> dict | list[dict] | None:
+              rows: int | None = None, limit: float | None = None,
+              label: str = "") -> dict | list[dict] | None:
     """`compute()`'s arrays as stored (checked: reportgen.engine.result_checks), or with
     `rows` (input scope) the list of each input's slice of them; None when the technique
-    raised or its result broke a rule: the reason goes to `keys.failed` for each of
-    `result_keys` (said in one line on its cards and in the build's summary; the traceback
-    with --debug) and nothing of it is stored. The store's own errors stop the step: they are
-    no technique's fault."""
+    raised, ran past `limit` seconds or its result broke a rule: the reason goes to
+    `keys.failed` for each of `result_keys` (said in one line on its cards and in the build's
+    summary; the traceback with --debug) and nothing of it is stored. While it computes for
+    long, a line names it (`label`: time_limit.watched). The store's own errors stop the
+    step: they are no technique's fault."""
     from reportgen.engine.result_checks import checked_result
     from reportgen.errors import StoreError
 
     try:
-        arrays = checked_result(t, compute(), rows)
+        with watched(label or t.name, t.name, limit) as call:
+            result = compute()
+        if call.expired:        # the technique caught the interruption and went on
+            raise TechniqueTooLong(t.name, limit)
+        arrays = checked_result(t, result, rows)
         if rows is None:
             return arrays
         return [{k: v[row] for k, v in arrays.items()} for row in range(rows)]
