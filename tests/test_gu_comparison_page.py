@@ -145,6 +145,12 @@ def test_table1_as_a_live_chart_with_gus_figures_and_chance(site):
     caps = rows[(CAPS.name, "clean")]
     mnist, affnist = TABLE1_REFERENCE["Aff-CapsNet"][1:]
     assert (caps["value"], caps["gu"], caps["chance"]) == (0.98, mnist / 100, 0.1)
+    # the bar's 95% interval, drawn as a rule through it: the table's own Wilson interval
+    assert f"{100 * caps['low']:.1f}–{100 * caps['high']:.1f}%" == wilson_text(49, 50)
+    rules = [layer for layer in specs[0]["layer"] if isinstance(layer["mark"], dict)
+             and layer["mark"]["type"] == "rule"
+             and "y2" in layer["encoding"]]
+    assert [r["encoding"]["y2"]["field"] for r in rules] == ["high"]
     assert rows[(CAPS.name, "affNIST-like")]["gu"] == affnist / 100
     assert rows[(CAPS.name, "FGSM ε = 0.1")]["gu"] is None
     assert (CR.name, "affNIST-like") not in rows

@@ -68,6 +68,7 @@ def gu_chart(gu: dict) -> list[dict]:
                 continue
             published = row.get(reference) if reference else None
             rows.append({"model": row["model"], "measure": label, "value": value,
+                         "low": row.get(f"{key}_low"), "high": row.get(f"{key}_high"),
                          "gu": published / 100 if published is not None else None,
                          "step": row.get("step_text", ""), "chance": row.get("chance")})
     if not rows:
@@ -80,6 +81,8 @@ def gu_chart(gu: dict) -> list[dict]:
          "axis": {"format": ".0%"}}
     tooltip = [{"field": "model"}, {"field": "step", "title": "matched step"},
                {"field": "measure"}, {"field": "value", "title": "ours", "format": ".2%"},
+               {"field": "low", "title": "95% CI from", "format": ".1%"},
+               {"field": "high", "title": "95% CI to", "format": ".1%"},
                {"field": "gu", "title": "Gu 2022", "format": ".2%"},
                {"field": "chance", "format": ".1%"}]
     spec = {"config": CONFIG, "title": "Accuracy at matched clean accuracy (Gu 2022, Table 1)",
@@ -91,6 +94,11 @@ def gu_chart(gu: dict) -> list[dict]:
                               "color": {**offset, "title": None,
                                         "scale": {"scheme": "tableau10"}},
                               "tooltip": tooltip}},
+                # each bar's 95% interval (Wilson, over the images it counted)
+                {"transform": [{"filter": "isValid(datum.low) && isValid(datum.high)"}],
+                 "mark": {"type": "rule", "color": "#333333", "strokeWidth": 1.2},
+                 "encoding": {"x": x, "xOffset": offset, "y": {**y, "field": "low"},
+                              "y2": {"field": "high"}, "tooltip": tooltip}},
                 {"transform": [{"filter": "isValid(datum.gu)"}],
                  "mark": {"type": "tick", "color": "black", "thickness": 2},
                  "encoding": {"x": x, "xOffset": offset, "y": {**y, "field": "gu"},
@@ -100,6 +108,7 @@ def gu_chart(gu: dict) -> list[dict]:
     # wide: a bar per model and measure; the page gives it the whole row at its own size
     # (scaled into a 470 px box its legend printed at ~5 px)
     return [{"spec": spec, "wide": True,
-             "label": "Table 1 as a chart: accuracy per model and measure, Gu's published "
-                      "figures as black ticks, chance dashed"}]
+             "label": "Table 1 as a chart: accuracy per model and measure with its 95% interval "
+                      "(Wilson) as a line through the bar, Gu's published figures as black "
+                      "ticks, chance dashed"}]
 
