@@ -118,6 +118,12 @@ def line_chart(rows: list[dict], *, title: str, x_title: str, y_title: str, kind
     y = {"field": "shown", "type": "quantitative", "title": y_title,
          "axis": {"format": y_format}, "scale": {"zero": False}}
     layers: list[dict] = [
+        # a series' 95% interval where its rows carry one (validation accuracy: Wilson's
+        # over the held-out images it counted), unsmoothed: what each saved step measured
+        {"transform": [{"filter": "isValid(datum.low) && isValid(datum.high)"}],
+         "mark": {"type": "area", "opacity": 0.18, "clip": True},
+         "encoding": {"x": x, "y": {**y, "field": "low"}, "y2": {"field": "high"},
+                      "color": colour}},
         {"mark": {"type": "line", "strokeWidth": 2, "clip": True},
          "encoding": {"x": x, "y": y, "color": colour},
          "params": [{"name": "zoom", "select": "interval", "bind": "scales"}]},
@@ -197,6 +203,19 @@ def printed(spec: dict) -> dict:
     return out
 
 
+def with_interval(row: dict, record: dict, key: str) -> dict:
+    """`row` of a validation accuracy with its 95% interval (Wilson's, over the held-out
+    images the record says it counted: `val_images`) as `low` / `high`; as it is for any
+    other value, or a record that did not count its images."""
+    images = number(record.get("val_images"))
+    if key != "val_accuracy" or not images or images < 1:
+        return row
+    from reportgen.results.findings import accuracy_interval
+
+    found = accuracy_interval(row["value"], int(images))
+    return {**row, "low": found.low, "high": found.high}
+
+
 def training_curves_spec(history: list[dict], kind: str, *, accuracy: str = "accuracy",
                          chance: tuple[float, str] | None = None,
                          chosen: str | None = None) -> dict | None:
@@ -207,7 +226,8 @@ def training_curves_spec(history: list[dict], kind: str, *, accuracy: str = "acc
     rows, series = [], []
     for key, label, colour in _keyed(CURVE_SERIES[kind], history):
         label = label.replace("accuracy", accuracy)
-        found = [{"x": x, "step": str(r.get("step", i)), "series": label, "value": v}
+        found = [with_interval({"x": x, "step": str(r.get("step", i)), "series": label,
+                                "value": v}, r, key)
                  for i, (x, r) in enumerate(zip(xs, history))
                  if (v := number(r.get(key))) is not None]
         if found:
@@ -230,7 +250,8 @@ def overlay_spec(runs: list[tuple[str, list[dict]]], kind: str,
     key, title = OVERLAY_SERIES[kind]
     rows, series = [], []
     for i, (name, history) in enumerate(runs):
-        found = [{"x": seen, "step": str(r.get("step", "")), "series": name, "value": v}
+        found = [with_interval({"x": seen, "step": str(r.get("step", "")), "series": name,
+                                "value": v}, r, key)
                  for r in history
                  if (seen := number(r.get("images_seen"))) is not None
                  and (v := number(r.get(key))) is not None]
