@@ -169,6 +169,33 @@ def test_a_folder_the_group_did_not_make_or_of_other_settings_is_never_written(m
     assert _tree(models_dir) == before
 
 
+def test_a_group_killed_while_writing_a_run_folder_goes_on(models_dir):
+    """Killed after making a run's folder, within its group.json's write (a temporary left)
+    or before its params.toml: the next start finishes the folder."""
+    base = Catalog(models_dir).get("Tiny")
+    (models_dir / "Tiny--seed-0").mkdir()
+    (models_dir / "Tiny--seed-0" / ".tmp-ab12cd34.json").write_text("{")
+    runs = run_group.plan_group(models_dir, base, [0, 1], [], None)
+    run_group.create_runs(runs)
+    (models_dir / "Tiny--seed-1" / "params.toml").unlink()
+    again = run_group.plan_group(models_dir, base, [0, 1], [], None)
+    assert [r.name for r in run_group.create_runs(again)] == ["Tiny--seed-1"]
+    assert Catalog(models_dir).get("Tiny--seed-1").params == base.params
+
+
+def test_a_damaged_group_record_is_said_and_the_model_still_listed(models_dir):
+    from reportgen.commands.models import describe_models
+
+    base = Catalog(models_dir).get("Tiny")
+    run_group.create_runs(run_group.plan_group(models_dir, base, [0], [], None))
+    (models_dir / "Tiny--seed-0" / "group.json").write_text('{"group": 1}')
+    row = {r["name"]: r for r in describe_models(models_dir)}["Tiny--seed-0"]
+    assert row["group"] is None and row["params"] == 6976
+    assert "group.json is not a group record" in row["error"]
+    with pytest.raises(ReportgenError, match="group.json is not a group record"):
+        run_group.plan_group(models_dir, base, [0], [], None)
+
+
 def test_a_run_name_too_long_for_a_model_name_is_refused(tmp_path):
     root = tmp_path / "models"
     name = "M" * 60

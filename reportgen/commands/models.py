@@ -48,7 +48,6 @@ def describe_models(models_dir=None) -> list[dict]:
                "damaged_steps": [], "latest_val_accuracy": None, "best_val_accuracy": None,
                "group": None, "error": None}
         try:  # a valid params.toml can still come with a corrupt history.json
-            row["group"] = read_group(entry)
             params = entry.params
             row["dataset"] = params.dataset
             row["params"] = count_trainable_params(params)
@@ -65,6 +64,10 @@ def describe_models(models_dir=None) -> list[dict]:
             _accuracies(row, entry.history())
         except Exception as exc:  # one model's problem must not hide the others
             row["error"] = _one_line(exc)
+        try:   # a damaged group record is said; the model is listed as one of its own
+            row["group"] = read_group(entry)
+        except ReportgenError as exc:
+            row["error"] = row["error"] or exc.message
         rows.append(row)
     for bad in invalid:
         rows.append({"name": bad.name, "valid": False, "dataset": None, "params": None,

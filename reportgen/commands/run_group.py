@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from reportgen.errors import ReportgenError
-from reportgen.model_folder import GROUP_FILE, ModelFolder, Step
+from reportgen.model_folder import GROUP_FILE, ModelFolder, Step, is_temporary
 from reportgen.settings import sweep
 from reportgen.settings.model_params import ModelParams, check_model_name, printable_name
 
@@ -179,7 +179,7 @@ def _check_existing(run: PlannedRun, seed_option: int | None) -> None:
     """A folder already there must be this run's: made by a group (its group.json) of the same
     base and settings, its params.toml (when written) the one the run would get."""
     folder, path = run.folder, printable_name(str(run.folder.path))
-    if not folder.path.exists():
+    if not folder.path.exists() or _only_temporaries(folder):
         return
     fix = (f"move {path} aside (it is kept as it is), or sweep other values")
     recorded = read_group(folder)
@@ -208,6 +208,17 @@ def _check_existing(run: PlannedRun, seed_option: int | None) -> None:
             raise ReportgenError(f"{path} holds a run whose parameters differ from "
                                  f"{run.record['base']}'s with {run.words()} (in '{differ}': "
                                  f"was the base edited since?).", fix=fix)
+
+
+def _only_temporaries(folder: ModelFolder) -> bool:
+    """A folder empty or holding nothing but reportgen's temporary files: what a group killed
+    between making the run's folder and writing its group.json leaves (the trainer's
+    recovery deletes the temporaries); nothing in it can be lost."""
+    try:
+        names = [p.name for p in folder.path.iterdir()]
+    except OSError:
+        return False
+    return folder.path.is_dir() and all(is_temporary(n) for n in names)
 
 
 def _with_recorded_seed(run: PlannedRun) -> PlannedRun:
