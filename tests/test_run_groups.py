@@ -327,3 +327,45 @@ def test_a_seed_group_trains_stops_and_continues_where_it_stopped(models_dir, mo
             for key in ("loss", "train_accuracy", "val_accuracy"):
                 assert mine[key] == approx_or_none(reference[key], rel=1e-5), (seed, key)
     assert done.history()[1]["loss"] != pytest.approx(resumed[1]["loss"], rel=1e-3)
+
+
+@pytest.mark.slow
+def test_a_sweep_killed_with_sigkill_continues_with_one_command(models_dir):
+    """The real command killed (kill -9) in its second run, then run again as it was typed."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    command = [sys.executable, "-m", "reportgen", "--models-dir", str(models_dir), "train",
+               "Tiny", "--sweep", "class_caps.routing_iterations=1,2"]
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    second = models_dir / "Tiny--routing_iterations-2"
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    deadline = time.monotonic() + 600
+    while not (second / "1-2.weights.h5").exists():
+        assert proc.poll() is None, proc.stdout.read()[-2000:]
+        assert time.monotonic() < deadline, "the second run never saved step 1-2"
+        time.sleep(0.002)
+    os.kill(proc.pid, signal.SIGKILL)
+    first_out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    assert "Run 2 of 2: Tiny--routing_iterations-2 (class_caps.routing_iterations = 2): " \
+           "training." in first_out
+    first = models_dir / "Tiny--routing_iterations-1"
+    finished = _tree(first)
+
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "Run 1 of 2: Tiny--routing_iterations-1 (class_caps.routing_iterations = 1): " \
+           "finished at step 1-5, skipped." in again.stdout
+    assert re.search(r"Run 2 of 2: Tiny--routing_iterations-2 \(class_caps.routing_iterations "
+                     r"= 2\): continuing from step \d-\d\.", again.stdout), again.stdout
+    assert _tree(first) == finished
+    for folder in (first, second):
+        records = ModelFolder.at(folder).history()
+        assert [r["step"] for r in records] == ["0-0", "1-2", "1-4", "1-5"]
+    assert not [p for p in second.iterdir() if p.name.startswith(".tmp")]
+    assert Catalog(models_dir).get(second.name).params.class_caps.routing_iterations == 2
