@@ -137,8 +137,16 @@ def main(ctx, models_dir, debug):
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Train the models on a Dask cluster, one per worker: tcp://HOST:8786 (a "
                    "running scheduler) or local:N (N worker processes here).")
+@click.option("--seeds", default=None, metavar="N|S1,S2",
+              help="Train a group of runs of NAME over seeds: N (seeds 0 ... N-1) or a list; "
+                   "each run is its own folder, models/NAME--seed-S/.")
+@click.option("--sweep", "sweeps", multiple=True, metavar="KEY=V1,V2",
+              help="Train a group of runs of NAME, one per value of the params.toml key KEY "
+                   "(e.g. class_caps.routing_iterations=1,2,3), each in models/NAME--KEY-V/; "
+                   "repeat for every combination. A re-run resumes the unfinished runs and "
+                   "skips the finished ones.")
 @click.pass_context
-def train(ctx, name, scheduler, **options):
+def train(ctx, name, scheduler, seeds, sweeps, **options):
     """Train model NAME from models/NAME/params.toml, saving EPOCH-BATCH.weights.h5 files.
 
     NAME may be a glob ('MNIST40_*'): the models are trained one after another, or at once on
@@ -146,13 +154,20 @@ def train(ctx, name, scheduler, **options):
     the others go on, and the exit code is 1.
 
     \b
+    With --seeds and/or --sweep, NAME's runs over those seeds and settings are trained one
+    after another, each in a model folder of its own beside NAME holding NAME's params.toml
+    with its settings and group.json (the group, the base model, the settings that differ).
+
+    \b
     Examples:
       reportgen train MNIST_Demo --epochs 5 --save-every 10
       reportgen train 'MNIST40_*' --epochs 2 --scheduler local:2
+      reportgen train MNIST_Demo --seeds 3
+      reportgen train MNIST_Demo --sweep class_caps.routing_iterations=1,2,3
     """
     from reportgen.commands.train import run_train
 
-    run_train(ctx.obj["models_dir"], name, options, scheduler)
+    run_train(ctx.obj["models_dir"], name, options, scheduler, seeds, sweeps)
 
 
 @main.command("models")

@@ -5,15 +5,17 @@
       EPOCH-BATCH.weights.h5        the weights of each saved training step (`Step` <-> name)
       history.json                  one record per saved step
       train_state.npz               the optimizer state after the newest step, the run's settings
+      group.json                    a run of a group (`train --seeds/--sweep`): its group, base
+                                    model and the settings that differ from the base's
       archive/<time>/               an earlier run, moved aside by `train --fresh`
       archive/<time>-uncommitted/   weights without a history record, moved aside by `--resume`
       .tmp-XXXXXXXX.weights.h5|.npz|.json   a write in progress (then renamed onto its target)
       .tmp-step-E-B.weights.h5      a step's weights waiting for the step's commit
 
-Everything but params.toml is a product of training and git-ignored (`.gitignore`'s `models/*/`
-lines). One `reportgen train` per folder at a time: the lock is an flock on the folder itself
-(`lock_path`, reportgen.file_locks), so no lock file ever appears in it or is left behind by a
-kill. The order in which a step's files are committed, and what the next start does after a
+Everything but params.toml and group.json is a product of training and git-ignored
+(`.gitignore`'s `models/*/` lines). One `reportgen train` per folder at a time: the lock is an
+flock on the folder itself (`lock_path`, reportgen.file_locks), so no lock file ever appears in
+it or is left behind by a kill. The order in which a step's files are committed, and what the next start does after a
 kill, are in reportgen.training.run_state; the catalog (reportgen.catalog) finds and validates
 the folders.
 
@@ -38,6 +40,7 @@ from reportgen.settings.model_params import PARAMS_FILE, ModelParams, load_model
 WEIGHTS_SUFFIX = ".weights.h5"
 HISTORY_FILE = "history.json"
 STATE_FILE = "train_state.npz"
+GROUP_FILE = "group.json"
 ARCHIVE_DIR = "archive"
 UNCOMMITTED_SUFFIX = "-uncommitted"
 ARCHIVE_TIME_FORMAT = "%Y%m%dT%H%M%S.%fZ"   # UTC, sortable, unique per microsecond
@@ -133,6 +136,10 @@ class ModelFolder:
     @property
     def state_path(self) -> Path:
         return self.path / STATE_FILE
+
+    @property
+    def group_path(self) -> Path:
+        return self.path / GROUP_FILE
 
     @property
     def archive_root(self) -> Path:

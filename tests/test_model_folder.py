@@ -13,14 +13,15 @@ from pathlib import Path
 import pytest
 
 from reportgen.catalog import Catalog, ModelEntry
-from reportgen.model_folder import (ARCHIVE_DIR, HISTORY_FILE, PARAMS_FILE, STATE_FILE,
-                                    TEMP_PREFIX, TEMP_SUFFIXES, WEIGHTS_SUFFIX, ModelFolder, Step,
+from reportgen.model_folder import (ARCHIVE_DIR, GROUP_FILE, HISTORY_FILE, PARAMS_FILE,
+                                    STATE_FILE, TEMP_PREFIX, TEMP_SUFFIXES, WEIGHTS_SUFFIX, ModelFolder, Step,
                                     is_temporary, is_training_product, list_steps)
 from reportgen.training.checkpoints import atomic_path
 
 ROOT = Path(__file__).resolve().parents[1]
 # Names other code must not spell out: they read them from reportgen.model_folder.
-LAYOUT_NAMES = (WEIGHTS_SUFFIX, HISTORY_FILE, STATE_FILE, ARCHIVE_DIR, TEMP_PREFIX, PARAMS_FILE)
+LAYOUT_NAMES = (WEIGHTS_SUFFIX, HISTORY_FILE, STATE_FILE, ARCHIVE_DIR, TEMP_PREFIX, PARAMS_FILE,
+                GROUP_FILE)
 DEFINED_IN = {"reportgen/model_folder.py": set(LAYOUT_NAMES),
               # the parameter file's name is defined beside its schema, one layer below
               "reportgen/settings/model_params.py": {PARAMS_FILE}}
@@ -69,7 +70,8 @@ def test_what_a_training_run_leaves(folder):
     assert [p.name for p in products] == ["2-3.weights.h5", "history.json", "train_state.npz",
                                           ".tmp-step-2-4.weights.h5"]
     assert all(p.parent == folder.path and is_training_product(p.name) for p in products)
-    for name in (PARAMS_FILE, "notes.txt", ".tmp-k3j9v0qq.json", ARCHIVE_DIR):
+    # a group's record, like params.toml, defines the run: `--fresh` leaves it
+    for name in (PARAMS_FILE, GROUP_FILE, "notes.txt", ".tmp-k3j9v0qq.json", ARCHIVE_DIR):
         assert not is_training_product(name), name
     assert folder.params_path == folder.path / "params.toml"
     assert folder.lock_path == folder.path  # the lock is on the folder: no lock file

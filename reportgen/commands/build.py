@@ -65,6 +65,7 @@ from reportgen.results.capsules_vs_cnns import model_kind
 from reportgen.settings.families import family_of
 from reportgen.training.checkpoints import nonfinite_step_error, nonfinite_weights
 from reportgen.training.run_info import training_run
+from reportgen.commands.run_group import read_group
 
 
 @dataclass
@@ -540,6 +541,11 @@ class _Build:
             sources = []
             errors.append(exc.message)
         training = training_run(entry)
+        try:
+            group = read_group(entry)
+        except ReportgenError as exc:     # listed as a model of its own; its pages say why
+            group = None
+            errors.append(exc.message)
         history = prepared.history
         accs = [r["val_accuracy"] for r in history if r.get("val_accuracy") is not None]
         data = ModelData(
@@ -556,7 +562,7 @@ class _Build:
             citations=list(family_of(params).citations_for(params)),
             leaves_out=list(handle.description.leaves_out),
             routing_iterations=handle.description.routing_iterations,
-            words=model_words.words_of(handle.description))
+            words=model_words.words_of(handle.description), group=group)
         built = {s: self.assembler.step_keys[(entry.name, str(s))] for s in steps
                  if (entry.name, str(s)) in self.assembler.step_keys}
         filmstrip_started = time.monotonic()

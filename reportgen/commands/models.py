@@ -15,9 +15,11 @@ from __future__ import annotations
 import json
 
 from reportgen.catalog import Catalog
+from reportgen.commands.run_group import read_group
 from reportgen.console import echo, notice
 from reportgen.errors import ReportgenError
 from reportgen.model_folder import Step
+from reportgen.settings.sweep import differing_settings, setting_text
 
 
 def _one_line(exc: Exception) -> str:
@@ -30,7 +32,8 @@ def describe_models(models_dir=None) -> list[dict]:
     """One dict per model folder, sorted by name: name, valid, dataset, params (trainable),
     steps (the loadable ones), damaged_steps ({step, reason, val_accuracy, after_last} of each
     damaged weights file), latest (the last loadable step's) and best (of the loadable steps)
-    val accuracy, error (the one-line reason, or None)."""
+    val accuracy, group (a run of a group: its group.json, {group, base, settings, seed}; else
+    None), error (the one-line reason, or None)."""
     from reportgen.capsnet.param_count import count_trainable_params
     from reportgen.commands.work_folder import DIGESTS_FILE
     from reportgen.engine.digests import DigestMemo
@@ -43,7 +46,7 @@ def describe_models(models_dir=None) -> list[dict]:
     for entry in valid:
         row = {"name": entry.name, "valid": True, "dataset": None, "params": None, "steps": [],
                "damaged_steps": [], "latest_val_accuracy": None, "best_val_accuracy": None,
-               "error": None}
+               "group": None, "error": None}
         try:  # a valid params.toml can still come with a corrupt history.json
             params = entry.params
             row["dataset"] = params.dataset
@@ -61,11 +64,15 @@ def describe_models(models_dir=None) -> list[dict]:
             _accuracies(row, entry.history())
         except Exception as exc:  # one model's problem must not hide the others
             row["error"] = _one_line(exc)
+        try:   # a damaged group record is said; the model is listed as one of its own
+            row["group"] = read_group(entry)
+        except ReportgenError as exc:
+            row["error"] = row["error"] or exc.message
         rows.append(row)
     for bad in invalid:
         rows.append({"name": bad.name, "valid": False, "dataset": None, "params": None,
                      "steps": [], "damaged_steps": [], "latest_val_accuracy": None,
-                     "best_val_accuracy": None,
+                     "best_val_accuracy": None, "group": None,
                      "error": bad.reason})
     memo.save()
     return sorted(rows, key=lambda r: r["name"])
@@ -89,6 +96,14 @@ def _accuracies(row: dict, history: list[dict]) -> None:
         damaged["after_last"] = last is None or Step.parse(damaged["step"]) > last
 
 
+def _setting_text(row: dict, key: str) -> str:
+    """A row's value of a group's differing setting ("-": not a run that sets it)."""
+    settings = (row.get("group") or {}).get("settings", {})
+    if key not in settings:
+        return "-"
+    return setting_text(settings[key])
+
+
 def _damaged_note(damaged: dict, last: str) -> str:
     """Said of a damaged step saved after the row's last loadable step `last`: the row's step
     and accuracy are not its own."""
@@ -110,11 +125,15 @@ def run_models(models_dir, as_json: bool) -> None:
         return
     w = max(20, *(len(r["name"]) for r in rows))       # the longest name sets the column
     d = max(14, *(len(str(r.get("dataset") or "")) for r in rows))
-    header = (f"{'model':<{w}} {'dataset':<{d}} {'params':>12} {'steps':>6} {'last step':>10} "
-              f"{'val acc':>8}")
+    # the settings that differ between the runs of groups, a column each, first
+    settings = differing_settings([r["group"] for r in rows])
+    shown = {key: [_setting_text(r, key) for r in rows] for key in settings}
+    widths = {key: max(len(key), *map(len, shown[key])) for key in settings}
+    header = (f"{'model':<{w}} " + "".join(f"{k:>{widths[k]}} " for k in settings) +
+              f"{'dataset':<{d}} {'params':>12} {'steps':>6} {'last step':>10} {'val acc':>8}")
     echo(header)
     echo("-" * len(header))
-    for r in rows:
+    for i, r in enumerate(rows):
         if not r["valid"]:
             echo(f"{r['name']:<{w}} invalid: {r['error']}")
             continue
@@ -123,8 +142,9 @@ def run_models(models_dir, as_json: bool) -> None:
             continue
         acc = f"{r['latest_val_accuracy']:.4f}" if r["latest_val_accuracy"] is not None else "-"
         last = r["steps"][-1] if r["steps"] else "-"
-        echo(f"{r['name']:<{w}} {r['dataset']:<{d}} {r['params']:>12,} {len(r['steps']):>6} "
-             f"{last:>10} {acc:>8}")
+        differ = "".join(f"{shown[k][i]:>{widths[k]}} " for k in settings)
+        echo(f"{r['name']:<{w}} {differ}{r['dataset']:<{d}} {r['params']:>12,} "
+             f"{len(r['steps']):>6} {last:>10} {acc:>8}")
         for damaged in r["damaged_steps"]:
             echo(f"{'':<{w}} damaged step {damaged['step']}{_damaged_note(damaged, last)}: "
                  f"{damaged['reason']}")

@@ -1,5 +1,7 @@
 """`reportgen train`: resolve the model(s) and options, then hand over to the trainer — here,
-one model after another, or on a Dask cluster (`--scheduler`), one model per worker."""
+one model after another, or on a Dask cluster (`--scheduler`), one model per worker; or the
+runs of a group of one model over seeds and settings (`--seeds`, `--sweep`:
+reportgen.commands.run_group), one after another."""
 
 from __future__ import annotations
 
@@ -14,11 +16,15 @@ from reportgen.console import echo
 _GLOB = set("*?[")
 
 
-def run_train(models_dir, name: str, options: dict, scheduler: str | None = None) -> None:
+def run_train(models_dir, name: str, options: dict, scheduler: str | None = None,
+              seeds: str | None = None, sweeps: tuple[str, ...] = ()) -> None:
     if _default("seed"):
         options = {**options, "seed": None}  # --resume keeps the run's seed unless one is given
     exit_with_parent()                       # started by a cluster worker: ends with it
     catalog = Catalog(models_dir)
+    if seeds is not None or sweeps:
+        _train_group(catalog, name, options, seeds, list(sweeps), scheduler)
+        return
     if scheduler:
         from reportgen.cluster.scheduler import parse_scheduler
 
@@ -45,25 +51,85 @@ def run_train(models_dir, name: str, options: dict, scheduler: str | None = None
     else:
         failed = []
         for entry in entries:
-            try:
-                _train_here(entry, options)
-            except Exception as exc:
-                if len(entries) == 1:
-                    raise
-                from reportgen.console import failure_traceback
-                from reportgen.errors import ReportgenError
+            _attempt(entry, options, failed, alone=len(entries) == 1)
+    _report_failures(failed)
 
-                failure_traceback(exc)
 
-                message = exc.message if isinstance(exc, ReportgenError) else \
-                    " ".join(f"{type(exc).__name__}: {exc}".split())
-                failed.append(TrainOutcome(entry.name, error=message))
+def _attempt(entry, options: dict, failed: list, alone: bool) -> None:
+    """Train `entry`; a failure of one model among several is kept in `failed` (its traceback
+    with --debug), the others go on."""
+    try:
+        _train_here(entry, options)
+    except Exception as exc:
+        if alone:
+            raise
+        from reportgen.console import failure_traceback
+        from reportgen.errors import ReportgenError
+
+        failure_traceback(exc)
+
+        message = exc.message if isinstance(exc, ReportgenError) else \
+            " ".join(f"{type(exc).__name__}: {exc}".split())
+        failed.append(TrainOutcome(entry.name, error=message))
+
+
+def _report_failures(failed: list) -> None:
     for f in failed:
         echo(f"FAILED: {f.model}: {f.error}")
     if failed:
         from reportgen.errors import EXIT_PARTIAL_FAILURE
 
         sys.exit(EXIT_PARTIAL_FAILURE)
+
+
+# the train options a sweep of these params.toml keys would contradict
+_OPTION_OF_KEY = {"training.epochs": "epochs", "training.batch_size": "batch_size",
+                  "training.save_every": "save_every", "training.learning_rate": "learning_rate",
+                  "dataset": "data"}
+
+
+def _train_group(catalog: Catalog, name: str, options: dict, seeds: str | None,
+                 sweeps: list[str], scheduler: str | None) -> None:
+    """A group of runs of model `name` (reportgen.commands.run_group), one after another:
+    planned and checked first, then each run trained or resumed as `train --resume` does one,
+    a finished one skipped; one line per run says which of how many."""
+    from reportgen.commands import run_group
+    from reportgen.errors import ReportgenError
+    from reportgen.settings.sweep import parse_seeds
+
+    refused = ("--scheduler" if scheduler else "--fresh" if options.get("fresh") else
+               "a glob" if not _GLOB.isdisjoint(name) else None)
+    if refused:
+        raise ReportgenError(f"A group (--seeds, --sweep) cannot take {refused}.",
+                             fix="train the group of one model alone; start one run over with "
+                                 "`reportgen train RUN --fresh`")
+    base = catalog.get(name)
+    runs = run_group.plan_group(catalog.root, base,
+                                parse_seeds(seeds) if seeds is not None else None,
+                                sweeps, options.get("seed"))
+    for key in runs[0].settings:
+        option = _OPTION_OF_KEY.get(key)
+        if option and options.get(option) is not None:
+            flag = "--" + option.replace("_", "-")
+            raise ReportgenError(f"{flag} and --sweep {key} set the same thing.",
+                                 fix=f"leave out {flag}, or the sweep of {key}")
+    for run in runs:                    # the batch of every run fits, before anything is written
+        recorded = _recorded_batch(run.folder) if run.folder.history() else None
+        check_params_batch(run.name, run.params, options.get("batch_size") or recorded)
+    run_group.create_runs(runs)
+    failed = []
+    for i, run in enumerate(runs, 1):
+        entry = catalog.get(run.name)
+        said = f"Run {i} of {len(runs)}: {run.name} ({run.words()})"
+        done = run_group.finished_at(entry, options.get("epochs"), options.get("batch_size"),
+                                     options.get("until_accuracy"))
+        if done is not None:
+            echo(f"{said}: finished at step {done}, skipped.")
+            continue
+        steps = entry.steps
+        echo(f"{said}: " + (f"continuing from step {steps[-1]}." if steps else "training."))
+        _attempt(entry, {**options, "seed": run.seed, "resume": True}, failed, alone=False)
+    _report_failures(failed)
 
 
 def _train_here(entry, options: dict) -> None:
@@ -85,16 +151,28 @@ def check_batch_memory(entry, options: dict) -> None:
     not fit in this machine's memory (reportgen.capsnet.footprint), saying the largest that
     does. The batch is the one the run will use: --batch-size, else (resuming) the run's own,
     else params.toml's."""
-    from reportgen.capsnet.footprint import batch_refusal, largest_batch
     from reportgen.training.run_info import training_run
 
     recorded = training_run(entry)["batch_size"] if options.get("resume") else None
-    batch = options.get("batch_size") or recorded or entry.params.training.batch_size
-    fits = largest_batch(entry.params, training=True)
+    check_params_batch(entry.name, entry.params, options.get("batch_size") or recorded)
+
+
+def check_params_batch(name: str, params, batch: int | None) -> None:
+    """check_batch_memory for model `name` of `params` at `batch` (None: params.toml's)."""
+    from reportgen.capsnet.footprint import batch_refusal, largest_batch
+
+    batch = batch or params.training.batch_size
+    fits = largest_batch(params, training=True)
     if batch > fits:
-        raise batch_refusal(entry.params, batch, f"training {entry.name}",
+        raise batch_refusal(params, batch, f"training {name}",
                             f"train with --batch-size {fits} (the largest that fits)"
                             if fits else "make the layers in params.toml smaller")
+
+
+def _recorded_batch(folder) -> int | None:
+    from reportgen.training.run_info import training_run
+
+    return training_run(folder)["batch_size"]
 
 
 def _step_bytes(entry) -> int:

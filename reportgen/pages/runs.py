@@ -3,6 +3,11 @@ training images and --limit, epochs, batch size, learning rate, seed, routing it
 trainable parameters, wall time and best validation accuracy beside its chance. Each cell
 carries the value its column sorts by (assets/reportgen/sort-table.js); what a run did not
 record reads "not recorded" and sorts last.
+
+Runs of a group (`reportgen train NAME --seeds/--sweep`, their ModelData.group) put the
+settings that differ between them first: a column per such setting right after the model (an
+existing column moved there when it shows that setting: the seed, the routing iterations, ...),
+and the rows of a group together, in the order of those settings.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from reportgen.pages.charts import chance_line
 from reportgen.pages.sitedata import ModelData
 from reportgen.pages.views import NOT_RECORDED, duration
 from reportgen.results.findings import accuracy_name
+from reportgen.settings.sweep import differing_settings, setting_text
 
 COLUMNS = (("model", "Model", "text"), ("data", "Data", "text"),
            ("images", "Training images", "number"), ("epochs", "Epochs", "number"),
@@ -61,7 +67,63 @@ def run_row(model: ModelData, overview: str) -> dict:
     return {"name": model.name, "href": overview, "cells": cells}
 
 
+# a group's setting that a column above already shows (its values are the run's own)
+_SHOWN_BY = {"seed": "seed", "class_caps.routing_iterations": "routing",
+             "training.learning_rate": "rate", "training.batch_size": "batch",
+             "training.epochs": "epochs"}
+_SETTING = "setting:"          # the key prefix of a setting's own column
+
+
 def runs_table(models_and_links: list[tuple[ModelData, str]]) -> dict:
     """{columns: [{key, title, kind}], rows} of every model (with its overview's URL)."""
-    return {"columns": [{"key": k, "title": title, "kind": kind} for k, title, kind in COLUMNS],
-            "rows": [run_row(model, href) for model, href in models_and_links]}
+    columns = [{"key": k, "title": title, "kind": kind} for k, title, kind in COLUMNS]
+    rows = [run_row(model, href) for model, href in models_and_links]
+    settings = differing_settings([model.group for model, _ in models_and_links])
+    if not settings:
+        return {"columns": columns, "rows": rows}
+    first = []
+    for key in settings:
+        shown = _SHOWN_BY.get(key)
+        if shown is not None:
+            first.append(next(c for c in columns if c["key"] == shown))
+            continue
+        values = [(m.group or {}).get("settings", {}).get(key, None) for m, _ in models_and_links]
+        kind = "number" if all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                               for v in values if v is not None) else "text"
+        first.append({"key": _SETTING + key, "title": key, "kind": kind})
+        for row, value in zip(rows, values):
+            row["cells"][_SETTING + key] = _setting_cell(value)
+    rest = [c for c in columns if c not in first]
+    models = [model for model, _ in models_and_links]
+    first_at: dict[str, int] = {}
+    for i, model in enumerate(models):
+        if model.group:
+            first_at.setdefault(model.group.get("group", ""), i)
+    order = sorted(range(len(rows)),
+                   key=lambda i: _group_order(models[i], settings, i, first_at))
+    return {"columns": [rest[0], *first, *rest[1:]], "rows": [rows[i] for i in order]}
+
+
+def _setting_cell(value) -> dict:
+    if value is None:       # a model of its own, or a group that keeps this setting
+        return {"text": "", "sort": "", "note": "", "recorded": True}
+    return _cell(value, setting_text(value))
+
+
+def _group_order(model: ModelData, settings: list[str], position: int,
+                 first_at: dict[str, int]) -> tuple:
+    """A group's rows together, where its first run was, in the order of their settings;
+    every other row where it was."""
+    group = model.group
+    if not group:
+        return (position, ())
+    values = group.get("settings", {})
+    return (first_at[group.get("group", "")], tuple(_sortable(values.get(k)) for k in settings))
+
+
+def _sortable(value) -> tuple:
+    if value is None:
+        return (0, 0, "")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (1, value, "")
+    return (2, 0, str(value))

@@ -147,6 +147,9 @@ class ModelData:
     # its gradients are of, its routing weights' name: reportgen.capsnet.model_words.words_of),
     # for the pages and findings; {} (neutral words) when not known
     words: dict = field(default_factory=dict)
+    # a run of a group (`reportgen train NAME --seeds/--sweep`): its group.json, {group, base,
+    # settings (the settings that differ from the base's), seed}; None for a model of its own
+    group: dict | None = None
 
 
 @dataclass
