@@ -86,6 +86,10 @@ def legends_outside(fig, fontsize: float = FONT - 1) -> list:
         handles, labels = ax.get_legend_handles_labels()
         legends.append(ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
                                  borderaxespad=pad, frameon=False, fontsize=fontsize))
+    # the figure grows by the tallest legend: the plotting areas keep their height
+    extra = max(legend.get_window_extent(renderer).height for legend in legends) / fig.dpi
+    width, height = fig.get_size_inches()
+    fig.set_size_inches(width, height + extra)
     fig.tight_layout()
     return legends
 
