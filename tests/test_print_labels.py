@@ -95,6 +95,23 @@ def test_class_poses_and_semantics_sheets_print_at_7_pt():
     assert max(t.x1 for t in drawn) <= sheet.shape[1]          # the title wraps, not clipped
 
 
+def test_multimnist_pair_prints_at_7_pt():
+    """The two-digit figure with a wrong top-2 (its widest: a third panel and two legends)."""
+    from reportgen.techniques.multimnist_pair.figures import render_pair
+
+    first, second = np.zeros((36, 36, 1)), np.zeros((36, 36, 1))
+    first[4:32, 16:20] = 1.0
+    second[16:20, 4:32] = 1.0
+    image = np.maximum(first, second)
+    result = {"image": image, "labels": np.array([1, 7]), "top2": np.array([3, 1]),
+              "reconstructions": np.stack([first, second]),
+              "predicted_reconstructions": np.stack([second, first])}
+    with recorded_texts() as drawn:
+        figures = render_pair(result, None, RenderContext("M", "1-1", tuple(map(str, range(10))),
+                                                          image=image))
+    _check(figures, drawn)
+
+
 def test_collisions_finds_the_old_perturbation_columns():
     """What the issue saw, measured as the recorder measures: δ labels wider than the old
     30 px columns (28 px tiles, 2 px gutters) overlap their neighbours."""
