@@ -39,8 +39,12 @@ def test_difference_is_drawn_on_one_shared_scale(monkeypatch):
     # Constant images: each difference tile is one colour, findable in the PNG.
     values = np.array([[0.1, 0.3, 0.5, 0.6, 0.9], [0.5, 0.45, 0.5, 0.55, 0.7]])
     images = np.broadcast_to(values[:, :, None, None, None], (2, 5, 8, 8, 1)).copy()
-    figure = render_decoder_perturbation(
-        {"images": images, "deltas": DELTAS, "target": np.array(3.0)}, None, CTX)[0]
+    figures = render_decoder_perturbation(
+        {"images": images, "deltas": DELTAS, "target": np.array(3.0)}, None, CTX)
+    # the reconstructions, then their differences: a figure of its own
+    assert [f.name for f in figures] == ["decoder_perturbation.png",
+                                         "decoder_perturbation_difference.png"]
+    figure = figures[1]
     pixels = np.asarray(Image.open(io.BytesIO(figure.data)).convert("RGB")).reshape(-1, 3)
     colours, counts = np.unique(pixels, axis=0, return_counts=True)
     found = {tuple(c): n for c, n in zip(colours, counts)}

@@ -27,6 +27,7 @@ from reportgen.figures.colormaps import (COLOUR_LEVELS, FONT_SIZE, apply_colorma
 from reportgen.figures.encode import png_bytes
 from reportgen.figures.figure import Figure, RenderContext
 from reportgen.figures.placement import place_grid_at_centres, stretch_grid
+from reportgen.figures.print_size import MIN_PRINTED_PT, TEXT_WIDTH_PT, caption_room_pt
 
 WHITE = 255
 MARGIN = 8
@@ -38,6 +39,12 @@ DEAD = (220, 20, 20)              # dead-filter outline
 GRID_LINE = (225, 225, 225)
 AXIS = (90, 90, 90)
 MUTED = (110, 110, 110)
+# The widest sheet whose FONT_SIZE labels print at MIN_PRINTED_PT or more: the supplement sets a
+# figure wider than its line at the line's width, shrinking every pixel
+# (reportgen.figures.print_size). Mosaics wrap onto more rows rather than grow wider.
+PRINT_WIDTH = int(FONT_SIZE * TEXT_WIDTH_PT / MIN_PRINTED_PT)        # 690 px
+# ... and the tallest, under a caption of 800 characters (the page's height less the caption)
+PRINT_HEIGHT = int(FONT_SIZE * caption_room_pt(800) / MIN_PRINTED_PT)  # 740 px
 # An overlay mixes the input's gray with the colormap: every pair is a colour. At these levels
 # (the input's grays under it, the overlay's values) a figure keeps within an exact 256-colour
 # palette: no lossy quantiser, which cost half a step's drawing time.
@@ -163,8 +170,17 @@ def label_lines(label) -> list[tuple[str, tuple | None]]:
     return [(item, None) if isinstance(item, str) else (item[0], item[1]) for item in label]
 
 
+def fitting_columns(count: int, cols: int, cell_width: int, gutter: int,
+                    room: int = PRINT_WIDTH - 2 * MARGIN) -> int:
+    """At most `cols` columns of cells `cell_width` wide (rows as even as `columns` makes them)
+    in `room` pixels; at least one."""
+    fit = max(1, (room + gutter) // (cell_width + gutter))
+    return columns(count, min(cols, fit)) if fit < cols else cols
+
+
 def mosaic(tiles: np.ndarray, cols: int, gutter: int = 2, above=None, below=None) -> Block:
-    """Tiles (N, h, w, 3) uint8 in rows of `cols`, each with optional label lines above/below."""
+    """Tiles (N, h, w, 3) uint8 in rows of at most `cols`, each with optional label lines
+    above/below; fewer columns where `cols` would be wider than PRINT_WIDTH."""
     n, h, w = tiles.shape[:3]
     above = [label_lines(a) for a in above] if above is not None else [[] for _ in range(n)]
     below = [label_lines(b) for b in below] if below is not None else [[] for _ in range(n)]
@@ -175,6 +191,7 @@ def mosaic(tiles: np.ndarray, cols: int, gutter: int = 2, above=None, below=None
     bottom = n_below * lh + (2 if n_below else 0)
     widest = max([text_size(t)[0] for lines in above + below for t, _ in lines] or [0])
     cell_w = max(w, widest + 4)
+    cols = fitting_columns(n, cols, cell_w, gutter)
     rows = int(math.ceil(n / cols))
     cells = np.full((rows * cols, top + h + bottom, cell_w, 3), WHITE, dtype=np.uint8)
     x0 = (cell_w - w) // 2

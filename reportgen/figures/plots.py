@@ -62,6 +62,38 @@ def legend_below(fig, fontsize: float = FONT - 1):
     return legend
 
 
+def legends_outside(fig, fontsize: float = FONT - 1) -> list:
+    """Lay `fig` out with its legends outside every plotting area, so none covers a curve: one
+    legend under all the axes when one axes has labels (`legend_below`); else each axes' own
+    under it, clear of its tick and axis labels (the same colour can mean another series in
+    another axes). Use in place of fig.tight_layout(); returns the legends."""
+    from reportgen.figures.print_size import text_floor
+
+    labelled = [ax for ax in fig.axes if ax.get_legend_handles_labels()[0]]
+    if len(labelled) <= 1:
+        legend = legend_below(fig, fontsize)
+        return [legend] if legend is not None else []
+    fontsize = max(fontsize, text_floor(fig.get_figwidth(), fig.dpi))
+    for ax in labelled:
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+    fig.tight_layout()
+    renderer = fig.canvas.get_renderer()
+    legends = []
+    for ax in labelled:
+        below = ax.get_window_extent(renderer).y0 - ax.get_tightbbox(renderer).y0
+        pad = (below * 72.0 / fig.dpi + 2.0) / fontsize          # in font sizes, as matplotlib's
+        handles, labels = ax.get_legend_handles_labels()
+        legends.append(ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+                                 borderaxespad=pad, frameon=False, fontsize=fontsize))
+    # the figure grows by the tallest legend: the plotting areas keep their height
+    extra = max(legend.get_window_extent(renderer).height for legend in legends) / fig.dpi
+    width, height = fig.get_size_inches()
+    fig.set_size_inches(width, height + extra)
+    fig.tight_layout()
+    return legends
+
+
 def figure_pair(fig, stem: str, caption: str, svg_size: bool = True) -> list[Figure]:
     """The PNG (site), SVG and PDF (paper) files of one matplotlib figure, same caption; no
     text under what prints at 7 pt (reportgen.figures.print_size).

@@ -1,9 +1,12 @@
 """How large a paper figure's text prints (README "Paper supplement"): captions.tex sets each
 figure at its own width, LINE_WIDTH_PX layout pixels filling \\linewidth (TEXT_WIDTH_PT, the
-article class at 10 pt), and never wider than \\linewidth. A figure wider than that shrinks,
+article class at 10 pt), and never wider than \\linewidth nor taller than the text height
+less its caption's lines (reportgen.commands.captions_tex). A figure larger than that shrinks,
 and so does its text: no label may print under MIN_PRINTED_PT.
 
 - `printed_scale`: printed size / size on the figure's page, from its layout width;
+- `printed_pixel_pt`: the printed size of one layout pixel of a figure, its height and caption
+  counted (what an image figure's Pillow text prints at);
 - `text_floor`: the smallest font size (pt) a matplotlib figure of that width may use;
 - `enlarge_small_text`: every visible text of a matplotlib figure raised to that floor;
 - `fit_titles`: titles and x labels wider than their room broken onto two lines (never
@@ -18,11 +21,28 @@ LINE_WIDTH_PX = 480                    # layout pixels that fill \linewidth
 TEXT_WIDTH_PT = 345.0                  # \linewidth of the article class at 10 pt
 MIN_PRINTED_PT = 7.0
 MIN_SHARE = 0.25                       # captions.tex never sets a figure narrower than this
+TEXT_HEIGHT_PT = 550.0                 # \textheight of the article class at 10 pt
+BASELINE_PT = 12.0                     # its \baselineskip; half an em is 5 pt
 
 
 def printed_width_share(width_px: float) -> float:
     """The share of \\linewidth captions.tex gives a figure of `width_px` layout pixels."""
     return min(1.0, max(MIN_SHARE, width_px / LINE_WIDTH_PX)) if width_px else 1.0
+
+
+def caption_room_pt(characters: int) -> float:
+    """The height captions.tex's \\reportgenheight leaves a figure whose caption has
+    `characters` characters: the text height less a line per \\linewidth of half-em
+    characters and 3 more, never under a fifth of the text height."""
+    lines = round(characters * 5.0 / TEXT_WIDTH_PT) + 3
+    return max(0.2 * TEXT_HEIGHT_PT, TEXT_HEIGHT_PT - BASELINE_PT * lines)
+
+
+def printed_pixel_pt(width_px: float, height_px: float, characters: int = 0) -> float:
+    """Points one layout pixel prints at: the width captions.tex gives the figure, or less when
+    the figure would then be taller than its room (keepaspectratio)."""
+    by_width = printed_width_share(width_px) * TEXT_WIDTH_PT / width_px
+    return min(by_width, caption_room_pt(characters) / height_px) if height_px else by_width
 
 
 def printed_scale(width_px: float, page_width_pt: float) -> float:

@@ -11,8 +11,8 @@ import math
 import numpy as np
 
 from reportgen.figures.encode import new_figure
-from reportgen.figures.plots import (chance_line, figure_pair, legend_below, lines_over_steps,
-                                     styled, summary_value)
+from reportgen.figures.plots import (chance_line, figure_pair, legend_below, legends_outside,
+                                     lines_over_steps, styled, summary_value)
 from reportgen.probe.affine import FACTORS
 from reportgen.figures.figure import Figure
 
@@ -112,9 +112,8 @@ def render_trend(series, params, ctx) -> list[Figure]:
         chance_line(ax, len(getattr(ctx, "class_names", ()) or ()))
         ax.set_ylabel("accuracy")
         ax.set_ylim(-0.02, 1.02)
-        ax.legend(frameon=False, fontsize=6)
         ax.set_title(f"Affine robustness over training, {ctx.model}".strip(", "))
-        fig.tight_layout()
+        legends_outside(fig)
     caption = (f"Affine robustness over {len(steps)} training steps: clean accuracy (dashed) "
                f"and, per factor, the accuracy averaged over that factor's sweep (every value "
                f"weighted equally, identity included; {TRANSFORM_NOTE}), on the same "

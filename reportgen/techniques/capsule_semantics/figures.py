@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from reportgen.figures.encode import new_figure
-from reportgen.figures.plots import figure_pair, legend_below, styled, summary_value
+from reportgen.figures.plots import (figure_pair, legend_below, legends_outside, styled,
+                                     summary_value)
 from reportgen.probe.affine import FACTORS
 from reportgen.figures.figure import Figure
 
@@ -64,30 +65,53 @@ def _variance(arrays, params, ctx) -> list[Figure]:
     return figure_pair(fig, "dimension_variance", caption)
 
 
-def _sheet(images: np.ndarray, row_labels, col_labels, title: str, target: int = 48):
-    """(rows, cols, H, W, C) images in [0, 1] -> uint8 RGB sheet with labels (Pillow text)."""
+def _wrapped(text: str, room: int, size: int) -> list[str]:
+    """`text` in lines of at most `room` px (words kept whole; a longer word alone)."""
+    from reportgen.figures.colormaps import text_size
+
+    lines: list[str] = []
+    for word in text.split():
+        if lines and text_size(f"{lines[-1]} {word}", size)[0] <= room:
+            lines[-1] += f" {word}"
+        else:
+            lines.append(word)
+    return lines or [""]
+
+
+def _sheet(images: np.ndarray, row_labels, col_labels, title: str, target: int = 48) -> np.ndarray:
+    """(rows, cols, H, W, C) images in [0, 1] -> uint8 RGB sheet with labels (Pillow text).
+    Tiles are enlarged towards `target` px only while the sheet stays within PRINT_HEIGHT
+    (taller, the supplement would shrink its labels under 7 pt); the title wraps to the
+    sheet's width."""
     from reportgen.figures.colormaps import FONT_SIZE, draw_texts, quantise, text_size
+    from reportgen.figures.panel_kit import PRINT_HEIGHT
 
     rows, cols, h, w, c = images.shape
-    factor = max(1, int(np.ceil(target / max(h, w))))
+    th, tw, gutter, margin = h, w, 2, 8
+    size = FONT_SIZE
+    line = text_size("Ag", size)[1]
+    label_w = max(text_size(t, size)[0] for t in row_labels) + 8
+    col_w = max(text_size(t, size)[0] for t in col_labels) + 6
+    fits = (PRINT_HEIGHT - 2 * margin - 4 * line - 8) // rows - gutter     # px per tile row
+    factor = max(1, min(int(np.ceil(target / max(h, w))), fits // max(h, 1)))
     # reconstructions at the figures' colour levels (reportgen.figures.colormaps)
     pixels = quantise(np.nan_to_num(images))
     pixels = pixels[..., :1].repeat(3, -1) if c == 1 else pixels[..., :3]
     tiles = (pixels * 255 + 0.5).astype(np.uint8).repeat(factor, 2).repeat(factor, 3)
-    th, tw, gutter, margin = h * factor, w * factor, 2, 8
-    size = FONT_SIZE
-    line = text_size("Ag", size)[1]
-    label_w = max(text_size(t, size)[0] for t in row_labels) + 8
-    top = margin + 2 * line + 8
-    width = margin + label_w + cols * (tw + gutter) - gutter + margin
+    th, tw = h * factor, w * factor
+    cell = max(tw, col_w)                        # column labels never run together
+    width = margin + label_w + cols * (cell + gutter) - gutter + margin
+    heading = _wrapped(title, width - 2 * margin, size)
+    top = margin + (len(heading) + 1) * line + 8
     height = top + rows * (th + gutter) - gutter + margin
     sheet = np.full((height, width, 3), 255, np.uint8)
+    x0 = (cell - tw) // 2
     for r in range(rows):
         for k in range(cols):
-            y, x = top + r * (th + gutter), margin + label_w + k * (tw + gutter)
+            y, x = top + r * (th + gutter), margin + label_w + k * (cell + gutter) + x0
             sheet[y:y + th, x:x + tw] = tiles[r, k]
-    texts = [(margin, margin, title, "left")]
-    texts += [(margin + label_w + k * (tw + gutter) + tw / 2, top - line - 4, t, "center",
+    texts = [(margin, margin + i * line, text, "left") for i, text in enumerate(heading)]
+    texts += [(margin + label_w + k * (cell + gutter) + cell / 2, top - line - 4, t, "center",
                (110, 110, 110), size) for k, t in enumerate(col_labels)]
     texts += [(margin + label_w - 6, top + r * (th + gutter) + (th - line) // 2, t, "right",
                None, size) for r, t in enumerate(row_labels)]
@@ -235,10 +259,9 @@ def render_trend(series, params, ctx) -> list[Figure]:
             ax.set_xticks(x, steps, rotation=60 if len(steps) > 6 else 0)
             ax.set_xlabel("training step")
         ax_c.set_ylabel("compactness")
-        ax_c.legend(frameon=False, fontsize=6)
         ax_d.set_ylabel("effective dimensions (Σvar)²/Σvar²")
         fig.suptitle(f"Capsule semantics over training, {ctx.model}".strip(", "), fontsize=9)
-        fig.tight_layout()
+        legends_outside(fig)
     caption = (f"Capsule semantics over {len(steps)} training steps (same evaluation set and "
                f"transform grids at every step): compactness per affine factor (left; the KL "
                f"of the image-averaged shares of variance, the aggregation of Gu 2022's Table 5; "

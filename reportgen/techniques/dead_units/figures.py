@@ -9,8 +9,8 @@ import numpy as np
 
 from reportgen.figures.encode import new_figure
 from reportgen.figures.figure import Figure
-from reportgen.figures.plots import (figure_pair, grouped_bars, legend_below, lines_over_steps,
-                                     styled, summary_value)
+from reportgen.figures.plots import (figure_pair, grouped_bars, legend_below, legends_outside,
+                                     lines_over_steps, styled, summary_value)
 from reportgen.techniques.dead_units.numbers import FILTER_PREFIX, TYPE_PREFIX
 
 DEAD_COLOUR = "#dc1414"       # panel_kit.DEAD
@@ -85,9 +85,8 @@ def render_trend(series, params, ctx) -> list[Figure]:
         lines_over_steps(ax, series, FRACTIONS)
         ax.set_ylim(-0.02, 1.02)
         ax.set_ylabel("fraction")
-        ax.legend(frameon=False, fontsize=6)
         fig.suptitle(f"Dead units over training, {ctx.model}".strip(", "), fontsize=9)
-        fig.tight_layout()
+        legends_outside(fig)
     caption = (f"Dead units over {len(steps)} training steps, each on the same evaluation set: "
                f"the fractions of dead conv filters (post-ReLU output 0 on every image) and of "
                f"inactive capsule types (never above the threshold).")

@@ -11,8 +11,9 @@ import numpy as np
 
 from reportgen.figures.encode import new_figure
 from reportgen.figures.figure import Figure
-from reportgen.figures.plots import (figure_pair, grouped_bars, legend_below, lines_over_steps,
-                                     plain_log_ticks, step_axis, styled, summary_value)
+from reportgen.figures.plots import (figure_pair, grouped_bars, legend_below, legends_outside,
+                                     lines_over_steps, plain_log_ticks, step_axis, styled,
+                                     summary_value)
 
 DEFICIT_FLOOR_SHOWN = 1e-9    # compare chart: normalised deficits below this are drawn at it
 
@@ -197,9 +198,8 @@ def render_trend(series, params, ctx) -> list[Figure]:
             axes[1].set_ylabel("mean H / H_uniform")
         for ax in axes:
             step_axis(ax, steps)
-            ax.legend(frameon=False, fontsize=6)
         fig.suptitle(f"Routing entropy over training, {ctx.model}".strip(", "), fontsize=9)
-        fig.tight_layout()
+        legends_outside(fig)
     layers = ("; right, the mean entropy of every routed layer relative to uniform weights (1 = "
               "uniform, what one iteration gives)") if count > 1 else ""
     caption = (f"Routing entropy over {len(steps)} training steps, each on the same evaluation "

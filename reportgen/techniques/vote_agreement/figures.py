@@ -9,8 +9,8 @@ import numpy as np
 
 from reportgen.figures.encode import new_figure
 from reportgen.figures.figure import Figure
-from reportgen.figures.plots import (figure_pair, grouped_bars, legend_below, lines_over_steps,
-                                     styled, summary_value)
+from reportgen.figures.plots import (figure_pair, grouped_bars, legend_below, legends_outside,
+                                     lines_over_steps, styled, summary_value)
 
 TRUE_COLOUR = "#d95f02"       # panel_kit.HIGHLIGHT: the true class
 WRONG_COLOUR = "#5a7bb0"      # the strongest wrong class
@@ -145,9 +145,8 @@ def render_trend(series, params, ctx) -> list[Figure]:
         ax = fig.subplots(1, 1)
         lines_over_steps(ax, series, COSINES)
         ax.set_ylabel("cosine")
-        ax.legend(frameon=False, fontsize=6)
         fig.suptitle(f"Vote agreement over training, {ctx.model}".strip(", "), fontsize=9)
-        fig.tight_layout()
+        legends_outside(fig)
     caption = (f"Vote agreement over {len(steps)} training steps, each on the same evaluation "
                f"set: the mean cosine between class capsules and their votes for the true and "
                f"the strongest wrong class.")
