@@ -38,6 +38,8 @@ LOSS_LABELS = {"margin_loss": "margin loss", "spread_loss": "spread loss",
 # The Compare page's overlay: one colour per model (matplotlib's tab10, as the paper figures).
 MODEL_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
                  "#7f7f7f", "#bcbd22", "#17becf")
+# seed groups' means: dark colours, apart from the runs' tab10
+GROUP_COLOURS = ("#111111", "#6d4c41", "#37474f", "#880e4f", "#1a237e")
 OVERLAY_SERIES = {"accuracy": ("val_accuracy", "Validation accuracy"),
                   "loss": ("loss", "Total training loss")}
 SMOOTHING = (0, 0.02, 0.05, 0.1, 0.2)   # the EMA half-lives the page offers, shares of x's range
@@ -243,12 +245,19 @@ def training_curves_spec(history: list[dict], kind: str, *, accuracy: str = "acc
 
 
 def overlay_spec(runs: list[tuple[str, list[dict]]], kind: str,
-                 chance: list[tuple[float, str]] = ()) -> dict | None:
+                 chance: list[tuple[float, str]] = (),
+                 groups: list[tuple[str, list[dict]]] = ()) -> dict | None:
     """One measure ("accuracy": validation accuracy, "loss": total training loss) of several
     models' histories over the images seen (models of other data-set and batch sizes line up
-    by what they saw); None when no model has it."""
+    by what they saw); None when no model has it. `groups`: (name, rows) of seed groups'
+    means (reportgen.results.seed_groups.mean_curve: x, step, value, low, high), each a
+    series of its own drawn with its between-seed band."""
     key, title = OVERLAY_SERIES[kind]
     rows, series = [], []
+    for name, found in groups:
+        if found:
+            rows += [{**r, "series": name} for r in found]
+            series.append((name, GROUP_COLOURS[len(series) % len(GROUP_COLOURS)]))
     for i, (name, history) in enumerate(runs):
         found = [with_interval({"x": seen, "step": str(r.get("step", "")), "series": name,
                                 "value": v}, r, key)

@@ -42,11 +42,29 @@ def compare_charts(models: list[ModelData]) -> list[dict]:
         scored.append((name, model.history))
         value, label = chance_line(model)
         chances.setdefault(round(value, 6), (value, label))
-    charts = [(overlay_spec(scored, "accuracy", sorted(chances.values())),
-               "Validation accuracy of every model over the images seen"),
-              (overlay_spec([(m.name, m.history) for m in models], "loss"),
-               "Total training loss of every model over the images seen")]
+    groups = {kind: group_curves(models, key) for kind, key in
+              (("accuracy", "val_accuracy"), ("loss", "loss"))}
+    seeds = " (a seed group's mean in its band: the 95% t interval over its seeds)" \
+        if groups["accuracy"] or groups["loss"] else ""
+    charts = [(overlay_spec(scored, "accuracy", sorted(chances.values()), groups["accuracy"]),
+               f"Validation accuracy of every model over the images seen{seeds}"),
+              (overlay_spec([(m.name, m.history) for m in models], "loss",
+                            groups=groups["loss"]),
+               f"Total training loss of every model over the images seen{seeds}")]
     return [{"spec": spec, "label": label} for spec, label in charts if spec is not None]
+
+
+def group_curves(models: list[ModelData], key: str) -> list[tuple[str, list[dict]]]:
+    """(series name, rows) of each seed group's mean of `key` over its seeds
+    (reportgen.results.seed_groups), named with its seeds' count."""
+    from reportgen.results.seed_groups import mean_curve, seed_groups
+
+    out = []
+    for group in seed_groups(models):
+        rows = mean_curve([m.history for m in group.members], key)
+        if rows:
+            out.append((f"{group.name}: mean of {len(group.members)} seeds", rows))
+    return out
 
 
 def gu_chart(gu: dict) -> list[dict]:

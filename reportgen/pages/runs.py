@@ -79,8 +79,9 @@ def runs_table(models_and_links: list[tuple[ModelData, str]]) -> dict:
     columns = [{"key": k, "title": title, "kind": kind} for k, title, kind in COLUMNS]
     rows = [run_row(model, href) for model, href in models_and_links]
     settings = differing_settings([model.group for model, _ in models_and_links])
+    groups = seed_group_rows([model for model, _ in models_and_links])
     if not settings:
-        return {"columns": columns, "rows": rows}
+        return {"columns": columns, "rows": rows, "groups": groups}
     first = []
     for key in settings:
         shown = _SHOWN_BY.get(key)
@@ -101,7 +102,28 @@ def runs_table(models_and_links: list[tuple[ModelData, str]]) -> dict:
             first_at.setdefault(model.group.get("group", ""), i)
     order = sorted(range(len(rows)),
                    key=lambda i: _group_order(models[i], settings, i, first_at))
-    return {"columns": [rest[0], *first, *rest[1:]], "rows": [rows[i] for i in order]}
+    return {"columns": [rest[0], *first, *rest[1:]], "rows": [rows[i] for i in order],
+            "groups": groups}
+
+
+def seed_group_rows(models: list[ModelData]) -> list[dict]:
+    """[{name, seeds, runs, latest, best}] of each seed group (reportgen.results.seed_groups):
+    the latest and the best validation accuracy as the mean over its seeds with the 95% t
+    interval over them, the number of seeds stated."""
+    from reportgen.results.intervals import ci_text
+    from reportgen.results.seed_groups import seed_groups, seed_interval
+
+    def over_seeds(values) -> str:
+        found = seed_interval(values)
+        if found is None:
+            return NOT_RECORDED
+        return f"{100 * found.value:.2f}% ({ci_text(found, 100, 2, '%')})"
+
+    return [{"name": group.name, "seeds": len(group.members),
+             "runs": [m.name for m in group.members],
+             "latest": over_seeds([m.latest_val_accuracy for m in group.members]),
+             "best": over_seeds([m.best_val_accuracy for m in group.members])}
+            for group in seed_groups(models)]
 
 
 def _setting_cell(value) -> dict:
