@@ -35,6 +35,7 @@ import numpy as np
 from reportgen.console import progress
 from reportgen.errors import ReportgenError
 from reportgen.probe.affine import FACTORS
+from reportgen.results import intervals as iv
 from reportgen.techniques.capsule_semantics.numbers import (CHANCE_PER_IMAGE, CHANCE_POOLED,
                                                             DIMENSION_STD, DIMENSION_VARIANCE,
                                                             IMAGES, PER_IMAGE, POOLED,
@@ -147,7 +148,8 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     with a decoder: perturbation_images (R, D, S, H, W, C), perturbation_sigma (R, D),
     perturbation_multiples (S,), representative_index (R,), representative_class (R,);
     compactness (F,), compactness_per_image (F, B), compactness_dim_share (F, D) mean p_d,
-    factor_values (F, Z), true_length (F, Z) mean true-class length, compactness_index (B,)
+    factor_values (F, Z), true_length (F, Z) mean true-class length, compactness_index (B,),
+    compactness_image_share (F, B, D) float32 each image's p_d (the intervals over images)
     (F = the factors of reportgen.probe.affine.FACTORS, in order)."""
     from reportgen.probe.evaluation import stratified_sample
     from reportgen.techniques.affine_robustness import sweep
@@ -188,7 +190,7 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     index = stratified_sample(labels, params.images)
     subset, truth = np.asarray(evaluation.images, np.float32)[index], labels[index]
     grids = params.grids()
-    scores, shares, true_length = [], [], []
+    scores, shares, image_shares, true_length = [], [], [], []
     with progress(len(index) * params.steps * len(grids), f"capsule semantics ({len(index)} "
                   f"images × {len(grids)} factors × {params.steps} steps)", unit="passes") as bar:
         for factor, values in grids.items():
@@ -196,6 +198,7 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
             vectors = caps[:, np.arange(len(index)), _slot(truth, caps.shape[2])]
             vectors = vectors.transpose(1, 0, 2)                                  # (B, Z, D)
             share = dimension_shares(vectors)
+            image_shares.append(share.astype(np.float32))
             scores.append(kl_to_uniform(share))
             shares.append(np.nanmean(share, 0) if np.isfinite(share).any()
                           else np.full(dims, np.nan))
@@ -208,7 +211,9 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     out.update(compactness=mean_scores, compactness_per_image=scores,
                compactness_dim_share=np.asarray(shares),
                factor_values=np.stack(list(grids.values())),
-               true_length=np.asarray(true_length), compactness_index=index.astype(np.int64))
+               true_length=np.asarray(true_length), compactness_index=index.astype(np.int64),
+               compactness_image_share=np.asarray(image_shares, np.float32).reshape(
+                   len(grids), len(index), dims))
     return out
 
 
@@ -251,7 +256,45 @@ def summarize(arrays, params: Params | None = None) -> dict:
         if summary["compactness_images"] and values.size and np.isfinite(pooled).any() else None
     summary[CHANCE_POOLED] = chance["pooled"] if chance else None
     summary[CHANCE_PER_IMAGE] = chance["per_image"] if chance else None
+    if "compactness_image_share" in arrays:
+        _attach_intervals(summary, np.asarray(arrays["compactness_image_share"], np.float64),
+                          np.asarray(arrays["compactness_per_image"], np.float64))
     return summary
+
+
+def _attach_intervals(summary: dict, image_shares: np.ndarray, per_image: np.ndarray) -> None:
+    """BCa bootstraps over the images (summary["intervals"]) of the compactness scores from
+    each image's shares p (F, B, D) and per-image KL (F, B): the pooled score is no mean over
+    images, so its whole statistic is bootstrapped (the images resampled, p̄ and its KL taken
+    again); the per-image score is a mean. The variance figures (effective_dims, …) are of the
+    set's spread and the chance levels simulated: no interval."""
+    rows = np.moveaxis(image_shares, 1, 0)                                    # (B, F, D)
+    pooled_keys, per_image_keys = [], []
+    for f, factor in enumerate(FACTORS[:len(per_image)]):
+        if summary.get(f"{POOLED}{factor}") is not None:
+            iv.attach(summary, f"{POOLED}{factor}",
+                      iv.bootstrap_statistic(rows[:, f], pooled_compactness))
+            pooled_keys.append(f)
+        if summary.get(f"{PER_IMAGE}{factor}") is not None:
+            iv.attach(summary, f"{PER_IMAGE}{factor}", iv.bootstrap_mean(per_image[f]))
+            per_image_keys.append(f)
+
+    def mean_pooled(block):               # (b, F, D) -> the mean over factors of pooled KLs
+        return _nan_mean([pooled_compactness(block[:, f]) for f in pooled_keys])
+
+    def mean_per_image(block):            # (b, F) -> the mean over factors of the image means
+        return _nan_mean([np.nanmean(block[:, f]) for f in per_image_keys])
+
+    if summary.get("compactness_mean") is not None and pooled_keys:
+        iv.attach(summary, "compactness_mean", iv.bootstrap_statistic(rows, mean_pooled))
+    if summary.get("compactness_per_image_mean") is not None and per_image_keys:
+        iv.attach(summary, "compactness_per_image_mean",
+                  iv.bootstrap_statistic(per_image.T, mean_per_image))
+
+
+def _nan_mean(values) -> float:
+    values = np.asarray(values, np.float64)
+    return float(values[np.isfinite(values)].mean()) if np.isfinite(values).any() else np.nan
 
 
 def _mean(values: np.ndarray) -> float | None:
@@ -267,7 +310,7 @@ TECHNIQUE = Technique(
     needs=frozenset({"class_capsules", "features", "lengths"}),
     applies_to=frozenset({"class_vectors"}),
     params_type=Params,
-    version=1,
+    version=2,
     compute=compute,
     render=lazy("reportgen.techniques.capsule_semantics.figures", "render", Params),
     variants=variants,
