@@ -156,56 +156,74 @@ def bootstrap_statistic(values, statistic, confidence: float = CONFIDENCE,
     return Interval(value, low, high, n, BOOTSTRAP_STATISTIC, confidence)
 
 
-def bootstrap_ratio(numerators, denominators, confidence: float = CONFIDENCE,
-                    resamples: int = RESAMPLES, seed: int = SEED):
-    """sum(numerators) / sum(denominators) of per-image parts — a weighted mean pooled over
-    the images (an entropy weighted by activations) — with its BCa bootstrap interval over the
-    images (Efron & Tibshirani 1993, section 14.3: both parts resampled together, the
-    acceleration from the jackknife). Parts (N,) give an Interval; parts (N, K), K ratios on
-    the same images, a list of K (one resampling for all, which is why this is not
-    scipy.stats.bootstrap: K of those cost K times as much). A ratio whose images have no
-    weight is an Interval of NaNs."""
+def bootstrap_of_means(parts, function, confidence: float = CONFIDENCE,
+                       resamples: int = RESAMPLES, seed: int = SEED):
+    """`function` of the per-image `parts` (N, M) averaged over the images — a score pooled
+    over images that is no plain mean of theirs (a ratio of sums; a KL of the mean shares) —
+    with its BCa bootstrap interval over the images (Efron & Tibshirani 1993, section 14.3:
+    the images resampled with all their parts, the acceleration from the jackknife).
+    `function` maps means (..., M) to scores (...,) or (..., K): an Interval, or a list of K.
+
+    Vectorised, which scipy.stats.bootstrap of a statistic that is no mean is not: every
+    resample is a count per image (R, N), its means one product with the parts, and the
+    jackknife's leave-one-out means closed-form; so K scores on the same images cost one
+    resampling (the same draws as scipy's, whose intervals it reproduces). Images whose parts
+    are not all finite are left out."""
     from scipy.stats import norm
 
-    top = np.asarray(numerators, np.float64)
-    bottom = np.asarray(denominators, np.float64)
-    if top.shape != bottom.shape:
-        raise ValueError(f"a ratio needs both parts per image: {top.shape} vs {bottom.shape}")
-    single = top.ndim == 1
-    top, bottom = top.reshape(len(top), -1), bottom.reshape(len(bottom), -1)
-    keep = np.isfinite(top).all(1) & np.isfinite(bottom).all(1)
-    top, bottom = top[keep], bottom[keep]
-    n = int(len(top))
+    parts = np.asarray(parts, np.float64)
+    parts = parts.reshape(len(parts), -1)
+    parts = parts[np.isfinite(parts).all(1)]
+    n = int(len(parts))
+    if n == 0:
+        raise ValueError("a score needs at least one image with finite parts")
     with np.errstate(invalid="ignore", divide="ignore"):
-        value = top.sum(0) / bottom.sum(0)                                     # (K,)
-        draws = np.random.default_rng(seed).integers(0, max(n, 1), (resamples, n))
+        value = np.asarray(function(parts.mean(0)), np.float64)
+        single = value.ndim == 0
+        value = value.reshape(-1)
+        draws = np.random.default_rng(seed).integers(0, n, (resamples, n))
         counts = np.bincount((np.arange(resamples)[:, None] * n + draws).ravel(),
                              minlength=resamples * n).reshape(resamples, n).astype(np.float64)
-        theta = (counts @ top) / (counts @ bottom)                             # (B, K)
-        jack = (top.sum(0) - top) / (bottom.sum(0) - bottom)                   # (n, K)
+        theta = np.asarray(function(counts @ parts / n), np.float64).reshape(resamples, -1)
+        jack = np.asarray(function((parts.sum(0) - parts) / max(n - 1, 1)),
+                          np.float64).reshape(n, -1)
         d = jack.mean(0) - jack
         acceleration = (d ** 3).sum(0) / (6 * ((d ** 2).sum(0)) ** 1.5)
         bias = norm.ppf((theta < value).mean(0) + 0.5 * (theta == value).mean(0))
         alpha = (1 - confidence) / 2
-        ends = []
-        for z in (norm.ppf(alpha), norm.ppf(1 - alpha)):
-            shifted = bias + (bias + z) / (1 - acceleration * (bias + z))
-            ends.append(norm.cdf(shifted))
+        ends = [norm.cdf(bias + (bias + z) / (1 - acceleration * (bias + z)))
+                for z in (norm.ppf(alpha), norm.ppf(1 - alpha))]
     out = []
-    for k in range(top.shape[1]):
-        v = float(value[k])
-        if n < 2 or not math.isfinite(v) or _constant(jack[:, k][np.isfinite(jack[:, k])]
-                                                       if np.isfinite(jack[:, k]).any()
-                                                       else np.zeros(1)):
+    for k, v in enumerate(value.tolist()):
+        column = theta[:, k][np.isfinite(theta[:, k])]
+        spread = jack[:, k][np.isfinite(jack[:, k])]
+        if n < 2 or not math.isfinite(v) or not column.size or \
+                _constant(spread if spread.size else np.zeros(1)):
             low = high = v
         else:
-            column = theta[:, k][np.isfinite(theta[:, k])]
             levels = (ends[0][k], ends[1][k])
             if not all(math.isfinite(x) for x in levels):     # degenerate: the percentiles
                 levels = (alpha, 1 - alpha)
             low, high = (float(np.quantile(column, q)) for q in levels)
         out.append(Interval(v, low, high, n, BOOTSTRAP_STATISTIC, confidence))
     return out[0] if single else out
+
+
+def bootstrap_ratio(numerators, denominators, confidence: float = CONFIDENCE,
+                    resamples: int = RESAMPLES, seed: int = SEED):
+    """sum(numerators) / sum(denominators) of per-image parts — a weighted mean pooled over
+    the images (an entropy weighted by activations) — with its BCa bootstrap interval over the
+    images (`bootstrap_of_means`, both parts resampled together). Parts (N,) give an Interval;
+    parts (N, K), K ratios on the same images, a list of K."""
+    top = np.asarray(numerators, np.float64)
+    bottom = np.asarray(denominators, np.float64)
+    if top.shape != bottom.shape:
+        raise ValueError(f"a ratio needs both parts per image: {top.shape} vs {bottom.shape}")
+    k = int(np.prod(top.shape[1:]))
+    both = np.concatenate([top.reshape(len(top), -1), bottom.reshape(len(bottom), -1)], 1)
+    got = bootstrap_of_means(both, lambda m: m[..., :k] / m[..., k:], confidence, resamples,
+                             seed)
+    return got[0] if top.ndim == 1 else got
 
 
 def paired_difference(a, b, confidence: float = CONFIDENCE, resamples: int = RESAMPLES,

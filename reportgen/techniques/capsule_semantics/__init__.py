@@ -264,37 +264,43 @@ def summarize(arrays, params: Params | None = None) -> dict:
 
 def _attach_intervals(summary: dict, image_shares: np.ndarray, per_image: np.ndarray) -> None:
     """BCa bootstraps over the images (summary["intervals"]) of the compactness scores from
-    each image's shares p (F, B, D) and per-image KL (F, B): the pooled score is no mean over
-    images, so its whole statistic is bootstrapped (the images resampled, p̄ and its KL taken
-    again); the per-image score is a mean. The variance figures (effective_dims, …) are of the
-    set's spread and the chance levels simulated: no interval."""
-    rows = np.moveaxis(image_shares, 1, 0)                                    # (B, F, D)
-    pooled_keys, per_image_keys = [], []
-    for f, factor in enumerate(FACTORS[:len(per_image)]):
-        if summary.get(f"{POOLED}{factor}") is not None:
-            iv.attach(summary, f"{POOLED}{factor}",
-                      iv.bootstrap_statistic(rows[:, f], pooled_compactness))
-            pooled_keys.append(f)
-        if summary.get(f"{PER_IMAGE}{factor}") is not None:
-            iv.attach(summary, f"{PER_IMAGE}{factor}", iv.bootstrap_mean(per_image[f]))
-            per_image_keys.append(f)
+    each image's shares p (F, B, D) and per-image KL (F, B). The pooled score is no mean over
+    images: the whole statistic is bootstrapped (the images resampled, p̄ and its KL taken
+    again; an image with no p left out of that factor's p̄), all factors and their mean in one
+    resampling (intervals.bootstrap_of_means). The per-image score is a mean over images. The
+    variance figures (effective_dims, …) describe the set's spread and the chance levels are
+    simulated: no interval."""
+    factors = list(FACTORS)[:len(per_image)]
+    pooled = [f for f, name in enumerate(factors) if summary.get(f"{POOLED}{name}") is not None]
+    means = [f for f, name in enumerate(factors)
+             if summary.get(f"{PER_IMAGE}{name}") is not None]
+    for f in means:
+        iv.attach(summary, f"{PER_IMAGE}{factors[f]}", iv.bootstrap_mean(per_image[f]))
+    if pooled:
+        valid = np.isfinite(image_shares).all(-1, keepdims=True)                # (F, B, 1)
+        parts = np.concatenate([np.where(valid, image_shares, 0.0), valid], -1)[pooled]
+        dims = image_shares.shape[-1]
 
-    def mean_pooled(block):               # (b, F, D) -> the mean over factors of pooled KLs
-        return _nan_mean([pooled_compactness(block[:, f]) for f in pooled_keys])
+        def scores(means):                 # (..., F', D + 1) -> each factor's KL, their mean
+            means = means.reshape(*means.shape[:-1], len(pooled), dims + 1)
+            kl = kl_to_uniform(means[..., :dims] / means[..., dims:])
+            return np.concatenate([kl, kl.mean(-1, keepdims=True)], -1)
 
-    def mean_per_image(block):            # (b, F) -> the mean over factors of the image means
-        return _nan_mean([np.nanmean(block[:, f]) for f in per_image_keys])
+        got = iv.bootstrap_of_means(np.moveaxis(parts, 1, 0).reshape(parts.shape[1], -1),
+                                    scores)
+        for f, interval in zip(pooled, got):
+            iv.attach(summary, f"{POOLED}{factors[f]}", interval)
+        iv.attach(summary, "compactness_mean", got[-1])
+    if means:
+        valid = np.isfinite(per_image[means])                                   # (F', B)
+        parts = np.concatenate([np.where(valid, per_image[means], 0.0), valid]).T
 
-    if summary.get("compactness_mean") is not None and pooled_keys:
-        iv.attach(summary, "compactness_mean", iv.bootstrap_statistic(rows, mean_pooled))
-    if summary.get("compactness_per_image_mean") is not None and per_image_keys:
+        def mean_of_means(m):              # (..., 2F') -> the mean over factors of their means
+            k = len(means)
+            return (m[..., :k] / m[..., k:]).mean(-1)
+
         iv.attach(summary, "compactness_per_image_mean",
-                  iv.bootstrap_statistic(per_image.T, mean_per_image))
-
-
-def _nan_mean(values) -> float:
-    values = np.asarray(values, np.float64)
-    return float(values[np.isfinite(values)].mean()) if np.isfinite(values).any() else np.nan
+                  iv.bootstrap_of_means(parts, mean_of_means))
 
 
 def _mean(values: np.ndarray) -> float | None:
