@@ -156,6 +156,37 @@ def bootstrap_statistic(values, statistic, confidence: float = CONFIDENCE,
     return Interval(value, low, high, n, BOOTSTRAP_STATISTIC, confidence)
 
 
+def bootstrap_median(values, confidence: float = CONFIDENCE, resamples: int = RESAMPLES,
+                     seed: int = SEED) -> Interval:
+    """The median of per-image `values` (N,) with its BCa bootstrap interval over the images
+    (scipy.stats.bootstrap of np.median, vectorised: `bootstrap_statistic` of it calls the
+    median once per resample)."""
+    from scipy.stats import bootstrap
+
+    import warnings
+
+    values = np.asarray(values, np.float64).reshape(-1)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        raise ValueError("a median needs at least one finite value")
+    value = float(np.median(values))
+    if values.size < 2 or _constant(values):
+        return Interval(value, value, value, int(values.size), BOOTSTRAP_STATISTIC, confidence)
+    low = high = value
+    for method in ("BCa", "percentile"):            # BCa degenerates on a few-valued sample
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            result = bootstrap((values,), np.median, confidence_level=confidence,
+                               n_resamples=resamples, method=method, vectorized=True,
+                               axis=-1, random_state=np.random.default_rng(seed))
+        low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
+        if math.isfinite(low) and math.isfinite(high):
+            break
+    if not (math.isfinite(low) and math.isfinite(high)):
+        low = high = value
+    return Interval(value, low, high, int(values.size), BOOTSTRAP_STATISTIC, confidence)
+
+
 def bootstrap_of_means(parts, function, confidence: float = CONFIDENCE,
                        resamples: int = RESAMPLES, seed: int = SEED):
     """`function` of the per-image `parts` (N, M) averaged over the images — a score pooled

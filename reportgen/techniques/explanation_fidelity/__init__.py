@@ -465,8 +465,11 @@ def summarize(arrays: dict, params: Params | None = None) -> dict:
         valid = values[np.isfinite(values)]
         if valid.size:
             iv.attach(out, f"{name}_mean", iv.bootstrap_mean(valid))
-            iv.attach(out, f"{name}_median", iv.bootstrap_statistic(valid, np.median))
-            iv.attach(out, f"{name}_std", iv.bootstrap_statistic(valid, np.std))
+            iv.attach(out, f"{name}_median", iv.bootstrap_median(valid))
+            # the spread sqrt(E x² - (E x)²), a function of two means over the images
+            iv.attach(out, f"{name}_std", iv.bootstrap_of_means(
+                np.stack([valid, valid ** 2], 1),
+                lambda m: np.sqrt(np.maximum(m[..., 1] - m[..., 0] ** 2, 0.0))))
     return out
 
 

@@ -157,21 +157,21 @@ def _into_classes(weights_all, activations_all, types: int, params: Params) -> d
             for counts, index in ((hist, hbin), (deficit_hist, dbin)):
                 counts += np.bincount((owner * bins + index).ravel(),
                                       minlength=classes * bins).reshape(classes, bins)
+            class_sum += np.bincount(owner.ravel(), h.ravel(), classes)
+            class_weight += np.bincount(owner.ravel(), minlength=classes)
             rows = (np.arange(stop - start)[:, None] * classes + owner).ravel()
-            part_sum = np.bincount(rows, h.ravel(), (stop - start) * classes)
-            part_weight = np.bincount(rows, minlength=(stop - start) * classes)
-            image_class_sum[start:stop] = part_sum.reshape(-1, classes)
-            image_class_weight[start:stop] = part_weight.reshape(-1, classes)
-            class_sum += part_sum.reshape(-1, classes).sum(0)
-            class_weight += part_weight.reshape(-1, classes).sum(0)
+            image_class_sum[start:stop] = np.bincount(
+                rows, h.ravel(), (stop - start) * classes).reshape(-1, classes)
+            image_class_weight[start:stop] = np.bincount(
+                rows, minlength=(stop - start) * classes).reshape(-1, classes)
         else:
             for k in range(classes):
                 hist[k] += np.bincount(hbin.ravel(), weights[..., k].ravel(), bins)
                 deficit_hist[k] += np.bincount(dbin.ravel(), weights[..., k].ravel(), bins)
-            part_sum, part_weight = np.einsum("bn,bnk->bk", h, weights), weights.sum(1)
-            image_class_sum[start:stop], image_class_weight[start:stop] = part_sum, part_weight
-            class_sum += part_sum.sum(0)
-            class_weight += part_weight.sum(0)
+            class_sum += np.einsum("bn,bnk->k", h, weights)
+            class_weight += weights.sum((0, 1))
+            image_class_sum[start:stop] = np.einsum("bn,bnk->bk", h, weights)
+            image_class_weight[start:stop] = weights.sum(1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return {
             "entropy_hist": hist,
