@@ -493,17 +493,20 @@ def _attach_intervals(out: dict, arrays, params: Params, epsilons, metrics) -> N
                     key = metric_key(metric, target, attack, eps)
                     if out.get(key) is not None and counted[metric].size:
                         iv.attach(out, key, iv.proportion(counted[metric]))
+    pairs, columns = [], []             # every paired difference: one resampling
     for (target, attack, eps), right in hits.items():
-        if target != "capsules":
+        if target != "capsules" or attack != "pgd":
             continue
         key = metric_key("accuracy", "capsules", attack, eps)
-        if attack == "pgd":
-            iv.attach_difference(out, key, "clean_accuracy",
-                                 iv.paired_difference(right, correct))
-            votes = hits.get(("votes", attack, eps))
-            if votes is not None:
-                iv.attach_difference(out, metric_key("accuracy", "votes", attack, eps), key,
-                                     iv.paired_difference(votes, right))
+        pairs.append((key, "clean_accuracy"))
+        columns.append(right.astype(np.float64) - correct)
+        votes = hits.get(("votes", attack, eps))
+        if votes is not None:
+            pairs.append((metric_key("accuracy", "votes", attack, eps), key))
+            columns.append(votes.astype(np.float64) - right)
+    if columns:
+        for (a, b), interval in zip(pairs, iv.bootstrap_means(np.stack(columns, 1))):
+            iv.attach_difference(out, a, b, interval)
 
 
 TECHNIQUE = Technique(

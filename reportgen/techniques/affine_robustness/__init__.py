@@ -185,13 +185,18 @@ def summarize(arrays, params: Params | None = None) -> dict:
             image_means.append(swept)
             curve = [iv.proportion(row) for row in correct]
             iv.attach(summary, f"{factor}_accuracy", curve)
-            iv.attach(summary, f"{factor}_mean_accuracy", iv.bootstrap_mean(swept))
             iv.attach(summary, f"{factor}_min_accuracy", curve[int(np.argmin(accuracy))])
-            iv.attach_difference(summary, f"{factor}_mean_accuracy", "clean_accuracy",
-                                 iv.paired_difference(swept, clean_correct))
     summary["mean_accuracy"] = float(np.mean(means)) if means else None
     if image_means:
-        iv.attach(summary, "mean_accuracy", iv.bootstrap_mean(np.mean(image_means, 0)))
+        # every mean and paired difference over the same images: one resampling
+        swept = np.stack(image_means, 1)                                      # (N, F)
+        got = iv.bootstrap_means(np.column_stack([swept, swept - clean_correct[:, None],
+                                                  swept.mean(1)]))
+        for f, factor in enumerate(factors_in(arrays)):
+            iv.attach(summary, f"{factor}_mean_accuracy", got[f])
+            iv.attach_difference(summary, f"{factor}_mean_accuracy", "clean_accuracy",
+                                 got[len(image_means) + f])
+        iv.attach(summary, "mean_accuracy", got[-1])
     return summary
 
 

@@ -449,15 +449,18 @@ def summarize(arrays: dict, params: Params | None = None) -> dict:
                             (f"insertion_auc_{method}", area_under_curve(insertion[m]))):
             out[key] = rounded_number(values.mean())
             if values.size:
-                iv.attach(out, key, iv.bootstrap_mean(values))
                 per_image[key] = values
     own = out["builtin_method"]
-    for score in ("deletion_aopc", "insertion_auc"):
-        for a, b in ((own, "gradcam_pp"), (own, "random"), ("gradcam_pp", "random")):
-            first, second = f"{score}_{a}", f"{score}_{b}"
-            if first in per_image and second in per_image:
-                iv.attach_difference(out, first, second,
-                                     iv.paired_difference(per_image[first], per_image[second]))
+    pairs = [(f"{score}_{a}", f"{score}_{b}") for score in ("deletion_aopc", "insertion_auc")
+             for a, b in ((own, "gradcam_pp"), (own, "random"), ("gradcam_pp", "random"))]
+    pairs = [(a, b) for a, b in pairs if a in per_image and b in per_image]
+    if per_image:                        # every score and difference: one resampling
+        got = iv.bootstrap_means(np.column_stack(
+            [*per_image.values(), *(per_image[a] - per_image[b] for a, b in pairs)]))
+        for key, interval in zip(per_image, got):
+            iv.attach(out, key, interval)
+        for (a, b), interval in zip(pairs, got[len(per_image):]):
+            iv.attach_difference(out, a, b, interval)
     for name in ("agreement", "agreement_original"):
         values = np.asarray(arrays[name], np.float64)
         for key, value in _nan_stats(values).items():

@@ -128,12 +128,16 @@ def summarize(arrays, params: Params | None = None) -> dict:
     reference = np.asarray(arrays["iou_reference"], np.float64).mean(1)       # (N,) per pair
     if summary["segmentation_reference"] is None:
         return summary
-    iv.attach(summary, "segmentation_reference", iv.bootstrap_mean(reference))
-    if summary["segmentation_iou"] is not None:
-        iou = np.asarray(arrays["iou"], np.float64).mean(1)
-        iv.attach(summary, "segmentation_iou", iv.bootstrap_mean(iou))
-        iv.attach_difference(summary, "segmentation_iou", "segmentation_reference",
-                             iv.paired_difference(iou, reference))
+    if summary["segmentation_iou"] is None:
+        iv.attach(summary, "segmentation_reference", iv.bootstrap_mean(reference))
+        return summary
+    iou = np.asarray(arrays["iou"], np.float64).mean(1)
+    # both scores and their paired difference on the same pairs: one resampling
+    scored, against, gain = iv.bootstrap_means(np.column_stack([iou, reference,
+                                                                iou - reference]))
+    iv.attach(summary, "segmentation_iou", scored)
+    iv.attach(summary, "segmentation_reference", against)
+    iv.attach_difference(summary, "segmentation_iou", "segmentation_reference", gain)
     return summary
 
 

@@ -52,9 +52,9 @@ def test_the_numbers_of_the_technique_it_was_split_from(tiny_net, evaluation, re
         else:
             np.testing.assert_allclose(new[key], old[key], rtol=1e-6, atol=1e-9, err_msg=key)
     summary, before = rd.summarize(new), v1.summarize(old)
-    assert set(summary) == {*before, "intervals"}
-    for key, value in before.items():
-        assert summary[key] == pytest.approx(value, rel=1e-6, abs=1e-9), key
+    for key, value in summary.items():
+        if key != "intervals":               # the intervals are new
+            assert value == pytest.approx(before[key], rel=1e-6, abs=1e-9), key
 
 
 def test_vote_equal_to_capsule_lands_in_last_bin():
