@@ -248,10 +248,14 @@ def _bca_intervals(value, theta, jack, n, confidence, method, constant=None) -> 
     .bootstrap's "BCa", whose percentile falls back to the plain percentiles where the
     correction is undefined). A score whose jackknife does not move (`constant`, else judged
     from the jackknife) is a point."""
+    import warnings
+
     from scipy.stats import norm
 
-    with np.errstate(invalid="ignore", divide="ignore"):
-        d = np.nanmean(jack, 0) - jack if np.isfinite(jack).any() else jack
+    # a score undefined on some resamples (a class no child routes to) is NaN there, quietly
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        d = np.nanmean(jack, 0) - jack
         acceleration = np.nansum(d ** 3, 0) / (6 * np.nansum(d ** 2, 0) ** 1.5)
         bias = norm.ppf((theta < value).mean(0) + 0.5 * (theta == value).mean(0))
         alpha = (1 - confidence) / 2
