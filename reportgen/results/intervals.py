@@ -8,6 +8,10 @@ reference (chance, a baseline, the untrained step) by them.
   bias-corrected and accelerated (BCa) bootstrap over the images (Efron 1987; scipy.stats
   .bootstrap), seeded so that a rebuild gives the same interval; a difference of two scores on
   the same images is bootstrapped paired (the images resampled together).
+- A score pooled over images that is no mean of theirs (a ratio of sums, the KL of mean
+  shares, a median): the BCa bootstrap of the whole statistic (`bootstrap_statistic`; its
+  vectorised forms `bootstrap_of_means`, `bootstrap_ratio`, `bootstrap_median`). Several
+  means on the same images share one set of draws (`bootstrap_means`).
 
 No TensorFlow here; NumPy and SciPy.
 """

@@ -278,9 +278,9 @@ def _attach_intervals(summary: dict, arrays) -> None:
               [i if v is not None else _none(i) for i, v in
                zip(per_class, summary["entropy_mean_per_class"])])
     for key, name in (("entropy_mean_per_layer", "h"), ("entropy_normalized_per_layer", "share")):
+        rows = np.asarray(arrays[f"layer_entropy_image_{name}"])
         iv.attach(summary, key, [iv.bootstrap_mean(row) if v is not None else _none()
-                                 for row, v in zip(np.asarray(arrays[f"layer_entropy_image_{name}"]),
-                                                   summary[key])])
+                                 for row, v in zip(rows, summary[key])])
     weighted = [iv.bootstrap_ratio(top, bottom) if v is not None else _none() for top, bottom, v
                 in zip(np.asarray(arrays["layer_entropy_image_weighted"]),
                        np.asarray(arrays["layer_entropy_image_weight"]),
