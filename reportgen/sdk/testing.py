@@ -399,7 +399,8 @@ def technique_table(name: str, techniques: Sequence[str] | None = None, seed: in
     """Every registered technique (or those named) over family `name`'s example model, as
     reportgen's own contract table runs them: where it applies, computed through a probe view
     that refuses any tensor it did not declare (Technique.needs), its first result rendered to
-    at least one figure and, for a dataset technique, summarised to JSON; where it does not,
+    at least one figure and, for a dataset technique, summarised to JSON and to a CSV that
+    carries its intervals (`check_summary_csv`); where it does not,
     the plain "not applicable" clause (no sentence, no line break). `options` {technique:
     {option: value}} replace the built-in slow analyses' SMALL_OPTIONS."""
     import json
@@ -453,7 +454,9 @@ def technique_table(name: str, techniques: Sequence[str] | None = None, seed: in
                     arrays = technique.compute(evaluation.restricted(declared, reader), params)
                     item = dict(arrays)
                     if technique.summarize is not None:
-                        json.dumps(technique.summarize(arrays, params), allow_nan=True)
+                        summary = technique.summarize(arrays, params)
+                        json.dumps(summary, allow_nan=True)
+                        check_summary_csv(summary)      # its CSV carries its intervals
                         summarised += 1
                 computed += 1
                 # what the engine checks before it stores a result (one row per input,
