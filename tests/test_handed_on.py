@@ -89,7 +89,7 @@ def test_a_float32_widened_by_float_prints_its_own_digits_in_the_exports():
     as_json, as_csv = export_figures("toy", {"accuracy": widened, "third": 1 / 3,
                                             "nan": float("nan")})
     assert b'"accuracy": 0.8,' in as_json.data and b"0.800000011920929" not in as_json.data
-    assert as_csv.data.decode().splitlines()[1] == "accuracy,0.8"
+    assert as_csv.data.decode().splitlines()[1] == "accuracy,0.8,,,,"
     assert "0.3333333333333333" in as_csv.data.decode()
 
 

@@ -132,3 +132,9 @@ def test_the_affnist_benchmark_counts_the_evaluation_sets_own_digits():
     predicted = np.asarray(net.encoder(affine.x_test[index])[1]).argmax(1)
     assert float(out["affnist_accuracy"]) == pytest.approx(np.mean(predicted == chosen.y))
     assert bench.summarize(out)["images"] == len(chosen.y) == 40
+    # each digit's clean outcome beside its transformed one: the gap's paired interval
+    clean = np.asarray(net.encoder(chosen.x)[1]).argmax(1) == chosen.y
+    np.testing.assert_array_equal(out["clean_correct"], clean)
+    gap = bench.summarize(out)["intervals"]["affnist_accuracy - clean_accuracy"]
+    assert gap["n"] == 40 and gap["value"] == pytest.approx(
+        np.mean(predicted == chosen.y) - clean.mean())

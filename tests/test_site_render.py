@@ -718,7 +718,8 @@ def test_quantitative_analyses_page(built):
     assert [s["step"] for s in numbers["series"]] == ["1-10", "2-20"]
     assert numbers["series"][1]["summary"]["accuracy_clean"] == pytest.approx(0.92)
     csv_text = (site / "numbers" / "MNIST_Demo" / "affine_robustness_trend.csv").read_text()
-    assert csv_text.splitlines()[:2] == ["step,key,value", "1-10,accuracy_clean,0.91"]
+    assert csv_text.splitlines()[:2] == [
+        "step,key,value,low,high,n,method", "1-10,accuracy_clean,0.91,,,,"]
     assert "data-rg-step-panels" not in trends
     # every model page links the analyses page; the model without trends still has one
     assert 'href="../../models/MNIST_Demo/analyses.html"' in (demo / "conv.html").read_text()

@@ -431,13 +431,14 @@ def choose(supplement: Supplement, patterns: list[str]) -> Supplement:
 
 
 def _numbers_csv(numbers: dict) -> bytes:
-    from reportgen.pages.analyses import flatten
+    """A summary as CSV, each score with its 95% interval (analyses.number_rows)."""
+    from reportgen.pages.analyses import NUMBER_COLUMNS, number_rows
 
     rows = io.StringIO()
     writer = csv.writer(rows, lineterminator="\n")
-    writer.writerow(["key", "value"])
-    for key, value in flatten(numbers):
-        writer.writerow([key, value])
+    writer.writerow(NUMBER_COLUMNS)
+    for row in number_rows(numbers):
+        writer.writerow(row)
     return rows.getvalue().encode()
 
 

@@ -91,11 +91,47 @@ def derived_numbers(panel: Panel, sources: list[tuple[str, Panel]],
             "series_by": axis, "series": [{axis: name, "summary": s} for name, s in series]}
     rows = io.StringIO()
     writer = csv.writer(rows, lineterminator="\n")
-    writer.writerow([axis, "key", "value"])
+    writer.writerow([axis, *NUMBER_COLUMNS])
     for name, summary in series:
-        for key, value in flatten(summary):
-            writer.writerow([name, key, value])
+        for row in number_rows(summary):
+            writer.writerow([name, *row])
     return json.dumps(data, indent=1, sort_keys=True) + "\n", rows.getvalue()
+
+
+# A CSV of a summary: each score with its 95% interval beside it (reportgen.results.intervals:
+# summary["intervals"][key] = {low, high, n, method}), empty for a number without one.
+NUMBER_COLUMNS = ("key", "value", "low", "high", "n", "method")
+
+
+def number_rows(summary: dict):
+    """(key, value, low, high, n, method) rows of a summary: flatten's rows with each score's
+    interval (a list-valued score's ends as space-separated lists, as its values), then the
+    paired differences it records ("a - b", which have no score key of their own). The
+    intervals object itself is not repeated as rows."""
+    from reportgen.results.intervals import INTERVALS
+
+    intervals = summary.get(INTERVALS) if isinstance(summary, dict) else None
+    intervals = intervals if isinstance(intervals, dict) else {}
+    body = {k: v for k, v in summary.items() if k != INTERVALS} \
+        if isinstance(summary, dict) else summary
+    for key, value in flatten(body):
+        yield (key, value, *_interval_cells(intervals.get(key)))
+    for key, entry in intervals.items():
+        if isinstance(entry, dict) and "value" in entry and key not in body:
+            yield (key, _cell(entry["value"]), *_interval_cells(entry))
+
+
+def _interval_cells(entry) -> tuple:
+    if not isinstance(entry, dict):
+        return ("", "", "", "")
+    return (_cell(entry.get("low")), _cell(entry.get("high")), _cell(entry.get("n")),
+            entry.get("method") or "")
+
+
+def _cell(value):
+    if isinstance(value, list):
+        return " ".join("" if v is None else str(v) for v in value)
+    return "" if value is None else value
 
 
 def flatten(value, prefix: str = ""):

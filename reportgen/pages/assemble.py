@@ -28,7 +28,8 @@ from reportgen.engine.code_identity import drawing_code
 from reportgen.techniques import origin as technique_origin
 from reportgen.errors import ReportgenError
 from reportgen.figures.encode import json_floats
-from reportgen.pages.analyses import flatten
+from reportgen.pages.analyses import NUMBER_COLUMNS, number_rows
+from reportgen.pages.captions import with_interval_words
 from reportgen.pages.sitedata import FigureFile, Panel, Prediction
 from reportgen.techniques.base import Figure, RenderContext
 from reportgen.techniques.compute import params_dict, variant_label
@@ -140,6 +141,7 @@ class Assembler:
             panel = self._place(tech, params,
                                 [f for f in figures if f["name"] != HANDED_ON_FILE], out_dir)
             panel.numbers, panel.data = handed_on
+            panel.caption = with_interval_words(panel.caption, panel.numbers)
             return panel
         raise AssertionError("unreachable")
 
@@ -353,13 +355,14 @@ def _json_key(key) -> str:
 
 
 def export_figures(name: str, summary: dict) -> list[Figure]:
-    """The headline numbers of a dataset analysis as JSON and as a flat CSV (key, value)."""
+    """The headline numbers of a dataset analysis as JSON and as a flat CSV (key, value and
+    the score's 95% interval: low, high, n, method; analyses.number_rows)."""
     data = json.dumps(plain(summary), indent=1).encode()     # plain sorts the keys
     rows = io.StringIO()
     writer = csv.writer(rows, lineterminator="\n")
-    writer.writerow(["key", "value"])
-    for key, value in flatten(plain(summary)):
-        writer.writerow([key, value])
+    writer.writerow(NUMBER_COLUMNS)
+    for row in number_rows(plain(summary)):
+        writer.writerow(row)
     return [Figure(name=f"{name}.json", data=data, kind="json"),
             Figure(name=f"{name}.csv", data=rows.getvalue().encode(), kind="csv")]
 

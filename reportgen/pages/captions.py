@@ -9,6 +9,9 @@ offline, in search results and in a copied caption).
   "Details:", else whole sentences while they fit, else cut at a clause), the rest — and the
   option ids — as the details.
 - `readable(text)`: c_ij → cᵢⱼ, x^2 → x², u_hat[j|i] → û(j|i).
+- `interval_words(summary)`: how the 95% intervals of a panel's numbers were made, for its
+  caption ("95% intervals: Wilson for accuracies, BCa bootstrap over the 1,000 images
+  otherwise").
 """
 
 from __future__ import annotations
@@ -112,3 +115,41 @@ def _clause_cut(sentence: str, limit: int) -> tuple[str, str]:
         cut = len(prefix)
     head, tail = sentence[:cut].rstrip(" ,;:"), sentence[cut:].lstrip(" ,;:")
     return f"{head} …", f"… {tail}"
+
+
+def interval_words(summary) -> str:
+    """The sentence saying which 95% intervals a summary's numbers carry
+    (reportgen.results.intervals: summary["intervals"]), or "" when it records none."""
+    from reportgen.results import intervals as iv
+
+    entries = (summary.get(iv.INTERVALS) if isinstance(summary, dict) else None) or {}
+    entries = [e for e in entries.values() if isinstance(e, dict)]
+    if not entries:
+        return ""
+    methods = {e.get("method") for e in entries}
+    bootstraps = methods & {iv.BOOTSTRAP, iv.BOOTSTRAP_STATISTIC}
+    counts = set()                  # the images the bootstraps resample (else the Wilsons')
+    for e in entries:
+        n = e.get("n")
+        if e.get("method") in bootstraps or not bootstraps:
+            counts.update(v for v in (n if isinstance(n, list) else [n]) if v)
+    over = (f"the {next(iter(counts)):,} images" if len(counts) == 1 else "the images")
+    if iv.WILSON in methods and bootstraps:
+        text = f"Wilson for accuracies and rates, BCa bootstrap over {over} otherwise"
+    elif iv.WILSON in methods:
+        text = f"Wilson, over {over}"
+    else:
+        text = f"BCa bootstrap over {over}"
+    if iv.BOOTSTRAP_STATISTIC in methods:
+        text += " (a pooled score's whole statistic resampled)"
+    if any("value" in e for e in entries):
+        text += "; differences paired on the same images"
+    return f"95% intervals: {text}."
+
+
+def with_interval_words(caption: str, summary) -> str:
+    """`caption` followed by `interval_words(summary)` (unchanged when that is empty)."""
+    words = interval_words(summary)
+    if not words or words in (caption or ""):
+        return caption
+    return f"{caption.rstrip()} {words}" if caption else words

@@ -8,6 +8,10 @@ reference (chance, a baseline, the untrained step) by them.
   bias-corrected and accelerated (BCa) bootstrap over the images (Efron 1987; scipy.stats
   .bootstrap), seeded so that a rebuild gives the same interval; a difference of two scores on
   the same images is bootstrapped paired (the images resampled together).
+- A score pooled over images that is no mean of theirs (a ratio of sums, the KL of mean
+  shares, a median): the BCa bootstrap of the whole statistic (`bootstrap_statistic`; its
+  vectorised forms `bootstrap_of_means`, `bootstrap_ratio`, `bootstrap_median`). Several
+  means on the same images share one set of draws (`bootstrap_means`).
 
 No TensorFlow here; NumPy and SciPy.
 """
@@ -154,6 +158,145 @@ def bootstrap_statistic(values, statistic, confidence: float = CONFIDENCE,
     if not (math.isfinite(low) and math.isfinite(high)):
         low = high = value
     return Interval(value, low, high, n, BOOTSTRAP_STATISTIC, confidence)
+
+
+def bootstrap_median(values, confidence: float = CONFIDENCE, resamples: int = RESAMPLES,
+                     seed: int = SEED) -> Interval:
+    """The median of per-image `values` (N,) with its BCa bootstrap interval over the images
+    (scipy.stats.bootstrap of np.median, vectorised: `bootstrap_statistic` of it calls the
+    median once per resample)."""
+    from scipy.stats import bootstrap
+
+    import warnings
+
+    values = np.asarray(values, np.float64).reshape(-1)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        raise ValueError("a median needs at least one finite value")
+    value = float(np.median(values))
+    if values.size < 2 or _constant(values):
+        return Interval(value, value, value, int(values.size), BOOTSTRAP_STATISTIC, confidence)
+    low = high = value
+    for method in ("BCa", "percentile"):            # BCa degenerates on a few-valued sample
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            result = bootstrap((values,), np.median, confidence_level=confidence,
+                               n_resamples=resamples, method=method, vectorized=True,
+                               axis=-1, random_state=np.random.default_rng(seed))
+        low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
+        if math.isfinite(low) and math.isfinite(high):
+            break
+    if not (math.isfinite(low) and math.isfinite(high)):
+        low = high = value
+    return Interval(value, low, high, int(values.size), BOOTSTRAP_STATISTIC, confidence)
+
+
+def bootstrap_means(columns, confidence: float = CONFIDENCE, resamples: int = RESAMPLES,
+                    seed: int = SEED) -> list[Interval]:
+    """`bootstrap_mean` of each column of per-image `columns` (N, K) — K scores on the same
+    images, or paired differences as columns a - b — from one set of draws: the same
+    intervals as K calls of it (the same draws and resample means as scipy's) at a fraction
+    of the cost. Images with a non-finite value in any column are left out of all."""
+    columns = np.asarray(columns, np.float64)
+    columns = columns.reshape(len(columns), -1)
+    columns = columns[np.isfinite(columns).all(1)]
+    n = int(len(columns))
+    if n == 0:
+        raise ValueError("a mean needs at least one image with finite values")
+    draws = np.random.default_rng(seed).integers(0, n, (resamples, n))
+    columns = [np.ascontiguousarray(c) for c in columns.T]   # each mean summed as scipy's
+    value = np.array([c.mean() for c in columns])
+    theta = np.stack([c[draws].mean(-1) for c in columns], 1)                  # (B, K)
+    columns = np.stack(columns, 1)
+    jack = (columns.sum(0) - columns) / max(n - 1, 1)                          # (n, K)
+    return _bca_intervals(value, theta, jack, n, confidence, BOOTSTRAP,
+                          constant=[_constant(c) for c in columns.T])
+
+
+def bootstrap_of_means(parts, function, confidence: float = CONFIDENCE,
+                       resamples: int = RESAMPLES, seed: int = SEED):
+    """`function` of the per-image `parts` (N, M) averaged over the images — a score pooled
+    over images that is no plain mean of theirs (a ratio of sums; a KL of the mean shares) —
+    with its BCa bootstrap interval over the images (Efron & Tibshirani 1993, section 14.3:
+    the images resampled with all their parts, the acceleration from the jackknife).
+    `function` maps means (..., M) to scores (...,) or (..., K): an Interval, or a list of K.
+
+    Vectorised, which scipy.stats.bootstrap of a statistic that is no mean is not: every
+    resample is a count per image (R, N), its means one product with the parts, and the
+    jackknife's leave-one-out means closed-form; so K scores on the same images cost one
+    resampling (scipy's draws: its intervals to float rounding). Images whose parts are not
+    all finite are left out."""
+    parts = np.asarray(parts, np.float64)
+    parts = parts.reshape(len(parts), -1)
+    parts = parts[np.isfinite(parts).all(1)]
+    n = int(len(parts))
+    if n == 0:
+        raise ValueError("a score needs at least one image with finite parts")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value = np.asarray(function(parts.mean(0)), np.float64)
+        single = value.ndim == 0
+        value = value.reshape(-1)
+        draws = np.random.default_rng(seed).integers(0, n, (resamples, n))
+        counts = np.bincount((np.arange(resamples)[:, None] * n + draws).ravel(),
+                             minlength=resamples * n).reshape(resamples, n).astype(np.float64)
+        theta = np.asarray(function(counts @ parts / n), np.float64).reshape(resamples, -1)
+        jack = np.asarray(function((parts.sum(0) - parts) / max(n - 1, 1)),
+                          np.float64).reshape(n, -1)
+    out = _bca_intervals(value, theta, jack, n, confidence, BOOTSTRAP_STATISTIC)
+    return out[0] if single else out
+
+
+def _bca_intervals(value, theta, jack, n, confidence, method, constant=None) -> list[Interval]:
+    """The BCa intervals of scores `value` (K,) from their bootstrap replicates `theta` (B, K)
+    and jackknife values `jack` (n, K) (Efron & Tibshirani 1993, eq. 14.10-14.15; scipy.stats
+    .bootstrap's "BCa", whose percentile falls back to the plain percentiles where the
+    correction is undefined). A score whose jackknife does not move (`constant`, else judged
+    from the jackknife) is a point."""
+    import warnings
+
+    from scipy.stats import norm
+
+    # a score undefined on some resamples (a class no child routes to) is NaN there, quietly
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        d = np.nanmean(jack, 0) - jack
+        acceleration = np.nansum(d ** 3, 0) / (6 * np.nansum(d ** 2, 0) ** 1.5)
+        bias = norm.ppf((theta < value).mean(0) + 0.5 * (theta == value).mean(0))
+        alpha = (1 - confidence) / 2
+        ends = [norm.cdf(bias + (bias + z) / (1 - acceleration * (bias + z)))
+                for z in (norm.ppf(alpha), norm.ppf(1 - alpha))]
+    out = []
+    for k, v in enumerate(np.asarray(value, np.float64).tolist()):
+        column = theta[:, k][np.isfinite(theta[:, k])]
+        spread = jack[:, k][np.isfinite(jack[:, k])]
+        still = constant[k] if constant is not None else \
+            _constant(spread if spread.size else np.zeros(1))
+        if n < 2 or not math.isfinite(v) or not column.size or still:
+            low = high = v
+        else:
+            levels = (ends[0][k], ends[1][k])
+            if not all(math.isfinite(x) for x in levels):     # degenerate: the percentiles
+                levels = (alpha, 1 - alpha)
+            low, high = (float(np.percentile(column, 100 * q)) for q in levels)
+        out.append(Interval(v, low, high, n, method, confidence))
+    return out
+
+
+def bootstrap_ratio(numerators, denominators, confidence: float = CONFIDENCE,
+                    resamples: int = RESAMPLES, seed: int = SEED):
+    """sum(numerators) / sum(denominators) of per-image parts — a weighted mean pooled over
+    the images (an entropy weighted by activations) — with its BCa bootstrap interval over the
+    images (`bootstrap_of_means`, both parts resampled together). Parts (N,) give an Interval;
+    parts (N, K), K ratios on the same images, a list of K."""
+    top = np.asarray(numerators, np.float64)
+    bottom = np.asarray(denominators, np.float64)
+    if top.shape != bottom.shape:
+        raise ValueError(f"a ratio needs both parts per image: {top.shape} vs {bottom.shape}")
+    k = int(np.prod(top.shape[1:]))
+    both = np.concatenate([top.reshape(len(top), -1), bottom.reshape(len(bottom), -1)], 1)
+    got = bootstrap_of_means(both, lambda m: m[..., :k] / m[..., k:], confidence, resamples,
+                             seed)
+    return got[0] if top.ndim == 1 else got
 
 
 def paired_difference(a, b, confidence: float = CONFIDENCE, resamples: int = RESAMPLES,

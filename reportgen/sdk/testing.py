@@ -34,7 +34,8 @@ __all__ = ["check_capsule_layer", "check_family", "technique_table", "TechniqueR
            "example_network", "parse_example", "build_network", "EXAMPLE_IMAGES",
            "run_probe", "subset", "check_network", "check_outputs", "required_outputs",
            "get_technique", "all_techniques", "registered_families", "get_family",
-           "default_plan", "train_model", "params_toml", "evaluate_technique"]
+           "default_plan", "train_model", "params_toml", "evaluate_technique",
+           "check_summary_csv"]
 
 # Images the example model is probed with: seeded uniform noise (the contract holds for any
 # input), as many as the evaluation of a dataset technique needs to have every class.
@@ -180,6 +181,41 @@ def required_outputs(description) -> dict:
     from reportgen.contract import required_outputs as required
 
     return required(description)
+
+
+def check_summary_csv(summary: dict) -> dict[str, dict[str, str]]:
+    """The CSV the build writes of a dataset technique's `summary` (key, value, low, high, n,
+    method), checked to carry every 95% interval the summary records (summary["intervals"],
+    reportgen.results.intervals.attach) in its row, paired differences included, and no
+    interval columns on a number without one; returns its rows by key."""
+    import csv
+    import io
+
+    from reportgen.pages.assemble import export_figures, plain
+
+    data = next(f.data for f in export_figures("summary", summary) if f.kind == "csv")
+    table = list(csv.DictReader(io.StringIO(data.decode())))
+    rows = {row["key"]: row for row in table}
+    assert len(rows) == len(table), "a key appears twice in the CSV"
+    assert table and list(table[0]) == ["key", "value", "low", "high", "n", "method"], \
+        "the CSV lacks the interval columns"
+    intervals = plain(summary).get("intervals", {})
+    assert not any(k.startswith("intervals.") for k in rows), "the intervals repeated as rows"
+
+    def cell(value):
+        if isinstance(value, list):
+            return " ".join("" if v is None else str(v) for v in value)
+        return "" if value is None else str(value)
+
+    for key, entry in intervals.items():
+        assert key in rows, f"no CSV row for the interval of {key!r}"
+        for column in ("low", "high", "n", "method"):
+            assert rows[key][column] == cell(entry[column]), (key, column, rows[key])
+    for key, row in rows.items():
+        if key not in intervals:
+            assert row["low"] == row["high"] == row["method"] == "", \
+                f"{key!r} has interval columns but no interval"
+    return rows
 
 
 def get_technique(name: str):
@@ -363,7 +399,8 @@ def technique_table(name: str, techniques: Sequence[str] | None = None, seed: in
     """Every registered technique (or those named) over family `name`'s example model, as
     reportgen's own contract table runs them: where it applies, computed through a probe view
     that refuses any tensor it did not declare (Technique.needs), its first result rendered to
-    at least one figure and, for a dataset technique, summarised to JSON; where it does not,
+    at least one figure and, for a dataset technique, summarised to JSON and to a CSV that
+    carries its intervals (`check_summary_csv`); where it does not,
     the plain "not applicable" clause (no sentence, no line break). `options` {technique:
     {option: value}} replace the built-in slow analyses' SMALL_OPTIONS."""
     import json
@@ -417,7 +454,9 @@ def technique_table(name: str, techniques: Sequence[str] | None = None, seed: in
                     arrays = technique.compute(evaluation.restricted(declared, reader), params)
                     item = dict(arrays)
                     if technique.summarize is not None:
-                        json.dumps(technique.summarize(arrays, params), allow_nan=True)
+                        summary = technique.summarize(arrays, params)
+                        json.dumps(summary, allow_nan=True)
+                        check_summary_csv(summary)      # its CSV carries its intervals
                         summarised += 1
                 computed += 1
                 # what the engine checks before it stores a result (one row per input,

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.errors import ReportgenError
+from reportgen.results import intervals as iv
 from reportgen.techniques.adversarial_robustness.numbers import ATTACKS, TARGETS, metric_key
 from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
@@ -313,6 +314,8 @@ def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
 
     Arrays: "epsilons" (E,); "accuracy", "success", "undetected", "detected", "mean_distance"
     (T, A, E) in the order of params.targets / params.attacks; "predicted" (T, A, E, N);
+    "flagged" (T, A, E, N) bool, the adversarial's distance above the threshold (all False
+    without a decoder: the intervals of the detection rates are over these images);
     "labels", "clean_predicted", "clean_distances" (N,); "threshold", "clean_accuracy",
     "has_decoder" (); "histogram_distances", "histogram_success" (T, A, N) at
     histogram_epsilon; "example_*" for the example figure.
@@ -342,6 +345,7 @@ def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
     metrics = {k: np.full(shape, np.nan) for k in
                ("accuracy", "success", "undetected", "detected", "mean_distance")}
     predicted_all = np.zeros(shape + (n,), np.int64)
+    flagged_all = np.zeros(shape + (n,), bool)
     hist_distances = np.full(shape[:2] + (n,), np.nan)
     hist_success = np.zeros(shape[:2] + (n,), np.int8)
     if has_decoder:
@@ -388,6 +392,7 @@ def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
                     predicted_all[t, a, e] = predicted
                     if has_decoder:
                         flagged = distances > threshold
+                        flagged_all[t, a, e] = flagged
                         metrics["undetected"][t, a, e] = _rate((success & ~flagged).sum(),
                                                                correct.sum())
                         metrics["detected"][t, a, e] = _rate((success & flagged).sum(),
@@ -407,6 +412,7 @@ def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
         "epsilons": np.asarray(epsilons, np.float32),
         **{k: v.astype(np.float32) for k, v in metrics.items()},
         "predicted": predicted_all,
+        "flagged": flagged_all,
         "labels": labels,
         "clean_predicted": clean_predicted,
         "clean_distances": clean_distances.astype(np.float32),
@@ -457,7 +463,50 @@ def summarize(arrays: dict, params: Params | None = None) -> dict:
                 for metric in metrics:
                     out[metric_key(metric, target, attack, round(float(epsilon), 6))] = \
                         rounded_number(np.asarray(arrays[metric])[t, a, e])
+    if "flagged" in arrays and out["images"]:
+        _attach_intervals(out, arrays, params, epsilons, metrics)
     return out
+
+
+def _attach_intervals(out: dict, arrays, params: Params, epsilons, metrics) -> None:
+    """The Wilson interval of every rate over the images it counts (accuracy: all of them;
+    success and undetected: the originally correct ones; detected: the successful ones), and
+    per eps the paired differences of the accuracies (BCa bootstrap over the images): votes
+    against capsules as the attack's target, and the capsules' against the clean accuracy."""
+    labels = np.asarray(arrays["labels"], np.int64)
+    correct = np.asarray(arrays["clean_predicted"], np.int64) == labels
+    iv.attach(out, "clean_accuracy", iv.proportion(correct))
+    predicted = np.asarray(arrays["predicted"])
+    flagged = np.asarray(arrays["flagged"], bool)
+    hits = {}
+    for t, target in enumerate(params.targets):
+        for a, attack in enumerate(params.attacks):
+            for e, epsilon in enumerate(epsilons):
+                eps = round(float(epsilon), 6)
+                right = predicted[t, a, e] == labels
+                success = ~right & correct
+                counted = {"accuracy": right, "success": success[correct],
+                           "undetected": (success & ~flagged[t, a, e])[correct],
+                           "detected": flagged[t, a, e][success]}
+                hits[target, attack, eps] = right
+                for metric in metrics:
+                    key = metric_key(metric, target, attack, eps)
+                    if out.get(key) is not None and counted[metric].size:
+                        iv.attach(out, key, iv.proportion(counted[metric]))
+    pairs, columns = [], []             # every paired difference: one resampling
+    for (target, attack, eps), right in hits.items():
+        if target != "capsules" or attack != "pgd":
+            continue
+        key = metric_key("accuracy", "capsules", attack, eps)
+        pairs.append((key, "clean_accuracy"))
+        columns.append(right.astype(np.float64) - correct)
+        votes = hits.get(("votes", attack, eps))
+        if votes is not None:
+            pairs.append((metric_key("accuracy", "votes", attack, eps), key))
+            columns.append(votes.astype(np.float64) - right)
+    if columns:
+        for (a, b), interval in zip(pairs, iv.bootstrap_means(np.stack(columns, 1))):
+            iv.attach_difference(out, a, b, interval)
 
 
 TECHNIQUE = Technique(
@@ -471,7 +520,7 @@ TECHNIQUE = Technique(
     needs=frozenset({"lengths", "predicted", "reconstruction"}),
     applies_to=frozenset(),
     params_type=Params,
-    version=1,
+    version=2,
     compute=compute,
     render=lazy("reportgen.techniques.adversarial_robustness.figures", "render", Params),
     variants=variants,

@@ -18,6 +18,7 @@ import numpy as np
 from reportgen.console import progress
 from reportgen.errors import ReportgenError
 from reportgen.probe.affine import FACTORS, factor_batch
+from reportgen.results import intervals as iv
 from reportgen.techniques.affine_robustness.numbers import factors_in
 from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
@@ -122,7 +123,8 @@ def _class_accuracy(correct: np.ndarray, labels: np.ndarray, classes: int) -> np
 def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     """Per factor: values_<f> (S,), accuracy_<f> (S,), class_accuracy_<f> (S, K),
     true_length_<f> (S,) mean length of the true class capsule, predicted_<f> (S, N) int;
-    clean_accuracy (), clean_class_accuracy (K,), class_counts (K,)."""
+    clean_accuracy (), clean_class_accuracy (K,), class_counts (K,); per image (the
+    intervals over images): labels (N,), clean_correct (N,) bool."""
     params = params or Params()
     require_images(evaluation, NAME)
     net = evaluation.net
@@ -132,7 +134,8 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     clean = np.asarray(evaluation.tensors("lengths")["lengths"]).argmax(1) == labels
     out = {"clean_accuracy": np.float64(clean.mean() if len(labels) else np.nan),
            "clean_class_accuracy": _class_accuracy(clean, labels, classes),
-           "class_counts": np.bincount(labels, minlength=classes).astype(np.float64)}
+           "class_counts": np.bincount(labels, minlength=classes).astype(np.float64),
+           "labels": labels, "clean_correct": clean}
     sweeps = params.sweeps()
     total = len(images) * sum(len(v) for v in sweeps.values())
     with progress(total, f"affine robustness ({len(images)} images × {total // max(len(images), 1)} "
@@ -153,11 +156,22 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
 
 
 def summarize(arrays, params: Params | None = None) -> dict:
-    """Clean accuracy and, per factor, the curve, its mean and its minimum (JSON-ready)."""
+    """Clean accuracy and, per factor, the curve, its mean and its minimum (JSON-ready), each
+    with its 95% interval over the images (summary["intervals"]): Wilson for the accuracies
+    (the minimum: the accuracy at the sweep value where it is lowest), a BCa bootstrap of each
+    image's mean correctness over the sweep for the means, and the paired difference of a
+    factor's mean accuracy and the clean accuracy (the same images)."""
     clean = float(np.asarray(arrays["clean_accuracy"]))
     summary = {"images": int(np.asarray(arrays["class_counts"]).sum()),
                "clean_accuracy": clean if np.isfinite(clean) else None}
-    means = []
+    # per-image outcomes (results computed before they were stored have none)
+    labels = arrays.get("labels") if hasattr(arrays, "get") else None
+    per_image = labels is not None and np.asarray(labels).size > 0
+    if per_image:
+        labels = np.asarray(labels, np.int64)
+        clean_correct = np.asarray(arrays["clean_correct"], bool)
+        iv.attach(summary, "clean_accuracy", iv.proportion(clean_correct))
+    means, image_means = [], []
     for factor in factors_in(arrays):
         accuracy = np.asarray(arrays[f"accuracy_{factor}"], np.float64)
         summary[f"{factor}_values"] = [float(v) for v in arrays[f"values_{factor}"]]
@@ -165,7 +179,24 @@ def summarize(arrays, params: Params | None = None) -> dict:
         summary[f"{factor}_mean_accuracy"] = float(accuracy.mean())
         summary[f"{factor}_min_accuracy"] = float(accuracy.min())
         means.append(float(accuracy.mean()))
+        if per_image:
+            correct = np.asarray(arrays[f"predicted_{factor}"]) == labels[None]     # (S, N)
+            swept = correct.mean(0)                  # each image's accuracy over the sweep
+            image_means.append(swept)
+            curve = [iv.proportion(row) for row in correct]
+            iv.attach(summary, f"{factor}_accuracy", curve)
+            iv.attach(summary, f"{factor}_min_accuracy", curve[int(np.argmin(accuracy))])
     summary["mean_accuracy"] = float(np.mean(means)) if means else None
+    if image_means:
+        # every mean and paired difference over the same images: one resampling
+        swept = np.stack(image_means, 1)                                      # (N, F)
+        got = iv.bootstrap_means(np.column_stack([swept, swept - clean_correct[:, None],
+                                                  swept.mean(1)]))
+        for f, factor in enumerate(factors_in(arrays)):
+            iv.attach(summary, f"{factor}_mean_accuracy", got[f])
+            iv.attach_difference(summary, f"{factor}_mean_accuracy", "clean_accuracy",
+                                 got[len(image_means) + f])
+        iv.attach(summary, "mean_accuracy", got[-1])
     return summary
 
 
@@ -178,7 +209,7 @@ TECHNIQUE = Technique(
     needs=frozenset({"lengths"}),
     applies_to=frozenset(),
     params_type=Params,
-    version=1,
+    version=2,
     compute=compute,
     render=lazy("reportgen.techniques.affine_robustness.figures", "render", Params),
     variants=variants,

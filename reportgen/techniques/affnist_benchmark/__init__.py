@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.errors import ReportgenError
+from reportgen.results import intervals as iv
 from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_positive, rounded_number
@@ -66,6 +67,8 @@ def affine_test_set(dataset: str, seed: int):
 
 def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     """affnist_accuracy (), clean_accuracy (), class_accuracy (K,), labels / predicted (N,),
+    clean_correct (N_eval,) bool (the evaluation set's: with images=0 the same digits
+    untransformed, so the two accuracies pair),
     example_images (E, H, W, C), example_labels / example_predicted (E,)."""
     from reportgen.capsnet.compiled import encoder_scores
     from reportgen.data.held_out import evaluation_indices
@@ -100,17 +103,34 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     return {"affnist_accuracy": np.float64(correct.mean() if len(correct) else np.nan),
             "clean_accuracy": np.float64(clean.mean() if len(clean) else np.nan),
             "class_accuracy": class_accuracy, "labels": labels,
-            "predicted": predicted.astype(np.int64), "example_images": images[shown],
+            "predicted": predicted.astype(np.int64),
+            "clean_correct": clean,
+            "example_images": images[shown],
             "example_labels": labels[shown], "example_predicted": predicted[shown]}
 
 
 def summarize(arrays, params: Params | None = None) -> dict:
-    """images, affnist_accuracy, clean_accuracy, their gap (JSON-ready)."""
+    """images, affnist_accuracy, clean_accuracy, their gap (JSON-ready); the accuracies with
+    their Wilson intervals and, where both count the same digits, the paired difference
+    affnist - clean (a BCa bootstrap over the digits) under summary["intervals"]."""
     affnist = rounded_number(np.asarray(arrays["affnist_accuracy"]))
     clean = rounded_number(np.asarray(arrays["clean_accuracy"]))
-    return {"images": int(np.asarray(arrays["labels"]).size), "affnist_accuracy": affnist,
-            "clean_accuracy": clean,
-            "gap": rounded_number(clean - affnist) if None not in (clean, affnist) else None}
+    summary = {"images": int(np.asarray(arrays["labels"]).size), "affnist_accuracy": affnist,
+               "clean_accuracy": clean,
+               "gap": rounded_number(clean - affnist) if None not in (clean, affnist) else None}
+    labels = np.asarray(arrays["labels"])
+    if labels.size:
+        correct = np.asarray(arrays["predicted"]) == labels
+        iv.attach(summary, "affnist_accuracy", iv.proportion(correct))
+        clean_correct = np.asarray(arrays.get("clean_correct", np.zeros(0)), bool)
+        if clean_correct.size:
+            iv.attach(summary, "clean_accuracy", iv.proportion(clean_correct))
+        # paired only where both count the same digits (images=0: the evaluation set's own)
+        if not (params or Params()).images and clean_correct.shape == correct.shape:
+            iv.attach_difference(summary, "affnist_accuracy", "clean_accuracy",
+                                 iv.paired_difference(correct, clean_correct))
+            iv.attach(summary, "gap", iv.paired_difference(clean_correct, correct))
+    return summary
 
 
 TECHNIQUE = Technique(
@@ -122,7 +142,7 @@ TECHNIQUE = Technique(
     needs=frozenset({"predicted"}),
     applies_to=frozenset(),
     params_type=Params,
-    version=2,
+    version=3,
     compute=compute,
     render=lazy("reportgen.techniques.affnist_benchmark.figures", "render", Params),
     variants=variants,

@@ -35,6 +35,7 @@ import numpy as np
 from reportgen.console import progress
 from reportgen.errors import ReportgenError
 from reportgen.probe.affine import FACTORS
+from reportgen.results import intervals as iv
 from reportgen.techniques.capsule_semantics.numbers import (CHANCE_PER_IMAGE, CHANCE_POOLED,
                                                             DIMENSION_STD, DIMENSION_VARIANCE,
                                                             IMAGES, PER_IMAGE, POOLED,
@@ -147,7 +148,8 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     with a decoder: perturbation_images (R, D, S, H, W, C), perturbation_sigma (R, D),
     perturbation_multiples (S,), representative_index (R,), representative_class (R,);
     compactness (F,), compactness_per_image (F, B), compactness_dim_share (F, D) mean p_d,
-    factor_values (F, Z), true_length (F, Z) mean true-class length, compactness_index (B,)
+    factor_values (F, Z), true_length (F, Z) mean true-class length, compactness_index (B,),
+    compactness_image_share (F, B, D) float32 each image's p_d (the intervals over images)
     (F = the factors of reportgen.probe.affine.FACTORS, in order)."""
     from reportgen.probe.evaluation import stratified_sample
     from reportgen.techniques.affine_robustness import sweep
@@ -188,7 +190,7 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     index = stratified_sample(labels, params.images)
     subset, truth = np.asarray(evaluation.images, np.float32)[index], labels[index]
     grids = params.grids()
-    scores, shares, true_length = [], [], []
+    scores, shares, image_shares, true_length = [], [], [], []
     with progress(len(index) * params.steps * len(grids), f"capsule semantics ({len(index)} "
                   f"images × {len(grids)} factors × {params.steps} steps)", unit="passes") as bar:
         for factor, values in grids.items():
@@ -196,6 +198,7 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
             vectors = caps[:, np.arange(len(index)), _slot(truth, caps.shape[2])]
             vectors = vectors.transpose(1, 0, 2)                                  # (B, Z, D)
             share = dimension_shares(vectors)
+            image_shares.append(share.astype(np.float32))
             scores.append(kl_to_uniform(share))
             shares.append(np.nanmean(share, 0) if np.isfinite(share).any()
                           else np.full(dims, np.nan))
@@ -208,7 +211,9 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     out.update(compactness=mean_scores, compactness_per_image=scores,
                compactness_dim_share=np.asarray(shares),
                factor_values=np.stack(list(grids.values())),
-               true_length=np.asarray(true_length), compactness_index=index.astype(np.int64))
+               true_length=np.asarray(true_length), compactness_index=index.astype(np.int64),
+               compactness_image_share=np.asarray(image_shares, np.float32).reshape(
+                   len(grids), len(index), dims))
     return out
 
 
@@ -251,7 +256,51 @@ def summarize(arrays, params: Params | None = None) -> dict:
         if summary["compactness_images"] and values.size and np.isfinite(pooled).any() else None
     summary[CHANCE_POOLED] = chance["pooled"] if chance else None
     summary[CHANCE_PER_IMAGE] = chance["per_image"] if chance else None
+    if "compactness_image_share" in arrays:
+        _attach_intervals(summary, np.asarray(arrays["compactness_image_share"], np.float64),
+                          np.asarray(arrays["compactness_per_image"], np.float64))
     return summary
+
+
+def _attach_intervals(summary: dict, image_shares: np.ndarray, per_image: np.ndarray) -> None:
+    """BCa bootstraps over the images (summary["intervals"]) of the compactness scores from
+    each image's shares p (F, B, D) and per-image KL (F, B). The pooled score is no mean over
+    images: the whole statistic is bootstrapped (the images resampled, p̄ and its KL taken
+    again; an image with no p left out of that factor's p̄), all factors and their mean in one
+    resampling (intervals.bootstrap_of_means). The per-image score is a mean over images. The
+    variance figures (effective_dims, …) describe the set's spread and the chance levels are
+    simulated: no interval."""
+    factors = list(FACTORS)[:len(per_image)]
+    pooled = [f for f, name in enumerate(factors) if summary.get(f"{POOLED}{name}") is not None]
+    means = [f for f, name in enumerate(factors)
+             if summary.get(f"{PER_IMAGE}{name}") is not None]
+    for f in means:
+        iv.attach(summary, f"{PER_IMAGE}{factors[f]}", iv.bootstrap_mean(per_image[f]))
+    if pooled:
+        valid = np.isfinite(image_shares).all(-1, keepdims=True)                # (F, B, 1)
+        parts = np.concatenate([np.where(valid, image_shares, 0.0), valid], -1)[pooled]
+        dims = image_shares.shape[-1]
+
+        def scores(means):                 # (..., F', D + 1) -> each factor's KL, their mean
+            means = means.reshape(*means.shape[:-1], len(pooled), dims + 1)
+            kl = kl_to_uniform(means[..., :dims] / means[..., dims:])
+            return np.concatenate([kl, kl.mean(-1, keepdims=True)], -1)
+
+        got = iv.bootstrap_of_means(np.moveaxis(parts, 1, 0).reshape(parts.shape[1], -1),
+                                    scores)
+        for f, interval in zip(pooled, got):
+            iv.attach(summary, f"{POOLED}{factors[f]}", interval)
+        iv.attach(summary, "compactness_mean", got[-1])
+    if means:
+        valid = np.isfinite(per_image[means])                                   # (F', B)
+        parts = np.concatenate([np.where(valid, per_image[means], 0.0), valid]).T
+
+        def mean_of_means(m):              # (..., 2F') -> the mean over factors of their means
+            k = len(means)
+            return (m[..., :k] / m[..., k:]).mean(-1)
+
+        iv.attach(summary, "compactness_per_image_mean",
+                  iv.bootstrap_of_means(parts, mean_of_means))
 
 
 def _mean(values: np.ndarray) -> float | None:
@@ -267,7 +316,7 @@ TECHNIQUE = Technique(
     needs=frozenset({"class_capsules", "features", "lengths"}),
     applies_to=frozenset({"class_vectors"}),
     params_type=Params,
-    version=1,
+    version=2,
     compute=compute,
     render=lazy("reportgen.techniques.capsule_semantics.figures", "render", Params),
     variants=variants,

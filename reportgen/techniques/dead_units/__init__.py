@@ -60,7 +60,10 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
 
 def summarize(arrays, params: Params | None = None) -> dict:
     """Dead filters per conv layer and in all; inactive capsule types per grid layer
-    ("dead_types_<layer>") and in all ("dead_types": the primary capsules')."""
+    ("dead_types_<layer>") and in all ("dead_types": the primary capsules').
+
+    No 95% intervals: these are counts of this network's own units over the whole set, not
+    estimates from a sample of images (a unit is dead on these images or it is not)."""
     dead = dead_units(arrays)
     threshold = float(np.asarray(arrays["dead_type_threshold"]))
     inactive = {k[len(TYPE_PREFIX):]: np.flatnonzero(np.asarray(v) < threshold).tolist()

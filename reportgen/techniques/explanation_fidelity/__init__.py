@@ -44,6 +44,7 @@ import numpy as np
 from reportgen.techniques.explanation_fidelity.numbers import (METHODS, area_under_curve,
                                                                builtin_method, deletion_aopc,
                                                                own_methods)
+from reportgen.results import intervals as iv
 from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_option, check_positive, rounded_number
@@ -413,11 +414,18 @@ def _nan_stats(values: np.ndarray) -> dict:
 def summarize(arrays: dict, params: Params | None = None) -> dict:
     """Flat JSON-ready headline numbers: per method the model has (`own_methods`)
     deletion_aopc_*, deletion_auc_*, insertion_auc_*; agreement_* (Spearman of RPV modified vs Grad-CAM++) and
-    agreement_original_*; the procedure (images, patches, grid, layer, target, start)."""
+    agreement_original_*; the procedure (images, patches, grid, layer, target, start).
+
+    Under summary["intervals"]: every per-method score and the agreements' means with a BCa
+    bootstrap over the images, their medians and spreads by the bootstrap of the whole
+    statistic, the accuracy by Wilson; and the paired differences (the same images) of the
+    model's own explanation against Grad-CAM++ and of each against the random order, for the
+    deletion AOPC and the insertion AUC."""
     params = params or Params()
     deletion = np.asarray(arrays["deletion"], np.float64)
     insertion = np.asarray(arrays["insertion"], np.float64)
     grid = [int(g) for g in np.asarray(arrays["grid_shape"]).reshape(-1)]
+    correct = np.asarray(arrays["predicted"]) == np.asarray(arrays["labels"])
     out = {
         "images": int(deletion.shape[1]),
         "patch": int(params.patch),
@@ -428,18 +436,43 @@ def summarize(arrays: dict, params: Params | None = None) -> dict:
                             if params.insertion_start == "blur" else "blank"),
         "grid": f"{grid[0]}x{grid[1]}",
         "grid_cells": grid[0] * grid[1],
-        "accuracy": rounded_number(np.mean(np.asarray(arrays["predicted"]) ==
-                                    np.asarray(arrays["labels"]))) if deletion.shape[1] else None,
+        "accuracy": rounded_number(np.mean(correct)) if deletion.shape[1] else None,
         "builtin_method": builtin_method(arrays),
     }
+    if deletion.shape[1]:
+        iv.attach(out, "accuracy", iv.proportion(correct))
+    per_image = {}                        # (key -> (N,) per-image score) for the differences
     for method in own_methods(deletion):              # only the methods this model has
         m = METHODS.index(method)
-        out[f"deletion_aopc_{method}"] = rounded_number(deletion_aopc(deletion[m]).mean())
-        out[f"deletion_auc_{method}"] = rounded_number(area_under_curve(deletion[m]).mean())
-        out[f"insertion_auc_{method}"] = rounded_number(area_under_curve(insertion[m]).mean())
+        for key, values in ((f"deletion_aopc_{method}", deletion_aopc(deletion[m])),
+                            (f"deletion_auc_{method}", area_under_curve(deletion[m])),
+                            (f"insertion_auc_{method}", area_under_curve(insertion[m]))):
+            out[key] = rounded_number(values.mean())
+            if values.size:
+                per_image[key] = values
+    own = out["builtin_method"]
+    pairs = [(f"{score}_{a}", f"{score}_{b}") for score in ("deletion_aopc", "insertion_auc")
+             for a, b in ((own, "gradcam_pp"), (own, "random"), ("gradcam_pp", "random"))]
+    pairs = [(a, b) for a, b in pairs if a in per_image and b in per_image]
+    if per_image:                        # every score and difference: one resampling
+        got = iv.bootstrap_means(np.column_stack(
+            [*per_image.values(), *(per_image[a] - per_image[b] for a, b in pairs)]))
+        for key, interval in zip(per_image, got):
+            iv.attach(out, key, interval)
+        for (a, b), interval in zip(pairs, got[len(per_image):]):
+            iv.attach_difference(out, a, b, interval)
     for name in ("agreement", "agreement_original"):
-        for key, value in _nan_stats(arrays[name]).items():
+        values = np.asarray(arrays[name], np.float64)
+        for key, value in _nan_stats(values).items():
             out[f"{name}_{key}"] = value
+        valid = values[np.isfinite(values)]
+        if valid.size:
+            iv.attach(out, f"{name}_mean", iv.bootstrap_mean(valid))
+            iv.attach(out, f"{name}_median", iv.bootstrap_median(valid))
+            # the spread sqrt(E x² - (E x)²), a function of two means over the images
+            iv.attach(out, f"{name}_std", iv.bootstrap_of_means(
+                np.stack([valid, valid ** 2], 1),
+                lambda m: np.sqrt(np.maximum(m[..., 1] - m[..., 0] ** 2, 0.0))))
     return out
 
 

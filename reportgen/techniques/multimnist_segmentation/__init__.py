@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.errors import ReportgenError
+from reportgen.results import intervals as iv
 from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_positive, decode, masked_inputs, rounded_number
@@ -111,13 +112,33 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
 
 def summarize(arrays, params: Params | None = None) -> dict:
     """images, top2_accuracy, top2_chance, segmentation_iou (None without a decoder),
-    segmentation_reference."""
-    return {"images": int(np.asarray(arrays["correct"]).size),
-            "top2_accuracy": rounded_number(np.asarray(arrays["top2_accuracy"])),
-            "top2_chance": rounded_number(np.asarray(arrays["top2_chance"])),
-            "segmentation_iou": rounded_number(np.asarray(arrays["segmentation_iou"])),
-            "segmentation_reference": rounded_number(
-                np.asarray(arrays["segmentation_reference"]))}
+    segmentation_reference; under summary["intervals"] the Wilson interval of the top-2
+    accuracy, BCa bootstraps over the pairs of each pair's mean IoU (of its two digits) and its
+    reference's, and their paired difference. The chance level is exact: no interval."""
+    summary = {"images": int(np.asarray(arrays["correct"]).size),
+               "top2_accuracy": rounded_number(np.asarray(arrays["top2_accuracy"])),
+               "top2_chance": rounded_number(np.asarray(arrays["top2_chance"])),
+               "segmentation_iou": rounded_number(np.asarray(arrays["segmentation_iou"])),
+               "segmentation_reference": rounded_number(
+                   np.asarray(arrays["segmentation_reference"]))}
+    correct = np.asarray(arrays["correct"]) > 0.5
+    if not correct.size:
+        return summary
+    iv.attach(summary, "top2_accuracy", iv.proportion(correct))
+    reference = np.asarray(arrays["iou_reference"], np.float64).mean(1)       # (N,) per pair
+    if summary["segmentation_reference"] is None:
+        return summary
+    if summary["segmentation_iou"] is None:
+        iv.attach(summary, "segmentation_reference", iv.bootstrap_mean(reference))
+        return summary
+    iou = np.asarray(arrays["iou"], np.float64).mean(1)
+    # both scores and their paired difference on the same pairs: one resampling
+    scored, against, gain = iv.bootstrap_means(np.column_stack([iou, reference,
+                                                                iou - reference]))
+    iv.attach(summary, "segmentation_iou", scored)
+    iv.attach(summary, "segmentation_reference", against)
+    iv.attach_difference(summary, "segmentation_iou", "segmentation_reference", gain)
+    return summary
 
 
 TECHNIQUE = Technique(

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.capsnet.description import routing_spread
+from reportgen.results import intervals as iv
 from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import (check_option, check_positive, finite_number,
@@ -93,6 +94,12 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     whose weights stay ~uniform, count little), entropy_max = log K.
     Every routed layer (L, in model order): layer_entropy_hist (L, E) counts of H / H_uniform
     in E bins over [0, 1] (children that can route to one parent or none left out),
+    Per image (the intervals over images, float32): entropy_image_weighted (images,) and
+    entropy_image_weight (images,), the sums of H x activation and of the activations;
+    entropy_image_class_sum / entropy_image_class_weight (images, K) each image's share of
+    entropy_mean_class's numerator and denominator; layer_entropy_image_h (L, images) mean H,
+    layer_entropy_image_share (L, images) mean H / H_uniform, layer_entropy_image_weighted /
+    layer_entropy_image_weight (L, images) the parts of layer_entropy_weighted_mean.
     layer_entropy_edges (E+1,), layer_entropy_mean (L,) mean H (nats),
     layer_entropy_uniform (L,) mean log(#parents), layer_entropy_normalized_mean (L,),
     layer_entropy_weighted_mean (L,) weighted by the children's activations, layer_children
@@ -128,6 +135,9 @@ def _into_classes(weights_all, activations_all, types: int, params: Params) -> d
     hist, deficit_hist = np.zeros((classes, bins)), np.zeros((classes, bins))
     class_sum, class_weight = np.zeros(classes), np.zeros(classes)
     image_mean, type_sum = np.zeros(n), np.zeros(types)
+    image_weighted, image_weight = np.zeros(n, np.float32), np.zeros(n, np.float32)
+    image_class_sum = np.zeros((n, classes), np.float32)
+    image_class_weight = np.zeros((n, classes), np.float32)
     weighted_sum = weight_total = 0.0
     for start in range(0, n, CHUNK):
         stop = min(n, start + CHUNK)
@@ -138,6 +148,8 @@ def _into_classes(weights_all, activations_all, types: int, params: Params) -> d
         active = np.asarray(activations_all[start:stop], np.float64).reshape(stop - start, -1)
         weighted_sum += float((h * active).sum())
         weight_total += float(active.sum())
+        image_weighted[start:stop] = (h * active).sum(1)
+        image_weight[start:stop] = active.sum(1)
         hbin = np.clip(np.floor(h / log_k * bins).astype(np.int64), 0, bins - 1)
         dbin = deficit_bins(log_k - h, log_k, bins)
         if params.grouping == "argmax":
@@ -147,12 +159,19 @@ def _into_classes(weights_all, activations_all, types: int, params: Params) -> d
                                       minlength=classes * bins).reshape(classes, bins)
             class_sum += np.bincount(owner.ravel(), h.ravel(), classes)
             class_weight += np.bincount(owner.ravel(), minlength=classes)
+            rows = (np.arange(stop - start)[:, None] * classes + owner).ravel()
+            image_class_sum[start:stop] = np.bincount(
+                rows, h.ravel(), (stop - start) * classes).reshape(-1, classes)
+            image_class_weight[start:stop] = np.bincount(
+                rows, minlength=(stop - start) * classes).reshape(-1, classes)
         else:
             for k in range(classes):
                 hist[k] += np.bincount(hbin.ravel(), weights[..., k].ravel(), bins)
                 deficit_hist[k] += np.bincount(dbin.ravel(), weights[..., k].ravel(), bins)
             class_sum += np.einsum("bn,bnk->k", h, weights)
             class_weight += weights.sum((0, 1))
+            image_class_sum[start:stop] = np.einsum("bn,bnk->bk", h, weights)
+            image_class_weight[start:stop] = weights.sum(1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return {
             "entropy_hist": hist,
@@ -166,6 +185,9 @@ def _into_classes(weights_all, activations_all, types: int, params: Params) -> d
             "entropy_length_weighted_mean": np.float64(weighted_sum / weight_total
                                                        if weight_total > 0 else np.nan),
             "entropy_max": np.float64(log_k),
+            "entropy_image_weighted": image_weighted, "entropy_image_weight": image_weight,
+            "entropy_image_class_sum": image_class_sum,
+            "entropy_image_class_weight": image_class_weight,
         }
 
 
@@ -176,6 +198,8 @@ def _per_layer(description, routed, tensors, bins: int) -> dict:
     stats = {k: np.full(len(routed), np.nan) for k in
              ("mean", "uniform", "normalized_mean", "weighted_mean", "children")}
     image_sum, image_count = np.zeros(n), 0
+    per_image = {k: np.full((len(routed), n), np.nan, np.float32)
+                 for k in ("h", "share", "weighted", "weight")}
     for li, name in enumerate(routed):
         h = np.asarray(tensors[f"routing_entropy:{name}"], np.float64)          # (n, C)
         fan = routing_spread(description, name)
@@ -191,11 +215,18 @@ def _per_layer(description, routed, tensors, bins: int) -> dict:
         total = weight.sum()
         stats["weighted_mean"][li] = (share * weight).sum() / total if total > 0 else np.nan
         stats["children"][li] = int(usable.sum())
+        if (fan > 0).any():
+            per_image["h"][li] = h[:, fan > 0].mean(1)
+        if share.size:
+            per_image["share"][li] = share.mean(1)
+            per_image["weighted"][li] = (share * weight).sum(1)
+            per_image["weight"][li] = weight.sum(1)
         image_sum += share.sum(1)
         image_count += share.shape[1]
     return {"layer_entropy_hist": hist, "layer_entropy_edges": np.linspace(0.0, 1.0, bins + 1),
             **{f"layer_entropy_{k}": v for k, v in stats.items() if k != "children"},
             "layer_children": stats["children"],
+            **{f"layer_entropy_image_{k}": v for k, v in per_image.items()},
             "layer_entropy_image_mean": image_sum / max(image_count, 1)}
 
 
@@ -209,7 +240,7 @@ def summarize(arrays, params: Params | None = None) -> dict:
                                    ("entropy_uniform_per_layer", "uniform"),
                                    ("entropy_normalized_per_layer", "normalized_mean"),
                                    ("entropy_weighted_normalized_per_layer", "weighted_mean"))}
-    return {
+    summary = {
         "images": int(np.asarray(arrays["entropy_image_mean"]).size),
         "entropy_mean": entropy_mean,
         "entropy_max": entropy_max,
@@ -219,6 +250,47 @@ def summarize(arrays, params: Params | None = None) -> dict:
         "layers": len(per_layer["entropy_mean_per_layer"]),
         **per_layer,
     }
+    if "layer_entropy_image_h" in arrays and summary["images"]:
+        _attach_intervals(summary, arrays)
+    return summary
+
+
+def _attach_intervals(summary: dict, arrays) -> None:
+    """95% intervals over the images (summary["intervals"]): a BCa bootstrap of the per-image
+    means for the means (entropy_mean, and its share of log K by the same scaling; per layer
+    the mean H and H / H_uniform), and of the whole ratio for the pooled weighted means (the
+    activation-weighted ones, and each class's mean over the children it owns). The uniform
+    entropies are the architecture's: no interval."""
+    entropy_max = summary["entropy_max"]
+    if summary["entropy_mean"] is not None:
+        mean = iv.bootstrap_mean(arrays["entropy_image_mean"])
+        iv.attach(summary, "entropy_mean", mean)
+        iv.attach(summary, "entropy_mean_normalized", iv.Interval(
+            mean.value / entropy_max, mean.low / entropy_max, mean.high / entropy_max, mean.n,
+            mean.method))
+    if summary["entropy_length_weighted_mean"] is not None:
+        iv.attach(summary, "entropy_length_weighted_mean",
+                  iv.bootstrap_ratio(arrays["entropy_image_weighted"],
+                                     arrays["entropy_image_weight"]))
+    per_class = iv.bootstrap_ratio(arrays["entropy_image_class_sum"],
+                                   arrays["entropy_image_class_weight"])
+    iv.attach(summary, "entropy_mean_per_class",
+              [i if v is not None else _none(i) for i, v in
+               zip(per_class, summary["entropy_mean_per_class"])])
+    for key, name in (("entropy_mean_per_layer", "h"), ("entropy_normalized_per_layer", "share")):
+        rows = np.asarray(arrays[f"layer_entropy_image_{name}"])
+        iv.attach(summary, key, [iv.bootstrap_mean(row) if v is not None else _none()
+                                 for row, v in zip(rows, summary[key])])
+    weighted = [iv.bootstrap_ratio(top, bottom) if v is not None else _none() for top, bottom, v
+                in zip(np.asarray(arrays["layer_entropy_image_weighted"]),
+                       np.asarray(arrays["layer_entropy_image_weight"]),
+                       summary["entropy_weighted_normalized_per_layer"])]
+    iv.attach(summary, "entropy_weighted_normalized_per_layer", weighted)
+
+
+def _none(like=None) -> "iv.Interval":
+    """No interval, for a score that is None (no children, no weight) in a list of them."""
+    return iv.Interval(None, None, None, 0, like.method if like else iv.BOOTSTRAP)
 
 
 def unsuited(description) -> str | None:
@@ -244,7 +316,7 @@ TECHNIQUE = Technique(
     needs=needs,
     applies_to=frozenset({"primary_capsules", "class_capsules", "routing_paths"}),
     params_type=Params,
-    version=1,
+    version=2,
     compute=compute,
     render=lazy("reportgen.techniques.routing_entropy.figures", "render", Params),
     variants=variants,

@@ -18,6 +18,7 @@ import numpy as np
 
 from reportgen.console import progress
 from reportgen.errors import ReportgenError
+from reportgen.results import intervals as iv
 from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_positive, finite_number, require_images
@@ -54,7 +55,8 @@ def vote_agreement(votes: np.ndarray, capsules: np.ndarray, coupling: np.ndarray
     cos(v_j, u_hat[j|i]) of every vote (0 for a zero vector) falls in one of `bins` equal bins
     over [-1, 1]. Returns {"count", "length", "coupling"}: (bins,) vote counts and sums of the
     votes' lengths and c_ij per bin; "per_image": (B, bins) counts; and the scalars "cos" (sum
-    of cosines), "cos_coupling" (sum of c_ij * cosine) and "coupling_total" (sum of c_ij).
+    of cosines), "cos_coupling" (sum of c_ij * cosine) and "coupling_total" (sum of c_ij),
+    and the same three per image, "image_cos", "image_cos_coupling", "image_coupling" (B,).
     """
     votes = np.asarray(votes, np.float64)
     capsules = np.asarray(capsules, np.float64)
@@ -74,6 +76,8 @@ def vote_agreement(votes: np.ndarray, capsules: np.ndarray, coupling: np.ndarray
             "cos": float(cos.sum()),
             "cos_coupling": float((cos * coupling).sum()),
             "coupling_total": float(coupling.sum()),
+            "image_cos": cos.sum(1), "image_cos_coupling": (cos * coupling).sum(1),
+            "image_coupling": coupling.sum(1),
             "per_image": per_image.astype(np.float64)}
 
 
@@ -103,7 +107,10 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     """agreement_count / agreement_share / agreement_length / agreement_coupling (2, A) for
     rows ROLES (true class, strongest wrong class; mean length and mean c_ij are NaN in empty
     bins), agreement_edges (A+1,), agreement_mean_cos / agreement_coupling_cos (2,),
-    agreement_image_share (kept, 2, A), agreement_image_index (kept,), images."""
+    agreement_image_share (kept, 2, A), agreement_image_index (kept,), images; per image (the
+    intervals over images, float32): agreement_image_cos (2, N) the mean cosine of its votes,
+    agreement_image_cos_coupling / agreement_image_coupling (2, N) the sums of c_ij * cosine
+    and of c_ij."""
     import keras
 
     params = params or Params()
@@ -124,6 +131,7 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     cos_sum, cos_coupling, coupling_total = np.zeros(2), np.zeros(2), np.zeros(2)
     kept = min(params.kept_images, n)
     image_counts = np.zeros((kept, 2, bins))
+    image_sums = {k: np.zeros((2, n), np.float32) for k in ("cos", "cos_coupling", "coupling")}
 
     chunk = _chunk_size(net, params)
     with progress(n, "vote agreement", unit="img") as bar:
@@ -142,6 +150,8 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
                 cos_sum[r] += part["cos"]
                 cos_coupling[r] += part["cos_coupling"]
                 coupling_total[r] += part["coupling_total"]
+                for key in image_sums:
+                    image_sums[key][r, start:stop] = part[f"image_{key}"]
                 if start < kept:
                     take = min(kept, stop) - start
                     image_counts[start:start + take, r] = part["per_image"][:take]
@@ -162,17 +172,34 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
             "agreement_image_share": image_counts / max(caps, 1),
             "agreement_image_index": np.arange(kept, dtype=np.int64),
             "images": np.int64(n),
+            "agreement_image_cos": image_sums["cos"] / np.float32(max(caps, 1)),
+            "agreement_image_cos_coupling": image_sums["cos_coupling"],
+            "agreement_image_coupling": image_sums["coupling"],
         }
 
 
 def summarize(arrays, params: Params | None = None) -> dict:
-    """Headline numbers (JSON-ready; NaN becomes None)."""
+    """Headline numbers (JSON-ready; NaN becomes None), with their 95% intervals over the
+    images (summary["intervals"]): a BCa bootstrap of each image's mean cosine for the mean
+    cosines (every image has as many votes), and of the whole ratio for the coupling-weighted
+    ones (sum of c_ij * cosine over sum of c_ij, pooled over the images)."""
     mean, weighted = arrays["agreement_mean_cos"], arrays["agreement_coupling_cos"]
-    return {"images": int(np.asarray(arrays["images"])),
-            "agreement_true_mean_cos": finite_number(mean[0]),
-            "agreement_wrong_mean_cos": finite_number(mean[1]),
-            "agreement_true_coupling_weighted_cos": finite_number(weighted[0]),
-            "agreement_wrong_coupling_weighted_cos": finite_number(weighted[1])}
+    summary = {"images": int(np.asarray(arrays["images"])),
+               "agreement_true_mean_cos": finite_number(mean[0]),
+               "agreement_wrong_mean_cos": finite_number(mean[1]),
+               "agreement_true_coupling_weighted_cos": finite_number(weighted[0]),
+               "agreement_wrong_coupling_weighted_cos": finite_number(weighted[1])}
+    if "agreement_image_cos" not in arrays or not summary["images"]:
+        return summary
+    for r, role in enumerate(ROLES):
+        if summary[f"agreement_{role}_mean_cos"] is not None:
+            iv.attach(summary, f"agreement_{role}_mean_cos",
+                      iv.bootstrap_mean(np.asarray(arrays["agreement_image_cos"])[r]))
+        if summary[f"agreement_{role}_coupling_weighted_cos"] is not None:
+            iv.attach(summary, f"agreement_{role}_coupling_weighted_cos", iv.bootstrap_ratio(
+                np.asarray(arrays["agreement_image_cos_coupling"])[r],
+                np.asarray(arrays["agreement_image_coupling"])[r]))
+    return summary
 
 
 def variants(description) -> list[Params]:
@@ -189,7 +216,7 @@ TECHNIQUE = Technique(
     applies_to=frozenset({"votes", "class_capsules", "class_vectors", "routing_paths"}),
     params_type=Params,
     variants=variants,
-    version=1,
+    version=2,
     compute=compute,
     render=lazy("reportgen.techniques.vote_agreement.figures", "render", Params),
     summarize=summarize,

@@ -72,6 +72,15 @@ def test_rates_agree_with_the_predictions(result):
     np.testing.assert_allclose(result["success"], success, rtol=1e-6)
     assert np.all(result["undetected"] <= result["success"] + 1e-7)
     assert np.nanmax(result["detected"]) <= 1.0
+    # the per-image flags the detection rates' intervals count: the same rates
+    flagged = result["flagged"]
+    assert flagged.dtype == bool and flagged.shape == predicted.shape
+    successful = (predicted != labels) & correct
+    np.testing.assert_allclose(result["undetected"],
+                               (successful & ~flagged).sum(-1) / correct.sum(), rtol=1e-6)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        np.testing.assert_allclose(result["detected"], (successful & flagged).sum(-1)
+                                   / successful.sum(-1), rtol=1e-6, equal_nan=True)
 
 
 def test_attacks_stay_in_the_ball_and_raise_the_loss(eval_batch):

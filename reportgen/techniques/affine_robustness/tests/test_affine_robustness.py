@@ -218,3 +218,16 @@ def test_empty_evaluation_set_is_refused(tiny_net, module):
                       CLASS_NAMES)
     with pytest.raises(ReportgenError, match="at least one evaluation image"):
         technique.compute(empty, technique.Params())
+
+
+def test_the_per_image_outcomes_add_up_to_the_accuracies(evaluation, small_result):
+    """What the intervals are computed from: each image's clean and swept correctness."""
+    np.testing.assert_array_equal(small_result["labels"], evaluation.labels)
+    assert small_result["clean_correct"].dtype == bool
+    assert small_result["clean_correct"].mean() == float(small_result["clean_accuracy"])
+    for factor in ("rotation", "scale"):
+        np.testing.assert_allclose((small_result[f"predicted_{factor}"]
+                                    == small_result["labels"]).mean(1),
+                                   small_result[f"accuracy_{factor}"])
+    summary = ar.summarize(small_result, ar.Params(**SMALL))
+    assert summary["intervals"]["rotation_accuracy"]["n"] == [14, 14, 14]

@@ -14,6 +14,7 @@ from reportgen.errors import ReportgenError
 from reportgen.probe.affine import FACTORS, factor_batch
 from reportgen.probe.evaluation import EvalBatch
 from reportgen.techniques import capsule_semantics as cs
+from reportgen.techniques.capsule_semantics.numbers import dimension_shares
 from reportgen.techniques.base import RenderContext
 
 CLASS_NAMES = ("a", "b", "c")
@@ -117,6 +118,10 @@ def test_compactness_against_transform_then_forward(tiny_net, evaluation, result
         expected = cs.compactness_scores(np.stack(vectors, 1))
         np.testing.assert_allclose(result["compactness_per_image"][f], expected, rtol=1e-4)
         assert result["compactness"][f] == pytest.approx(np.nanmean(expected), rel=1e-4)
+        # each image's shares, which the pooled score's interval resamples
+        np.testing.assert_allclose(result["compactness_image_share"][f],
+                                   dimension_shares(np.stack(vectors, 1)), rtol=1e-4,
+                                   atol=1e-7)
     np.testing.assert_allclose(np.nansum(result["compactness_dim_share"], 1), 1.0, rtol=1e-6)
 
 

@@ -172,3 +172,40 @@ def test_em_figures_name_the_assignments():
     summary = re_.summarize(arrays)
     mixed = [("CapsNet", {**summary, "layers": 1}), ("EM", summary)]
     assert len(re_.TECHNIQUE.render_compare(mixed, None, ctx)) == 3
+
+
+def test_the_intervals_over_images_against_the_probe(tiny_net, evaluation, result):
+    """Each interval from per-image values computed here from the probe's routing weights and
+    lengths: the mean entropy and each layer's by the BCa bootstrap of each image's mean H,
+    the length-weighted and per-class means by the bootstrap of their pooled ratios."""
+    from reportgen.results import intervals as iv
+    from reportgen.sdk.testing import check_summary_csv
+
+    tensors = evaluation.tensors("routing:primary_caps", "activations:primary_caps")
+    coupling = tensors["routing:primary_caps"].astype(np.float64)              # (n, N, K)
+    h = -np.sum(coupling * np.log(coupling), -1)                               # (n, N)
+    active = tensors["activations:primary_caps"].astype(np.float64).reshape(len(h), -1)
+    summary = re_.summarize(result)
+    mean = iv.interval_of(summary, "entropy_mean")
+    assert mean == iv.bootstrap_mean(h.mean(1)) and mean.low < mean.value < mean.high
+    normalized = iv.interval_of(summary, "entropy_mean_normalized")
+    assert normalized.high == pytest.approx(mean.high / math.log(3))
+    weighted = iv.interval_of(summary, "entropy_length_weighted_mean")
+    reference = iv.bootstrap_statistic(np.stack([(h * active).sum(1), active.sum(1)], 1),
+                                       lambda rows: rows[:, 0].sum() / rows[:, 1].sum())
+    assert (weighted.value, weighted.low, weighted.high) == pytest.approx(
+        (reference.value, reference.low, reference.high), rel=1e-5)
+    owner = coupling.argmax(-1)
+    for k in range(3):
+        mine = owner == k
+        reference = iv.bootstrap_statistic(
+            np.stack([(h * mine).sum(1), mine.sum(1)], 1),
+            lambda rows: rows[:, 0].sum() / rows[:, 1].sum())
+        got = iv.interval_of(summary, "entropy_mean_per_class", k)
+        assert (got.value, got.low, got.high) == pytest.approx(
+            (reference.value, reference.low, reference.high), rel=1e-5)
+    layer = iv.interval_of(summary, "entropy_mean_per_layer", 0)
+    assert (layer.value, layer.low, layer.high) == pytest.approx(
+        (mean.value, mean.low, mean.high), rel=1e-5)       # one routed layer: the same images
+    assert "entropy_uniform_per_layer" not in summary["intervals"]
+    check_summary_csv(summary)

@@ -40,7 +40,9 @@ def test_the_numbers_of_the_technique_it_was_split_from(tiny_net, evaluation, re
     new = rd.compute(view, rd.Params(chunk=4, kept_images=3))
     old = v1.compute(evaluation, v1.Params(chunk=4, kept_images=3))
     agreement = [k for k in old if k.startswith("agreement_")]
-    assert len(agreement) == 9 and set(new) == {*agreement, "images"}
+    per_image = {"agreement_image_cos", "agreement_image_cos_coupling",
+                 "agreement_image_coupling"}                 # added for the intervals
+    assert len(agreement) == 9 and set(new) == {*agreement, *per_image, "images"}
     # The votes now come from the network's `votes` (its own forward to the primary capsules,
     # not the probe's compiled pass): the same votes to float rounding, the same bins.
     for key in agreement:
@@ -51,7 +53,8 @@ def test_the_numbers_of_the_technique_it_was_split_from(tiny_net, evaluation, re
             np.testing.assert_allclose(new[key], old[key], rtol=1e-6, atol=1e-9, err_msg=key)
     summary, before = rd.summarize(new), v1.summarize(old)
     for key, value in summary.items():
-        assert value == pytest.approx(before[key], rel=1e-6, abs=1e-9), key
+        if key != "intervals":               # the intervals are new
+            assert value == pytest.approx(before[key], rel=1e-6, abs=1e-9), key
 
 
 def test_vote_equal_to_capsule_lands_in_last_bin():
@@ -146,3 +149,40 @@ def test_applies_where_the_family_declares_votes(tiny_net):
     em = build_tiny_em(seed=3)
     assert not_applicable_reason(rd.TECHNIQUE.missing_features(em)) == \
         "it has no votes of its capsules that a technique can read"
+
+
+def test_the_intervals_over_images_against_the_oracle(tiny_net, evaluation, result):
+    """Each image's mean cosine and its coupling-weighted parts, computed here from the oracle's
+    votes: the mean cosines' BCa bootstrap, the weighted ones' bootstrap of the pooled ratio."""
+    from reportgen.results import intervals as iv
+    from reportgen.sdk.testing import check_summary_csv
+
+    t = evaluation.tensors("primary_capsules", "class_capsules", "routing:primary_caps",
+                           "lengths")
+    votes = oracle.votes(t["primary_capsules"], tiny_net.class_caps.kernel.numpy())
+    labels = evaluation.labels
+    lengths = t["lengths"].copy()
+    lengths[np.arange(len(labels)), labels] = -1
+    summary = rd.summarize(result)
+    for role, cls in zip(("true", "wrong"), (labels, lengths.argmax(1))):
+        means, weighted, weights = [], [], []
+        for b, j in enumerate(cls):
+            v = t["class_capsules"][b, j].astype(np.float64)
+            u = votes[b, :, j]
+            c = t["routing:primary_caps"][b, :, j].astype(np.float64)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                cos = np.nan_to_num(u @ v / (np.linalg.norm(u, axis=1) * np.linalg.norm(v)))
+            means.append(cos.mean())
+            weighted.append((c * cos).sum())
+            weights.append(c.sum())
+        got = iv.interval_of(summary, f"agreement_{role}_mean_cos")
+        reference = iv.bootstrap_mean(means)
+        assert (got.value, got.low, got.high) == pytest.approx(
+            (reference.value, reference.low, reference.high), rel=1e-4, abs=1e-6)
+        got = iv.interval_of(summary, f"agreement_{role}_coupling_weighted_cos")
+        reference = iv.bootstrap_statistic(np.stack([weighted, weights], 1),
+                                           lambda rows: rows[:, 0].sum() / rows[:, 1].sum())
+        assert (got.value, got.low, got.high) == pytest.approx(
+            (reference.value, reference.low, reference.high), rel=1e-4, abs=1e-6)
+        assert got.method == iv.BOOTSTRAP_STATISTIC and got.n == len(labels)
+    check_summary_csv(summary)
