@@ -67,23 +67,33 @@ def test_only_for_two_label_models(tiny_net):
 
 
 def test_finding_and_compare_scores_beside_chance_and_untrained():
+    from reportgen.results.intervals import (BOOTSTRAP, Interval, attach, attach_difference,
+                                             proportion_interval)
+
     trained = {"images": 500, "top2_accuracy": 0.62, "top2_chance": 1 / 45,
                "segmentation_iou": 0.41, "segmentation_reference": 0.23}
+    attach(trained, "top2_accuracy", proportion_interval(310, 500))
+    attach(trained, "segmentation_iou", Interval(0.41, 0.39, 0.43, 500, BOOTSTRAP))
+    attach_difference(trained, "segmentation_iou", "segmentation_reference",
+                      Interval(0.18, 0.16, 0.20, 500, BOOTSTRAP))
     before = {"images": 500, "top2_accuracy": 0.02, "top2_chance": 1 / 45,
               "segmentation_iou": 0.03}
+    attach(before, "segmentation_iou", Interval(0.03, 0.02, 0.04, 500, BOOTSTRAP))
     found = findings({"multimnist_segmentation": trained}, 10, accuracy=0.62,
                      untrained={"multimnist_segmentation": before})
     first = found[0]          # in place of the accuracy against 1/K, which top-2 is not
     assert first.topic == "multimnist" and first.technique == "multimnist_segmentation"
-    assert "Top-2 accuracy is 62.0% on 500 MultiMNIST test pairs, well above chance (2.2% = " \
-           "1/45" in first.text
-    assert ("mean IoU of 41.0%, above the 23.0% of a decoder that knows only the classes and "
-            "draws each class's typical digit at the centre (above the untrained step's)") \
-        in first.text
+    assert "Top-2 accuracy is 62.0% (95% CI 57.7–66.1%) on 500 MultiMNIST test pairs, above " \
+           "chance (2.2% = 1/45" in first.text
+    assert ("mean IoU of 41.0% (95% CI 39.0–43.0%), above the 23.0% of a decoder that knows "
+            "only the classes and draws each class's typical digit at the centre (paired "
+            "difference 95% CI 16.0–20.0 points) (above the untrained step's)") in first.text
     assert first.untrained == "untrained (0-0): top-2 2.0%, IoU 3.0%"
     assert not any(f.topic == "accuracy" for f in found)
-    at_chance = findings({"multimnist_segmentation": {**trained, "top2_accuracy": 0.03}}, 10)
-    assert "no better than chance" in at_chance[0].text
+    at_chance = {**trained, "top2_accuracy": 0.03}
+    attach(at_chance, "top2_accuracy", proportion_interval(15, 500))
+    assert "not distinguishable from chance on 500 images" in findings(
+        {"multimnist_segmentation": at_chance}, 10)[0].text
     rows = {r["key"]: r for r in scores("multimnist_segmentation", trained, before, 10)}
     assert rows["top2_accuracy"]["baseline"] == pytest.approx(1 / 45)
     assert rows["top2_accuracy"]["baseline_label"] == "chance (1/C(K, 2))"
