@@ -31,9 +31,9 @@ SMALL = {"dataset": "mnist", "input_shape": [12, 12, 1], "num_classes": 10,
 def test_the_added_terms_equal_a_hand_count():
     d = describe(parse_model_params(copy.deepcopy(SMALL)))
     assert [c.grid for c in d.conv_layers] == [(10, 10), (4, 4)]
-    # the conv outputs before their ReLU, and per iteration two copies of the 32 x 10 votes
-    # of 16 with their routing weights, one of which activation_values counts already
-    assert footprint.held_values(d) == (10 * 10 * 8 + 4 * 4 * 8) + (3 * 2 - 1) * 32 * 10 * 17
+    # the conv outputs before their ReLU, and each iteration's copy of the 32 x 10 votes of 16
+    # with their routing weights, the first of which activation_values counts already
+    assert footprint.held_values(d) == (10 * 10 * 8 + 4 * 4 * 8) + (3 - 1) * 32 * 10 * 17
     # the larger patch matrix: the primary conv's 4x4 positions x 3x3 windows of 8 channels
     # (the first conv's: 10x10 x 3x3 x 1 = 900)
     assert footprint.patch_values(d) == 4 * 4 * 3 * 3 * 8

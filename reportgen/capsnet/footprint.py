@@ -11,10 +11,18 @@ late inside TensorFlow with an out-of-memory error. The bounds, both against `ma
   the bytes), must fit in the machine's memory: no batch size could train it otherwise.
 
 Both are lower bounds of what a run takes (the framework, the data and a batch of more than one
-image come on top), so a model refused here cannot run on this machine. The batch a command
-will run is checked when it is known (`batch_bytes`, `largest_batch`): training holds the
-training state and the batch's activations with their gradients; a build, the weights and the
-batch's activations with the gradients Grad-CAM++ takes (the same two copies).
+image come on top), so a model refused here cannot run on this machine.
+
+The batch a command will run is checked when it is known (`batch_bytes`, `largest_batch`)
+against the memory available now (`available_memory`: MemAvailable, or the control group's
+limit less its usage), not the machine's total, keeping a margin (`headroom`) below it. The
+count is no lower bound but what a real pass holds, measured against the trainer's step and the
+probe's passes of several families (bench/bench_batch_memory.py,
+docs/benchmarks/tables/bench_batch_memory.md): the weights (with their gradients and Adam's
+moments in training) and a weight-sized temporary, the compiled pass's workspace, and for each
+image its activations and the values a pass holds beside them (the conv outputs before their
+activation, each routing iteration's votes), with their gradients, and the largest
+convolution's patch matrix (im2col).
 """
 
 from __future__ import annotations
@@ -35,10 +43,8 @@ ACTIVATION_COPIES = 2                  # forward values kept for the backward pa
 # one more weight-sized temporary per parameter (a kernel's transposed or reordered copy, the
 # optimizer's update before it is applied), in bytes,
 WEIGHT_TEMPORARY = BYTES_PER_VALUE
-# the compiled pass's own workspace (its trace, the kernels' scratch, the runtime's pools),
+# and the compiled pass's own workspace (its trace, the kernels' scratch, the runtime's pools).
 PASS_WORKSPACE = 96 * 1024 ** 2
-# and how many vote-sized tensors a routing iteration keeps (see `held_values`).
-ROUTING_COPIES = 2
 # The margin a batch leaves below the memory available (`headroom`): MemAvailable is the
 # kernel's estimate, other processes allocate while a run grows, the allocator fragments, and
 # the framework's own runtime (TensorFlow and Keras imported: ~0.6 GB resident) comes on top of
@@ -196,13 +202,14 @@ def held_values(description) -> int:
     """float32 values one image's pass holds beyond `activation_values` until its backward
     pass, each with its gradient as well: every conv layer's output before its activation (the
     bias sum and the ReLU's output are two tensors, both kept for the backward pass), and each
-    routing iteration's own copy of the votes and routing weights (the weighted votes it sums,
-    its agreements or deviations from the parents' poses), beyond the one counted."""
+    routing iteration's own vote-sized tensor and routing weights (the weighted votes it sums,
+    or the votes' deviations from the parents' poses) beyond the one `activation_values`
+    counts."""
     total = sum(c.grid[0] * c.grid[1] * c.filters for c in description.conv_layers)
     layers = description.capsule_layers
     for child, parent in zip(layers, layers[1:]):
         if child.routing is not None and child.routing.iterations > 1:
-            total += (child.routing.iterations * ROUTING_COPIES - 1) * _routes(child, parent) \
+            total += (child.routing.iterations - 1) * _routes(child, parent) \
                 * (parent.pose_size + 1)
     return total
 
