@@ -34,13 +34,18 @@ def test_the_added_terms_equal_a_hand_count():
     # the conv outputs before their ReLU, and each iteration's copy of the 32 x 10 votes of 16
     # with their routing weights, the first of which activation_values counts already
     assert footprint.held_values(d) == (10 * 10 * 8 + 4 * 4 * 8) + (3 - 1) * 32 * 10 * 17
-    # the larger patch matrix: the primary conv's 4x4 positions x 3x3 windows of 8 channels
-    # (the first conv's: 10x10 x 3x3 x 1 = 900)
-    assert footprint.patch_values(d) == 4 * 4 * 3 * 3 * 8
     values = footprint.activation_values(d)
     assert values == 12 * 12 + 800 + 128 + 32 * 5 + 10 * 17 + 32 * 10 * 17
-    assert footprint.image_bytes(parse_model_params(copy.deepcopy(SMALL))) == \
-        4 * (2 * (values + footprint.held_values(d)) + 1152)
+    params = parse_model_params(copy.deepcopy(SMALL))
+    assert footprint.image_bytes(params) == 4 * 2 * (values + footprint.held_values(d))
+    # a CapsNet's training step is not XLA-compiled; a build's forward pass is, unrolling the
+    # 3 routing iterations once (no gradients in it)
+    assert footprint.compile_bytes(params, training=True) == 0
+    assert footprint.compile_bytes(params, training=False) == \
+        footprint.PASS_WORKSPACE + 3 * footprint.XLA_PER_ITERATION
+    weights = footprint.count_trainable_params(params)
+    assert footprint.batch_bytes(params, 5, training=True) == \
+        weights * 20 + footprint.PASS_WORKSPACE + 5 * footprint.image_bytes(params)
 
 
 def test_mem_available_is_read_from_meminfo_text():

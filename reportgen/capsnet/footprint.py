@@ -19,10 +19,10 @@ limit less its usage), not the machine's total, keeping a margin (`headroom`) be
 count is no lower bound but what a real pass holds, measured against the trainer's step and the
 probe's passes of several families (bench/bench_batch_memory.py,
 docs/benchmarks/tables/bench_batch_memory.md): the weights (with their gradients and Adam's
-moments in training) and a weight-sized temporary, the compiled pass's workspace, and for each
-image its activations and the values a pass holds beside them (the conv outputs before their
-activation, each routing iteration's votes), with their gradients, and the largest
-convolution's patch matrix (im2col).
+moments in training) and a weight-sized temporary, and the larger of XLA's compilation of the
+pass and the pass itself: its workspace and for each image its activations and the values a
+pass holds beside them (the conv outputs before their activation, each routing iteration's
+votes), with their gradients.
 """
 
 from __future__ import annotations
@@ -43,8 +43,11 @@ ACTIVATION_COPIES = 2                  # forward values kept for the backward pa
 # one more weight-sized temporary per parameter (a kernel's transposed or reordered copy, the
 # optimizer's update before it is applied), in bytes,
 WEIGHT_TEMPORARY = BYTES_PER_VALUE
-# and the compiled pass's own workspace (its trace, the kernels' scratch, the runtime's pools).
-PASS_WORKSPACE = 96 * 1024 ** 2
+# the compiled pass's own workspace (its trace, the kernels' scratch, the runtime's pools),
+PASS_WORKSPACE = 128 * 1024 ** 2
+# and what XLA's compilation takes besides for each routing iteration it unrolls (of a pass
+# without gradients; twice that with them).
+XLA_PER_ITERATION = 64 * 1024 ** 2
 # The margin a batch leaves below the memory available (`headroom`): MemAvailable is the
 # kernel's estimate, other processes allocate while a run grows, the allocator fragments, and
 # the framework's own runtime (TensorFlow and Keras imported: ~0.6 GB resident) comes on top of
@@ -214,39 +217,57 @@ def held_values(description) -> int:
     return total
 
 
-def patch_values(description) -> int:
-    """float32 values of the largest convolution's patch matrix for one image (im2col: each
-    output position's kernel x kernel x input-channels window, laid out for one matrix
-    product), the largest temporary of a pass: one convolution's at a time, forward or back."""
-    return max((c.grid[0] * c.grid[1] * c.kernel_size[0] * c.kernel_size[1] * inputs
-                for c, inputs in zip(description.conv_layers, _conv_inputs(description))),
-               default=0)
-
-
 def image_bytes(params) -> int:
     """Bytes one more image adds to a pass: its activations and held values with their
-    gradients (ACTIVATION_COPIES), and the largest patch matrix."""
+    gradients (ACTIVATION_COPIES). No convolution's patch matrix (im2col: kernel x kernel x
+    input channels per output position) is counted: measured, a 4,000-channel 9x9 convolution
+    added none for the batch (TensorFlow's CPU kernels work on blocks of it)."""
     description = describe(params)
-    values = ACTIVATION_COPIES * (activation_values(description) + held_values(description))
-    return (values + patch_values(description)) * BYTES_PER_VALUE
+    return ACTIVATION_COPIES * (activation_values(description) + held_values(description)) \
+        * BYTES_PER_VALUE
+
+
+def compile_bytes(params, training: bool) -> int:
+    """Bytes XLA takes while it compiles the pass (0: not XLA-compiled): the pass's workspace
+    and more for each routing iteration it unrolls, twice as many ops when the pass it
+    compiles takes gradients (the training step; a build's gradient pass, or else only its
+    forward pass). Freed before the pass runs."""
+    from reportgen.settings.families import family_of
+
+    xla = family_of(params).xla
+    if training:
+        compiled, gradients = xla.gradients or params.training.xla, True
+    else:
+        compiled, gradients = xla.forward or xla.gradients, xla.gradients
+    if not compiled:
+        return 0
+    layers = describe(params).capsule_layers
+    iterations = sum(c.routing.iterations for c in layers[:-1] if c.routing is not None)
+    return PASS_WORKSPACE + XLA_PER_ITERATION * iterations * (2 if gradients else 1)
 
 
 def batch_bytes(params, batch: int, training: bool) -> int:
-    """Bytes a pass over `batch` images holds (measured against real passes of several
-    families: docs/benchmarks/tables/bench_batch_memory.md): the weights (with their gradients
-    and Adam's moments when `training`) and a weight-sized temporary, the compiled pass's own
-    workspace, and `image_bytes` for each image."""
+    """Bytes a pass over `batch` images holds at its peak (measured against real passes of
+    several families: docs/benchmarks/tables/bench_batch_memory.md): the weights (with their
+    gradients and Adam's moments when `training`) and a weight-sized temporary, then the larger
+    of XLA's compilation (`compile_bytes`) and the pass itself: its workspace and
+    `image_bytes` for each image."""
     weights = count_trainable_params(params) * (
         (BYTES_PER_PARAMETER if training else BYTES_PER_VALUE) + WEIGHT_TEMPORARY)
-    return weights + PASS_WORKSPACE + batch * image_bytes(params)
+    return weights + max(compile_bytes(params, training),
+                         PASS_WORKSPACE + batch * image_bytes(params))
 
 
 def largest_batch(params, training: bool, memory: int | None = None) -> int:
     """The most images a pass may hold in `memory` bytes available (default: this process's
     `available_memory()`), keeping `headroom` below it (0: not even one)."""
     memory = available_memory() if memory is None else memory
-    fixed = batch_bytes(params, 0, training)
-    return max(0, (memory - headroom(memory) - fixed) // max(image_bytes(params), 1))
+    usable = memory - headroom(memory)
+    if batch_bytes(params, 0, training) > usable:       # not even XLA's compilation fits
+        return 0
+    fixed = batch_bytes(params, 0, training) - max(compile_bytes(params, training),
+                                                   PASS_WORKSPACE) + PASS_WORKSPACE
+    return max(0, (usable - fixed) // max(image_bytes(params), 1))
 
 
 def batch_refusal(params, batch: int, what: str, fix: str,
@@ -263,8 +284,8 @@ def batch_refusal(params, batch: int, what: str, fix: str,
         f"{size_text(memory - margin)} this machine can give it ({size_text(memory)} "
         f"available less a {size_text(margin)} margin; {size_text(fixed)} for the weights"
         f"{', their gradients and Adam moments' if training else ''} and the pass's "
-        f"workspace, {size_text(image_bytes(params))} per image for its activations, their "
-        f"gradients and the convolutions' patches); the largest batch that fits is {fits:,}",
+        f"workspace, {size_text(image_bytes(params))} per image for its activations and their "
+        f"gradients); the largest batch that fits is {fits:,}",
         fix=fix)
 
 
