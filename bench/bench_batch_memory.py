@@ -7,12 +7,13 @@ takes) grow a process by, for a few families at two batch sizes.
 
 Each measurement is a fresh process: it imports TensorFlow, reads its resident set (VmRSS),
 builds the network (fresh weights), makes the step (the trainer's own `make_train_step` with
-its optimizer, or the probe's compiled forward and gradient passes), resets the kernel's peak counter
-(`/proc/self/clear_refs`, "5") and runs the step once on random images; measured = the peak
-(VmHWM) less the resident set before the network was built, so it counts the weights, the
-optimizer's state, the trace and the pass itself but not TensorFlow's import. The estimate must
-be at least the measurement and not more than ~2.5x it. A second run of the same step (the
-peak reset again, the trace already made) is shown too: what a pass holds once traced.
+its optimizer, or the probe's compiled forward and gradient passes), resets the kernel's peak
+counter (`/proc/self/clear_refs`, "5") and runs the step once on random images; measured = the
+peak (VmHWM) less the resident set before the network was built, so it counts the weights, the
+optimizer's state, the trace, XLA's compilation and the pass itself but not TensorFlow's
+import. The estimate must be at least the measurement and not more than ~2.5x it. A second run
+of the same step (the peak reset again, the trace already made) is shown too: what a pass
+holds once traced and compiled.
 """
 
 from __future__ import annotations
