@@ -50,8 +50,8 @@ PASS_WORKSPACE = 128 * 1024 ** 2
 XLA_PER_ITERATION = 64 * 1024 ** 2
 # The margin a batch leaves below the memory available (`headroom`): MemAvailable is the
 # kernel's estimate, other processes allocate while a run grows, the allocator fragments, and
-# the framework's own runtime (TensorFlow and Keras imported: 0.65 GB resident, measured) comes on top of
-# what `batch_bytes` counts, since the batch is checked before it is imported.
+# the framework's own runtime (TensorFlow and Keras imported: 0.65 GB resident, measured) comes
+# on top of what `batch_bytes` counts, since the batch is checked before it is imported.
 HEADROOM_FRACTION = 0.15
 HEADROOM_MIN = 1024 ** 3
 # Where the machine's memory cannot be read (no sysconf, e.g. Windows): a laptop's.
