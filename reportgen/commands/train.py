@@ -148,9 +148,9 @@ def _train_here(entry, options: dict) -> None:
 
 def check_batch_memory(entry, options: dict) -> None:
     """Refuse, before anything is written, a batch whose activations and training state do
-    not fit in this machine's memory (reportgen.capsnet.footprint), saying the largest that
-    does. The batch is the one the run will use: --batch-size, else (resuming) the run's own,
-    else params.toml's."""
+    not fit in the memory available now, less a margin (reportgen.capsnet.footprint), saying
+    the largest that does. The batch is the one the run will use: --batch-size, else
+    (resuming) the run's own, else params.toml's."""
     from reportgen.training.run_info import training_run
 
     recorded = training_run(entry)["batch_size"] if options.get("resume") else None
