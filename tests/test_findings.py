@@ -209,6 +209,10 @@ def test_robustness_by_the_paired_drop_and_against_gu_reference():
     tie = F.adversarial_finding(with_difference(
         adv, "accuracy_votes_pgd_0.1", "accuracy_capsules_pgd_0.1", -0.07, 0.01), 10)
     assert "cannot be told apart from it on 200 images" in tie.text
+    same = F.adversarial_finding(with_difference(
+        {**adv, "accuracy_votes_pgd_0.1": 0.765}, "accuracy_votes_pgd_0.1",
+        "accuracy_capsules_pgd_0.1", 0.0, 0.0), 10)
+    assert "leaves the same images right, every one of the 200 (76.5%)" in same.text
 
 
 def test_every_finding_states_a_threshold_and_missing_numbers_say_nothing():

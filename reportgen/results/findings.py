@@ -567,7 +567,8 @@ def affine_finding(summary: dict | None, classes: int,
     fell = [FACTOR_NAMES[f] for f in means if sides[f] == "falls"]
     unclear = [FACTOR_NAMES[f] for f in means if sides[f] == "unclear"]
     clean_interval = interval_of(s, "clean_accuracy")
-    clean_text = _pct_ci(clean_interval) if clean_interval else _pct(clean)
+    clean_text = (f"{_pct(clean)}, {ci_text(clean_interval, 100, 1, '%')}" if clean_interval
+                  else _pct(clean))
     every = len(means) > 1
     parts = []
     if held:
@@ -700,6 +701,10 @@ def adversarial_finding(summary: dict | None, classes: int,
             text += f"; attacking the votes (Gu 2022) is stronger: {_pct(votes)}"
         elif side == "above":
             text += f"; attacking the votes is weaker: {_pct(votes)}"
+        elif side == "tie" and diff.low == diff.high == 0:
+            text += (f"; attacking the votes instead leaves the same images right, every one "
+                     f"of the {diff.n:,} ({_pct(votes)})")
+            diff = None
         elif side == "tie":
             text += (f"; attacking the votes instead ({_pct(votes)}) cannot be told apart from "
                      f"it on {diff.n:,} images")
