@@ -188,3 +188,28 @@ def test_trend_legends_cover_no_curve(analysis, monkeypatch):
             # the line's own transform: data, or axes x and data y (axhline)
             xy = line.get_transform().transform(np.column_stack([x, y]))
             assert not _segments_cross(box, xy), (line.get_label(), legend)
+
+
+def test_plain_log_tick_labels_of_many_decades_do_not_collide():
+    """A log x axis over eight decades in a half-width panel (routing entropy's distance from
+    uniform): its labelled decades' boxes do not overlap."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from reportgen.figures.plots import plain_log_ticks
+
+    fig, ax = plt.subplots(figsize=(3.4, 2.4))
+    ax.set_xscale("log")
+    ax.plot([1e-7, 10], [0, 1])
+    plain_log_ticks(ax, "x")
+    ax.set_xlim(1e-7, 10)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    shown = [t for t in ax.get_xticklabels() if t.get_text() and t.get_visible()
+             and 1e-7 <= t.get_position()[0] <= 10]
+    boxes = sorted((t.get_window_extent(renderer) for t in shown), key=lambda b: b.x0)
+    assert len(boxes) >= 3
+    assert all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:]))
+    plt.close(fig)

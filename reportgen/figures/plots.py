@@ -160,12 +160,21 @@ def grouped_bars(ax, series, values, label=lambda model, summary: str(model)) ->
                width=width, label=label(model, summary), color=f"C{m % 10}")
 
 
+MAX_DECADE_LABELS = 4       # labelled decades on a log x axis of one panel's width
+
+
 def plain_log_ticks(ax, axis: str = "y") -> None:
     """Log-scale tick labels as plain numbers (0.01, 0.1, 1) rather than powers of ten, whose
     exponents print at two thirds of the labels' size."""
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
+    from matplotlib.ticker import LogLocator
+
     target = ax.yaxis if axis == "y" else ax.xaxis
+    if axis == "x":
+        # plain labels of many decades ("0.0001" beside "1e-05") collide on a panel's width:
+        # at most MAX_DECADE_LABELS + 1 labelled decades
+        target.set_major_locator(LogLocator(base=10, numticks=MAX_DECADE_LABELS + 1))
     target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     target.set_minor_formatter(NullFormatter())
 
