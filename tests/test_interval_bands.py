@@ -171,3 +171,45 @@ def test_affnist_compare_error_bars_at_each_bar(monkeypatch):
     centres = sorted(round(p.get_x() + p.get_width() / 2, 6) for p in ax.patches)
     assert {-0.19, 0.19} <= set(centres)                   # the bars the error bars sit on
     assert "Error bars: 95% intervals, Wilson over the 1,000 images." in caption
+
+
+def test_routing_entropy_compare_deficit_bars_from_the_share_interval(monkeypatch):
+    from reportgen.techniques.routing_entropy import figures
+
+    drawn = _captured(monkeypatch, figures)
+    log_k = float(np.log(10))
+    a = {"entropy_mean": 0.865 * log_k, "entropy_max": log_k, "layers": 1,
+         "entropy_mean_normalized": 0.865,
+         "intervals": {"entropy_mean_normalized": _entry(0.85, 0.88, 100,
+                                                         "BCa bootstrap over images")}}
+    b = {"entropy_mean": 0.5 * log_k, "entropy_max": log_k, "layers": 1}
+    figures.render_compare([("A", a), ("B", b)], None, RenderContext("M", "all", CLASSES))
+    (fig, caption), = drawn
+    # 1 − H / log K: the share's high end gives the deficit's low end
+    assert _segments(fig.axes[0]) == [(0.0, pytest.approx(1 - 0.88), pytest.approx(1 - 0.85))]
+    assert "Error bars: 95% intervals, BCa bootstrap over the 100 images." in caption
+
+
+def test_explanation_fidelity_trend_bands_per_method(monkeypatch):
+    from reportgen.techniques.explanation_fidelity import figures
+
+    drawn = _captured(monkeypatch, figures)
+    method = "gradcam_pp"
+    history = []
+    for s, (low, high) in enumerate(((0.10, 0.20), (0.25, 0.40))):
+        history.append((f"{s}-10", {
+            f"deletion_aopc_{method}": (low + high) / 2, f"insertion_auc_{method}": 0.5,
+            "agreement_mean": 0.3, "images": 20, "patches": 4, "grid": "6x6",
+            "builtin_method": "rpv_modified",
+            "intervals": {f"deletion_aopc_{method}": _entry(low, high, 20,
+                                                            "BCa bootstrap over images")}}))
+    from reportgen.techniques.explanation_fidelity import Params
+
+    figures.render_trend(history, Params(), RenderContext("M", "all", CLASSES))
+    (fig, caption), = drawn
+    bands = [c for c in fig.axes[0].collections if isinstance(c, PolyCollection)]
+    assert len(bands) == 1
+    assert _band_ends(bands[0]) == {0.0: pytest.approx((0.10, 0.20)),
+                                    1.0: pytest.approx((0.25, 0.40))}
+    assert not [c for c in fig.axes[1].collections if isinstance(c, PolyCollection)]
+    assert "Shaded: 95% intervals, BCa bootstrap over the 20 images." in caption
