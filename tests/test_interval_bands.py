@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from matplotlib.collections import LineCollection, PolyCollection
+from matplotlib.colors import to_rgb
 
 from reportgen.techniques.base import RenderContext
 
@@ -83,7 +84,7 @@ def test_affine_trend_shades_each_interval_at_its_step(monkeypatch):
     # each band in its line's colour, and no band in the legend
     lines = {line.get_label(): line.get_color() for line in ax.get_lines()}
     assert np.allclose(bands[1].get_facecolor()[0][:3],
-                       __import__("matplotlib").colors.to_rgb(lines["rotation (mean over sweep)"]))
+                       to_rgb(lines["rotation (mean over sweep)"]))
     assert len(ax.get_legend_handles_labels()[0]) == len([k for k in lines if
                                                           not k.startswith("_")])
     assert "Shaded: 95% intervals, Wilson / BCa bootstrap over the 200 images." in caption
@@ -104,9 +105,11 @@ def test_affine_compare_shades_the_sweep_per_value(monkeypatch):
     from reportgen.techniques.affine_robustness import figures
 
     drawn = _captured(monkeypatch, figures)
-    sweep = {"rotation_accuracy": _entry([0.4, 0.85, 0.6], [0.6, 0.95, 0.8], [200] * 3, "Wilson")}
+    sweep = {"rotation_accuracy": _entry([0.4, 0.85, 0.6], [0.6, 0.95, 0.8], [200] * 3,
+                                         "Wilson")}
     figures.render_compare([("A", _affine_summary(0.9, 0.6, sweep)),
-                            ("B", _affine_summary(0.9, 0.6, None))], None, RenderContext("M", "all", CLASSES))
+                            ("B", _affine_summary(0.9, 0.6, None))], None,
+                           RenderContext("M", "all", CLASSES))
     (fig, caption), = drawn
     bands = [c for c in fig.axes[0].collections if isinstance(c, PolyCollection)]
     assert len(bands) == 1                                 # model B records none
@@ -213,3 +216,37 @@ def test_explanation_fidelity_trend_bands_per_method(monkeypatch):
                                     1.0: pytest.approx((0.25, 0.40))}
     assert not [c for c in fig.axes[1].collections if isinstance(c, PolyCollection)]
     assert "Shaded: 95% intervals, BCa bootstrap over the 20 images." in caption
+
+
+def _wilson(k, n, z=1.959963984540054):
+    """Wilson (1927) score interval of k / n, written out."""
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    spread = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - spread, centre + spread
+
+
+def test_affine_step_figure_shades_wilson_per_sweep_value(monkeypatch):
+    from reportgen.techniques.affine_robustness import figures
+
+    drawn = _captured(monkeypatch, figures)
+    n, right = 40, [12, 30, 20]                            # correct images per sweep value
+    labels = np.arange(n) % 10
+    predicted = np.stack([np.where(np.arange(n) < k, labels, (labels + 1) % 10) for k in right])
+    arrays = {"clean_accuracy": np.float64(0.75), "class_counts": np.full(10, n // 10),
+              "values_rotation": np.array([-30.0, 0.0, 30.0]),
+              "accuracy_rotation": np.array(right) / n, "labels": labels,
+              "predicted_rotation": predicted}
+    figures.render(arrays, None, RenderContext("M", "1-10", CLASSES))
+    (fig, caption), = drawn
+    band, = [c for c in fig.axes[0].collections if isinstance(c, PolyCollection)]
+    assert _band_ends(band) == {x: pytest.approx(_wilson(k, n))
+                                for x, k in zip((-30.0, 0.0, 30.0), right)}
+    assert "shaded: 95% intervals, Wilson over the 40 images" in caption
+    # results stored without per-image outcomes: no band, no words
+    drawn.clear()
+    del arrays["labels"], arrays["predicted_rotation"]
+    figures.render(arrays, None, RenderContext("M", "1-10", CLASSES))
+    (fig, caption), = drawn
+    assert not [c for c in fig.axes[0].collections if isinstance(c, PolyCollection)]
+    assert "shaded" not in caption
