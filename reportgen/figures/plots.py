@@ -2,7 +2,9 @@
 
 One rc style for the charts, an axes style, a legend below the axes (never over the data), the
 PNG (site, drawn at twice its layout size) + SVG and PDF (paper) files of one figure
-(deterministic bytes, reportgen.figures.encode) and a summary lookup for trend/compare charts.
+(deterministic bytes, reportgen.figures.encode), a summary lookup for trend/compare charts, and
+the 95% intervals of the scores they plot (reportgen.results.intervals): a shaded band under a
+line over steps, an error bar on a point or a bar, and the caption's words for them.
 """
 
 from __future__ import annotations
@@ -143,21 +145,30 @@ def lines_over_steps(ax, series, keys) -> None:
 
     x = np.arange(len(series))
     for key, label in keys:
-        ax.plot(x, [summary_value(s, key) for _, s in series], marker="o", markersize=3,
-                linewidth=1.0, label=label)
+        line, = ax.plot(x, [summary_value(s, key) for _, s in series], marker="o", markersize=3,
+                        linewidth=1.0, label=label)
+        band(ax, x, *interval_bounds([s for _, s in series], key), line.get_color())
     step_axis(ax, [str(step) for step, _ in series])
 
 
-def grouped_bars(ax, series, values, label=lambda model, summary: str(model)) -> None:
+def grouped_bars(ax, series, values, label=lambda model, summary: str(model),
+                 keys=None, intervals=None) -> None:
     """Bars grouped by position, one bar per model of `series` ((model, summary) pairs) in each
-    group: `values(summary)` gives the model's value per group, in the colour C<m>."""
+    group: `values(summary)` gives the model's value per group, in the colour C<m>. Each bar
+    carries its 95% interval as an error bar where the summary records one: that of the
+    summary key of its group (`keys`), or `intervals(summary)` = (lows, highs) per group."""
     import numpy as np
 
+    if keys is not None:
+        def intervals(summary):
+            return list(zip(*(bounds(summary, key) for key in keys)))
     width = 0.8 / len(series)
     for m, (model, summary) in enumerate(series):
         heights = values(summary)
-        ax.bar(np.arange(len(heights)) + (m - (len(series) - 1) / 2) * width, heights,
-               width=width, label=label(model, summary), color=f"C{m % 10}")
+        xs = np.arange(len(heights)) + (m - (len(series) - 1) / 2) * width
+        ax.bar(xs, heights, width=width, label=label(model, summary), color=f"C{m % 10}")
+        if intervals is not None and len(heights):
+            error_bars(ax, xs, *intervals(summary))
 
 
 MAX_DECADE_LABELS = 4       # labelled decades on a log x axis of one panel's width
@@ -185,3 +196,84 @@ def chance_line(ax, classes: int) -> None:
     if classes and classes > 1:
         ax.axhline(1.0 / classes, color="0.55", linestyle=(0, (1, 2)), linewidth=1.0,
                    label=f"chance 1/{classes}")
+
+
+# --- 95% intervals (reportgen.results.intervals) --------------------------------------------------
+
+INTERVAL_EDGE = "0.15"      # error bars on bars: dark on any fill
+BAND_ALPHA = 0.18
+
+
+def bounds(summary: dict, key: str, index: int | None = None) -> tuple[float, float]:
+    """(low, high) of the 95% interval a summary records for `key` (its `index`-th for a
+    list-valued score); (NaN, NaN) where it records none (older results)."""
+    from reportgen.results.intervals import interval_of
+
+    try:
+        got = interval_of(summary, key, index)
+    except (IndexError, KeyError, TypeError):
+        got = None
+    return (got.low, got.high) if got is not None else (float("nan"), float("nan"))
+
+
+def interval_bounds(summaries, key: str, index: int | None = None):
+    """The lows and the highs (two arrays) of `key`'s interval in each of `summaries`, NaN
+    where one has none."""
+    import numpy as np
+
+    pairs = [bounds(s, key, index) for s in summaries]
+    return (np.array([p[0] for p in pairs], np.float64),
+            np.array([p[1] for p in pairs], np.float64))
+
+
+def band(ax, xs, lows, highs, colour, alpha: float = BAND_ALPHA):
+    """A shaded band from `lows` to `highs` at `xs` under a line (a score over steps or a
+    sweep), unlabelled (no legend entry), gaps where an end is NaN; None, and nothing drawn,
+    when no x has an interval."""
+    import numpy as np
+
+    xs, lows, highs = (np.asarray(a, np.float64) for a in (xs, lows, highs))
+    known = np.isfinite(lows) & np.isfinite(highs)
+    if not known.any():
+        return None
+    return ax.fill_between(xs, np.where(known, lows, np.nan), np.where(known, highs, np.nan),
+                           where=known, color=colour, alpha=alpha, linewidth=0, zorder=1.5)
+
+
+def error_bars(ax, xs, lows, highs, colour=INTERVAL_EDGE, linewidth: float = 0.9):
+    """Vertical bars from `lows` to `highs` at `xs` (the intervals of points or bars), one
+    LineCollection, none where an end is NaN; None, and nothing drawn, when none has one."""
+    import numpy as np
+
+    xs, lows, highs = (np.asarray(a, np.float64) for a in (xs, lows, highs))
+    known = np.isfinite(lows) & np.isfinite(highs) & np.isfinite(xs)
+    if not known.any():
+        return None
+    return ax.vlines(xs[known], lows[known], highs[known], colors=colour, linewidth=linewidth,
+                     zorder=3)
+
+
+_METHOD_WORDS = {"Wilson": "Wilson", "BCa bootstrap over images": "BCa bootstrap",
+                 "BCa bootstrap over images (of the whole statistic)":
+                     "BCa bootstrap of the whole statistic"}
+
+
+def interval_note(summaries, keys, mark: str = "shaded") -> str:
+    """The caption's words for the intervals a chart draws of `keys` in `summaries`: "Shaded:
+    95% intervals, Wilson over the 1,000 images." ("" when none of them records one)."""
+    methods, counts = [], set()
+    for summary in summaries:
+        entries = (summary or {}).get("intervals") or {}
+        for key in keys:
+            entry = entries.get(key)
+            if not isinstance(entry, dict):
+                continue
+            words = _METHOD_WORDS.get(entry.get("method"), str(entry.get("method")))
+            if words not in methods:
+                methods.append(words)
+            n = entry.get("n")
+            counts.update(v for v in (n if isinstance(n, list) else [n]) if v)
+    if not methods:
+        return ""
+    over = (f"the {next(iter(counts)):,} images" if len(counts) == 1 else "each score's images")
+    return f"{mark[:1].upper()}{mark[1:]}: 95% intervals, {' / '.join(methods)} over {over}."

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from reportgen.figures.encode import new_figure
-from reportgen.figures.plots import (chance_line, figure_pair, legend_below, png_figure, style_axes,
+from reportgen.figures.plots import (band, bounds, chance_line, figure_pair, interval_bounds,
+                                     interval_note, legend_below, png_figure, style_axes,
                                      summary_value)
 from reportgen.techniques.adversarial_robustness.numbers import (ATTACK_LABELS, TARGET_LABELS,
                                                                  metric_key)
@@ -262,9 +263,10 @@ def render_trend(history, params, ctx) -> list[Figure]:
     colors = _eps_colors(params.epsilons)
     for ax, (_, target, _, attack) in zip(axes, combos):
         for epsilon, color in zip(params.epsilons, colors):
-            ax.plot(x, [summary_value(s, metric_key("accuracy", target, attack, epsilon))
-                        for _, s in history], marker="o", markersize=3, color=color,
-                    label=f"eps {epsilon:g}" + (" (clean)" if epsilon == 0 else ""))
+            key = metric_key("accuracy", target, attack, epsilon)
+            ax.plot(x, [summary_value(s, key) for _, s in history], marker="o", markersize=3,
+                    color=color, label=f"eps {epsilon:g}" + (" (clean)" if epsilon == 0 else ""))
+            band(ax, x, *interval_bounds([s for _, s in history], key), color)
         chance_line(ax, len(getattr(ctx, "class_names", ()) or ()))
         ax.set_title(_combo_label(target, attack), fontsize=FONT + 1)
         ax.set_ylim(0, 1.02)
@@ -282,7 +284,10 @@ def render_trend(history, params, ctx) -> list[Figure]:
     caption = (f"Adversarial robustness over training steps{' of ' + model if model else ''}: "
                f"accuracy at each eps, one panel per attack and attack target. "
                f"{procedure(params, images, getattr(ctx, 'description', None))} {GU_2022}")
-    return figure_pair(fig, "trend", caption, svg_size=False)
+    keys = [metric_key("accuracy", target, attack, e) for _, target, _, attack in combos
+            for e in params.epsilons]
+    note = interval_note([s for _, s in history], keys, "shaded")
+    return figure_pair(fig, "trend", f"{caption} {note}".strip(), svg_size=False)
 
 
 def _eps_colors(epsilons):
@@ -312,10 +317,12 @@ def render_compare(entries, params, ctx) -> list[Figure]:
     for c, (_, target, _, attack) in enumerate(combos):
         for i, (model, summary) in enumerate(entries):
             for r, metric in enumerate(("accuracy", "undetected")[:rows]):
-                values = [summary_value(summary, metric_key(metric, target, attack, e))
-                          for e in params.epsilons]
+                keys = [metric_key(metric, target, attack, e) for e in params.epsilons]
+                values = [summary_value(summary, key) for key in keys]
                 axes[r, c].plot(epsilons, values, marker="o", markersize=3,
                                 color=palette(i % 10), label=str(model))
+                lows, highs = zip(*(bounds(summary, key) for key in keys))
+                band(axes[r, c], epsilons, lows, highs, palette(i % 10))
         for r, metric in enumerate(("accuracy", "undetected success rate")[:rows]):
             axes[r, c].set_title(f"{_combo_label(target, attack)}: {metric}",
                                  fontsize=FONT + 1)
@@ -333,4 +340,7 @@ def render_compare(entries, params, ctx) -> list[Figure]:
                   if detection else "")
     caption = (f"Adversarial robustness across models ({models}): accuracy vs eps, one row per "
                f"attack and attack target.{undetected} {procedure(params, 'the')} {GU_2022}")
-    return figure_pair(fig, "compare", caption, svg_size=False)
+    keys = [metric_key(metric, target, attack, e) for _, target, _, attack in combos
+            for metric in ("accuracy", "undetected")[:rows] for e in params.epsilons]
+    note = interval_note([s for _, s in entries], keys, "shaded")
+    return figure_pair(fig, "compare", f"{caption} {note}".strip(), svg_size=False)

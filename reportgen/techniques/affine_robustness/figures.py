@@ -11,7 +11,8 @@ import math
 import numpy as np
 
 from reportgen.figures.encode import new_figure
-from reportgen.figures.plots import (chance_line, figure_pair, legend_below, legends_outside,
+from reportgen.figures.plots import (band, bounds, chance_line, figure_pair, interval_bounds,
+                                     interval_note, legend_below, legends_outside,
                                      lines_over_steps, styled, summary_value)
 from reportgen.probe.affine import FACTORS
 from reportgen.figures.figure import Figure
@@ -57,12 +58,17 @@ def render(arrays, params, ctx) -> list[Figure]:
         return []
     rows, cols = _panels(len(factors))
     fig = new_figure(2.6 * cols + 0.4, 2.1 * rows + 0.5)
+    shaded = False
     with styled():
         axes = _axes(fig, len(factors))
         for ax, factor in zip(axes, factors):
             values = np.asarray(arrays[f"values_{factor}"], np.float64)
             accuracy = np.asarray(arrays[f"accuracy_{factor}"], np.float64)
             ax.plot(values, accuracy, color=LINE, marker="o", markersize=3, linewidth=1.2)
+            swept = _sweep_bounds(arrays, factor)
+            if swept is not None:
+                band(ax, values, *swept, LINE)
+                shaded = True
             ax.axhline(clean, color="0.35", linestyle="--", linewidth=0.8,
                        label=f"clean {clean:.1%}")
             chance_line(ax, len(np.asarray(arrays["class_counts"])))
@@ -82,8 +88,25 @@ def render(arrays, params, ctx) -> list[Figure]:
                f"Affine robustness: accuracy{_predicted_by(ctx)} of {n} "
                f"evaluation images, each transformed with every value of one factor at a time "
                f"({sweeps}; {TRANSFORM_NOTE}); dashed line: clean accuracy {clean:.1%}, dotted "
-               f"line: the identity; grey dots: chance (1/K). {AFFNIST_REFERENCE}.")
+               f"line: the identity; grey dots: chance (1/K)"
+               f"{f'; shaded: 95% intervals, Wilson over the {n:,} images' if shaded else ''}. "
+               f"{AFFNIST_REFERENCE}.")
     return figure_pair(fig, "affine_robustness", caption)
+
+
+def _sweep_bounds(arrays, factor: str):
+    """The Wilson interval of the accuracy at each sweep value, from the per-image outcomes as
+    the summary's (reportgen.results.intervals.proportion): lows, highs; None for results
+    stored without per-image outcomes."""
+    from reportgen.results.intervals import proportion
+
+    labels = arrays.get("labels") if hasattr(arrays, "get") else None
+    predicted = arrays.get(f"predicted_{factor}") if hasattr(arrays, "get") else None
+    if labels is None or predicted is None or np.asarray(labels).size == 0:
+        return None
+    correct = np.asarray(predicted) == np.asarray(labels, np.int64)[None]          # (S, N)
+    got = [proportion(row) for row in correct]
+    return np.array([g.low for g in got]), np.array([g.high for g in got])
 
 
 def _predicted_by(ctx) -> str:
@@ -107,6 +130,7 @@ def render_trend(series, params, ctx) -> list[Figure]:
         ax = fig.subplots()
         ax.plot(x, [summary_value(s, "clean_accuracy") for _, s in series], color="0.2",
                 linestyle="--", marker="o", markersize=3, linewidth=1.2, label="clean")
+        band(ax, x, *interval_bounds([s for _, s in series], "clean_accuracy"), "0.2")
         lines_over_steps(ax, series, [(f"{factor}_mean_accuracy", f"{factor} (mean over sweep)")
                                       for factor in factors])
         chance_line(ax, len(getattr(ctx, "class_names", ()) or ()))
@@ -118,7 +142,9 @@ def render_trend(series, params, ctx) -> list[Figure]:
                f"and, per factor, the accuracy averaged over that factor's sweep (every value "
                f"weighted equally, identity included; {TRANSFORM_NOTE}), on the same "
                f"evaluation set at every step.")
-    return figure_pair(fig, "affine_robustness_trend", caption)
+    keys = ["clean_accuracy"] + [f"{factor}_mean_accuracy" for factor in factors]
+    note = interval_note([s for _, s in series], keys, "shaded")
+    return figure_pair(fig, "affine_robustness_trend", f"{caption} {note}".strip())
 
 
 def render_compare(series, params, ctx) -> list[Figure]:
@@ -140,6 +166,9 @@ def render_compare(series, params, ctx) -> list[Figure]:
                     continue
                 line, = ax.plot(summary[f"{factor}_values"], summary[f"{factor}_accuracy"],
                                 marker="o", markersize=3, linewidth=1.0, label=str(model))
+                sweep = range(len(summary[f"{factor}_values"]))
+                lows, highs = zip(*(bounds(summary, f"{factor}_accuracy", i) for i in sweep))
+                band(ax, summary[f"{factor}_values"], lows, highs, line.get_color())
                 clean = summary.get("clean_accuracy")
                 if clean is not None:
                     ax.axhline(clean, color=line.get_color(), linestyle="--", linewidth=0.6)
@@ -150,7 +179,8 @@ def render_compare(series, params, ctx) -> list[Figure]:
         fig.suptitle("Accuracy under affine transforms, models compared", fontsize=9)
         legend_below(fig)
     models = ", ".join(str(m) for m, _ in series)
+    note = interval_note([s for _, s in series], [f"{f}_accuracy" for f in factors])
     caption = (f"Affine robustness of {models}: accuracy per value of each factor (one panel "
                f"per factor, {TRANSFORM_NOTE}); dashed lines in each model's colour: its clean "
-               f"accuracy. {AFFNIST_REFERENCE}.")
+               f"accuracy. {note + ' ' if note else ''}{AFFNIST_REFERENCE}.")
     return figure_pair(fig, "affine_robustness_compare", caption)

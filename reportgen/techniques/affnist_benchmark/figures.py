@@ -6,7 +6,8 @@ import numpy as np
 
 from reportgen.figures.encode import new_figure
 from reportgen.figures.figure import Figure
-from reportgen.figures.plots import (chance_line, figure_pair, legend_below, png_figure, style_axes, styled,
+from reportgen.figures.plots import (chance_line, error_bars, figure_pair, interval_bounds,
+                                     interval_note, legend_below, png_figure, style_axes, styled,
                                      summary_value)
 
 COLORS = ("#1b9e77", "#d95f02")
@@ -76,6 +77,7 @@ def render_compare(entries, params, ctx) -> list[Figure]:
                                           ("affnist_accuracy", "affNIST-like"))):
             ax.bar(x + (i - 0.5) * 0.38, [summary_value(s, key) for _, s in entries], 0.38,
                    color=COLORS[i], label=label)
+            error_bars(ax, x + (i - 0.5) * 0.38, *interval_bounds([s for _, s in entries], key))
         ax.set_xticks(x)
         ax.set_xticklabels(models, rotation=30 if len(models) > 3 else 0,
                            ha="right" if len(models) > 3 else "center")
@@ -87,4 +89,6 @@ def render_compare(entries, params, ctx) -> list[Figure]:
                f"and affNIST-like accuracy. {PROTOCOL}. Gu 2022 (Table 1, models stopped at "
                f"≈ 99.22% on MNIST): Aff-CapsNet 93.21%, ConvNet-Avg 94.11%, CapsNet 79%, "
                f"ConvNet-FC 66% on affNIST.")
-    return figure_pair(fig, "compare", caption)
+    note = interval_note([s for _, s in entries], ["clean_accuracy", "affnist_accuracy"],
+                         "error bars")
+    return figure_pair(fig, "compare", f"{caption} {note}".strip())

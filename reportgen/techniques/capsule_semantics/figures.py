@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from reportgen.figures.encode import new_figure
-from reportgen.figures.plots import (figure_pair, legend_below, legends_outside, styled,
+from reportgen.figures.plots import (band, bounds, error_bars, figure_pair, interval_bounds,
+                                     interval_note, legend_below, legends_outside, styled,
                                      summary_value)
 from reportgen.probe.affine import FACTORS
 from reportgen.figures.figure import Figure
@@ -251,8 +252,11 @@ def render_trend(series, params, ctx) -> list[Figure]:
     with styled():
         ax_c, ax_d = fig.subplots(1, 2)
         for factor in FACTORS:
-            ax_c.plot(x, [summary_value(s, f"compactness_{factor}") for _, s in series], marker="o",
-                      markersize=3, linewidth=1.0, label=FACTOR_LABELS[factor])
+            line, = ax_c.plot(x, [summary_value(s, f"compactness_{factor}") for _, s in series],
+                              marker="o", markersize=3, linewidth=1.0,
+                              label=FACTOR_LABELS[factor])
+            band(ax_c, x, *interval_bounds([s for _, s in series], f"compactness_{factor}"),
+                 line.get_color())
         ax_d.plot(x, [summary_value(s, "effective_dims") for _, s in series], marker="o",
                   markersize=3, linewidth=1.0, color=BAR)
         for ax in (ax_c, ax_d):
@@ -267,7 +271,9 @@ def render_trend(series, params, ctx) -> list[Figure]:
                f"of the image-averaged shares of variance, the aggregation of Gu 2022's Table 5; "
                f"0 = the change of pose spreads over all dimensions, log D = it stays in one) "
                f"and the effective number of class-capsule dimensions in use (right).")
-    return figure_pair(fig, "capsule_semantics_trend", caption)
+    note = interval_note([s for _, s in series], [f"compactness_{f}" for f in FACTORS],
+                         "shaded")
+    return figure_pair(fig, "capsule_semantics_trend", f"{caption} {note}".strip())
 
 
 def render_compare(series, params, ctx) -> list[Figure]:
@@ -285,6 +291,8 @@ def render_compare(series, params, ctx) -> list[Figure]:
             ax.bar(x + (m - (len(models) - 1) / 2) * width,
                    [summary_value(summary, f"compactness_{f}") for f in factors], width=width,
                    label=f"{model} (eff. dims {summary_value(summary, 'effective_dims'):.1f})")
+            error_bars(ax, x + (m - (len(models) - 1) / 2) * width,
+                       *zip(*(bounds(summary, f"compactness_{f}") for f in factors)))
         ax.set_xticks(x, [FACTOR_LABELS[f] for f in factors])
         ax.set_ylabel("compactness KL(p ‖ uniform)")
         ax.set_title("Capsule semantics, models compared")
@@ -293,4 +301,6 @@ def render_compare(series, params, ctx) -> list[Figure]:
                "image-averaged shares of variance, the aggregation of Gu 2022's Table 5; each "
                "model with its own options and evaluation set at the chosen step); the legend "
                "gives each model's effective number of class-capsule dimensions.")
-    return figure_pair(fig, "capsule_semantics_compare", caption)
+    note = interval_note([s for _, s in series], [f"compactness_{f}" for f in FACTORS],
+                         "error bars")
+    return figure_pair(fig, "capsule_semantics_compare", f"{caption} {note}".strip())

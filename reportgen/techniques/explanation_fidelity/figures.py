@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from reportgen.figures.encode import new_figure
-from reportgen.figures.plots import (figure_pair, legend_below, png_figure, style_axes,
+from reportgen.figures.plots import (band, error_bars, figure_pair, interval_bounds,
+                                     interval_note, legend_below, png_figure, style_axes,
                                      summary_value)
 from reportgen.figures.figure import Figure
 from reportgen.techniques.explanation_fidelity.numbers import (METHOD_LABELS as LABELS, METHODS,
@@ -279,6 +280,8 @@ def render_trend(history, params, ctx) -> list[Figure]:
         for method in methods:
             ax.plot(x, [summary_value(s, f"{key}_{method}") for _, s in history], STYLES[method],
                     marker="o", markersize=3, color=COLORS[method], label=LABELS[method])
+            band(ax, x, *interval_bounds([s for _, s in history], f"{key}_{method}"),
+                 COLORS[method])
         ax.set_title(title, fontsize=FONT + 1)
     last = history[-1][1]
     builtin = last.get("builtin_method") if last.get("builtin_method") in MAPS else "rpv_modified"
@@ -288,6 +291,7 @@ def render_trend(history, params, ctx) -> list[Figure]:
     for key, label, color in lines:
         axes[2].plot(x, [summary_value(s, key) for _, s in history], marker="o", markersize=3,
                      color=color, label=f"{label} vs Grad-CAM++")
+        band(axes[2], x, *interval_bounds([s for _, s in history], key), color)
     axes[2].set_title("mean Spearman agreement", fontsize=FONT + 1)
     axes[2].set_ylim(-1, 1)
     for ax in axes:
@@ -306,7 +310,9 @@ def render_trend(history, params, ctx) -> list[Figure]:
                f"deletion AOPC and insertion AUC per saliency method, and the mean per-image "
                f"Spearman correlation of {SUBJECTS[builtin]} and Grad-CAM++ on the primary "
                f"grid. {text}")
-    return figure_pair(fig, "trend", caption, svg_size=False)
+    keys = [f"{k}_{m}" for k in ("deletion_aopc", "insertion_auc") for m in methods]
+    note = interval_note([s for _, s in history], keys + [k for k, _, _ in lines], "shaded")
+    return figure_pair(fig, "trend", f"{caption} {note}".strip(), svg_size=False)
 
 
 def render_compare(entries, params, ctx) -> list[Figure]:
@@ -327,6 +333,8 @@ def render_compare(entries, params, ctx) -> list[Figure]:
             ax.bar(x + (m - (len(methods) - 1) / 2) * width,
                    [summary_value(s, f"{key}_{method}") for _, s in entries], width,
                    color=COLORS[method], label=LABELS[method])
+            error_bars(ax, x + (m - (len(methods) - 1) / 2) * width,
+                       *interval_bounds([s for _, s in entries], f"{key}_{method}"))
         ax.set_title(title, fontsize=FONT + 1)
     means = np.array([summary_value(s, "agreement_mean") for _, s in entries])
     stds = np.array([summary_value(s, "agreement_std") for _, s in entries])
@@ -371,4 +379,6 @@ def render_compare(entries, params, ctx) -> list[Figure]:
                            int(entries[0][1].get("patches", 0)), "model's",
                            str(_get(params, "gradcam_layer", "conv1")), tuple(own),
                            _score(None, params)))
-    return figure_pair(fig, "compare", caption, svg_size=False)
+    note = interval_note([s for _, s in entries], [f"{k}_{m}" for k in ("deletion_aopc",
+                         "insertion_auc") for m in methods], "error bars on the AOPC and AUC bars")
+    return figure_pair(fig, "compare", f"{caption} {note}".strip(), svg_size=False)

@@ -53,7 +53,8 @@ def render_compare(entries, params, ctx) -> list[Figure]:
     """Top-2 accuracy and segmentation IoU of each model (its summary), bars side by side, the
     top-2 chance (1/C(K, 2)) as a dashed line."""
     from reportgen.figures.encode import new_figure
-    from reportgen.figures.plots import (figure_pair, legend_below, style_axes, styled,
+    from reportgen.figures.plots import (error_bars, figure_pair, interval_bounds,
+                                         interval_note, legend_below, style_axes, styled,
                                          summary_value)
 
     entries = list(entries)
@@ -70,6 +71,7 @@ def render_compare(entries, params, ctx) -> list[Figure]:
         for i, (key, label, colour) in enumerate(bars):
             ax.bar(x + (i - 1) * 0.27, [summary_value(s, key) for _, s in entries], 0.27,
                    color=colour, label=label)
+            error_bars(ax, x + (i - 1) * 0.27, *interval_bounds([s for _, s in entries], key))
         chance = summary_value(entries[0][1], "top2_chance")
         ax.axhline(chance, color="0.4", linestyle="--", linewidth=1, label="top-2 chance")
         ax.set_xticks(x)
@@ -87,4 +89,5 @@ def render_compare(entries, params, ctx) -> list[Figure]:
                "training digit drawn at the centre, what a decoder knowing only the classes "
                "draws. Published top-2: CapsNet 95% (Sabour et al. 2017), 95.18%, "
                "No-R 95.49%, ConvNet-FC with large kernels 97.11% (Gu 2022).")
-    return figure_pair(fig, "compare", caption)
+    note = interval_note([s for _, s in entries], [key for key, _, _ in bars], "error bars")
+    return figure_pair(fig, "compare", f"{caption} {note}".strip())

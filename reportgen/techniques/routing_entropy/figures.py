@@ -11,8 +11,10 @@ import numpy as np
 
 from reportgen.figures.encode import new_figure
 from reportgen.figures.figure import Figure
-from reportgen.figures.plots import (figure_pair, grouped_bars, legend_below, legends_outside,
-                                     lines_over_steps, plain_log_ticks, step_axis, styled,
+from reportgen.figures.plots import (band, bounds, error_bars, figure_pair, grouped_bars,
+                                     interval_bounds, interval_note, legend_below,
+                                     legends_outside, lines_over_steps, plain_log_ticks,
+                                     step_axis, styled,
                                      summary_value)
 
 DEFICIT_FLOOR_SHOWN = 1e-9    # compare chart: normalised deficits below this are drawn at it
@@ -191,9 +193,12 @@ def render_trend(series, params, ctx) -> list[Figure]:
         axes[0].set_ylabel("routing entropy into the classes (nats)")
         if count > 1:
             for i, name in enumerate(_routed(ctx, count)):
-                axes[1].plot(x, [_layer_values(s, "entropy_normalized_per_layer", count)[i]
-                                 for _, s in series], marker="o", markersize=3, linewidth=1.0,
-                             label=name)
+                line, = axes[1].plot(x, [_layer_values(s, "entropy_normalized_per_layer",
+                                                       count)[i] for _, s in series],
+                                     marker="o", markersize=3, linewidth=1.0, label=name)
+                band(axes[1], x, *interval_bounds([s for _, s in series],
+                                                  "entropy_normalized_per_layer", i),
+                     line.get_color())
             axes[1].axhline(1.0, color="0.4", linestyle=":", linewidth=0.8, label="uniform")
             axes[1].set_ylabel("mean H / H_uniform")
         for ax in axes:
@@ -207,7 +212,9 @@ def render_trend(series, params, ctx) -> list[Figure]:
                f"into the classes (plain, and weighted by the children's activations) against "
                f"its maximum log K (dotted, uniform routing; the axis is zoomed to the "
                f"data){layers}.")
-    return figure_pair(fig, "routing_entropy_trend", caption)
+    note = interval_note([s for _, s in series], ["entropy_mean", "entropy_length_weighted_mean",
+                                                  "entropy_normalized_per_layer"], "shaded")
+    return figure_pair(fig, "routing_entropy_trend", f"{caption} {note}".strip())
 
 
 def render_compare(series, params, ctx) -> list[Figure]:
@@ -225,6 +232,10 @@ def render_compare(series, params, ctx) -> list[Figure]:
                         DEFICIT_FLOOR_SHOWN) for _, s in series]
         for m, model in enumerate(models):
             axes[0].bar(x[m], deficits[m], label=model, color=f"C{m % 10}")
+        # 1 − H/log K from the interval of H/log K: its ends swap; floored as the bars are
+        shares = [bounds(s, "entropy_mean_normalized") for _, s in series]
+        error_bars(axes[0], x, [max(1.0 - high, DEFICIT_FLOOR_SHOWN) for _, high in shares],
+                   [max(1.0 - low, DEFICIT_FLOOR_SHOWN) for low, _ in shares])
         axes[0].set_yscale("log")
         plain_log_ticks(axes[0])
         axes[0].set_xticks(x, models, rotation=20, ha="right")
@@ -234,7 +245,10 @@ def render_compare(series, params, ctx) -> list[Figure]:
             layers = np.arange(count)
             grouped_bars(axes[1], series,
                          lambda summary: _layer_values(summary, "entropy_normalized_per_layer",
-                                                       count))
+                                                       count),
+                         intervals=lambda summary: list(zip(*(
+                             bounds(summary, "entropy_normalized_per_layer", i)
+                             for i in range(count)))))
             axes[1].axhline(1.0, color="0.4", linestyle=":", linewidth=0.8)
             axes[1].set_xticks(layers, [f"routed layer {i + 1}" for i in layers])
             axes[1].set_ylabel("mean H / H_uniform")
@@ -247,4 +261,6 @@ def render_compare(series, params, ctx) -> list[Figure]:
                f"the chosen step): {'left, ' if count > 1 else ''}how far routing into the "
                "classes is from uniform, 1 − mean entropy / log K on a log scale (0 = uniform "
                f"weights, drawn at {DEFICIT_FLOOR_SHOWN:g}){layers}.")
-    return figure_pair(fig, "routing_entropy_compare", caption)
+    note = interval_note([s for _, s in series], ["entropy_mean_normalized",
+                                                  "entropy_normalized_per_layer"], "error bars")
+    return figure_pair(fig, "routing_entropy_compare", f"{caption} {note}".strip())

@@ -9,8 +9,8 @@ import numpy as np
 
 from reportgen.figures.encode import new_figure
 from reportgen.figures.figure import Figure
-from reportgen.figures.plots import (figure_pair, grouped_bars, legend_below, legends_outside,
-                                     lines_over_steps, styled, summary_value)
+from reportgen.figures.plots import (figure_pair, grouped_bars, interval_note, legend_below,
+                                     legends_outside, lines_over_steps, styled, summary_value)
 
 TRUE_COLOUR = "#d95f02"       # panel_kit.HIGHLIGHT: the true class
 WRONG_COLOUR = "#5a7bb0"      # the strongest wrong class
@@ -150,7 +150,8 @@ def render_trend(series, params, ctx) -> list[Figure]:
     caption = (f"Vote agreement over {len(steps)} training steps, each on the same evaluation "
                f"set: the mean cosine between class capsules and their votes for the true and "
                f"the strongest wrong class.")
-    return figure_pair(fig, "vote_agreement_trend", caption)
+    note = interval_note([s for _, s in series], [k for k, _ in COSINES], "shaded")
+    return figure_pair(fig, "vote_agreement_trend", f"{caption} {note}".strip())
 
 
 def render_compare(series, params, ctx) -> list[Figure]:
@@ -161,7 +162,8 @@ def render_compare(series, params, ctx) -> list[Figure]:
     fig = new_figure(4.8, 3.3)
     with styled():
         ax = fig.subplots(1, 1)
-        grouped_bars(ax, series, lambda summary: [summary_value(summary, k) for k, _ in COSINES])
+        grouped_bars(ax, series, lambda summary: [summary_value(summary, k) for k, _ in COSINES],
+                     keys=[k for k, _ in COSINES])
         ax.set_xticks(np.arange(len(COSINES)), [label for _, label in COSINES], rotation=20, ha="right")
         ax.set_ylabel("cosine")
         ax.axhline(0, color="0.5", linewidth=0.6)
@@ -170,4 +172,5 @@ def render_compare(series, params, ctx) -> list[Figure]:
     caption = ("Vote agreement of " + ", ".join(models) + " (each on its own evaluation set at "
                "the chosen step): the mean cosine between class capsules and their votes for "
                "the true and the strongest wrong class.")
-    return figure_pair(fig, "vote_agreement_compare", caption)
+    note = interval_note([s for _, s in series], [k for k, _ in COSINES], "error bars")
+    return figure_pair(fig, "vote_agreement_compare", f"{caption} {note}".strip())
