@@ -72,7 +72,7 @@ _OVERVIEW_SHOWN = """() => {
 }"""
 
 SCREENSHOTS = (
-    Screenshot("overview", f"{DEMO_MODEL}/", f"{DEMO_MODEL}'s overview in the site "
+    Screenshot("overview", f"models/{DEMO_MODEL}/index.html", f"{DEMO_MODEL}'s overview in the site "
                "`reportgen demo` builds, the top of the page", _OVERVIEW_SHOWN),
 )
 
