@@ -60,7 +60,7 @@ _OVERVIEW_SHOWN = """() => {
   const shown = {};
   for (const div of document.querySelectorAll('dl.rg-facts:not(.rg-training-run) > div')) {
     const dt = div.querySelector('dt'), dd = div.querySelector('dd');
-    if (dt && dd) shown[dt.innerText.trim()] = dd.innerText.trim();
+    if (dt && dd) shown[dt.textContent.trim()] = dd.innerText.trim();
   }
   const step = document.querySelector('.rg-findings > p b');
   if (step) shown['Findings step'] = step.innerText.trim();
