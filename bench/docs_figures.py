@@ -1,9 +1,10 @@
 """The screenshots of reportgen's docs are taken from a build, not by hand: this script builds the
 README's demo site (`python -m reportgen demo`: trains MNIST_Demo, then builds) and photographs
-its pages in headless Chromium (Debian's, driven by Playwright) at a fixed viewport, writing
-docs/img/<name>.png with PNG text chunks that record what made it: this script, the commit it
-ran from, the site's digest, the page, the viewport and the texts the picture shows that the
-docs quote (the held-out accuracy, the findings' step), and a digest of the pixels, so a
+its pages in headless Chromium (Debian's, driven by Playwright) at a fixed viewport, and copies
+the figure files the docs show from it as the build drew them, writing docs/img/<name>.png
+with PNG text chunks that record what made it: this script, the commit it ran from, the site's
+digest, the page, the viewport, the texts the picture shows that the docs quote (the held-out
+accuracy, the findings' step, a figure's caption and scores) and a digest of the pixels, so a
 retouched image or a caption quoting other numbers fails tests/test_docs_figures.py.
 
     python bench/docs_figures.py [--work-dir DIR] [--models-dir DIR]
@@ -72,9 +73,72 @@ _OVERVIEW_SHOWN = """() => {
 }"""
 
 SCREENSHOTS = (
-    Screenshot("overview", f"models/{DEMO_MODEL}/index.html", f"{DEMO_MODEL}'s overview in the site "
-               "`reportgen demo` builds, the top of the page", _OVERVIEW_SHOWN),
+    Screenshot("overview", f"models/{DEMO_MODEL}/index.html", f"{DEMO_MODEL}'s overview in the "
+               "site `reportgen demo` builds, the top of the page", _OVERVIEW_SHOWN),
 )
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One of the site's own figure files, copied as the build drew it."""
+    name: str           # docs/img/<name>.png
+    page: str           # the page that shows it, at its default step and input
+    file: str           # the figure inside the site
+    numbers: str = ""   # a JSON of scores beside the figure (inside the site) to record
+
+
+_STEP_FILES = f"artifacts/{DEMO_MODEL}/5-40"
+FIGURES = (
+    Figure("primary_heatmaps", f"models/{DEMO_MODEL}/primary-caps.html",
+           f"{_STEP_FILES}/test-0/primary_heatmaps-per_layer.png"),
+    Figure("rpv", f"models/{DEMO_MODEL}/class-caps.html", f"{_STEP_FILES}/test-0/rpv-modified.png"),
+    Figure("decoder_perturbation", f"models/{DEMO_MODEL}/decoder.html",
+           f"{_STEP_FILES}/test-0/decoder_perturbation.png"),
+    Figure("adversarial_robustness", f"models/{DEMO_MODEL}/analyses.html",
+           f"{_STEP_FILES}/dataset/adversarial_robustness-accuracy.png",
+           numbers=f"{_STEP_FILES}/dataset/adversarial_robustness.json"),
+)
+
+# The caption of the figure showing `file`, and the predictions' caption of the same page
+# (the class the image figures are drawn for).
+_FIGURE_SHOWN = """(file) => {
+  const shown = {};
+  const img = [...document.querySelectorAll('img')].find(i => i.getAttribute('src')
+                                                              .endsWith(file));
+  if (!img) return null;
+  const figure = img.closest('figure');
+  // a figure of several images (one per panel) has no caption of this one alone
+  const caption = figure && figure.querySelectorAll('img').length === 1
+                  && figure.querySelector('figcaption');
+  shown['Caption'] = caption ? caption.textContent.trim() : '';
+  shown['Alt'] = img.getAttribute('alt') || '';
+  const step = document.querySelector('[data-rg="step"]');
+  if (step) shown['Step'] = step.textContent.trim();
+  const predictions = [...document.querySelectorAll('img')].find(
+    i => /predictions\.png$/.test(i.getAttribute('src')));
+  const said = predictions && predictions.closest('figure')
+               && predictions.closest('figure').querySelector('figcaption');
+  if (said && file.includes('/test-')) shown['Predictions'] = said.textContent.trim();
+  return shown;
+}"""
+
+
+def scores(site: Path, figure: Figure) -> dict[str, str]:
+    """An analysis's stored scores as the docs quote them: accuracies in whole percent, the
+    number of images, keyed by their names (accuracy_<target>_<attack>_<eps>)."""
+    if not figure.numbers:
+        return {}
+    data = json.loads((site / figure.numbers).read_text("utf-8"))
+    shown = {}
+    for key, value in data.items():
+        if key == "images":
+            shown["images"] = str(value)
+        elif key.startswith(("accuracy_", "clean_accuracy")) and isinstance(value, float):
+            label = key.replace("_", " ")
+            if key.startswith("accuracy_"):
+                label = label.rsplit(" ", 1)[0] + f" at eps = {key.rsplit('_', 1)[1]}"
+            shown[label] = f"{round(100 * value)}%"
+    return shown
 
 
 def build_demo(work: Path, models_dir: Path | None) -> tuple[Path, list[str]]:
@@ -114,6 +178,10 @@ def write_png(png: bytes, out: Path, text: dict[str, str]) -> None:
     from PIL.PngImagePlugin import PngInfo
 
     image = Image.open(io.BytesIO(png))
+    if image.mode != "P":
+        # 256 colours: a page's flat colours and anti-aliased text look the same at 40% of the
+        # size of full RGB (77 KB vs 187 KB for the overview)
+        image = image.convert("RGB").quantize(256, method=Image.Quantize.MEDIANCUT)
     info = PngInfo()
     for key, value in {**text, KEY_PIXELS: pixels_sha256(image)}.items():
         info.add_itxt(key, value)           # iTXt: UTF-8 (the findings hold ε, ±, …)
@@ -163,6 +231,21 @@ def photograph(site: Path, out_dir: Path, command: list[str]) -> list[Path]:
                 written.append(out)
                 print(f"{out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}: "
                       f"{shot.page}")
+                for label, text in shown.items():
+                    print(f"  {label}: {text}")
+            for figure in FIGURES:
+                page.goto(url + figure.page, wait_until="networkidle")
+                shown = page.evaluate(_FIGURE_SHOWN, figure.file)
+                if shown is None:
+                    raise SystemExit(f"{figure.page} shows no {figure.file}")
+                shown.update(scores(site, figure))
+                out = out_dir / f"{figure.name}.png"
+                write_png((site / figure.file).read_bytes(), out, {
+                    **common, KEY_SOURCE: figure.file,
+                    KEY_DESCRIPTION: f"the figure {figure.page} shows, as the build drew it",
+                    KEY_SHOWN: json.dumps(shown, ensure_ascii=False, indent=1)})
+                written.append(out)
+                print(f"{out.name}: {figure.file}")
                 for label, text in shown.items():
                     print(f"  {label}: {text}")
         finally:
