@@ -151,7 +151,9 @@ def build_demo(work: Path, models_dir: Path | None) -> tuple[Path, list[str]]:
     site = work / "site"
     command = [sys.executable, "-m", "reportgen", "--models-dir", str(models.resolve()), "demo",
                "--site-dir", str(site)]
-    env = {**os.environ, "REPORTGEN_CACHE": str(work / "cache")}
+    # this checkout's reportgen builds the site, whichever one the environment installed
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "REPORTGEN_CACHE": str(work / "cache"), "PYTHONPATH": path}
     subprocess.run(command, cwd=work, env=env, check=True)
     return site, ["python", "-m", "reportgen", "demo"]
 
