@@ -99,8 +99,9 @@ def test_a_constant_two_digit_model_is_flagged_untrained_in_top2_words(tmp_path)
     assert "(step 1-0: classes 0 and 1 for 100.0% of the 20 evaluation images; threshold " \
            "95%)" in banner
     findings = page[page.index('id="findings"'):page.index('id="training-curves"')]
-    assert re.search(r"Top-2 accuracy is \d+\.\d% on 20 evaluation images, on so few images "
-                     r"not distinguishable from chance \(2\.2% = 1/45", findings)
+    assert re.search(r"Top-2 accuracy is \d+\.\d% \(95% CI [\d.]+–[\d.]+%\) on 20 evaluation "
+                     r"images, not distinguishable from chance on 20 images \(2\.2% = 1/45",
+                     findings)
     assert "This step predicts one pair of classes" in findings
     # the rendered overview and Home call its accuracy top-2, beside 1/45
     evaluation = page[page.index('id="evaluation"'):page.index('id="inputs"')]

@@ -213,3 +213,21 @@ def test_plain_log_tick_labels_of_many_decades_do_not_collide():
     assert len(boxes) >= 3
     assert all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:]))
     plt.close(fig)
+
+
+def test_a_figure_grown_by_its_legend_draws_twice_its_layout_size():
+    """A trend figure whose legend grew it by a fraction of a pixel still draws exactly
+    PIXEL_RATIO times the layout size its img tag says."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from reportgen.figures.encode import PIXEL_RATIO, png_size
+    from reportgen.figures.plots import png_figure
+
+    fig, ax = plt.subplots(figsize=(4.0, 4.115), dpi=100)   # 411.5 px: 823 at 2x, not 824
+    ax.plot([0, 1], [0, 1], label="a")
+    got = png_figure(fig, "t.png", "")
+    assert png_size(got.data) == (PIXEL_RATIO * got.width, PIXEL_RATIO * got.height)
+    plt.close(fig)

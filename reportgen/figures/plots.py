@@ -115,7 +115,11 @@ def figure_pair(fig, stem: str, caption: str, svg_size: bool = True) -> list[Fig
 
 def png_figure(fig, name: str, caption: str) -> Figure:
     """The PNG file of one matplotlib figure, drawn at PIXEL_RATIO times its layout size; the
-    Figure's width and height are the layout size (what the page's img tag says)."""
+    Figure's width and height are the layout size (what the page's img tag says). The figure
+    is first snapped to whole layout pixels (a legend that grew it by 411.6 px would draw 823
+    pixels, not the 2 x 412 its img tag says)."""
+    width_in, height_in = fig.get_size_inches()
+    fig.set_size_inches(round(width_in * fig.dpi) / fig.dpi, round(height_in * fig.dpi) / fig.dpi)
     png = palette_png(matplotlib_bytes(fig, "png", dpi=fig.dpi * PIXEL_RATIO))
     width, height = png_size(png)
     return Figure(name, png, "png", caption, round(width / PIXEL_RATIO),
