@@ -106,7 +106,8 @@ def test_a_constant_two_digit_model_is_flagged_untrained_in_top2_words(tmp_path)
     # the rendered overview and Home call its accuracy top-2, beside 1/45
     evaluation = page[page.index('id="evaluation"'):page.index('id="inputs"')]
     assert "Per-class top-2 accuracy</h2>" in evaluation
-    assert re.search(r"Step <b>1-0</b>: top-2 accuracy <b>\d+\.\d\d%</b> \(chance 2\.2% = "
+    assert re.search(r"Step <b>1-0</b>: top-2 accuracy <b>\d+\.\d\d%</b> \(95% CI [\d.]+–[\d.]+%, "
+                     r"Wilson; chance 2\.2% = "
                      r"1/45\) on 20 evaluation images", evaluation)
     assert "Not evaluated" not in evaluation
     home = (site / "index.html").read_text("utf-8")
