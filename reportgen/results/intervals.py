@@ -165,10 +165,6 @@ def bootstrap_median(values, confidence: float = CONFIDENCE, resamples: int = RE
     """The median of per-image `values` (N,) with its BCa bootstrap interval over the images
     (scipy.stats.bootstrap of np.median, vectorised: `bootstrap_statistic` of it calls the
     median once per resample)."""
-    from scipy.stats import bootstrap
-
-    import warnings
-
     values = np.asarray(values, np.float64).reshape(-1)
     values = values[np.isfinite(values)]
     if values.size == 0:
@@ -176,16 +172,7 @@ def bootstrap_median(values, confidence: float = CONFIDENCE, resamples: int = RE
     value = float(np.median(values))
     if values.size < 2 or _constant(values):
         return Interval(value, value, value, int(values.size), BOOTSTRAP_STATISTIC, confidence)
-    low = high = value
-    for method in ("BCa", "percentile"):            # BCa degenerates on a few-valued sample
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            result = bootstrap((values,), np.median, confidence_level=confidence,
-                               n_resamples=resamples, method=method, vectorized=True,
-                               axis=-1, random_state=np.random.default_rng(seed))
-        low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
-        if math.isfinite(low) and math.isfinite(high):
-            break
+    low, high = _bca(values, confidence, resamples, seed, np.median)
     if not (math.isfinite(low) and math.isfinite(high)):
         low = high = value
     return Interval(value, low, high, int(values.size), BOOTSTRAP_STATISTIC, confidence)
@@ -323,9 +310,11 @@ def _constant(values: np.ndarray) -> bool:
     return float(np.ptp(values)) <= 1e-12 * max(1.0, float(np.abs(values).max()))
 
 
-def _bca(values: np.ndarray, confidence, resamples, seed) -> tuple[float, float]:
-    """The BCa interval of the mean of `values` (a mean of differences, for paired scores:
-    the same as the difference of the means, the images resampled together)."""
+def _bca(values: np.ndarray, confidence, resamples, seed,
+         statistic=np.mean) -> tuple[float, float]:
+    """The BCa interval of `statistic` (the mean unless given) of `values` (a mean of
+    differences, for paired scores: the same as the difference of the means, the images
+    resampled together)."""
     from scipy.stats import bootstrap
 
     import warnings
@@ -333,7 +322,7 @@ def _bca(values: np.ndarray, confidence, resamples, seed) -> tuple[float, float]
     for method in ("BCa", "percentile"):            # BCa degenerates on a few-valued sample
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")          # its degenerate case: the next method
-            result = bootstrap((values,), np.mean, confidence_level=confidence,
+            result = bootstrap((values,), statistic, confidence_level=confidence,
                                n_resamples=resamples, method=method, vectorized=True,
                                axis=-1, random_state=np.random.default_rng(seed))
         low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
