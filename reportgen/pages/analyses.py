@@ -107,12 +107,14 @@ def number_rows(summary: dict):
     """(key, value, low, high, n, method) rows of a summary: flatten's rows with each score's
     interval (a list-valued score's ends as space-separated lists, as its values), then the
     paired differences it records ("a - b", which have no score key of their own). The
-    intervals object itself is not repeated as rows."""
+    intervals object itself is not repeated as rows, nor the per-image outcomes kept for
+    comparing models (reportgen.results.per_image): they are no scores."""
     from reportgen.results.intervals import INTERVALS
+    from reportgen.results.per_image import PER_IMAGE
 
     intervals = summary.get(INTERVALS) if isinstance(summary, dict) else None
     intervals = intervals if isinstance(intervals, dict) else {}
-    body = {k: v for k, v in summary.items() if k != INTERVALS} \
+    body = {k: v for k, v in summary.items() if k not in (INTERVALS, PER_IMAGE)} \
         if isinstance(summary, dict) else summary
     for key, value in flatten(body):
         yield (key, value, *_interval_cells(intervals.get(key)))

@@ -11,8 +11,9 @@ import io
 
 from reportgen.results.capsules_vs_cnns import (ATTACKS, MATCHED_ACCURACY, TABLE5_FACTOR,
                                                 TARGET_TRAINED, accuracy_columns, compares,
-                                                matched_target, record_from_site, table1,
-                                                table5)
+                                                differences, group_rows, matched_target,
+                                                record_from_site, table1, table5)
+from reportgen.results.intervals import Interval, ci_text
 
 STEM = "capsules-vs-cnns"
 TITLE = "Capsules vs CNNs"
@@ -68,7 +69,8 @@ def comparison(models) -> dict | None:
         return None
     target, source = matched_target(records)
     accuracy = []
-    for row in table1(records, target):
+    rows = table1(records, target)
+    for row in rows:
         validated = (f"validation {_pct(row['validation_accuracy'])}"
                      + (f" on {_images_text(row['validation_images'])} held out"
                         if row["validation_images"] else "")) \
@@ -109,15 +111,24 @@ def comparison(models) -> dict | None:
                     "chance_mean_text": _compact(row["chance_mean"]),
                     "reference_text": _compact(row["reference"])}
                    for row in table5(records, target)]
+    groups = [_group_text(row) for row in group_rows(rows, models)]
+    paired = [{**row, "difference_text": f"{100 * row['value']:+.1f} points",
+               "ci": ci_text(Interval(row["value"], row["low"], row["high"], row["n"],
+                                      row["method"]), 100, 1),
+               "p_text": "< 0.001" if row["p_value"] < 0.001 else f"{row['p_value']:.3f}"}
+              for row in differences(records, target)]
     return {"target": target, "target_text": _pct(target),
+            "groups": groups, "differences": paired,
             "target_trained": source == TARGET_TRAINED,
             "reference_target_text": _pct(MATCHED_ACCURACY),
             "attacks": [f"{a.upper()} ε = {e:g}" for a, e in ATTACKS],
+            "attack_keys": [f"{a}_{e:g}_accuracy" for a, e in ATTACKS],
             "accuracy": accuracy, "compactness": compactness, "factor": TABLE5_FACTOR,
             "images_text": f" ({_images_text(shared)})" if shared is not None else "",
             "counts_differ": len(counts) > 0,
             "untrained_missing": any(not r["untrained_analysed"] for r in accuracy),
             "csv": {"table1": _csv(accuracy, _TABLE1_COLUMNS),
+                    "differences": _csv(paired, _DIFFERENCE_COLUMNS),
                     "table5": _csv(compactness, _TABLE5_COLUMNS)}}
 
 
@@ -129,9 +140,24 @@ _TABLE1_COLUMNS = ("model", "kind", "parameters", "step", "reached", "target",
                    *(f"untrained_{a}_{e:g}_accuracy" for a, e in ATTACKS),
                    "reference_parameters", "reference_mnist", "reference_affnist",
                    *(f"{key}_{end}" for key, _ in accuracy_columns() for end in ("low", "high")))
+_DIFFERENCE_COLUMNS = ("a", "b", "score", "value", "low", "high", "n", "method", "p_value",
+                       "only_a", "only_b", "decided")
 _TABLE5_COLUMNS = ("model", "kind", "step", "reached", "factor", "compactness",
                    "compactness_low", "compactness_high", "chance_mean",
                    "chance", "untrained_analysed", "untrained", "reference")
+
+
+def _group_text(row: dict) -> dict:
+    """A seed group's row: each accuracy as the mean over its seeds with the t interval over
+    them (the seeds counted in the cell when they differ from the group's)."""
+    cells = {}
+    for key, _ in accuracy_columns():
+        value, low, high = row[key], row[f"{key}_low"], row[f"{key}_high"]
+        cells[key] = {"value": _pct(value),
+                      "ci": "" if low is None else
+                      f"95% CI {100 * low:.1f}–{100 * high:.1f}% over seeds",
+                      "seeds": row[f"{key}_seeds"]}
+    return {**row, "cells": cells, "members_text": ", ".join(row["members"])}
 
 
 def _csv(rows: list[dict], columns) -> str:

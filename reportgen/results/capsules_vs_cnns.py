@@ -245,3 +245,94 @@ def compares(records: list[ModelRecord]) -> bool:
     return any(r.kind.startswith("ConvNet") or any("affnist_benchmark" in s
                                                    for s in r.summaries.values())
                for r in records)
+
+
+# --- differences on the same images, and seed groups ---------------------------------------
+
+# (score column of a Table 1 row, its words, [(technique, summary key)] where its per-image
+# outcomes may be kept, the first that has them)
+DIFFERENCE_SCORES = (
+    ("clean_accuracy", "clean accuracy",
+     (("adversarial_robustness", "clean_accuracy"), ("affnist_benchmark", "clean_accuracy"))),
+    ("affnist_accuracy", "affNIST-like accuracy", (("affnist_benchmark", "affnist_accuracy"),)),
+    *((f"{a}_{e:g}_accuracy", f"{a.upper()} ε = {e:g} accuracy",
+       (("adversarial_robustness", f"accuracy_capsules_{a}_{e:g}"),)) for a, e in ATTACKS),
+)
+
+
+def is_cnn(kind: str) -> bool:
+    """Whether a Table 1 kind is one of the CNN baselines (Gu's ConvNet-*)."""
+    return kind.startswith("ConvNet")
+
+
+def _outcomes(record: ModelRecord, step: str | None, sources):
+    from reportgen.results.per_image import outcomes_of
+
+    at_step = record.summaries.get(step, {}) if step else {}
+    for technique, key in sources:
+        found = outcomes_of(at_step.get(technique), key)
+        if found is not None:
+            return found
+    return None
+
+
+def differences(records: list[ModelRecord], target: float = MATCHED_ACCURACY) -> list[dict]:
+    """Each difference the page shows, paired on the same images: per score column, model a's
+    accuracy minus model b's at their matched steps, with the paired 95% interval (a BCa
+    bootstrap over the images, resampled together: reportgen.results.per_image) and McNemar's
+    exact p-value, where both kept their per-image outcomes of the same evaluation images.
+    The pairs are every capsule model against every CNN baseline when both are present (the
+    page's question), else every pair. Rows: {a, b, score, words, value, low, high, n,
+    p_value, only_a, only_b, decided, sentence}."""
+    from reportgen.results.per_image import compare, pairable
+
+    steps = {r.name: matched_step(r.history, target, set(r.summaries) or None)[0]
+             for r in records}
+    capsules = [r for r in records if not is_cnn(r.kind)]
+    cnns = [r for r in records if is_cnn(r.kind)]
+    if capsules and cnns:
+        pairs = [(a, b) for a in capsules for b in cnns]
+    else:
+        pairs = [(a, b) for i, a in enumerate(records) for b in records[i + 1:]]
+    rows = []
+    for score, words, sources in DIFFERENCE_SCORES:
+        for a, b in pairs:
+            first = _outcomes(a, steps[a.name], sources)
+            second = _outcomes(b, steps[b.name], sources)
+            if not pairable(first, second):
+                continue
+            found = compare(first[1], second[1])
+            d = found.difference
+            rows.append({"a": a.name, "b": b.name, "score": score, "words": words,
+                         "value": d.value, "low": d.low, "high": d.high, "n": d.n,
+                         "method": d.method, "p_value": found.p_value,
+                         "only_a": found.only_a, "only_b": found.only_b,
+                         "decided": found.decided,
+                         "sentence": found.words(a.name, b.name, words)})
+    return rows
+
+
+def group_rows(rows: list[dict], runs) -> list[dict]:
+    """One row per seed group among `runs` (anything with .name and .group, as
+    reportgen.results.seed_groups reads them) whose runs have Table 1 rows: each accuracy
+    column as the mean over the seeds with Student's t interval over them (`<key>_low`,
+    `_high`), the seeds counted (`seeds`) and the runs named (`members`). A group's
+    interval is that of training itself: how far the score moves from one seed to the next."""
+    from reportgen.results.seed_groups import seed_groups, seed_interval
+
+    by_name = {row["model"]: row for row in rows}
+    out = []
+    for group in seed_groups(runs):
+        members = [by_name[m.name] for m in group.members if m.name in by_name]
+        if len(members) < 2:
+            continue
+        row = {"model": group.name, "kind": members[0]["kind"], "seeds": len(members),
+               "members": [m["model"] for m in members]}
+        for key, _ in accuracy_columns():
+            found = seed_interval([m.get(key) for m in members])
+            row[key] = found.value if found else None
+            row[f"{key}_low"] = found.low if found else None
+            row[f"{key}_high"] = found.high if found else None
+            row[f"{key}_seeds"] = found.n if found else 0
+        out.append(row)
+    return out

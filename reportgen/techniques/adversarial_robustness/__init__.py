@@ -39,6 +39,7 @@ import numpy as np
 
 from reportgen.errors import ReportgenError
 from reportgen.results import intervals as iv
+from reportgen.results import per_image
 from reportgen.techniques.adversarial_robustness.numbers import ATTACKS, TARGETS, metric_key
 from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
@@ -476,6 +477,8 @@ def _attach_intervals(out: dict, arrays, params: Params, epsilons, metrics) -> N
     labels = np.asarray(arrays["labels"], np.int64)
     correct = np.asarray(arrays["clean_predicted"], np.int64) == labels
     iv.attach(out, "clean_accuracy", iv.proportion(correct))
+    # what another model's accuracies on the same images are compared with, image by image
+    per_image.attach_outcomes(out, "clean_accuracy", correct, labels)
     predicted = np.asarray(arrays["predicted"])
     flagged = np.asarray(arrays["flagged"], bool)
     hits = {}
@@ -489,6 +492,9 @@ def _attach_intervals(out: dict, arrays, params: Params, epsilons, metrics) -> N
                            "undetected": (success & ~flagged[t, a, e])[correct],
                            "detected": flagged[t, a, e][success]}
                 hits[target, attack, eps] = right
+                if target == "capsules":
+                    per_image.attach_outcomes(out, metric_key("accuracy", target, attack, eps),
+                                              right, labels)
                 for metric in metrics:
                     key = metric_key(metric, target, attack, eps)
                     if out.get(key) is not None and counted[metric].size:

@@ -18,6 +18,7 @@ import numpy as np
 
 from reportgen.errors import ReportgenError
 from reportgen.results import intervals as iv
+from reportgen.results import per_image
 from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_positive, rounded_number
@@ -122,9 +123,13 @@ def summarize(arrays, params: Params | None = None) -> dict:
     if labels.size:
         correct = np.asarray(arrays["predicted"]) == labels
         iv.attach(summary, "affnist_accuracy", iv.proportion(correct))
+        # what another model's accuracy on the same digits is compared with, image by image
+        per_image.attach_outcomes(summary, "affnist_accuracy", correct, labels)
         clean_correct = np.asarray(arrays.get("clean_correct", np.zeros(0)), bool)
         if clean_correct.size:
             iv.attach(summary, "clean_accuracy", iv.proportion(clean_correct))
+            if clean_correct.shape == correct.shape:
+                per_image.attach_outcomes(summary, "clean_accuracy", clean_correct, labels)
         # paired only where both count the same digits (images=0: the evaluation set's own)
         if not (params or Params()).images and clean_correct.shape == correct.shape:
             iv.attach_difference(summary, "affnist_accuracy", "clean_accuracy",

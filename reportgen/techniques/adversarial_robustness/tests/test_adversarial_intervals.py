@@ -117,3 +117,24 @@ def test_a_result_stored_before_the_flags_keeps_its_scores(arrays):
     assert "intervals" not in summary
     assert summary[metric_key("accuracy", "votes", "pgd", 0.3)] == pytest.approx(
         float(arrays["accuracy"][1, 1, 2]), abs=1e-6)
+
+
+def test_the_summary_keeps_each_images_outcome_for_comparing_models(arrays):
+    """Per image, right or wrong: clean and under each attack through the capsules (what
+    Capsules vs CNNs pairs between models), of these labels in this order."""
+    from reportgen.results import per_image
+
+    summary = adv.summarize(arrays, PARAMS)
+    labels = arrays["labels"]
+    images, clean = per_image.outcomes_of(summary, "clean_accuracy")
+    assert images == per_image.fingerprint(labels)
+    assert np.array_equal(clean, arrays["clean_predicted"] == labels)
+    for a, attack in enumerate(PARAMS.attacks):
+        for e, eps in enumerate(PARAMS.epsilons):
+            key = metric_key("accuracy", "capsules", attack, round(float(eps), 6))
+            _, right = per_image.outcomes_of(summary, key)
+            assert np.array_equal(right, arrays["predicted"][0, a, e] == labels)
+            assert right.mean() == pytest.approx(summary[key])
+    assert per_image.outcomes_of(summary, metric_key("accuracy", "votes", "pgd", 0.1)) is None
+    rows = check_summary_csv(summary)
+    assert not any(k.startswith(per_image.PER_IMAGE) for k in rows)

@@ -52,3 +52,18 @@ def test_a_subset_of_other_digits_is_not_paired():
     assert iv.interval_of(summary, "clean_accuracy") is not None
     assert iv.difference_of(summary, "affnist_accuracy", "clean_accuracy") is None
     assert "gap" not in summary["intervals"]
+
+
+def test_the_summary_keeps_each_digits_outcome_for_comparing_models():
+    """Right or wrong per digit, affNIST-like and clean (what Capsules vs CNNs pairs between
+    models), of these labels in this order; not in the CSV, which lists scores."""
+    from reportgen.results import per_image
+
+    arrays = _arrays(4)
+    summary = bench.summarize(arrays)
+    images, moved = per_image.outcomes_of(summary, "affnist_accuracy")
+    assert images == per_image.fingerprint(arrays["labels"])
+    assert np.array_equal(moved, arrays["predicted"] == arrays["labels"])
+    assert np.array_equal(per_image.outcomes_of(summary, "clean_accuracy")[1],
+                          arrays["clean_correct"])
+    assert not any(k.startswith(per_image.PER_IMAGE) for k in check_summary_csv(summary))
