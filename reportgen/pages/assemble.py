@@ -36,7 +36,7 @@ from reportgen.techniques.compute import params_dict, variant_label
 
 # bump when reportgen's shared drawing code changes: figures are redrawn, arrays are kept (a
 # technique's own drawing modules are keyed by their source: code_identity.drawing_code)
-FIGURES_VERSION = 28
+FIGURES_VERSION = 29
 # What a panel hands on (`Technique.numbers` and `.data`): a file of the figures' entry (not
 # placed in docs); for figures an older reportgen stored without it, an entry of its own.
 HANDED_ON_VERSION = 2

@@ -99,7 +99,10 @@ def render(arrays, params, ctx) -> list[Figure]:
 
     fig = new_figure(5.6, 3.4, dpi=DPI)
     ax = fig.subplots()
-    _curves(ax, epsilons, np.asarray(arrays["accuracy"], np.float64), params)
+    from reportgen.techniques.adversarial_robustness import summarize
+
+    summary = summarize(arrays, params)     # each accuracy's Wilson interval over the images
+    _curves(ax, epsilons, np.asarray(arrays["accuracy"], np.float64), params, summary)
     ax.axhline(clean_accuracy, color=CLEAN_COLOR, linestyle=":", linewidth=1,
                label=f"clean ({clean_accuracy:.1%})")
     chance_line(ax, len(ctx.class_names))
@@ -112,30 +115,41 @@ def render(arrays, params, ctx) -> list[Figure]:
                f"the votes. Details: "
                f"Adversarial robustness, {prefix}accuracy vs attack strength eps for each attack "
                f"and attack target (dotted: clean accuracy). {text} {GU_2022}")
-    figures = figure_pair(fig, "accuracy", caption, svg_size=False)
+    note = interval_note([summary], [metric_key("accuracy", target, attack,
+                                                round(float(e), 6))
+                                     for _, target, _, attack in _combos(params)
+                                     for e in epsilons], "shaded")
+    figures = figure_pair(fig, "accuracy", f"{caption} {note}".strip(), svg_size=False)
     if has_decoder:
-        figures += _detection_figures(arrays, params, prefix, text)
+        figures += _detection_figures(arrays, params, prefix, text, summary)
     figures += _examples_figure(arrays, params, ctx, prefix, has_decoder)
     return figures
 
 
-def _curves(ax, epsilons, values, params) -> None:
+def _curves(ax, epsilons, values, params, summary=None, metric: str = "accuracy") -> None:
+    """`metric` against eps per attack and target, each in the band of its 95% intervals
+    (`summary`'s, when given)."""
     for t, target, a, attack in _combos(params):
         style, marker = ATTACK_STYLES[attack]
         ax.plot(epsilons, values[t, a], style, marker=marker, markersize=3.5,
                 color=TARGET_COLORS[target], linewidth=1.4, label=_combo_label(target, attack))
+        if summary is not None:
+            ends = [bounds(summary, metric_key(metric, target, attack, round(float(e), 6)))
+                    for e in epsilons]
+            band(ax, epsilons, [lo for lo, _ in ends], [hi for _, hi in ends],
+                 TARGET_COLORS[target])
     ax.set_xlabel("eps (L-infinity, pixel scale 0 … 1)", fontsize=FONT)
     style_axes(ax)
 
 
-def _detection_figures(arrays, params, prefix, text) -> list[Figure]:
+def _detection_figures(arrays, params, prefix, text, summary=None) -> list[Figure]:
     epsilons = np.asarray(arrays["epsilons"], np.float64)
     detection = _detection_text(arrays)
     fig = new_figure(8.4, 3.3, dpi=DPI)
     axes = fig.subplots(1, 2)
     for ax, metric, title in ((axes[0], "success", "attack success rate"),
                               (axes[1], "undetected", "successful and undetected")):
-        _curves(ax, epsilons, np.asarray(arrays[metric], np.float64), params)
+        _curves(ax, epsilons, np.asarray(arrays[metric], np.float64), params, summary, metric)
         ax.set_ylim(0, 1.02)
         ax.set_ylabel("share of originally-correct images", fontsize=FONT)
         ax.set_title(title, fontsize=FONT + 1)
@@ -146,7 +160,11 @@ def _detection_figures(arrays, params, prefix, text) -> list[Figure]:
                f"without detection. Details: "
                f"Reconstruction-based detection of adversarial examples, {prefix}success rate "
                f"(left) and undetected success rate (right) vs eps. {detection} {text}")
-    figures = figure_pair(fig, "detection", caption, svg_size=False)
+    note = "" if summary is None else interval_note(
+        [summary], [metric_key(m, target, attack, round(float(e), 6))
+                    for m in ("success", "undetected") for _, target, _, attack in _combos(params)
+                    for e in epsilons], "shaded")
+    figures = figure_pair(fig, "detection", f"{caption} {note}".strip(), svg_size=False)
 
     # Histograms of distances at the chosen eps.
     combos = _combos(params)

@@ -173,7 +173,9 @@ def _perturbation(arrays, params, ctx) -> list[Figure]:
 def _compactness(arrays, params, ctx) -> list[Figure]:
     """Both aggregations of the compactness score per factor, each with its chance level (an
     isotropic random change: mean and 95th percentile), and the mean share of variance."""
-    from reportgen.techniques.capsule_semantics.numbers import (REFERENCE, chance_levels,
+    from reportgen.techniques.capsule_semantics import summarize
+    from reportgen.techniques.capsule_semantics.numbers import (PER_IMAGE, POOLED, REFERENCE,
+                                                                chance_levels,
                                                                 pooled_compactness)
 
     scores = np.asarray(arrays["compactness"], np.float64)                # per image, averaged
@@ -189,10 +191,15 @@ def _compactness(arrays, params, ctx) -> list[Figure]:
     with styled():
         ax_one, ax_pool, ax_map = fig.subplots(1, 3, width_ratios=(1, 1, 1.4))
         x = np.arange(len(factors))
+        summary = summarize(arrays, params)   # each score's BCa interval over the images
         for ax, bars, key, title in (
                 (ax_one, scores, "per_image", "per image, then averaged"),
                 (ax_pool, pooled, "pooled", "shares averaged, then KL (Gu)")):
             ax.bar(x, np.nan_to_num(bars), color=BAR, width=0.7)
+            prefix = PER_IMAGE if key == "per_image" else POOLED
+            ends = [bounds(summary, f"{prefix}{f}") for f in factors]
+            highs = [hi for _, hi in ends]
+            error_bars(ax, x, [lo for lo, _ in ends], highs)
             for xi, score in zip(x, bars):
                 ax.text(xi, np.nan_to_num(score), "–" if not np.isfinite(score) else
                         f"{score:.2g}", ha="center", va="bottom", fontsize=6)
@@ -201,7 +208,8 @@ def _compactness(arrays, params, ctx) -> list[Figure]:
                 ax.axhspan(0, high, color="#d9d9d9", alpha=0.6, zorder=0)
                 ax.axhline(mean, color="#7f7f7f", linewidth=0.8, linestyle="--")
                 title += f"\nrandom change ≤ {high:.2g} (grey, 95%)"
-            top = np.nanmax(np.r_[np.nan_to_num(bars), chance[key][1] if chance else 0.0])
+            top = np.nanmax(np.r_[np.nan_to_num(bars), np.nan_to_num(highs),
+                                  chance[key][1] if chance else 0.0])
             ax.set_ylim(0, 1.15 * top if top > 0 else 1.0)
             ax.set_xticks(x, names, rotation=30, ha="right")
             ax.set_title(title)
@@ -234,7 +242,9 @@ def _compactness(arrays, params, ctx) -> list[Figure]:
                f"log {dims} = {np.log(dims):.3f} = all in one dimension). Left: each image's KL "
                f"averaged; middle: the KL of p_d averaged over images; right: mean p_d per "
                f"factor.{chance_text} For context, {REFERENCE}.")
-    return figure_pair(fig, "compactness", caption)
+    note = interval_note([summary], [f"{prefix}{f}" for prefix in (PER_IMAGE, POOLED)
+                                     for f in factors], "error bars")
+    return figure_pair(fig, "compactness", f"{caption} {note}".strip())
 
 
 def render(arrays, params, ctx) -> list[Figure]:

@@ -13,6 +13,7 @@ from reportgen.figures.plots import (band, error_bars, figure_pair, interval_bou
                                      interval_note, legend_below, png_figure, style_axes,
                                      summary_value)
 from reportgen.figures.figure import Figure
+from reportgen.results import intervals as iv
 from reportgen.techniques.explanation_fidelity.numbers import (METHOD_LABELS as LABELS, METHODS,
                                                                area_under_curve, builtin_method,
                                                                deletion_aopc, own_methods,
@@ -109,7 +110,8 @@ def render(arrays, params, ctx) -> list[Figure]:
     text = procedure(params, n, steps - 1, grid, layer, builtin, _score(ctx, params))
     model = f"{ctx.model} step {ctx.step}: " if getattr(ctx, "model", "") else ""
 
-    # Curves: deletion and insertion, mean ± standard error over images.
+    # Curves: deletion and insertion, the mean over images in its 95% BCa bootstrap band
+    # (every k from one set of draws: the images resampled with their whole curves).
     fig = new_figure(8.0, 3.3, dpi=DPI)
     axes = fig.subplots(1, 2)
     methods = own_methods(deletion) if n else ()        # a model's other methods are NaN
@@ -117,15 +119,14 @@ def render(arrays, params, ctx) -> list[Figure]:
         for method in methods:
             m = METHODS.index(method)
             mean = curves[m].mean(axis=0)
-            sem = curves[m].std(axis=0) / np.sqrt(n)
+            ends = iv.bootstrap_means(curves[m])
             if mode == "deletion":
                 number = f"AOPC {deletion_aopc(curves[m]).mean():.3f}"
             else:
                 number = f"AUC {area_under_curve(curves[m]).mean():.3f}"
             ax.plot(fractions, mean, STYLES[method], color=COLORS[method], linewidth=1.4,
                     label=f"{LABELS[method]} ({number})")
-            ax.fill_between(fractions, mean - sem, mean + sem, color=COLORS[method],
-                            alpha=0.15, linewidth=0)
+            band(ax, fractions, [e.low for e in ends], [e.high for e in ends], COLORS[method])
         ax.set_title(f"{mode.capitalize()} ({'noise' if mode == 'deletion' else 'restore'})",
                      fontsize=FONT + 1)
         ax.set_xlabel("fraction of patches perturbed" if mode == "deletion"
@@ -140,8 +141,8 @@ def render(arrays, params, ctx) -> list[Figure]:
     caption = (f"Which saliency map finds what the model uses? The class score as the most "
                f"relevant patches are deleted (left: faster drop = more faithful) or inserted "
                f"(right: faster rise = more faithful). Details: "
-               f"Explanation fidelity, {model}mean target {_score_label(ctx)} (bands: ± one "
-               f"standard error over images) as patches are deleted (left; a faithful map drops "
+               f"Explanation fidelity, {model}mean target {_score_label(ctx)} (shaded: its 95% "
+               f"interval at each k, a BCa bootstrap over the {n:,} images) as patches are deleted (left; a faithful map drops "
                f"fast: higher AOPC, AOPC = mean over k = 0 … P of f(x_0) - f(x_k)) or inserted "
                f"(right; a faithful map rises fast: higher AUC, trapezoid area over the fraction "
                f"of patches k/P). {text}")

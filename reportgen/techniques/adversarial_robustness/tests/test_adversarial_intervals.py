@@ -138,3 +138,23 @@ def test_the_summary_keeps_each_images_outcome_for_comparing_models(arrays):
     assert per_image.outcomes_of(summary, metric_key("accuracy", "votes", "pgd", 0.1)) is None
     rows = check_summary_csv(summary)
     assert not any(k.startswith(per_image.PER_IMAGE) for k in rows)
+
+
+def test_the_accuracy_curves_are_drawn_in_their_wilson_bands(arrays):
+    """The per-step chart: each attack's accuracy against eps in a band whose ends are its
+    Wilson interval at every eps (SciPy's, here), the caption saying so."""
+    from reportgen.figures.encode import new_figure
+    from reportgen.techniques.adversarial_robustness import figures
+
+    summary = adv.summarize(arrays, PARAMS)
+    ax = new_figure(4, 3).subplots()
+    eps = np.asarray(PARAMS.epsilons, np.float64)
+    figures._curves(ax, eps, np.asarray(arrays["accuracy"], np.float64), PARAMS, summary)
+    bands = ax.collections
+    assert len(bands) == len(figures._combos(PARAMS))
+    for polygon, (t, _, a, _) in zip(bands, figures._combos(PARAMS)):
+        path = polygon.get_paths()[0].vertices
+        for e, x in enumerate(eps):
+            low, high = wilson(arrays["predicted"][t, a, e] == arrays["labels"])
+            ends = path[np.isclose(path[:, 0], x), 1]
+            assert (ends.min(), ends.max()) == pytest.approx((low, high), abs=1e-6)

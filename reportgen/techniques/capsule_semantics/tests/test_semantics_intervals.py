@@ -75,3 +75,29 @@ def test_pooled_and_per_image_compactness_carry_their_intervals(arrays):
     assert overall.value == pytest.approx(np.mean([np.nanmean(row) for row in per_image]))
     assert overall.low < overall.value < overall.high
     check_summary_csv(summary)
+
+
+def test_the_compactness_bars_carry_their_intervals(arrays, monkeypatch):
+    """The per-step compactness chart: an error bar on every factor's bar in both panels,
+    the per-image panel's ends SciPy's BCa bootstrap of the per-image KL's mean (a reference
+    computed here), the caption saying so."""
+    from scipy.stats import bootstrap
+
+    from reportgen.techniques.capsule_semantics import figures
+
+    drawn = []
+    real = figures.error_bars
+    monkeypatch.setattr(figures, "error_bars", lambda ax, x, lows, highs: drawn.append(
+        (np.asarray(lows), np.asarray(highs))) or real(ax, x, lows, highs))
+    ctx = type("Ctx", (), {"model": "M", "step": "1-1", "class_names": tuple("0123456789"),
+                           "description": None})()
+    (figure, *_) = figures._compactness(arrays, cs.Params(), ctx)
+    assert "Error bars: 95% intervals" in figure.caption
+    per_image, pooled = drawn
+    assert np.isfinite(pooled[0]).all() and (pooled[0] <= pooled[1]).all()
+    scores = np.asarray(arrays["compactness_per_image"], np.float64)
+    for f in (0, len(FACTORS) - 1):
+        values = scores[f][np.isfinite(scores[f])]
+        ci = bootstrap((values,), np.mean, n_resamples=iv.RESAMPLES, method="BCa",
+                       random_state=np.random.default_rng(iv.SEED)).confidence_interval
+        assert (per_image[0][f], per_image[1][f]) == pytest.approx((ci.low, ci.high), rel=1e-6)

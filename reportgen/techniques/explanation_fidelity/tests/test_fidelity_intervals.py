@@ -98,3 +98,26 @@ def test_the_agreement_without_its_undefined_images(arrays):
     rows = check_summary_csv(summary)
     assert rows["deletion_aopc_rpv_modified - gradcam_pp".replace(
         " - ", " - deletion_aopc_")]["method"] == iv.BOOTSTRAP
+
+
+def test_the_curves_are_drawn_in_their_bootstrap_bands(arrays, monkeypatch):
+    """The per-step curves: at each k, the band is the 95% BCa bootstrap interval of the
+    mean score over the images (SciPy's bootstrap of that column, here), not ± a standard
+    error; the caption says which."""
+    from scipy.stats import bootstrap
+
+    from reportgen.techniques.explanation_fidelity import figures
+
+    drawn = []
+    monkeypatch.setattr(figures, "band", lambda ax, x, lows, highs, colour: drawn.append(
+        (np.asarray(lows), np.asarray(highs))))
+    ctx = type("Ctx", (), {"model": "M", "step": "1-1", "class_names": tuple("0123456789"),
+                           "description": None})()
+    out = figures.render({**arrays, "fractions": np.linspace(0, 1, STEPS)}, ef.Params(), ctx)
+    assert "a BCa bootstrap over the 120 images" in out[0].caption
+    lows, highs = drawn[0]                        # deletion, the first method drawn
+    curves = np.asarray(arrays["deletion"][METHODS.index("rpv_modified")], np.float64)
+    for k in (3, 9):
+        ci = bootstrap((curves[:, k],), np.mean, n_resamples=iv.RESAMPLES, method="BCa",
+                       random_state=np.random.default_rng(iv.SEED)).confidence_interval
+        assert (lows[k], highs[k]) == pytest.approx((ci.low, ci.high), rel=1e-6)
