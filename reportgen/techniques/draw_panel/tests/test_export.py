@@ -1,0 +1,71 @@
+"""The draw panel's ONNX export against the Keras model it came from: every registered family's
+tiny example (reportgen's five and the example packages'), run by onnxruntime one image at a
+time as the page runs it, equal to the model's own outputs within 1e-4."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from reportgen.settings.families import example_params, registered
+
+onnxruntime = pytest.importorskip("onnxruntime", reason="the ONNX runtime checks the export")
+
+TOLERANCE = 1e-4
+# Unrolled EM and IDPA routing: tf2onnx takes over a minute to convert them on 2 cores.
+SLOW_TO_CONVERT = {"em", "idpa"}
+FAMILIES = ("capsnet", "cnn", "em", "gracapsnet", "self_routing", "efficient_capsnet", "idpa")
+
+
+def _built(name: str, seed: int = 0):
+    import keras
+
+    from reportgen.capsnet.architecture import build_capsnet
+    from reportgen.settings.model_params import parse_model_params
+
+    keras.utils.set_random_seed(seed)
+    return build_capsnet(parse_model_params(example_params(name)))
+
+
+def _onnx_outputs(data: bytes, images: np.ndarray) -> dict[str, np.ndarray]:
+    session = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"])
+    (image,) = session.get_inputs()
+    names = [o.name for o in session.get_outputs()]
+    rows = [dict(zip(names, session.run(None, {image.name: x[None]}))) for x in images]
+    return {n: np.concatenate([r[n] for r in rows]) for n in names}
+
+
+def test_every_family_and_example_package_is_covered():
+    assert set(FAMILIES) <= set(registered()), \
+        "install the example packages (pip install -e examples/...) to run their exports"
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow)
+                                  if n in SLOW_TO_CONVERT else n for n in FAMILIES])
+def test_onnx_outputs_equal_keras(name):
+    from reportgen.probe.probe import run_probe
+    from reportgen.techniques.draw_panel.export import exported_outputs, onnx_bytes
+
+    net = _built(name)
+    description = net.description
+    shape = net.model.input_shape[1:]
+    images = np.random.default_rng(7).random((3, *shape), dtype=np.float32)
+    ours = _onnx_outputs(onnx_bytes(net), images)
+    wanted = exported_outputs(description)
+    assert set(ours) == set(wanted)
+    keras_outputs = net.model(images, training=False)
+    for output, source in wanted.items():
+        expected = np.asarray(keras_outputs[source])
+        assert ours[output].shape == expected.shape, output
+        np.testing.assert_allclose(ours[output], expected, atol=TOLERANCE, rtol=0,
+                                   err_msg=f"{name}: {output} ({source})")
+    # What the site calls the class scores and the prediction (the probe's tensors).
+    probed = run_probe(net, images, needs={"lengths", "predicted"})
+    np.testing.assert_allclose(ours["scores"], probed["lengths"], atol=TOLERANCE, rtol=0)
+    assert (np.argmax(ours["scores"], axis=1) == probed["predicted"]).all()
+    if "routing" in ours and description.class_capsules is not None:
+        # weights into the class capsules: each child's over the classes (Sabour et al. eq. 3)
+        routed = [c for c in description.routed_layers if c.routing.output_of(c.name)
+                  == wanted["routing"]][0]
+        if routed.routing.sums_over == "parents":
+            np.testing.assert_allclose(ours["routing"].sum(axis=-1), 1.0, atol=1e-5)
