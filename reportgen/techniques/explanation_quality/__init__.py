@@ -1,0 +1,1 @@
+"""Explanation quality over an evaluation set (the technique is declared below)."""
