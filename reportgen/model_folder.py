@@ -2,6 +2,8 @@
 
     models/NAME/
       params.toml                   the model, human-edited (its schema: reportgen.settings)
+      README.md                     the author's own words about the model (Markdown, optional):
+                                    shown at the top of its pages and in the supplement
       EPOCH-BATCH.weights.h5        the weights of each saved training step (`Step` <-> name)
       history.json                  one record per saved step
       train_state.npz               the optimizer state after the newest step, the run's settings
@@ -12,7 +14,7 @@
       .tmp-XXXXXXXX.weights.h5|.npz|.json   a write in progress (then renamed onto its target)
       .tmp-step-E-B.weights.h5      a step's weights waiting for the step's commit
 
-Everything but params.toml and group.json is a product of training and git-ignored
+Everything but params.toml, README.md and group.json is a product of training and git-ignored
 (`.gitignore`'s `models/*/` lines). One `reportgen train` per folder at a time: the lock is an
 flock on the folder itself (`lock_path`, reportgen.file_locks), so no lock file ever appears in
 it or is left behind by a kill. The order in which a step's files are committed, and what the next start does after a
@@ -41,6 +43,8 @@ WEIGHTS_SUFFIX = ".weights.h5"
 HISTORY_FILE = "history.json"
 STATE_FILE = "train_state.npz"
 GROUP_FILE = "group.json"
+NOTES_FILE = "README.md"
+NOTES_LIMIT = 64 * 1024     # bytes: a paragraph or a page, not a paper
 ARCHIVE_DIR = "archive"
 UNCOMMITTED_SUFFIX = "-uncommitted"
 ARCHIVE_TIME_FORMAT = "%Y%m%dT%H%M%S.%fZ"   # UTC, sortable, unique per microsecond
@@ -134,6 +138,10 @@ class ModelFolder:
         return self.path / HISTORY_FILE
 
     @property
+    def notes_path(self) -> Path:
+        return self.path / NOTES_FILE
+
+    @property
     def state_path(self) -> Path:
         return self.path / STATE_FILE
 
@@ -183,6 +191,30 @@ class ModelFolder:
             raise ReportgenError(f"Cannot read the model parameter file {path}.",
                                  received=f"{type(exc).__name__}: {exc.strerror or exc}",
                                  fix=f"Make {path} a readable TOML file.") from exc
+
+    def notes(self) -> str:
+        """The author's Markdown about the model (README.md), or "" when there is none. One that
+        is not UTF-8 text or longer than NOTES_LIMIT is a ReportgenError naming the file."""
+        path = self.notes_path
+        if not path.is_file():
+            return ""
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise ReportgenError(f"Cannot read the model's notes {path}.",
+                                 received=f"{type(exc).__name__}: {exc.strerror or exc}",
+                                 fix=f"Make {path} a readable Markdown file.") from exc
+        if len(data) > NOTES_LIMIT:
+            raise ReportgenError(f"The model's notes {path} are too long to show on its pages.",
+                                 received=f"{len(data):,} bytes",
+                                 fix=f"Keep {path} under {NOTES_LIMIT // 1024} KB (the paragraph "
+                                     "about the model; link longer texts).")
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ReportgenError(f"The model's notes {path} are not UTF-8 text.",
+                                 received=f"byte {exc.start}: {data[exc.start:exc.start + 1]!r}",
+                                 fix=f"Save {path} as UTF-8.") from exc
 
     def history(self) -> list[dict]:
         """The training history (one record per saved step), or [] before training."""

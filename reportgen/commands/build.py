@@ -58,6 +58,7 @@ from reportgen.engine import step as engine_step
 from reportgen.engine.digests import DigestMemo
 from reportgen.engine.model import ModelHandle
 from reportgen.errors import ReportgenError, StoreError
+from reportgen.model_folder import ModelFolder
 from reportgen.os_errors import DISK_ERRORS
 from reportgen.pages import site_output
 from reportgen.pages.assemble import MissingResult
@@ -542,6 +543,11 @@ class _Build:
             errors.append(exc.message)
         training = training_run(entry)
         try:
+            notes = ModelFolder.at(entry.path).notes()
+        except ReportgenError as exc:     # the pages say so; the rest stands
+            notes = ""
+            errors.append(exc.message)
+        try:
             group = read_group(entry)
         except ReportgenError as exc:     # listed as a model of its own; its pages say why
             group = None
@@ -562,7 +568,7 @@ class _Build:
             citations=list(family_of(params).citations_for(params)),
             leaves_out=list(handle.description.leaves_out),
             routing_iterations=handle.description.routing_iterations,
-            words=model_words.words_of(handle.description), group=group)
+            words=model_words.words_of(handle.description), group=group, notes=notes)
         built = {s: self.assembler.step_keys[(entry.name, str(s))] for s in steps
                  if (entry.name, str(s)) in self.assembler.step_keys}
         filmstrip_started = time.monotonic()

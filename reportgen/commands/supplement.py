@@ -41,6 +41,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePosixPath
 
 from reportgen.commands.captions_tex import captions_tex
+from reportgen.commands.notes_tex import notes_tex
 from reportgen.errors import ReportgenError, StoreError
 from reportgen.os_errors import user_error
 from reportgen.figures.encode import PIXEL_RATIO, png_size, upscale_png
@@ -455,6 +456,7 @@ MAIN_TEX = r"""% The supplement written by `reportgen export`, as one document:
 \documentclass{article}
 \usepackage{graphicx}
 \begin{document}
+\IfFileExists{notes.tex}{\section*{About the models}\input{notes}}{}
 \input{captions}
 \bibliographystyle{plain}
 \bibliography{references}
@@ -473,6 +475,9 @@ def readme(supplement: Supplement, site: SiteData, models: list[ModelData], step
              "captions.tex    one figure environment per figure: \\input{captions} after "
              "\\usepackage{graphicx} (pdflatex, no other package)",
              "references.bib  the papers of the methods, models and data sets shown",
+             *(["notes/      each model's notes by its author (its folder's README.md), "
+                "and notes.tex, the same as LaTeX"] if any(m.notes.strip() for m in models)
+               else []),
              "main.tex   the whole supplement as one document, its bibliography included: "
              "pdflatex main && bibtex main && pdflatex main && pdflatex main",
              f"{SUPPLEMENT_MARKER}  marks the zip as written by reportgen export (which "
@@ -497,6 +502,12 @@ def entries(supplement: Supplement, site: SiteData, models, steps: str,
     files.update(supplement.data)
     files["captions.tex"] = captions_tex(supplement.figures).encode("utf-8")
     files["references.bib"] = bibtex.bibliography(supplement.references.values()).encode("utf-8")
+    notes = {m.name: m.notes for m in models if m.notes.strip()}
+    if notes:                              # the authors' own words: as written, and for LaTeX
+        names = _Names()
+        for name, text in notes.items():
+            files[f"notes/{names.part(name)}.md"] = text.encode("utf-8")
+        files["notes.tex"] = notes_tex(notes).encode("utf-8")
     files["main.tex"] = MAIN_TEX.encode("utf-8")
     files["README.txt"] = readme(supplement, site, models, steps, inputs).encode("utf-8")
     return files

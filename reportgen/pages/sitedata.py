@@ -138,6 +138,9 @@ class ModelData:
     # for a run of an older reportgen whose split held some of them among its training
     # images, how many: every page of the model says so
     held_out: str = ""
+    # the author's own words about the model: the Markdown of its folder's README.md ("" when
+    # it has none), shown at the top of its pages and carried into the supplement
+    notes: str = ""
     held_out_warning: str | None = None
     test_images: int = 0      # the held-out split's size (0: unknown)
     # routing iterations of its routed layers (1: uniform couplings); None: no iterative

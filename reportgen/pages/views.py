@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from reportgen.capsnet.model_words import word
 from reportgen.pages import analyses
 from reportgen.pages.analyses import PICTURES
+from reportgen.pages.author_notes import notes_html
 from reportgen.pages.captions import heading, split_caption
 from reportgen.pages.environment import ASSETS_URL, VEGA_BUNDLE
 from reportgen.pages.page_table import (ANALYSES_STEM, ANALYSES_TITLE, BESIDE_EVERY_LAYER,
@@ -388,7 +389,8 @@ def model_view(info: ModelInfo, root: str) -> dict:
             "best_held_out": held_out_words(model),
             "references": info.references,
             # what the predicted class's score is ("length", "probability"), on input cards
-            "score_word": word(model.words, "score")}
+            "score_word": word(model.words, "score"),
+            "notes_html": notes_html(model.notes)}
 
 
 def accuracy_label(model: ModelData) -> dict:
