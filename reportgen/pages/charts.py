@@ -16,17 +16,30 @@ from reportgen.results.findings import accuracy_name, chance_of
 
 def chance_line(model: ModelData) -> tuple[float, str]:
     """(chance accuracy, its label) of a model: 1/K, or 1/C(K, 2) for two digits per image."""
-    chance, fraction = chance_of(len(model.class_names) or 1, model.labels_per_image)
+    return chance_words(len(model.class_names) or 1, model.labels_per_image)
+
+
+def chance_words(classes: int, labels_per_image: int = 1) -> tuple[float, str]:
+    chance, fraction = chance_of(classes, labels_per_image)
     return chance, f"chance {100 * chance:.1f}% = {fraction}"
 
 
 def model_charts(model: ModelData, chosen: str | None) -> list[dict]:
     """The overview's charts [{spec, label}]: loss, and accuracy with its chance line."""
-    accuracy = accuracy_name(model.labels_per_image)
-    charts = [(training_curves_spec(model.history, "loss", chosen=chosen),
+    return history_charts(model.history, len(model.class_names) or 1, model.labels_per_image,
+                          chosen)
+
+
+def history_charts(history: list[dict], classes: int, labels_per_image: int,
+                   chosen: str | None) -> list[dict]:
+    """The overview's charts of a training history (the built one, or a run's as it trains:
+    reportgen.commands.live_training)."""
+    accuracy = accuracy_name(labels_per_image)
+    charts = [(training_curves_spec(history, "loss", chosen=chosen),
                "Loss over training"),
-              (training_curves_spec(model.history, "accuracy", accuracy=accuracy,
-                                    chance=chance_line(model), chosen=chosen),
+              (training_curves_spec(history, "accuracy", accuracy=accuracy,
+                                    chance=chance_words(classes, labels_per_image),
+                                    chosen=chosen),
                f"{accuracy[:1].upper()}{accuracy[1:]} over training")]
     return [{"spec": spec, "label": label} for spec, label in charts if spec is not None]
 

@@ -129,6 +129,18 @@
     markStep: function (step) {
       chosenStep = step;
       charts.forEach(mark);
+    },
+    /* Draw the charts inside `element` (a [data-rg-charts] group) from new specs, in order
+     * (live-training.js: a run's curves as it trains); the group's smoothing, log scale and
+     * chosen step apply to them as to the built ones. */
+    replaceSpecs: function (element, specs) {
+      charts.forEach(function (chart) {
+        var index = chart.group.charts.indexOf(chart);
+        if (element.contains(chart.target) && index < specs.length) {
+          chart.base = specs[index];
+          draw(chart);
+        }
+      });
     }
   };
 })();
