@@ -112,6 +112,7 @@ def test_select_steps():
         select_steps(steps, "every:0")
 
 
+@pytest.mark.slow
 def test_build_config_file_sets_options_and_the_command_line_wins(models, tmp_path, monkeypatch):
     import reportgen.commands.build as build_module
 
@@ -350,6 +351,7 @@ def test_abandoned_working_folders_are_removed_and_live_ones_kept(tmp_path):
         os.close(holder)
 
 
+@pytest.mark.slow
 def test_store_error_stops_the_build(models, tmp_path, monkeypatch):
     import reportgen.engine.step as step_module
     from reportgen.errors import StoreError
