@@ -94,3 +94,87 @@ def probe(tiny_net, images):
     from reportgen.probe.probe import run_probe
 
     return run_probe(tiny_net, images)
+
+
+# ---- The fast loop's guard: `pytest -m "not slow"` must neither train nor build a site. ------
+# A test without the slow mark (or one of its fixtures, whatever their scope: a module fixture
+# is set up inside its first test's protocol) that reaches the training loop or a site build
+# fails at once, instead of silently making the fast loop minutes long. In-process calls are
+# caught where every caller passes (trainer.train -> _train_loop, build.build / run_build ->
+# _build, looked up as module globals at call time); a `reportgen train|build|demo` subprocess by
+# its command line.
+FAST_GUARD_MESSAGE = "marked fast but trains/builds: mark it @pytest.mark.slow"
+_REAL_WORK_COMMANDS = frozenset({"train", "build", "demo"})
+_running = {"item": None}
+
+
+def _fast_item():
+    item = _running["item"]
+    return item if item is not None and item.get_closest_marker("slow") is None else None
+
+
+def _refuse(what: str):
+    item = _fast_item()
+    if item is not None:
+        pytest.fail(f"{item.nodeid} {FAST_GUARD_MESSAGE} (it {what})", pytrace=True)
+
+
+def _guarded(function, what: str):
+    import functools
+
+    @functools.wraps(function)
+    def guarded(*args, **kwargs):
+        _refuse(what)
+        return function(*args, **kwargs)
+
+    guarded.__fast_guard__ = True
+    return guarded
+
+
+def _reportgen_command(args) -> str | None:
+    """The subcommand of a `python -m reportgen ...` / `reportgen ...` command line, if any."""
+    if isinstance(args, (str, bytes, os.PathLike)):
+        return None     # shell strings and bare programs: not how the tests start reportgen
+    argv = [os.fsdecode(a) if isinstance(a, (bytes, os.PathLike)) else str(a) for a in args]
+    for i, arg in enumerate(argv):
+        if (arg == "reportgen" and i > 0 and argv[i - 1] == "-m") or \
+                (i == 0 and Path(arg).name == "reportgen"):
+            rest = iter(argv[i + 1:])
+            for word in rest:
+                if word == "--models-dir":      # the group's one option with a separate value
+                    next(rest, None)
+                elif not word.startswith("-"):
+                    return word
+            return None
+    return None
+
+
+def _install_fast_guard() -> None:
+    import subprocess
+
+    from reportgen.commands import build as build_module
+    from reportgen.training import trainer
+
+    if getattr(trainer._train_loop, "__fast_guard__", False):
+        return
+    trainer._train_loop = _guarded(trainer._train_loop, "reached the training loop")
+    build_module._build = _guarded(build_module._build, "ran a site build")
+    real_init = subprocess.Popen.__init__
+
+    def popen_init(self, args, *rest, **kwargs):
+        command = _reportgen_command(args)
+        if command in _REAL_WORK_COMMANDS:
+            _refuse(f"started `reportgen {command}` in a subprocess")
+        real_init(self, args, *rest, **kwargs)
+
+    subprocess.Popen.__init__ = popen_init
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    _install_fast_guard()
+    _running["item"] = item
+    try:
+        yield
+    finally:
+        _running["item"] = None

@@ -15,6 +15,7 @@ def trained(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 def test_load_model_at_a_step_matches_the_saved_weights(trained):
     last = reportgen.load_model("Tiny", "last", models_dir=trained)
     same = reportgen.load_model("Tiny", "1-5", models_dir=trained)
@@ -28,6 +29,7 @@ def test_load_model_at_a_step_matches_the_saved_weights(trained):
         reportgen.load_model("Tiny", "9-9", models_dir=trained)
 
 
+@pytest.mark.slow
 def test_analyze_batches_like_item_by_item(trained):
     both = reportgen.analyze("Tiny", images="test:0-1", techniques=["rpv", "predictions"],
                              models_dir=trained)
@@ -39,6 +41,7 @@ def test_analyze_batches_like_item_by_item(trained):
     assert both["predictions"]["lengths"].shape == (2, 3)
 
 
+@pytest.mark.slow
 def test_repeated_analyze_calls_reuse_the_network_and_its_compiled_passes(trained, tmp_path):
     import shutil
 

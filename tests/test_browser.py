@@ -74,6 +74,8 @@ def _drawn(page) -> None:
     page.wait_for_selector("[data-rg-page]:not([data-rg-busy])", state="attached")
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 def test_over_http(context, base_url):
     rec = Recorder(context)
     page = context.new_page()
@@ -239,6 +241,8 @@ def test_model_picker_and_the_sliders_place_in_the_tab_order(context, site):
     assert page.locator("h1").first.inner_text().startswith(EVIL_MODEL)
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 def test_from_file_url(context, site):
     rec = Recorder(context)
     page = context.new_page()
@@ -270,6 +274,8 @@ def test_from_file_url(context, site):
 
 
 @pytest.mark.parametrize("server", ["GitHub Pages (project page)", "reportgen serve"])
+@pytest.mark.browser
+@pytest.mark.slow
 def test_the_404_page_works_at_any_depth(context, site, base_url, server):
     """A missing URL at any depth gets the site's 404 page with status 404, styled, its Home
     link to the site's Home and its navigation into the site."""
@@ -303,6 +309,8 @@ def test_the_404_page_works_at_any_depth(context, site, base_url, server):
         assert page.locator("[data-rg-page]").count() == 1          # Home itself
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 def test_quantitative_analyses_follow_the_slider(context, base_url):
     rec = Recorder(context)
     page = context.new_page()
@@ -358,6 +366,8 @@ def test_quantitative_analyses_follow_the_slider(context, base_url):
     rec.check((base_url,))
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 def test_the_untrained_banner_follows_the_slider(browser, tmp_path):
     """A step that predicts one class (here MNIST_Demo's 0-0) has a banner on every page of the
     model, shown while that step is chosen."""
@@ -456,6 +466,8 @@ def test_every_page_fits_a_phone(browser, base_url, site):
         context.close()
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 def test_enlarge_overlay_from_file_url(context, site):
     """A figure's link opens the image large in an overlay (whole-factor nearest-neighbour
     scaling) instead of the bare file, from file:// too; Esc, a click and the close button

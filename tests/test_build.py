@@ -38,6 +38,7 @@ def _options(tmp_path, **kw):
     return BuildOptions(**{**base, **kw})
 
 
+@pytest.mark.slow
 def test_second_identical_build_computes_nothing(models, tmp_path):
     first = build(Catalog(models), _options(tmp_path))
     assert first.ok and first.computed > 0 and first.reused == 0
@@ -49,6 +50,7 @@ def test_second_identical_build_computes_nothing(models, tmp_path):
     assert third.computed == first.computed // 3
 
 
+@pytest.mark.slow
 def test_each_checkpoint_is_loaded_once_and_only_when_needed(models, tmp_path, monkeypatch):
     import reportgen.training.checkpoints as checkpoints
 
@@ -64,6 +66,7 @@ def test_each_checkpoint_is_loaded_once_and_only_when_needed(models, tmp_path, m
     assert loads == []
 
 
+@pytest.mark.slow
 def test_broken_checkpoint_is_reported_and_the_rest_builds(models, tmp_path):
     broken = tmp_path / "models"
     shutil.copytree(models, broken)
@@ -77,6 +80,7 @@ def test_broken_checkpoint_is_reported_and_the_rest_builds(models, tmp_path):
     assert any("Untrained" in s and "reportgen train Untrained" in s for s in summary.skipped)
 
 
+@pytest.mark.slow
 def test_cli_build_exits_non_zero_on_failure_and_builds_the_site(models, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     broken = tmp_path / "models"
@@ -108,6 +112,7 @@ def test_select_steps():
         select_steps(steps, "every:0")
 
 
+@pytest.mark.slow
 def test_build_config_file_sets_options_and_the_command_line_wins(models, tmp_path, monkeypatch):
     import reportgen.commands.build as build_module
 
@@ -346,6 +351,7 @@ def test_abandoned_working_folders_are_removed_and_live_ones_kept(tmp_path):
         os.close(holder)
 
 
+@pytest.mark.slow
 def test_store_error_stops_the_build(models, tmp_path, monkeypatch):
     import reportgen.engine.step as step_module
     from reportgen.errors import StoreError
@@ -358,6 +364,7 @@ def test_store_error_stops_the_build(models, tmp_path, monkeypatch):
         build(Catalog(models), _options(tmp_path))
 
 
+@pytest.mark.slow
 def test_invalid_model_folders_are_failures_shown_on_home(models, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     folder = tmp_path / "models"
@@ -401,6 +408,7 @@ def test_demo_refuses_a_user_folder_before_training(tmp_path, monkeypatch):
     assert (notes / "todo.txt").read_text() == "mine" and len(list(notes.iterdir())) == 1
 
 
+@pytest.mark.slow
 def test_nothing_built_keeps_the_site_and_is_an_error(models, tmp_path, monkeypatch):
     from reportgen.commands.build import run_build
 
@@ -426,6 +434,7 @@ def test_nothing_built_keeps_the_site_and_is_an_error(models, tmp_path, monkeypa
     assert not list((tmp_path / ".reportgen" / "builds").iterdir())
 
 
+@pytest.mark.slow
 def test_identical_rebuild_keeps_the_site_folder(models, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     first = build(Catalog(models), _site_options(tmp_path))
@@ -445,6 +454,7 @@ def _arrays_entry(store_root, key):
     return store_root / "arrays" / key[:2] / key
 
 
+@pytest.mark.slow
 def test_a_stored_result_that_vanishes_before_drawing_is_computed_again(models, tmp_path,
                                                                         monkeypatch):
     import reportgen.engine.step as step_module
@@ -466,6 +476,7 @@ def test_a_stored_result_that_vanishes_before_drawing_is_computed_again(models, 
     assert calls[1] == 1 and summary.computed == calls[0] + 1   # only that result, once more
 
 
+@pytest.mark.slow
 def test_every_damaged_result_of_a_step_is_computed_again_in_the_same_build(models, tmp_path,
                                                                            capsys):
     options = _options(tmp_path, techniques=("predictions",))
@@ -487,6 +498,7 @@ def test_every_damaged_result_of_a_step_is_computed_again_in_the_same_build(mode
     assert build(Catalog(models), options).computed == 0
 
 
+@pytest.mark.slow
 def test_a_result_that_stays_unreadable_fails_its_step_in_one_line(models, tmp_path,
                                                                    monkeypatch):
     from reportgen.cache.store import ArtifactStore
@@ -558,6 +570,7 @@ def test_panels_carry_their_numbers_and_store_files_and_a_model_its_missing_tech
                                        if p.technique != "live_decoder")
 
 
+@pytest.mark.slow
 def test_each_models_progress_line_counts_its_own_results(models, tmp_path, capsys):
     """Two copies of one model: the second finds everything the first computed, and its line
     says so (computed=0), not the build's running total."""

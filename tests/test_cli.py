@@ -111,7 +111,8 @@ def test_a_corrupt_history_is_one_line_and_keeps_the_model_listed(tmp_path):
 
 
 @pytest.mark.parametrize("args", [["models"], ["models", "--json"], ["train", "MNIST_Demo"],
-                                  ["build", "--models", "*"], ["demo"]],
+                                  pytest.param(["build", "--models", "*"], marks=pytest.mark.slow),  # enters the build
+                                  ["demo"]],
                          ids=lambda a: " ".join(a))
 @pytest.mark.parametrize("via_env", [False, True], ids=["option", "env"])
 def test_missing_models_folder_is_one_line_for_every_command(args, via_env, tmp_path,

@@ -106,6 +106,7 @@ def test_an_in_process_build_on_a_memory_store_equals_the_disk_build(
     (("--scheduler", "local:2", "--cache-dir", "memory://x/cache"),
      "lives in this process only; cluster workers cannot write into it"),
 ])
+@pytest.mark.slow
 def test_a_scheduler_that_cannot_work_is_one_line_before_any_model_loads(
         tmp_path, tmp_path_factory, monkeypatch, args, message):
     from reportgen.cli import main

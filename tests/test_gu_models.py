@@ -107,6 +107,7 @@ def _nor_kernel_as_dense(kernel):
     return kernel.transpose(0, 3, 1, 2).reshape(inputs * in_dims, classes * dims)
 
 
+@pytest.mark.slow
 def test_cr_sf_trains_as_capsnet_nor(images):
     """ConvNet-CR-SF is CapsNet-NoR: its vote matrices start as NoR's (Normal, stddev
     class_caps.kernel_init_stddev); with NoR's weights it gives NoR's class capsules, lengths

@@ -210,6 +210,7 @@ def test_pair_training_renders_targets_by_original_index_and_records_top2(models
     assert 0 <= history[-1]["train_accuracy"] <= 1
 
 
+@pytest.mark.slow
 def test_a_build_refuses_a_data_set_of_another_label_arity(tmp_path, monkeypatch):
     """A model whose data set carries another number of classes per image than it predicts
     fails in one line before its build computes anything (here a model claiming pairs on

@@ -165,6 +165,7 @@ def test_the_marker_s_record_decides_what_is_kept_dropped_or_gone(tmp_path):
         "site/: 3 models (A, C kept from the previous build, B built now); removed as asked: D"
 
 
+@pytest.mark.slow
 def test_the_command_line_refuses_a_model_to_drop_that_the_site_does_not_show(tmp_path,
                                                                              monkeypatch):
     from click.testing import CliRunner

@@ -73,7 +73,14 @@ def _net(name: str):
     if name not in _BUILT:
         import family_nets
 
-        _BUILT[name] = family_nets.build(NETS[name])
+        from reportgen.settings.families import XLA
+
+        net = family_nets.build(NETS[name])
+        # Plain tf.function passes: XLA is not what this table checks (tests/
+        # test_compiled_passes.py holds XLA to the eager model), and compiling each batch shape
+        # with XLA made EM's cases the fast loop's slowest.
+        net.xla = XLA()
+        _BUILT[name] = net
     return _BUILT[name]
 
 

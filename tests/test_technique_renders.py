@@ -34,16 +34,18 @@ def _net_params() -> list[dict]:
             + [family_nets.TINY_PAIR, family_nets.TINY_CNN40])
 
 
-_NETS: list = []
+_NETS: dict = {}
 
 
 def _nets():
-    """Built on first use, once per process (each net's compiled passes are kept on it)."""
+    """Each built on first use, once per process (each net's compiled passes are kept on it),
+    in order: a technique that applies to the first net builds no other."""
     import family_nets
 
-    if not _NETS:
-        _NETS.extend(family_nets.build(raw) for raw in _net_params())
-    return _NETS
+    for i, raw in enumerate(_net_params()):
+        if i not in _NETS:
+            _NETS[i] = family_nets.build(raw)
+        yield _NETS[i]
 
 
 def _applicable(technique):
@@ -85,7 +87,35 @@ def _check_figures(figures, what: str) -> None:
         assert figure.data and figure.name, (what, figure.name)
 
 
+# Measured slowest to compute and draw (tens of seconds on a busy 2-core machine): slow here;
+# test_every_drawing_module_imports keeps their drawing modules in the fast loop.
+SLOW_TO_RENDER = {"adversarial_robustness", "explanation_fidelity", "capsule_semantics",
+                  "routing_entropy", "vote_agreement"}
+
+
+def _renderers(technique) -> dict:
+    return {what: getattr(technique, what) for what in ("render", "render_trend", "render_compare")
+            if getattr(technique, what, None) is not None}
+
+
 @pytest.mark.parametrize("name", technique_names())
+def test_every_drawing_module_imports(name):
+    """The fast twin of the slow cases below: each lazily imported drawing function exists."""
+    import importlib
+
+    technique = get_technique(name)
+    renderers = _renderers(technique)
+    assert "render" in renderers, name
+    for what, call in renderers.items():
+        module = getattr(call, "lazy_module", None)
+        if module is not None:      # lazy(module, function): the function the call will find
+            function = call.__name__.removeprefix("lazy_")
+            assert callable(getattr(importlib.import_module(module), function, None)), \
+                f"{name}.{what}: {module}.{function}"
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_TO_RENDER
+                                  else n for n in technique_names()])
 def test_every_technique_renders_a_tiny_result(name):
     technique = get_technique(name)
     net, params = _applicable(technique)

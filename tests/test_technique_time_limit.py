@@ -109,6 +109,7 @@ def _keys_of(keys, name):
     return {k for (n, *_), k in [*keys.inputs.items(), *keys.dataset.items()] if n == name}
 
 
+@pytest.mark.slow
 def test_a_technique_past_its_limit_fails_alone_with_nothing_stored(tmp_path, make_net,
                                                                     images):
     def theirs(signum, frame):
@@ -145,6 +146,7 @@ def test_a_technique_past_its_limit_fails_alone_with_nothing_stored(tmp_path, ma
     assert store.arrays[keys.dataset[("counted", Params())]]["n"].tolist() == [5.0]
 
 
+@pytest.mark.slow
 def test_a_slow_technique_is_named_while_it_computes_and_never_after(tmp_path, make_net,
                                                                      images, capsys,
                                                                      monkeypatch):
@@ -226,6 +228,7 @@ def test_a_bad_limit_is_one_line_naming_it_and_the_fix(value):
     assert settle(BuildOptions()).technique_seconds is None
 
 
+@pytest.mark.slow
 def test_the_command_line_and_a_config_file_refuse_it_alike(tmp_path):
     from click.testing import CliRunner
 

@@ -123,6 +123,7 @@ def _weights_arrays(path: Path) -> dict[str, np.ndarray]:
     return arrays
 
 
+@pytest.mark.slow
 def test_resume_restores_the_saved_optimizer_state(models_dir, monkeypatch):
     from reportgen.training.trainer import TrainOptions, open_run
 
@@ -146,6 +147,7 @@ def test_resume_restores_the_saved_optimizer_state(models_dir, monkeypatch):
     assert run.start == Step(1, 4) and [r["step"] for r in run.history] == ["0-0", "1-2", "1-4"]
 
 
+@pytest.mark.slow
 def test_resumed_run_computes_the_same_steps_as_an_uninterrupted_one(tmp_path, monkeypatch):
     """Same seed and data order: interrupted mid-epoch and resumed == never interrupted."""
     data = _tiny_data(tmp_path / "toy.npz")
@@ -173,6 +175,7 @@ def test_resumed_run_computes_the_same_steps_as_an_uninterrupted_one(tmp_path, m
             np.testing.assert_allclose(got[name], want[name], rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_resume_says_the_learning_rate_changed_only_when_the_user_changed_it(models_dir,
                                                                            capsys):
     """A decayed run resumed as it was trained says nothing about its rate (the optimizer's
@@ -192,6 +195,7 @@ def test_resume_says_the_learning_rate_changed_only_when_the_user_changed_it(mod
     assert float(np.asarray(run.optimizer.learning_rate)) == np.float32(1e-4)
 
 
+@pytest.mark.slow
 def test_resume_after_weights_removed_by_hand_says_the_optimizer_is_fresh(models_dir, capsys):
     _train(models_dir, epochs=1)
     tiny = models_dir / "Tiny"
@@ -210,6 +214,7 @@ def _records(folder: Path) -> list[dict]:
     return json.loads((folder / "history.json").read_text())["records"]
 
 
+@pytest.mark.slow
 def test_recovery_completes_a_committed_step_and_deletes_only_its_temporaries(models_dir):
     """The folder as a kill leaves it after step 1-5's commit (train_state.npz names 1-5; its
     weights still pending, history.json one record short), with leftovers of killed writes and
@@ -240,6 +245,7 @@ def test_recovery_completes_a_committed_step_and_deletes_only_its_temporaries(mo
     assert recover(ModelFolder.at(tiny))[1] == []
 
 
+@pytest.mark.slow
 def test_weights_without_a_history_record_are_archived_not_trained_over(models_dir, capsys):
     """An older reportgen wrote the weights before the state: a kill could leave a weights file
     with no record. --resume moves it aside (never deletes it) and recomputes the step."""
@@ -257,6 +263,7 @@ def test_weights_without_a_history_record_are_archived_not_trained_over(models_d
     assert (tiny / "2-2.weights.h5").read_bytes() != stray
 
 
+@pytest.mark.slow
 def test_damaged_state_history_or_weights_stop_with_one_line(models_dir):
     _train(models_dir, epochs=1)
     tiny = models_dir / "Tiny"
@@ -286,6 +293,7 @@ def test_damaged_state_history_or_weights_stop_with_one_line(models_dir):
     assert history[-1]["step"] == "2-5"
 
 
+@pytest.mark.slow
 def test_resume_keeps_the_runs_data_order(models_dir):
     _train(models_dir, epochs=1, seed=3)
     with pytest.raises(ReportgenError, match="--batch-size differs") as err:
@@ -307,6 +315,7 @@ def test_one_training_per_model_at_a_time(models_dir):
             _train(models_dir, epochs=1)
 
 
+@pytest.mark.slow
 def test_existing_run_is_never_overwritten_silently(models_dir):
     _train(models_dir, epochs=1)
     with pytest.raises(ReportgenError, match="--resume"):

@@ -56,6 +56,7 @@ def _keras_steps(optimizer, rates):
     return after
 
 
+@pytest.mark.slow
 def test_sgd_with_momentum_and_weight_decay_is_pytorchs_sgd_by_hand():
     """Two steps at two learning rates (a decaying rate): b <- mu b + (g + lambda w),
     w <- w - lr b, computed in NumPy (Keras's own SGD keeps lr inside its buffer and differs
@@ -83,6 +84,7 @@ def test_sgd_with_momentum_and_weight_decay_is_pytorchs_sgd_by_hand():
     assert not np.allclose(keras_sgd[1][0], got[1][0], rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_sgd_matches_torch_optim_sgd():
     torch = pytest.importorskip("torch")
     from reportgen.training.optimizers import SGD
@@ -265,6 +267,7 @@ def test_a_family_declaring_a_record_key_as_its_loss_is_refused():
     check_family(replace(capsnet, name="toy_loss", classification_loss="focal_loss"), {})
 
 
+@pytest.mark.slow
 def test_training_curves_name_the_historys_own_loss_and_read_older_histories():
     from reportgen.figures.training_curves import (history_csv, render_training_curves,
                                                    training_curves_spec)

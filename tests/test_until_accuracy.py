@@ -89,6 +89,7 @@ def test_out_of_range_is_one_line(models_dir, value):
     assert not list(Path(models_dir, "Tiny").glob("*.weights.h5"))
 
 
+@pytest.mark.slow
 def test_the_cli_refuses_out_of_range(models_dir):
     done = _run(models_dir, "--until-accuracy", "1.5")
     assert done.returncode == 2 and "until-accuracy" in done.stderr

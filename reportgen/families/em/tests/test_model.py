@@ -32,6 +32,7 @@ def images():
 
 
 @pytest.mark.parametrize("name", sorted(COUNTS))
+@pytest.mark.slow
 def test_parameter_counts(name):
     from reportgen.capsnet.architecture import build_capsnet
 
@@ -260,6 +261,7 @@ def test_other_families_keep_their_parameter_dicts():
                                                           "strides": 2}
 
 
+@pytest.mark.slow
 def test_eager_calls_of_big_vote_tensors_run_compiled_with_the_same_values(images, monkeypatch):
     """Eagerly, a layer with at least COMPILE_FROM vote values runs XLA-compiled: the same
     outputs and gradients up to float32 rounding."""

@@ -31,7 +31,14 @@ APPLICABLE = {"predictions", "gradcam_pp", "conv_feature_maps", "conv_kernels",
 
 @pytest.fixture(scope="module")
 def net():
-    return build_tiny_em(seed=3)
+    from reportgen.settings.families import XLA
+
+    # Plain tf.function passes: what these tests check does not depend on XLA (the compiled
+    # passes' own tests hold XLA to the eager model), and compiling each batch shape with XLA
+    # made them the fast loop's slowest.
+    net = build_tiny_em(seed=3)
+    net.xla = XLA()
+    return net
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +66,13 @@ def _variants(technique, net):
     return [dataclasses.replace(p, **options) if options else p for p in technique.variants(net)]
 
 
-@pytest.mark.parametrize("name", sorted(APPLICABLE))
+# the slowest cases (attacks, per-class capsule sweeps); the technique contract's table keeps an
+# EM case of each in the fast loop
+SLOW_CASES = {"adversarial_robustness", "class_capsules"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_CASES
+                                  else n for n in sorted(APPLICABLE)])
 def test_reads_only_what_it_declares(name, net, images):
     technique = get_technique(name)
     rng = np.random.default_rng(11)
@@ -216,6 +229,7 @@ def test_class_poses_give_coordinate_addition_its_own_scale(net):
     assert "coordinate addition" not in figure.caption
 
 
+@pytest.mark.slow
 def test_routing_entropy_against_uniform(net):
     """With one EM iteration the assignments are uniform: every routed layer's entropy ratio is
     1. With two it is below 1, and the means are those of the probe's entropies."""

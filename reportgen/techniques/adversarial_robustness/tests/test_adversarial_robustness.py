@@ -42,6 +42,7 @@ def result(eval_batch):
     return ar.compute(eval_batch, PARAMS)
 
 
+@pytest.mark.slow
 def test_epsilon_zero_leaves_accuracy_unchanged(result, eval_batch):
     clean = np.mean(eval_batch.tensors("predicted")["predicted"] == eval_batch.labels)
     assert clean == pytest.approx(0.9)
@@ -54,6 +55,7 @@ def test_epsilon_zero_leaves_accuracy_unchanged(result, eval_batch):
     np.testing.assert_array_equal(ar.pgd(gradient, x, y, 0.0, 3, 0.1, random_start=True), x)
 
 
+@pytest.mark.slow
 def test_accuracy_falls_with_epsilon_and_pgd_is_stronger(result):
     accuracy = result["accuracy"].astype(np.float64)            # (targets, attacks, eps)
     assert np.all(np.diff(accuracy, axis=2) <= 0.05)            # non-increasing within noise
@@ -62,6 +64,7 @@ def test_accuracy_falls_with_epsilon_and_pgd_is_stronger(result):
     assert np.all(accuracy[:, pgd] <= accuracy[:, fgsm] + 0.05)
 
 
+@pytest.mark.slow
 def test_rates_agree_with_the_predictions(result):
     labels = result["labels"]
     correct = result["clean_predicted"] == labels
@@ -83,6 +86,7 @@ def test_rates_agree_with_the_predictions(result):
                                    / successful.sum(-1), rtol=1e-6, equal_nan=True)
 
 
+@pytest.mark.slow
 def test_attacks_stay_in_the_ball_and_raise_the_loss(eval_batch):
     import keras
 
@@ -101,6 +105,7 @@ def test_attacks_stay_in_the_ball_and_raise_the_loss(eval_batch):
             assert loss(adversarial).mean() > loss(x).mean()
 
 
+@pytest.mark.slow
 def test_budgets_attacked_together_equal_one_budget_at_a_time(eval_batch):
     """compute() runs every epsilon in one batch (FGSM from one gradient, PGD stacked); the
     plain loop, one budget and one call per attack, gives the same adversarial images."""
@@ -136,6 +141,7 @@ def test_vote_attack_ranks_classes_like_the_model_with_one_routing_iteration(mak
                                   np.argsort(np.asarray(lengths), axis=1))
 
 
+@pytest.mark.slow
 def test_threshold_flags_five_percent_of_clean_inputs(result):
     distances = np.random.default_rng(0).gamma(4.0, 1.0, 10_000)
     threshold = ar.detection_threshold(distances)
@@ -156,6 +162,7 @@ def test_classify_reconstructs_from_the_predicted_capsule(eval_batch):
         rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_summary_and_figures(result):
     summary = ar.summarize(result, PARAMS)
     json.dumps(summary)
@@ -180,6 +187,7 @@ def test_summary_and_figures(result):
     assert [f.kind for f in trend] == [f.kind for f in compare] == ["png", "svg", "pdf"]
 
 
+@pytest.mark.slow
 def test_model_without_decoder(make_net):
     net = make_net(decoder={"enabled": False})
     batch = _labelled_set(net, n=20, wrong=0)

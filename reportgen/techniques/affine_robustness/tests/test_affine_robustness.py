@@ -138,6 +138,7 @@ def small_result(evaluation):
     return ar.compute(evaluation, ar.Params(**SMALL))
 
 
+@pytest.mark.slow
 def test_identity_sweep_keeps_clean_accuracy(evaluation):
     identity = ar.Params(rotation=(0.0,), translation_x=(0.0,), translation_y=(0.0,),
                          scale=(1.0,), shear_x=(0.0,), shear_y=(0.0,), chunk=5)
@@ -183,6 +184,7 @@ def test_params_validation():
         ar.Params(chunk=0)
 
 
+@pytest.mark.slow
 def test_summary_and_figures(small_result):
     summary = ar.summarize(small_result, ar.Params(**SMALL))
     json.dumps(summary, allow_nan=False)

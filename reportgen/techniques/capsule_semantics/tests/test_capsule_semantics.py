@@ -133,6 +133,7 @@ def test_chunk_size_does_not_change_results(evaluation, result):
                                    equal_nan=True, err_msg=key)
 
 
+@pytest.mark.slow
 def test_model_without_decoder_skips_perturbation(make_net):
     net = make_net(seed=2, decoder={"enabled": False})
     arrays = cs.compute(_evaluation(net, count=6), cs.Params(images=3, steps=2,
@@ -169,6 +170,7 @@ def test_params_validation():
             cs.Params(**bad)
 
 
+@pytest.mark.slow
 def test_summary_and_figures(result):
     summary = cs.summarize(result, None)
     json.dumps(summary, allow_nan=False)

@@ -69,6 +69,7 @@ def test_layers_without_relu_are_not_checked(make_net):
     assert du.relu_layers(net) == ["conv1"]
 
 
+@pytest.mark.slow
 def test_every_grid_capsule_layer_of_matrix_capsules():
     net = build_tiny_em(seed=3)
     evaluation = _evaluation(net, count=4)

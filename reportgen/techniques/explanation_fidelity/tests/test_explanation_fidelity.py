@@ -214,6 +214,7 @@ def result(eval_batch):
     return ef.compute(eval_batch, ef.Params(images=9, patch=3))
 
 
+@pytest.mark.slow
 def test_compute_shapes_and_ranges(result):
     assert result["deletion"].shape == result["insertion"].shape == (5, 9, 17)
     # A CapsNet has RPV, not GraCapsNet's attention (its rows stay NaN).
@@ -232,12 +233,14 @@ def test_compute_shapes_and_ranges(result):
     assert np.ptp(result["insertion"][:, :, 0], axis=0).max() < 1e-6
 
 
+@pytest.mark.slow
 def test_compute_is_deterministic(eval_batch, result):
     again = ef.compute(eval_batch, ef.Params(images=9, patch=3))
     for key in result:
         np.testing.assert_array_equal(again[key], result[key])
 
 
+@pytest.mark.slow
 def test_maps_reuse_rpv_and_gradcam(eval_batch, tiny_net):
     index = np.arange(6)
     batch = run_probe(tiny_net, eval_batch.images[index])
@@ -266,6 +269,7 @@ def test_maps_reuse_rpv_and_gradcam(eval_batch, tiny_net):
                                atol=1e-5)
 
 
+@pytest.mark.slow
 def test_summary_and_figures(result):
     params = ef.Params(images=9, patch=3)
     summary = ef.summarize(result, params)
@@ -345,6 +349,7 @@ def _legends_and_captions(monkeypatch, draw):
 
 
 @pytest.mark.parametrize("family", ["capsnet", "gracapsnet"])
+@pytest.mark.slow
 def test_figures_and_numbers_name_only_the_models_own_methods(result, family, monkeypatch):
     """A CapsNet's figures, captions and summary never name GraCapsNet's attention, and a
     GraCapsNet's never name RPV: the legends list the methods the model has, nothing else."""

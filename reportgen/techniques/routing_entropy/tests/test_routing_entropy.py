@@ -78,6 +78,7 @@ def test_the_numbers_of_the_technique_it_was_split_from(tiny_net, evaluation, gr
                                                                rel=1e-6)
 
 
+@pytest.mark.slow
 def test_em_numbers_of_the_technique_it_was_split_from():
     net = build_tiny_em(seed=3)
     evaluation = _evaluation(net, count=6)
@@ -160,6 +161,7 @@ def test_summary_and_figures(tiny_net, evaluation, result):
     assert [f.kind for f in trend + compare] == ["png", "svg", "pdf", "png", "svg", "pdf"]
 
 
+@pytest.mark.slow
 def test_em_figures_name_the_assignments():
     net = build_tiny_em(seed=3)
     arrays = re_.compute(_evaluation(net, count=4), re_.Params())

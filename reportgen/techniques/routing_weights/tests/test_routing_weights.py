@@ -110,6 +110,7 @@ def test_uniform_coupling_gives_one_over_the_parents_exactly(technique, make_net
     np.testing.assert_array_equal(maps, np.full(maps.shape, 1 / 3, np.float32))
 
 
+@pytest.mark.slow
 def test_em_window_assignments_match_the_loop(technique, em_net):
     """EM routing (Hinton et al. 2018): the model gives the assignments of a convolutional
     capsule layer in window form (B, Ph, Pw, K, K, Tin, Tout); densified here from the model's

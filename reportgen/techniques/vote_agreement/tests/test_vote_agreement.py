@@ -118,6 +118,7 @@ def test_params_validation():
         rd.Params(kept_images=-1)
 
 
+@pytest.mark.slow
 def test_summary_and_figures(tiny_net, evaluation, result):
     summary = rd.summarize(result, None)
     json.dumps(summary, allow_nan=False)
