@@ -68,16 +68,24 @@ def test_serve_answers_the_record_and_404_elsewhere(tmp_path):
     _folder(tmp_path / "models", "M M", RECORDS)
     server = make_server(site, "127.0.0.1", 0, quiet=True, models_dir=tmp_path / "models")
     with _running(server) as url:
-        got = json.loads(urllib.request.urlopen(f"{url}_live/M%20M.json?classes=3").read())
+        # the pages ask only a server that says it answers (its cookie)
+        with urllib.request.urlopen(url) as answer:
+            assert "reportgen-live=1" in answer.headers["Set-Cookie"]
+        with urllib.request.urlopen(f"{url}_live/M%20M.json?classes=3") as answer:
+            got = json.loads(answer.read())
         assert got == json.loads(json.dumps(live_record(tmp_path / "models", "M M", 3)))
         for path in ("_live/Missing.json", "_live/..%2Fsite.json", "_live/%2e%2e.json"):
             with pytest.raises(urllib.error.HTTPError) as info:
                 urllib.request.urlopen(url + path)
             assert info.value.code == 404, path
+            info.value.close()
     bare = make_server(site, "127.0.0.1", 0, quiet=True)      # no models folder: no live view
     with _running(bare) as url, pytest.raises(urllib.error.HTTPError) as info:
+        with urllib.request.urlopen(url) as answer:
+            assert answer.headers["Set-Cookie"] is None
         urllib.request.urlopen(f"{url}_live/M%20M.json")
     assert info.value.code == 404
+    info.value.close()
 
 
 @pytest.mark.slow

@@ -3,8 +3,8 @@ steps and history), read at each request, so the overview page of a built site f
 `reportgen train` within seconds of each saved step, without a build.
 
 The page (assets/reportgen/live-training.js) asks `/_live/NAME.json?classes=K&labels=L` every
-few seconds when it is served over HTTP (never from file:// or GitHub Pages, where the request
-fails once and the page stays as built); the answer carries the curves drawn by the same code
+few seconds when `reportgen serve` served it with a models folder (its cookie LIVE_COOKIE says
+so; from file://, GitHub Pages or any other server the page asks nothing and stays as built); the answer carries the curves drawn by the same code
 as the built page's (reportgen.pages.charts.history_charts), so the two cannot differ. Only
 reads: no lock is taken (a poll must never make a starting `train` think another one runs),
 and a history written while it is read is read again at the next poll.
@@ -20,6 +20,7 @@ from reportgen.errors import ReportgenError
 from reportgen.model_folder import ModelFolder
 
 PREFIX = "/_live/"
+LIVE_COOKIE = "reportgen-live"    # set by `reportgen serve` with a models folder
 POLL_SECONDS = 2                  # the page's interval between two requests
 _NAME = re.compile(r"^[^/\\\0]+$")
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from reportgen.commands.live_training import PREFIX
+from reportgen.commands.live_training import LIVE_COOKIE, PREFIX
 from reportgen.errors import ReportgenError
 from reportgen.pages.not_found_page import NAME as NOT_FOUND_PAGE
 
@@ -77,6 +77,10 @@ class _Handler(SimpleHTTPRequestHandler):
 
     def end_headers(self):
         self.send_header("Cache-Control", "no-cache")
+        if self.models_dir is not None:
+            # tells the pages they may ask for the live view (live-training.js): a page served
+            # without it asks nothing, so no other server sees a request it answers with 404
+            self.send_header("Set-Cookie", f"{LIVE_COOKIE}=1; Path=/; SameSite=Strict")
         super().end_headers()
 
     def list_directory(self, path):

@@ -1,7 +1,8 @@
 /*
  * live-training.js: a model overview follows its training run while `reportgen serve` serves
  * the site (reportgen/commands/live_training.py). Every few seconds it asks
- * ROOT/_live/NAME.json for what the model folder holds now; when the folder has saved steps the
+ * ROOT/_live/NAME.json for what the model folder holds now (only when the server's cookie says
+ * it answers: reportgen-live); when the folder has saved steps the
  * build did not see, the note under the curves says which (the newest with its validation
  * accuracy and time) and the curves are drawn from the run's history. From file:// (or a host
  * without the answer, as GitHub Pages) the first request fails and the page stays as built.
@@ -12,7 +13,9 @@
 
   var POLL_MS = 2000;
   var note = document.querySelector("[data-rg-live-training]");
-  if (!note || !/^https?:$/.test(window.location.protocol) || !window.fetch) {
+  /* only under `reportgen serve` with a models folder (its cookie): no other server is asked */
+  if (!note || !/^https?:$/.test(window.location.protocol) || !window.fetch ||
+      !/(^|;\s*)reportgen-live=1(;|$)/.test(document.cookie)) {
     return;
   }
   var page = document.querySelector("[data-rg-root]");
