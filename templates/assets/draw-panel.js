@@ -111,6 +111,7 @@
   }
 
   var ortPromise = null;
+  var ortVersion = "";
 
   /* onnxruntime-web from window.reportgenOrt: nothing is fetched */
   function runtime() {
@@ -128,7 +129,7 @@
           ort.env.wasm.wasmBinary = parts[1];
           ort.env.wasm.numThreads = 1; /* no worker: a file:// page is not cross-origin isolated */
           ort.env.wasm.proxy = false;
-          ort.reportgenVersion = bundle.version;
+          ortVersion = bundle.version;
           return ort;
         });
       });
@@ -159,7 +160,7 @@
 
   /* ---------------------------------------------------------------- the drawing */
 
-  var pad = ui.pad.getContext("2d");
+  var pad = ui.pad.getContext("2d", {willReadFrequently: true});
 
   function clearPad() {
     pad.fillStyle = "#000";
@@ -464,7 +465,7 @@
             }
             state.session = session;
             state.manifest = manifest;
-            ui.agreement.textContent = "onnxruntime-web " + ort.reportgenVersion + " in this " +
+            ui.agreement.textContent = "onnxruntime-web " + ortVersion + " in this " +
               "page against Keras on " + manifest.check.count + " check images: largest " +
               "difference " + worst.toExponential(1) + " (float32).";
             card.setAttribute("data-dp-check", String(worst));
