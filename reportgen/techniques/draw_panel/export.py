@@ -28,6 +28,7 @@ import tempfile
 import warnings
 
 from reportgen.contract import score_output
+from reportgen.techniques.draw_panel.canonical import canonical_onnx
 
 OPSET = 17            # onnxruntime-web 1.31 runs opsets 7 ... 21; tf2onnx 1.17 writes up to 18
 NAMES = ("scores", "routing", "reconstruction")
@@ -85,8 +86,12 @@ def _plain_argmax():
 
 @contextlib.contextmanager
 def _without_einsum_rewrite():
-    """tf2onnx's optimiser sequence without the Einsum optimiser (see the module's docstring)."""
-    from tf2onnx import optimizer
+    """tf2onnx's optimiser sequence without the Einsum optimiser (see the module's docstring),
+    and its counter of generated names started afresh, so the same network gives the same bytes
+    (the artifact store and the site compare files by content)."""
+    from tf2onnx import optimizer, utils
+
+    utils.INTERNAL_NAME = 1
 
     every = optimizer._optimizers
     optimizer._optimizers = type(every)((name, factory) for name, factory in every.items()
@@ -122,4 +127,4 @@ def onnx_bytes(net, batch: int | None = 1) -> bytes:
         tf2onnx.convert.from_function(forward, forward.input_signature, opset=OPSET,
                                       output_path=path)
         with open(path, "rb") as f:
-            return f.read()
+            return canonical_onnx(f.read())
