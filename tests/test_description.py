@@ -158,7 +158,7 @@ def test_same_padding_and_uneven_input_geometry():
 def test_a_cnn_description_plans_only_conv_techniques():
     """A plain CNN (logits head, no capsules) gets the conv techniques and what any classifier
     has (predictions, Grad-CAM++, affine and adversarial robustness: Gu 2022 compares CNNs on
-    them); every other technique is reported as not applicable, with the features it lacks."""
+    them; the draw panel runs any network); every other technique is reported as not applicable, with the features it lacks."""
     from reportgen.engine.step import plan
     from reportgen.techniques import BUILT_IN, all_techniques
 
@@ -170,7 +170,7 @@ def test_a_cnn_description_plans_only_conv_techniques():
     own = [t for t in all_techniques() if t.name in BUILT_IN]    # reportgen's (not plug-ins')
     result = plan(own, cnn)
     applicable = ["adversarial_robustness", "affine_robustness", "conv_feature_maps",
-                  "conv_kernels", "gradcam_pp", "predictions"]
+                  "conv_kernels", "draw_panel", "gradcam_pp", "predictions"]
     assert sorted({t.name for t, _ in result.variants}) == applicable
     assert [p.layer for t, p in result.variants if t.name == "conv_kernels"] == ["conv1",
                                                                                  "conv2"]

@@ -112,6 +112,12 @@ def render_site(site: SiteData, docs_dir: Path, templates_dir: Path | None = Non
         from reportgen.figures.vega import embed_bundle
 
         files[VEGA_BUNDLE] = embed_bundle()
+    if _draws_in_page(files):
+        from reportgen.techniques.draw_panel.runtime import URL, runtime_script
+
+        script = runtime_script()
+        if script is not None:         # else the panel names the missing install step
+            files[URL] = script
     for name in ASSET_FILES:
         files[f"{ASSETS_URL}/{name}"] = asset_source(name, templates_dir).read_text("utf-8")
     write_files(docs_dir, files)
@@ -122,6 +128,12 @@ def render_site(site: SiteData, docs_dir: Path, templates_dir: Path | None = Non
 def _draws_charts(files: dict[str, str]) -> bool:
     """Whether a page holds a live chart (the pages load vega-embed only then)."""
     return any(path.endswith(".md") and "data-rg-chart" in text for path, text in files.items())
+
+
+def _draws_in_page(files: dict[str, str]) -> bool:
+    """Whether a page holds the draw panel (the site ships onnxruntime-web only then)."""
+    return any(path.endswith(".md") and "data-rg-draw-panel" in text
+               for path, text in files.items())
 
 
 def _check_page_table() -> None:

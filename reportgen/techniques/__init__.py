@@ -37,6 +37,7 @@ BUILT_IN = (
     "decoder_perturbation",
     "multimnist_pair",
     "activation_maximization",
+    "draw_panel",
     # dataset level, over the evaluation set
     "routing_entropy",
     "vote_agreement",

@@ -14,6 +14,10 @@ The file maps "image" (B, H, W, C) float32 in [0, 1] to the network contract's t
 Keras's TensorFlow argmax guards against flush-to-zero with a sign-bit test (Bitcast,
 BitwiseAnd), which ONNX cannot express; while tracing for export, argmax is plain tf.argmax
 (ONNX ArgMax). The two differ only on a tie between 0.0 and -0.0.
+
+tf2onnx's Einsum optimiser (rewriting each Einsum as MatMuls by timing candidate decompositions
+in onnxruntime) is left out: on unrolled EM or IDPA routing it was 95% of a 12-minute
+conversion, and onnxruntime, onnxruntime-web included, runs Einsum as it is.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import tempfile
 import warnings
 
 from reportgen.contract import score_output
+from reportgen.techniques.draw_panel.canonical import canonical_onnx
 
 OPSET = 17            # onnxruntime-web 1.31 runs opsets 7 ... 21; tf2onnx 1.17 writes up to 18
 NAMES = ("scores", "routing", "reconstruction")
@@ -79,6 +84,24 @@ def _plain_argmax():
         tf_numpy.argmax = keras_argmax
 
 
+@contextlib.contextmanager
+def _without_einsum_rewrite():
+    """tf2onnx's optimiser sequence without the Einsum optimiser (see the module's docstring),
+    and its counter of generated names started afresh, so the same network gives the same bytes
+    (the artifact store and the site compare files by content)."""
+    from tf2onnx import optimizer, utils
+
+    utils.INTERNAL_NAME = 1
+
+    every = optimizer._optimizers
+    optimizer._optimizers = type(every)((name, factory) for name, factory in every.items()
+                                        if name != "einsum_optimizer")
+    try:
+        yield
+    finally:
+        optimizer._optimizers = every
+
+
 def onnx_bytes(net, batch: int | None = 1) -> bytes:
     """The serialised ONNX model of `net` (a reportgen Network) with `exported_outputs`;
     `batch` fixes the batch size (None: any)."""
@@ -99,9 +122,9 @@ def onnx_bytes(net, batch: int | None = 1) -> bytes:
         # Keras's fix of tf2onnx 1.17 for NumPy 2 probes np.object, which NumPy warns about
         warnings.simplefilter("ignore", FutureWarning)
         patch_tf2onnx()
-    with _plain_argmax(), tempfile.TemporaryDirectory() as folder:
+    with _plain_argmax(), _without_einsum_rewrite(), tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "model.onnx")
         tf2onnx.convert.from_function(forward, forward.input_signature, opset=OPSET,
                                       output_path=path)
         with open(path, "rb") as f:
-            return f.read()
+            return canonical_onnx(f.read())
