@@ -122,3 +122,27 @@ def test_cards_of_analysed_step_techniques_name_the_steps_that_have_them():
     assert info.missing_note({"technique": "rpv"}) == ""          # drawn at every step
     model.steps = [StepData(step="1-10")]                         # built with --analyses none
     assert "--analyses none" in info.missing_note({"technique": "decoder_perturbation"})
+    # the draw panel travels with the last step built only, whatever the analyses
+    model.steps = steps
+    assert "last step built (2-20)" in info.missing_note({"technique": "draw_panel"})
+
+
+def test_the_draw_panel_is_keyed_at_the_last_step_only():
+    """The whole network per step (8.5 MB for MNIST_Demo): the build keys (so computes and
+    ships) the draw panel at the last of the chosen steps, analysed or not, and nowhere else;
+    the live decoder still at every analysed step."""
+    from reportgen.engine.step import step_keys
+    from reportgen.techniques import get_technique
+
+    names = ("draw_panel", "live_decoder", "conv_kernels")
+    variants = [(get_technique(n), get_technique(n).params_type()) for n in names]
+
+    def keyed(analysed, last):
+        keys = step_keys("model", "w.weights.h5", variants, [], "eval", analysed,
+                         digest=lambda path: "weights", last=last)
+        return {name for name, _ in keys.checkpoint}
+
+    assert keyed(False, False) == {"conv_kernels"}
+    assert keyed(True, False) == {"conv_kernels", "live_decoder"}
+    assert keyed(False, True) == {"conv_kernels", "draw_panel"}
+    assert keyed(True, True) == set(names)

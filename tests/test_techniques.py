@@ -47,7 +47,7 @@ def test_declaration(name, tiny_net):
     for params in technique.variants(tiny_net):
         assert isinstance(params, module.Params)
         json.dumps(helpers.params_dict(params))
-    assert technique.experimental == (name in {"activation_maximization", "draw_panel"})
+    assert technique.experimental == (name == "activation_maximization")
 
 
 def test_variants(tiny_net, make_net):

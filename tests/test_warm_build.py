@@ -41,6 +41,7 @@ def test_settings_are_parsed_once_and_frozen():
 
     every = settle(BuildOptions(experimental=True)).techniques
     assert {"activation_maximization", "draw_panel"} <= set(every)
+    assert "draw_panel" in settle(BuildOptions()).techniques
     assert settle(BuildOptions()).techniques == tuple(
         t for t in every if not get_technique(t).experimental)
     last = settle(BuildOptions(analyses="last"))

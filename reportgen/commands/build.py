@@ -489,7 +489,8 @@ class _Build:
         return engine_step.step_keys(
             prepared.handle.digest, entry.weights_path(step), prepared.chosen.variants,
             prepared.inputs, prepared.evaluation.digest,
-            self.settings.analysed(step, prepared.steps), digest=self.digests.digest)
+            self.settings.analysed(step, prepared.steps), digest=self.digests.digest,
+            last=step == prepared.steps[-1])
 
     def model(self, entry: ModelEntry):
         from reportgen.data.label_arity import model_label_arity
@@ -518,7 +519,8 @@ class _Build:
                 try:
                     data, step_cold = self.step(entry, handle, chosen.variants, step,
                                                 settings.analysed(step, steps), inputs,
-                                                dataset, evaluation, plan)
+                                                dataset, evaluation, plan,
+                                                last=step == steps[-1])
                     steps_data.append(data)
                     cold = cold and step_cold
                 except StoreError:
@@ -615,7 +617,7 @@ class _Build:
 
     # -- one step ------------------------------------------------------------------------------
     def step(self, entry, handle, variants, step, analysed: bool, inputs, dataset, evaluation,
-             plan):
+             plan, last: bool = False):
         """Compute what the store lacks for one step, then its site data; (its StepData,
         whether it computed everything it shows)."""
         started, keras_before = time.monotonic(), self.keras_seconds + self.import_seconds
@@ -626,7 +628,7 @@ class _Build:
         if problem is not None:
             raise nonfinite_step_error(weights, problem)
         keys = engine_step.step_keys(handle.digest, weights, variants, inputs, evaluation.digest,
-                                     analysed, digest=self.digests.digest)
+                                     analysed, digest=self.digests.digest, last=last)
         # computed on the cluster: found stored here, counted as computed (or its failure)
         remote = 0 if self.cluster is None else self.cluster.computed(entry.name, step)
         ctx = assembly.context(entry.name, str(step), handle.description, dataset)

@@ -96,7 +96,8 @@ def techniques_page() -> str:
                 _readable(t.description) or "(no description declared)", "",
                 "**What it needs of a model**: " + ("; ".join(needs) if needs else
                                                     "nothing beyond a classifier") +
-                (". Computed only at the steps with dataset analyses." if t.analysed_steps_only
+                (". Computed only at the last step built." if t.last_step_only else
+                 ". Computed only at the steps with dataset analyses." if t.analysed_steps_only
                  else "."), "",
                 f"**Probe tensors it reads**: {_needs(t)}. **Models**: "
                 f"{_LABEL_WORDS.get(tuple(t.labels), str(t.labels))}.", "",

@@ -91,9 +91,10 @@ class StepCounts:
 
 
 def step_keys(model_digest, weights_path, variants, inputs, eval_digest,
-              with_dataset: bool, digest=file_digest) -> StepKeys:
+              with_dataset: bool, digest=file_digest, last: bool = False) -> StepKeys:
     """`digest(path)` gives the weights file's sha256 (a DigestMemo's remembers it between
-    builds)."""
+    builds); `with_dataset`: the step has dataset analyses; `last`: it is the last of the
+    model's chosen steps (where the `last_step_only` techniques compute)."""
     weights = digest(weights_path)
     from reportgen.techniques import origin
 
@@ -109,6 +110,8 @@ def step_keys(model_digest, weights_path, variants, inputs, eval_digest,
                                             input=eval_digest, technique=EVALUATION, version=1,
                                             params={}, code=""))
     for t, p in variants:
+        if t.last_step_only and not last:
+            continue
         if t.scope == "input":
             if t.analysed_steps_only and not with_dataset:
                 continue

@@ -223,6 +223,10 @@ class ModelInfo:
     def missing_note(self, meta: dict) -> str:
         """What a card of `meta` says at a step without its result: for a technique drawn only
         at the steps with dataset analyses, which steps those are; else "" (the default)."""
+        if last_step_only(meta["technique"]):
+            last = self.model.steps[-1].step if self.model.steps else ""
+            return (f"Drawn only at the last step built ({last}), which keeps the site light: "
+                    f"move the step slider there.")
         if not analysed_steps_only(meta["technique"]):
             return ""
         steps = [s.step for s in self.model.steps if s.dataset_panels]
@@ -239,6 +243,12 @@ def _registered(technique: str):
     from reportgen.techniques import get_technique, technique_names
 
     return get_technique(technique) if technique in technique_names() else None
+
+
+def last_step_only(technique: str) -> bool:
+    """Whether a registered technique is computed only at the last step built."""
+    registered = _registered(technique)
+    return registered is not None and registered.last_step_only
 
 
 def analysed_steps_only(technique: str) -> bool:

@@ -103,6 +103,10 @@ class Technique:
     analysed_steps_only: bool = False
     """Checkpoint and input scope: computed only at the steps with dataset analyses (what is too
     heavy to ship at every step: the live decoder's weights, the perturbation grids)."""
+    last_step_only: bool = False
+    """Checkpoint and input scope: computed only at the last of a model's chosen steps, the
+    network as trained (what is too heavy for even the analysed steps: the draw panel's whole
+    network)."""
     # Dataset scope only (all optional):
     summarize: Callable[..., dict] | None = None
     """(arrays, params) -> JSON-ready dict of the headline numbers (exported as JSON and CSV)."""

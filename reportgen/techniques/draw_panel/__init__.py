@@ -12,9 +12,10 @@ every family's example (the export's tests); its WebAssembly binary is 3.8 MB gz
 
 Checkpoint scope: compute exports the network at the step with batch size 1 and runs a few
 seeded check images through Keras, so the page can show how far its own outputs are from
-Keras's on the same inputs. Opt-in (`--experimental`): the network travels with every analysed
-step (Sabour et al. 2017's CapsNet is 33 MB of float32 weights) and tf2onnx takes 1-2 minutes
-to convert unrolled EM or IDPA routing on 2 cores.
+Keras's on the same inputs. Only at the last step built: the whole network travels with the step
+(Sabour et al. 2017's CapsNet is 33 MB of float32 weights, MNIST_Demo's 8.5 MB), loaded only
+when the reader opens the panel, and one export per model keeps the build's time (tf2onnx
+takes up to 20 s for unrolled EM routing on 2 cores).
 """
 
 from __future__ import annotations
@@ -74,8 +75,7 @@ TECHNIQUE = Technique(
     render=lazy("reportgen.techniques.draw_panel.figures", "render_draw_panel"),
     numbers=lazy("reportgen.techniques.draw_panel.figures", "draw_manifest"),
     variants=variants,
-    experimental=True,
-    analysed_steps_only=True,
+    last_step_only=True,
     description="Draw a digit with the mouse, a finger or the keyboard, or drop an image file: "
                 "the whole network runs in your browser (onnxruntime-web, WebAssembly, no "
                 "server and no network request) and shows the class scores with the "

@@ -34,7 +34,7 @@ def built(tmp_path_factory):
     models = project / "models"
     copy_trained_tiny(tmp_path_factory, models / "Tiny")
     summary = run_build(models_dir=models, models="Tiny", steps="last", images="test:0-1",
-                        techniques=("predictions", "class_capsules", "draw_panel"), experimental=True,
+                        techniques=("predictions", "class_capsules", "draw_panel"),
                         analyses="last", eval_images=12, site_dir=str(project / "site"),
                         cache_dir=str(project / "cache"))
     assert summary.ok
