@@ -182,3 +182,24 @@ def test_params_validation():
                 {"target": "any"}):
         with pytest.raises(ReportgenError):
             eq.Params(**bad)
+
+
+def test_compare_page_scores_stand_beside_the_random_map():
+    """reportgen.results.baselines: the faithfulness correlation and max-sensitivity of the
+    model's maps, each beside the random map's value from the same summary."""
+    from reportgen.results.baselines import scores
+
+    n = 30
+    rng = np.random.default_rng(1)
+    nan = np.full(n, np.nan)
+    row = rng.normal(0.3, 0.05, n)
+    arrays = _arrays([row, row, nan, row, row - 0.3, nan], [row] * 6, [row, row, nan, row,
+                                                                        row + 0.5, 0 * row],
+                     [1, 1, 0, 1, 1, 1])
+    summary = eq.summarize(arrays, eq.Params())
+    got = {s["key"]: s for s in scores("explanation_quality", summary, None, 10)}
+    assert set(got) == {"faithfulness_rpv_modified", "faithfulness_gradcam_pp",
+                        "sensitivity_rpv_modified", "sensitivity_gradcam_pp"}
+    assert got["faithfulness_gradcam_pp"]["baseline"] == summary["faithfulness_random_map"]
+    assert got["sensitivity_rpv_modified"]["baseline_label"] == "random map"
+    assert got["sensitivity_rpv_modified"]["interval"].value == pytest.approx(row.mean())
