@@ -20,6 +20,7 @@ DPI = 110
 BETTER = "#d9f0d3"      # cell behind a score better than every baseline it is compared with
 WORSE = "#f6d5d5"       # ... worse than one of them
 SHORT = {"random_map": "random", "uniform_map": "uniform"}
+SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 HEADS = {"faithfulness": ("faithfulness", "correlation"), "infidelity": ("infidelity", ""),
          "sensitivity": ("max-sensitivity", "")}
 
@@ -89,7 +90,7 @@ def render(arrays, params, ctx) -> list[Figure]:
     font = text_floor(WIDTH, DPI)
     line = font / 72 * 1.35                                     # inches per line of text
     header, row = 3 * line + 0.15, 3 * line + 0.12
-    height = header + row * len(rows) + 0.1
+    height = header + row * len(rows) + 0.02
     fig = new_figure(WIDTH, height, dpi=DPI)
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set_axis_off()
@@ -103,7 +104,7 @@ def render(arrays, params, ctx) -> list[Figure]:
         metric = list(METRICS)[c - 1] if c else None
         lines = list(lines)
         if metric and scales[metric]:
-            lines[1] = f"(x 10^{scales[metric]})"
+            lines[1] = f"(× 10{str(scales[metric]).translate(SUPERSCRIPT)})"
         for i, text in enumerate(lines):
             ax.text(edges[c] + 0.08, 0.08 + i * line, text, fontsize=font, va="top",
                     fontweight="bold" if i == 0 or (i == 1 and metric == "faithfulness")
