@@ -311,8 +311,8 @@ def test_editing_a_techniques_drawing_redraws_its_figures_and_keeps_its_arrays(p
 # reportgen's own techniques declared in a package with a numbers module (array orders, summary
 # keys, labels and measures its figures read: reportgen/techniques/<name>/numbers.py)
 PACKAGED_NUMBERS = ("routing_weights", "gracaps_attention", "dead_units", "capsule_semantics",
-                    "explanation_fidelity", "affine_robustness", "adversarial_robustness",
-                    "multimnist_segmentation")
+                    "explanation_fidelity", "explanation_quality", "affine_robustness",
+                    "adversarial_robustness", "multimnist_segmentation")
 
 
 def _package(name: str) -> str:

@@ -26,6 +26,8 @@ SMALL = {"capsule_semantics": {"images": 3, "steps": 3, "perturbation_steps": 3}
                                "translation_y": (), "scale": (), "shear_x": (), "shear_y": ()},
          "adversarial_robustness": {"images": 6, "epsilons": (0.0, 0.1), "pgd_steps": 2},
          "explanation_fidelity": {"images": 6, "patch": 4},
+         "explanation_quality": {"images": 6, "subsets": 8, "perturbations": 6,
+                                 "sensitivity_samples": 2},
          "activation_maximization": {"steps": 2}}
 CNN_ANALYSES = {"predictions", "gradcam_pp", "conv_feature_maps", "conv_kernels",
                 "affine_robustness", "adversarial_robustness", "draw_panel"}
@@ -70,7 +72,8 @@ def test_a_cnn_gets_the_analyses_of_any_classifier(head, data):
     assert applies == CNN_ANALYSES | ({"capsule_semantics"} if features else set())
     missing = dict((t.name, m) for t, m in result.not_applicable)
     for name in ("rpv", "routing_entropy", "vote_agreement", "primary_heatmaps", "class_capsules",
-                 "decoder_length", "live_decoder", "explanation_fidelity", "gracaps_attention"):
+                 "decoder_length", "live_decoder", "explanation_fidelity", "explanation_quality",
+                 "gracaps_attention"):
         reason = not_applicable_reason(missing[name])   # one short plain clause
         assert reason.startswith("it has no ") and len(reason.split()) <= 14, (name, reason)
     for technique, params in result.variants:
@@ -153,6 +156,29 @@ def test_gracaps_explanation_in_explanation_fidelity(data):
                                                  ctx) if f.kind == "png"]
     assert "built-in explanation and Grad-CAM++" in trend.caption
     assert "RPV" not in trend.caption
+
+
+@pytest.mark.slow
+def test_gracaps_explanation_in_explanation_quality(data):
+    """GraCapsNet's built-in map is scored (with Grad-CAM++ and the baselines), RPV is not; its
+    max-sensitivity is that of E recomputed on the perturbed copies."""
+    net = build(TINY_GRACAPS)
+    technique = get_technique("explanation_quality")
+    [params] = technique.variants(net)
+    out = _run(net, technique, params, data)
+    from reportgen.techniques.explanation_quality.numbers import METHODS as methods
+
+    own = [methods.index(m) for m in ("builtin", "gradcam_pp", "random_map", "uniform_map")]
+    rpv = [methods.index(m) for m in ("rpv_modified", "rpv_original")]
+    assert out["has"][own].all() and not out["has"][rpv].any()
+    assert np.isfinite(out["infidelity"][own]).all() and np.isnan(out["infidelity"][rpv]).all()
+    summary = technique.summarize(out, dataclasses.replace(params, **SMALL[technique.name]))
+    assert isinstance(summary["sensitivity_builtin"], float)
+    assert "sensitivity_rpv_modified" not in summary
+    assert summary["verdict_faithfulness_builtin_random_map"]
+    ctx = RenderContext(model="m", step="1-1", class_names=CLASSES, description=net.description)
+    [png] = [f for f in technique.render(out, params, ctx) if f.kind == "png"]
+    assert "built-in explanation on" in png.caption and "RPV" not in png.caption
 
 
 def test_affnist_benchmark_on_a_40x40_model():

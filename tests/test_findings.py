@@ -177,6 +177,31 @@ def test_explanation_methods_are_compared_by_their_paired_differences():
     assert "no interval to tell them apart" in text and "beats" not in text
 
 
+def test_explanation_quality_says_above_or_below_a_baseline_only_by_the_paired_interval():
+    quality = {"images": 50, "methods": ["gradcam_pp", "random_map", "uniform_map"],
+               "faithfulness_gradcam_pp": 0.30, "faithfulness_random_map": 0.01,
+               "infidelity_gradcam_pp": 2e-6, "infidelity_uniform_map": 3e-6,
+               "infidelity_random_map": 2.1e-6, "sensitivity_gradcam_pp": 0.9,
+               "sensitivity_random_map": 0.7}
+    quality = with_difference(quality, "faithfulness_gradcam_pp", "faithfulness_random_map",
+                              0.2, 0.4)
+    quality = with_difference(quality, "infidelity_gradcam_pp", "infidelity_uniform_map",
+                              -2e-6, -1e-7)
+    quality = with_difference(quality, "infidelity_gradcam_pp", "infidelity_random_map",
+                              -3e-7, 1e-7)
+    quality = with_difference(quality, "sensitivity_gradcam_pp", "sensitivity_random_map",
+                              0.1, 0.3)
+    [finding] = F.explanation_quality_findings(quality, untrained=None)
+    assert finding.technique == "explanation_quality" and finding.untrained == ""
+    assert finding.text.startswith(
+        "Grad-CAM++: faithfulness correlation above the random map's; infidelity below the "
+        "uniform map's; infidelity not told apart from the random map's; max-sensitivity above "
+        "the random map's (over 50 images;")
+    # no paired difference recorded: nothing to decide, no finding
+    assert F.explanation_quality_findings({"methods": ["gradcam_pp"],
+                                           "faithfulness_gradcam_pp": 0.3}) == []
+
+
 def test_robustness_by_the_paired_drop_and_against_gu_reference():
     affine = {"clean_accuracy": 0.95, "rotation_mean_accuracy": 0.59,
               "rotation_min_accuracy": 0.17, "shear_x_mean_accuracy": 0.93,

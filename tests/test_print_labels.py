@@ -231,3 +231,46 @@ def test_a_figure_grown_by_its_legend_draws_twice_its_layout_size():
     got = png_figure(fig, "t.png", "")
     assert png_size(got.data) == (PIXEL_RATIO * got.width, PIXEL_RATIO * got.height)
     plt.close(fig)
+
+
+def test_explanation_quality_table_prints_at_7_pt_and_no_two_texts_overlap(monkeypatch):
+    """The explanation-quality table (a matplotlib figure of texts): every text at the floor
+    that prints at 7 pt or above, none overlapping another, all inside the figure; the widest
+    case (RPV modified and original, Grad-CAM++, both baselines, a scaled column)."""
+    from reportgen.figures.print_size import text_floor
+    from reportgen.techniques import explanation_quality as eq
+    from reportgen.techniques.explanation_quality import figures as module
+
+    drawn = []
+    original = module.figure_pair
+    monkeypatch.setattr(module, "figure_pair",
+                        lambda fig, *a, **k: (drawn.append(fig), original(fig, *a, **k))[1])
+    rng = np.random.default_rng(0)
+    n = 20
+    rows = [rng.normal(-0.55, 0.3, n) for _ in range(6)]
+    rows[2] = np.full(n, np.nan)                                  # no built-in map
+    arrays = {"faithfulness": np.stack(rows[:5] + [np.full(n, np.nan)]),
+              "infidelity": np.abs(np.stack(rows)) * 1e-6 + 1e-7,
+              "sensitivity": np.abs(np.stack(rows)), "has": np.array([1, 1, 0, 1, 1, 1]),
+              "subset_size": np.int64(78)}
+    arrays["infidelity"][2] = arrays["sensitivity"][2] = np.nan
+    figures = eq.TECHNIQUE.render(arrays, eq.Params(), RenderContext("MNIST_Demo", "5-40",
+                                                                     tuple("0123456789")))
+    assert figures and len(drawn) == 1
+    fig = drawn[0]
+    renderer = fig.canvas.get_renderer()
+    floor = text_floor(fig.get_figwidth(), fig.dpi)
+    texts = [t for t in fig.findobj(match=lambda o: hasattr(o, "get_text")
+                                    and hasattr(o, "get_fontsize"))
+             if t.get_visible() and t.get_text().strip()]
+    assert len(texts) > 30
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in texts]
+    page = fig.bbox
+    for text, box in boxes:
+        assert page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0 <= page.y1, text
+    assert all(t.get_fontsize() >= floor - 1e-9 for t in texts)
+    for i, (a, box_a) in enumerate(boxes):
+        for b, box_b in boxes[i + 1:]:
+            overlap = (min(box_a.x1, box_b.x1) - max(box_a.x0, box_b.x0) > 0.5
+                       and min(box_a.y1, box_b.y1) - max(box_a.y0, box_b.y0) > 0.5)
+            assert not overlap, (a, b)

@@ -361,7 +361,7 @@ def test_every_technique_renders_with_its_template_or_the_default():
             assert f'<img data-rg="img" src="x/{name}.png"' in html
     # the few that need more than the default (a note, the live decoder's and draw panel's apps)
     assert set(own) <= {"activation_maximization", "conv_kernels", "draw_panel",
-                        "live_decoder"}
+                        "explanation_quality", "live_decoder"}
     assert "a_new_technique" not in own
 
 

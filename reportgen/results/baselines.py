@@ -40,9 +40,17 @@ SCORES: dict[str, list[tuple[str, str, object]]] = {
                              for m, label in (("rpv_modified", "RPV (modified)"),
                                               ("gradcam_pp", "Grad-CAM++"),
                                               ("builtin", "built-in explanation"))],
+    # infidelity (~1e-6 for class scores in [0, 1]) stays on the analysis's own table
+    "explanation_quality": [(f"{score}_{m}", f"{words}, {label}", f"{score}_random_map")
+                            for score, words in (("faithfulness", "faithfulness correlation"),
+                                                 ("sensitivity", "max-sensitivity"))
+                            for m, label in (("rpv_modified", "RPV (modified)"),
+                                             ("gradcam_pp", "Grad-CAM++"),
+                                             ("builtin", "built-in explanation"))],
 }
 BASELINE_LABELS = {CHANCE: "chance (1/K)", "entropy_max": "uniform routing (log K)",
                    "deletion_aopc_random": "random order",
+                   "faithfulness_random_map": "random map", "sensitivity_random_map": "random map",
                    "top2_chance": "chance (1/C(K, 2))",
                    "segmentation_reference": "each class's typical digit, centred",
                    CHANCE_POOLED: "random change (95th percentile)"}

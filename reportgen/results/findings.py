@@ -24,7 +24,9 @@ from dataclasses import dataclass
 from reportgen.results.intervals import (Interval, ci_text, difference_of, images_to_tell,
                                          interval_of, proportion_interval)
 from reportgen.results.intervals import fixed_digits as _fixed
-from reportgen.results.technique_numbers import METHOD_LABELS, top2_chance
+from reportgen.results.technique_numbers import (METHOD_LABELS, QUALITY_BASELINES,
+                                                 QUALITY_LABELS, QUALITY_METRICS,
+                                                 quality_verdict, top2_chance)
 
 UNTRAINED = "0-0"                  # the step `reportgen train` saves before any update
 ROUTING_NATS = 0.05                # mean routing-weight entropy this close to log K: uniform
@@ -531,6 +533,34 @@ def explanation_findings(summary: dict | None, untrained: dict | None = None) ->
     return out
 
 
+def explanation_quality_findings(summary: dict | None,
+                                 untrained: dict | None = None) -> list[Finding]:
+    """How far to trust each explanation the model's site shows: its faithfulness correlation
+    (against the random map), infidelity (against the uniform and the random map) and
+    max-sensitivity (against the random map), each "above" or "below" only where the 95%
+    interval of the paired difference over the same images excludes 0; one finding per
+    explanation, the untrained step's verdicts beside it."""
+    s = summary or {}
+    threshold = f"the {CONFIDENCE_WORDS} of the paired difference"
+
+    def verdicts(numbers: dict, method: str) -> list[str]:
+        return [v for metric, (_, _, baselines) in QUALITY_METRICS.items() for b in baselines
+                if (v := quality_verdict(numbers, metric, method, b))]
+
+    out = []
+    for method in s.get("methods") or []:
+        if method in QUALITY_BASELINES or not verdicts(s, method):
+            continue
+        label = QUALITY_LABELS[method]
+        text = (f"{label}: {'; '.join(verdicts(s, method))} (over {s.get('images', 0):,} "
+                f"images; lower infidelity and max-sensitivity are better; decided by "
+                f"{threshold}).")
+        before = verdicts(untrained or {}, method)
+        out.append(Finding("explanations", text, threshold, "explanation_quality",
+                           _untrained("; ".join(before) if before else None)))
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # Robustness
 
@@ -808,6 +838,8 @@ def findings(summaries: dict[str, dict], classes: int, *, accuracy: float | None
     out.extend(explanation_findings(summaries.get("explanation_fidelity"),
                                     before.get("explanation_fidelity"))
                if "explanation_fidelity" in summaries else [])
+    out.extend(explanation_quality_findings(summaries.get("explanation_quality"),
+                                            before.get("explanation_quality")))
     out.append(affine_finding(summaries.get("affine_robustness"), classes,
                               before.get("affine_robustness")))
     out.append(affnist_finding(summaries.get("affnist_benchmark"), reference,

@@ -105,6 +105,25 @@ ENTRIES = {
   eprint    = {1806.07421},
   archivePrefix = {arXiv}
 }""",
+    "bhatt2020evaluating": """@inproceedings{bhatt2020evaluating,
+  author    = {Bhatt, Umang and Weller, Adrian and Moura, Jos{\\'e} M. F.},
+  title     = {Evaluating and Aggregating Feature-based Model Explanations},
+  booktitle = {Proceedings of the Twenty-Ninth International Joint Conference on Artificial
+               Intelligence (IJCAI-20)},
+  pages     = {3016--3022},
+  year      = {2020},
+  eprint    = {2005.00631},
+  archivePrefix = {arXiv}
+}""",
+    "yeh2019fidelity": """@inproceedings{yeh2019fidelity,
+  author    = {Yeh, Chih-Kuan and Hsieh, Cheng-Yu and Suggala, Arun Sai and Inouye, David I.
+               and Ravikumar, Pradeep},
+  title     = {On the (In)fidelity and Sensitivity of Explanations},
+  booktitle = {Advances in Neural Information Processing Systems 32 (NeurIPS 2019)},
+  year      = {2019},
+  eprint    = {1901.09392},
+  archivePrefix = {arXiv}
+}""",
     "samek2017evaluating": """@article{samek2017evaluating,
   author    = {Samek, Wojciech and Binder, Alexander and Montavon, Gr{\\'e}goire and
                Lapuschkin, Sebastian and M{\\"u}ller, Klaus-Robert},

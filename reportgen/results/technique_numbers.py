@@ -7,6 +7,7 @@ from here.
   (the aggregation of Gu's Table 5); compactness_per_image_<factor> the per-image KL averaged;
   compactness_chance_pooled / _per_image: [mean, 95th percentile] of an isotropic random change;
 - explanation_fidelity's method labels;
+- explanation_quality's maps, scores and verdicts (decided by the paired intervals);
 - multimnist_segmentation's chance level of top-2 accuracy.
 """
 
@@ -25,3 +26,42 @@ METHOD_LABELS = {"rpv_modified": "RPV (modified)", "rpv_original": "RPV (origina
 def top2_chance(num_classes: int = 10) -> float:
     """Top-2 accuracy of a guess: one unordered pair of the C(K, 2) (1/45 for 10 classes)."""
     return 2.0 / (num_classes * (num_classes - 1))
+
+
+# explanation_quality: the explanations a model's site shows, then the two baselines (a map of
+# i.i.d. uniform noise drawn afresh for every input, and a uniform, constant map)
+QUALITY_METHODS = ("rpv_modified", "rpv_original", "builtin", "gradcam_pp", "random_map",
+                   "uniform_map")
+QUALITY_BASELINES = ("random_map", "uniform_map")
+QUALITY_LABELS = {**{m: METHOD_LABELS[m] for m in QUALITY_METHODS[:4]},
+                  "random_map": "random map (baseline)", "uniform_map": "uniform map (baseline)"}
+# score -> (label, "higher" or "lower" is better, the baselines it is compared with)
+QUALITY_METRICS = {
+    "faithfulness": ("faithfulness correlation", "higher", ("random_map",)),
+    "infidelity": ("infidelity", "lower", ("uniform_map", "random_map")),
+    "sensitivity": ("max-sensitivity", "lower", ("random_map",)),
+}
+
+
+def quality_key(metric: str, method: str) -> str:
+    """explanation_quality's summary key of a score's mean over the images."""
+    return f"{metric}_{method}"
+
+
+def quality_verdict(summary: dict, metric: str, method: str, baseline: str) -> str:
+    """Plain words for one explanation_quality score against one baseline, decided by the
+    paired 95% interval of their difference over the same images: "above"/"below" only when it
+    excludes 0, else "not told apart from"; "" when the summary has no such difference."""
+    from reportgen.results.intervals import difference_of
+
+    difference = difference_of(summary, quality_key(metric, method),
+                               quality_key(metric, baseline))
+    if difference is None:
+        return ""
+    label = QUALITY_METRICS[metric][0]
+    base = QUALITY_LABELS[baseline].removesuffix(" (baseline)")
+    if difference.above(0.0):
+        return f"{label} above the {base}'s"
+    if difference.below(0.0):
+        return f"{label} below the {base}'s"
+    return f"{label} not told apart from the {base}'s"

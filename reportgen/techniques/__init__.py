@@ -44,6 +44,7 @@ BUILT_IN = (
     "dead_units",
     "capsule_semantics",
     "explanation_fidelity",
+    "explanation_quality",
     "affine_robustness",
     "adversarial_robustness",
     "affnist_benchmark",

@@ -293,6 +293,30 @@ def builtin_maps(eval_batch, index: np.ndarray, targets: np.ndarray) -> np.ndarr
     return maps[np.arange(len(index)), targets]
 
 
+def saliency_maps(eval_batch, index: np.ndarray, targets: np.ndarray, layer: str,
+                  gradients: str) -> tuple[dict[str, np.ndarray], np.ndarray,
+                                           dict[str, np.ndarray]]:
+    """The maps a model's site shows for each image's TARGET class, for the images `index`:
+    (grid maps {method: (n, gh, gw)} of its own explanation — RPV modified and original, or the
+    built-in map (`builtin_explanation`) —, the Grad-CAM++ maps (n, h, w) of `layer` from the
+    probe's `gradients` ("predicted", "true" or "all", as `gradcam_maps`), and every one placed
+    on the input {method: (n, H, W)}: grid cells drawn at their receptive-field centres, NaN
+    where no cell reaches)."""
+    description = eval_batch.net.description
+    input_hw = tuple(int(v) for v in eval_batch.images.shape[1:3])
+    primary_field = description.primary_capsules.receptive_field.rows
+    layer_field = description.receptive_field(layer).rows
+    if builtin_explanation(description) == "rpv_modified":
+        grid_maps = {m: rpv_maps(eval_batch, index, targets, m.split("_")[1])
+                     for m in ("rpv_modified", "rpv_original")}
+    else:
+        grid_maps = {"builtin": builtin_maps(eval_batch, index, targets)}
+    cam = gradcam_maps(eval_batch, index, targets, layer, gradients)      # (n, h, w)
+    placed = {m: place_on_input(g, input_hw, primary_field) for m, g in grid_maps.items()}
+    placed["gradcam_pp"] = place_on_input(cam, input_hw, layer_field)
+    return grid_maps, cam, placed
+
+
 # --- the analysis -------------------------------------------------------------------------------
 
 def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
@@ -332,14 +356,7 @@ def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
     n = len(index)
 
     builtin = builtin_explanation(description)
-    if builtin == "rpv_modified":
-        grid_maps = {m: rpv_maps(eval_batch, index, targets, m.split("_")[1])
-                     for m in ("rpv_modified", "rpv_original")}
-    else:
-        grid_maps = {"builtin": builtin_maps(eval_batch, index, targets)}
-    cam = gradcam_maps(eval_batch, index, targets, layer, params.target)  # (n, h, w)
-    placed = {m: place_on_input(g, input_hw, primary_field) for m, g in grid_maps.items()}
-    placed["gradcam_pp"] = place_on_input(cam, input_hw, layer_field)
+    grid_maps, cam, placed = saliency_maps(eval_batch, index, targets, layer, params.target)
     cam_grid = pool_to_grid(cam, layer_field, primary_field, grid_shape, input_hw)
     flat = lambda maps: maps.reshape(n, -1)                                # noqa: E731
     agreement = spearman(flat(grid_maps[builtin]), flat(cam_grid))

@@ -157,3 +157,91 @@ def test_infidelity_matches_a_loop_reference_and_captum(normalize):
                                    target=torch.from_numpy(targets), n_perturb_samples=samples,
                                    normalize=normalize).numpy()
     np.testing.assert_allclose(ours, theirs, rtol=2e-3, atol=1e-7)
+
+
+# --- max-sensitivity ----------------------------------------------------------------------------
+
+def test_max_sensitivity_of_a_linear_and_a_constant_explanation():
+    """Phi(x) = A x (an explanation linear in the input): Phi(x + d) - Phi(x) = A d, so the
+    score is max_d ||A d|| / ||A x|| exactly; a constant explanation does not move: 0."""
+    rng = np.random.default_rng(6)
+    images = rng.random((4, 5, 6, 2), dtype=np.float32)
+    a = rng.normal(0, 1, (5 * 6 * 2, 5 * 6)).astype(np.float64)
+
+    def linear(batch, image_index):
+        return (np.asarray(batch, np.float64).reshape(len(batch), -1) @ a).reshape(-1, 5, 6)
+
+    deltas = fq.linf_ball(images.shape, 7, 0.05, rng)
+    assert np.abs(deltas).max() <= 0.05 and np.abs(deltas).max() > 0.04
+    got = fq.max_sensitivity(images, linear, deltas, rows=9)
+    moved = np.linalg.norm(deltas.astype(np.float64).reshape(4, 7, -1) @ a, axis=-1)
+    expected = moved.max(axis=1) / np.linalg.norm(
+        images.astype(np.float64).reshape(4, -1) @ a, axis=-1)
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+    constant = fq.max_sensitivity(images, lambda b, i: np.ones((len(b), 5, 6)), deltas)
+    np.testing.assert_array_equal(constant, 0.0)
+    # an all-zero explanation has no relative change: undefined
+    assert np.isnan(fq.max_sensitivity_of(np.zeros((2, 3, 3)), np.ones((2, 4, 3, 3)))).all()
+
+
+def _numpy_saliency(params, x, targets):
+    """The gradient of each image's target logit with respect to its input, by hand for the
+    tiny CNN (tanh conv 3x3 valid -> flatten -> dense): the reference explanation."""
+    x = np.asarray(x, np.float64)
+    n, h, w, _ = x.shape
+    windows = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(1, 2))
+    conv = np.tanh(np.einsum("nhwcij,ijcf->nhwf", windows, params["kernel"]) + params["bias"])
+    back = params["dense"][:, targets].T.reshape(n, h - 2, w - 2, -1) * (1 - conv ** 2)
+    grad = np.zeros_like(x)
+    for i in range(3):                  # the 3x3 kernel's taps, not pixels
+        for j in range(3):
+            grad[:, i:i + h - 2, j:j + w - 2] += np.einsum("nhwf,cf->nhwc", back,
+                                                           params["kernel"][i, j])
+    return grad
+
+
+def test_max_sensitivity_matches_a_numpy_twin_and_captum():
+    """The saliency (input gradient) of the tiny CNN: ours through Keras's gradients against a
+    hand-written NumPy gradient, and against captum.metrics.sensitivity_max on the PyTorch twin
+    with the same weights and the same perturbations."""
+    import torch
+    from captum.metrics import sensitivity_max
+
+    params = tiny_cnn.weights(2)
+    model = tiny_cnn.keras_model(params)
+    images = tiny_cnn.images(4, seed=3)
+    targets = np.array([1, 0, 2, 2])
+    np.testing.assert_allclose(tiny_cnn.keras_saliency(model, images, targets),
+                               _numpy_saliency(params, images, targets), atol=1e-5)
+    deltas = fq.linf_ball(images.shape, 6, 0.1, np.random.default_rng(7))
+
+    def keras_explain(batch, image_index):
+        return tiny_cnn.keras_saliency(model, batch, targets[image_index])
+
+    def numpy_explain(batch, image_index):
+        return _numpy_saliency(params, batch, targets[image_index])
+
+    ours = fq.max_sensitivity(images, keras_explain, deltas, rows=10)
+    twin = fq.max_sensitivity(images, numpy_explain, deltas)
+    np.testing.assert_allclose(ours, twin, rtol=1e-4)
+    assert (ours > 0).all()
+
+    nchw = lambda a: torch.from_numpy(np.ascontiguousarray(np.moveaxis(a, -1, -3)))  # noqa
+    flat = nchw(deltas.reshape(-1, *images.shape[1:]))
+    net = tiny_cnn.torch_model(params)
+
+    def perturb(inputs):
+        assert inputs.shape[0] == len(flat)    # each input's samples together (repeat_interleave)
+        return inputs + flat
+
+    def saliency(inputs, target):
+        inputs = inputs[0] if isinstance(inputs, tuple) else inputs   # Captum passes a tuple
+        inputs = inputs.detach().clone().requires_grad_(True)
+        with torch.enable_grad():                   # sensitivity_max runs under no_grad
+            chosen = net(inputs).gather(1, target[:, None]).sum()
+            return torch.autograd.grad(chosen, inputs)   # a tuple, as Captum's attributions
+
+    theirs = sensitivity_max(saliency, nchw(images), perturb_func=perturb,
+                             n_perturb_samples=deltas.shape[1],
+                             target=torch.from_numpy(targets)).detach().numpy()
+    np.testing.assert_allclose(ours, theirs, rtol=1e-3)
