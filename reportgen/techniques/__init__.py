@@ -44,6 +44,7 @@ BUILT_IN = (
     "dead_units",
     "capsule_semantics",
     "explanation_fidelity",
+    "pose_space",
     "affine_robustness",
     "adversarial_robustness",
     "affnist_benchmark",
