@@ -8,7 +8,8 @@
  * the page has no other chart) in place of the card's PNG, the paper drawing of the same
  * spec; vega-tooltip shows the tooltip entry named "image" as the picture. Both scripts are
  * inserted with plain <script src> elements, which work from file:// where fetch() does not,
- * and stay in the page once loaded. It follows the step slider through reportgen.js's
+ * and stay in the page once loaded. A point whose image is one of the model's inputs (the
+ * same `digest` as the input in the model index) opens that input's page when clicked. It follows the step slider through reportgen.js's
  * "reportgen:selection" event. Plain DOM; text set with textContent only.
  */
 (function () {
@@ -84,6 +85,30 @@
     setStatus(text);
   }
 
+  /* Rows whose image is one of the model's inputs (the same pixel digest, set by the build on
+   * both) link to that input on the model's first page. */
+  function link(model, spec) {
+    var page = box.getAttribute("data-ps-input-page");
+    var byDigest = {};
+    (model.inputs || []).forEach(function (input) {
+      if (input.digest) {
+        byDigest[input.digest] = input.key;
+      }
+    });
+    if (!page) {
+      return 0;
+    }
+    var linked = 0;
+    spec.data.values.forEach(function (row) {
+      var key = byDigest[row.digest];
+      if (key !== undefined) {
+        row.href = page + "?input=" + encodeURIComponent(key);
+        linked += 1;
+      }
+    });
+    return linked;
+  }
+
   function draw(step, spec, mine) {
     window.vegaEmbed(target, spec, {actions: false, renderer: "svg"})
       .then(function (result) {
@@ -100,7 +125,10 @@
         if (picture) {
           picture.style.display = "none"; /* the same chart, live below */
         }
-        setStatus("Hover a point for its image and values; wheel and drag zoom and pan.");
+        var linked = Number(box.getAttribute("data-ps-linked") || 0);
+        setStatus("Hover a point for its image and values; wheel and drag zoom and pan." +
+          (linked ? " Click one of the " + linked + " point" + (linked === 1 ? "" : "s") +
+            " whose image is one of this model's inputs to open it." : ""));
       })
       .catch(function (error) {
         showPicture("The live chart could not be drawn: " + error.message);
@@ -145,6 +173,8 @@
             " could not be loaded; the picture above is the same chart.");
           return;
         }
+        var linked = link(model, registry.spec);
+        box.setAttribute("data-ps-linked", String(linked));
         draw(detail.step, registry.spec, mine);
       });
     });

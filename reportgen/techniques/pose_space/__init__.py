@@ -58,7 +58,8 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     basis = nb.rotated(points)
     intervals = iv.bootstrap_weighted(
         len(points), lambda w: nb.weighted_shares(basis, w, diagonal=True))
-    images = np.asarray(evaluation.images, np.float32)
+    from reportgen.figures.encode import to_uint8
+
     return {nb.PROJECTION: projection.astype(np.float32),
             nb.COMPONENTS: components.astype(np.float32),
             nb.MEAN: mean.astype(np.float32),
@@ -67,7 +68,7 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
             nb.SHARE_HIGH: np.array([i.high for i in intervals], np.float32),
             nb.LABELS: np.asarray(evaluation.labels, np.int64),
             nb.PREDICTED: np.argmax(np.asarray(tensors["lengths"]), axis=1).astype(np.int64),
-            nb.THUMBNAILS: np.round(np.clip(images, 0, 1) * 255).astype(nb.THUMBNAIL_DTYPE),
+            nb.THUMBNAILS: to_uint8(np.asarray(evaluation.images, np.float32)),
             nb.DIMENSIONS: np.asarray(points.shape[1], np.int64),
             nb.CLASS_POSES: np.asarray(int(poses), np.int64)}
 

@@ -4,7 +4,9 @@ in its tooltips, live on the page by assets/pose-space.js, which loads the step'
 
 `pose_space.js` registers window.reportgenPoseSpace[model][step] = {spec}: the same spec as
 the paper's, whose rows also hold `image` (the evaluation image as a PNG data URI; vega-tooltip
-shows a tooltip entry named "image" as the picture) and which zooms and pans.
+shows a tooltip entry named "image" as the picture) and `digest` (reportgen.figures.encode
+.pixel_digest, which the model index gives its inputs too: the page links a point to the input
+page of the same image), and which zooms and pans.
 No TensorFlow here."""
 
 from __future__ import annotations
@@ -20,6 +22,12 @@ from reportgen.techniques.pose_space import numbers as nb
 
 WIDTH, HEIGHT = 420, 340
 MARKS = ("correct", "misclassified")
+
+
+def pixel_digest(image: np.ndarray) -> str:
+    from reportgen.figures.encode import pixel_digest as digest
+
+    return digest(image)
 
 
 def _thumbnail(image: np.ndarray) -> str:
@@ -65,6 +73,7 @@ def rows(arrays, class_names, images: bool) -> list[dict]:
                "mark": MARKS[int(labels[i] != predicted[i])], "index": i}
         if thumbs is not None:
             row["image"] = _thumbnail(thumbs[i])
+            row["digest"] = pixel_digest(thumbs[i])
         out.append(row)
     return out
 
@@ -102,6 +111,9 @@ def chart_spec(arrays, class_names, live: bool) -> dict:
                                {"field": "pc1", "title": "PC1", "format": ".3f"},
                                {"field": "pc2", "title": "PC2", "format": ".3f"},
                                {"field": "index", "title": "evaluation image #"}]
+        # assets/pose-space.js sets `href` on the rows of images that have a page of their own
+        # (an input of the model with the same pixels, `digest`): a click opens it
+        encoding["href"] = {"field": "href"}
         spec["params"] = [{"name": "zoom", "select": "interval", "bind": "scales"}]
     return spec
 

@@ -64,7 +64,7 @@ def test_projection_equals_numpys_pca_of_the_stored_poses(evaluation, result):
     scores = evaluation.tensors("lengths")["lengths"]
     np.testing.assert_array_equal(result[nb.PREDICTED], np.argmax(scores, 1))
     np.testing.assert_array_equal(result[nb.THUMBNAILS],
-                                  np.round(evaluation.images * 255).astype(np.uint8))
+                                  (evaluation.images * 255 + 0.5).astype(np.uint8))
 
 
 def test_the_order_of_the_images_does_not_matter(tiny_net, evaluation, result):
