@@ -70,7 +70,8 @@ def test_a_cnn_gets_the_analyses_of_any_classifier(head, data):
     assert applies == CNN_ANALYSES | ({"capsule_semantics"} if features else set())
     missing = dict((t.name, m) for t, m in result.not_applicable)
     for name in ("rpv", "routing_entropy", "vote_agreement", "primary_heatmaps", "class_capsules",
-                 "decoder_length", "live_decoder", "explanation_fidelity", "gracaps_attention"):
+                 "decoder_length", "live_decoder", "explanation_fidelity", "gracaps_attention",
+                 "pose_space"):
         reason = not_applicable_reason(missing[name])   # one short plain clause
         assert reason.startswith("it has no ") and len(reason.split()) <= 14, (name, reason)
     for technique, params in result.variants:

@@ -127,8 +127,9 @@
         }
         var linked = Number(box.getAttribute("data-ps-linked") || 0);
         setStatus("Hover a point for its image and values; wheel and drag zoom and pan." +
-          (linked ? " Click one of the " + linked + " point" + (linked === 1 ? "" : "s") +
-            " whose image is one of this model's inputs to open it." : ""));
+          (linked === 1 ? " Click the point whose image is one of this model's inputs to " +
+            "open it." : linked ? " Click one of the " + linked + " points whose image is one " +
+            "of this model's inputs to open it." : ""));
       })
       .catch(function (error) {
         showPicture("The live chart could not be drawn: " + error.message);

@@ -189,7 +189,7 @@ def render_pose_space(arrays, params, ctx) -> list[Figure]:
                "mean": _round(arrays[nb.MEAN], 7),
                "components": [_round(c, 7) for c in np.asarray(arrays[nb.COMPONENTS])],
                "points": rows(arrays, names, images=False)}
-    figures.append(Figure(name="pose_space.json", kind="json", caption=text,
+    figures.append(Figure(name="pose_space_points.json", kind="json", caption=text,
                           data=json.dumps(numbers, separators=(",", ":")).encode() + b"\n"))
     figures.append(Figure(name="pose_space.js", kind="js", caption=text,
                           data=script(ctx.model, ctx.step,
