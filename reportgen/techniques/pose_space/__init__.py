@@ -109,6 +109,7 @@ TECHNIQUE = Technique(
     compute=compute,
     summarize=summarize,
     render=lazy("reportgen.techniques.pose_space.figures", "render_pose_space"),
+    render_trend=lazy("reportgen.techniques.pose_space.figures", "render_trend"),
     description="Each evaluation image as a point: the poses of all its class capsules laid "
                 "end to end (4x4 pose matrices flattened), projected on their first two "
                 "principal components, fitted at each analysed step; points coloured by true "

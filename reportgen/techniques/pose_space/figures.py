@@ -195,3 +195,32 @@ def render_pose_space(arrays, params, ctx) -> list[Figure]:
                           data=script(ctx.model, ctx.step,
                                       chart_spec(arrays, names, live=True))))
     return figures
+
+
+TREND_KEYS = (("pc1_share", "PC1"), ("pc2_share", "PC2"))
+
+
+def render_trend(series, params, ctx) -> list[Figure]:
+    """PC1's and PC2's share of the pose variance against training step, with their 95%
+    intervals as bands and the isotropic reference 1/D dashed."""
+    from reportgen.figures.plots import figure_pair, legends_outside, lines_over_steps, styled
+    from reportgen.figures.encode import new_figure
+
+    if len(series) < 2:
+        return []
+    fig = new_figure(4.8, 3.0)
+    reference = float(series[-1][1].get("isotropic_share", 0.0))
+    with styled():
+        ax = fig.subplots(1, 1)
+        lines_over_steps(ax, series, TREND_KEYS)
+        ax.axhline(reference, color="0.4", linestyle="--", linewidth=0.8,
+                   label=f"isotropic 1/D = {100 * reference:.1f}%")
+        ax.set_ylim(0, 1)
+        ax.set_ylabel("share of the pose variance")
+        fig.suptitle(f"Pose space over training, {ctx.model}".strip(", "), fontsize=9)
+        legends_outside(fig)
+    caption = (f"How much of the class capsules' pose variance the first two principal "
+               f"components explain over {len(series)} training steps, each fitted on the same "
+               f"evaluation images, beside 1/D, an isotropic cloud's share. Details: bands: 95% "
+               f"{iv.BOOTSTRAP_STATISTIC}, every resample's components refitted.")
+    return figure_pair(fig, "pose_space_trend", caption)

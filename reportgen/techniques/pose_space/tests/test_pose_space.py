@@ -162,6 +162,20 @@ def test_summary_and_the_charts_rows(evaluation, result):
     assert "PC1" in figures["png"].caption and "1/D" in figures["png"].caption
 
 
+def test_the_trend_draws_both_shares_with_their_intervals(result):
+    first = summarize(result)
+    later = {**first, "pc1_share": 0.5, "pc2_share": 0.25,
+             iv.INTERVALS: {**first[iv.INTERVALS],
+                            "pc1_share": {**first[iv.INTERVALS]["pc1_share"], "low": 0.45,
+                                          "high": 0.55}}}
+    ctx = RenderContext(model="m", step="1-1", class_names=CLASS_NAMES)
+    assert TECHNIQUE.render_trend([("0-0", first)], TECHNIQUE.params_type(), ctx) == []
+    figures = TECHNIQUE.render_trend([("0-0", first), ("1-1", later)],
+                                     TECHNIQUE.params_type(), ctx)
+    assert {f.kind for f in figures} >= {"png", "svg"}
+    assert "1/D" in figures[0].caption
+
+
 @pytest.mark.slow
 def test_em_matrices_are_flattened_and_self_routing_reads_its_activations():
     import sys
