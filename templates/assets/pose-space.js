@@ -156,6 +156,10 @@
     }
     var needed = [root + file.src];
     if (typeof window.vegaEmbed !== "function") {
+      if (!box.getAttribute("data-ps-vega")) {
+        showPicture("");
+        return;
+      }
       needed.unshift(box.getAttribute("data-ps-vega"));
     }
     setStatus("Loading the chart of step " + detail.step + "\u2026");
