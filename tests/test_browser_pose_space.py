@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
 
 import numpy as np
 import pytest
@@ -57,7 +58,8 @@ def test_hovering_a_point_shows_its_image(site):
         page.on("pageerror", lambda error: errors.append(str(error)))
         page.goto((site / "models" / "Tiny" / "analyses.html").as_uri())
         page.wait_for_selector(CHART, timeout=30_000)
-        card = page.locator("[data-rg-panel=pose_space]")
+        card = page.locator("[data-rg-panel=pose_space]:has([data-rg-pose-space])")
+        assert page.locator("[data-rg-pose-space]").count() == 1    # not on the trend's card
         assert card.locator('[data-rg="link"]').is_hidden()      # the live chart took its place
         box = page.locator("[data-rg-pose-space]")
         assert box.get_attribute("data-ps-step") == "1-2"
@@ -78,7 +80,8 @@ def test_hovering_a_point_shows_its_image(site):
         shown = [r for r in rows if r["image"] == src]
         assert len(shown) >= 1
         row = shown[0]
-        assert f"{row['pc1']:.3f}".replace("-", "\u2212") in text
+        pc1 = re.search(r"PC1\s+(\S+)", text).group(1).replace("\u2212", "-")
+        assert float(pc1) == pytest.approx(row["pc1"], rel=1e-3)     # 4 significant digits
         assert row["true"] in text and row["predicted"] in text
         pixels = np.asarray(Image.open(io.BytesIO(base64.b64decode(src.split(",", 1)[1]))))
         assert pixels.shape == (12, 12)

@@ -108,8 +108,8 @@ def chart_spec(arrays, class_names, live: bool) -> dict:
         encoding["tooltip"] = [{"field": "image", "title": "image"},
                                {"field": "true", "title": "true class"},
                                {"field": "predicted", "title": "predicted"},
-                               {"field": "pc1", "title": "PC1", "format": ".3f"},
-                               {"field": "pc2", "title": "PC2", "format": ".3f"},
+                               {"field": "pc1", "title": "PC1", "format": ".4~g"},
+                               {"field": "pc2", "title": "PC2", "format": ".4~g"},
                                {"field": "index", "title": "evaluation image #"}]
         # assets/pose-space.js sets `href` on the rows of images that have a page of their own
         # (an input of the model with the same pixels, `digest`): a click opens it
