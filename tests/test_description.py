@@ -178,6 +178,7 @@ def test_a_cnn_description_plans_only_conv_techniques():
     assert missing["rpv"] >= {"routing_paths", "class_capsules"}
     assert missing["live_decoder"] >= {"decoder"}
     assert missing["capsule_semantics"] == {"class_vectors"}
+    assert missing["pose_space"] == {"class_capsules"}        # no capsule poses to project
     # affnist_benchmark applies to any classifier of its 40x40 input: here it says why not
     assert missing["affnist_benchmark"] == ("its input is 28x28x1, not the affine benchmark's "
                                             "40x40 grayscale digits")

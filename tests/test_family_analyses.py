@@ -73,7 +73,7 @@ def test_a_cnn_gets_the_analyses_of_any_classifier(head, data):
     missing = dict((t.name, m) for t, m in result.not_applicable)
     for name in ("rpv", "routing_entropy", "vote_agreement", "primary_heatmaps", "class_capsules",
                  "decoder_length", "live_decoder", "explanation_fidelity", "explanation_quality",
-                 "gracaps_attention"):
+                 "gracaps_attention", "pose_space"):
         reason = not_applicable_reason(missing[name])   # one short plain clause
         assert reason.startswith("it has no ") and len(reason.split()) <= 14, (name, reason)
     for technique, params in result.variants:

@@ -359,9 +359,10 @@ def test_every_technique_renders_with_its_template_or_the_default():
         else:   # no template of its own: exactly the default card
             assert html == env.get_template("panels/_default.j2").render(panel=view, **LABELS), name
             assert f'<img data-rg="img" src="x/{name}.png"' in html
-    # the few that need more than the default (a note, the live decoder's and draw panel's apps)
+    # the few that need more than the default (a note, the live decoder's and draw panel's apps,
+    # the pose space's live chart)
     assert set(own) <= {"activation_maximization", "conv_kernels", "draw_panel",
-                        "explanation_quality", "live_decoder"}
+                        "explanation_quality", "live_decoder", "pose_space"}
     assert "a_new_technique" not in own
 
 

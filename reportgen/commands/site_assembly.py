@@ -56,11 +56,14 @@ def evaluation_set(dataset, n: int) -> EvaluationSet:
 
 def input_gallery(assembler, model: str, dataset, inputs) -> list[InputInfo]:
     """Each input as the model saw it (after conversion and transforms), with its label."""
+    from reportgen.figures.encode import pixel_digest
+
     folder = assembler.docs / "artifacts" / model / "inputs"
     return [InputInfo(key=item.key, label=item.label,
                       image=assembler.add_input(item.image, folder / f"{item.key}.png"),
                       true_class=" and ".join(dataset.class_names[k]
-                                              for k in item.known_classes) or None)
+                                              for k in item.known_classes) or None,
+                      digest=pixel_digest(item.image))
             for item in inputs]
 
 

@@ -44,6 +44,16 @@ def to_uint8(rgb: np.ndarray) -> np.ndarray:
     return np.clip(arr, 0, 255).astype(np.uint8)
 
 
+def pixel_digest(image: np.ndarray) -> str:
+    """The first 16 hex digits of the SHA-256 of an image's shape and uint8 pixels
+    (`to_uint8`): equal for the same picture however it reached a page (an input's page, an
+    evaluation image in a chart), so a page can tell them for the same image."""
+    import hashlib
+
+    arr = np.ascontiguousarray(to_uint8(image))
+    return hashlib.sha256(repr(arr.shape).encode() + arr.tobytes()).hexdigest()[:16]
+
+
 def json_floats(values) -> list | float:
     """float32 (or float16) `values` as Python floats that print with the shortest digits
     reading back to the same float32 (0.2419113, not 0.24191129207611084): the JSON holds the

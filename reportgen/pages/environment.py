@@ -15,7 +15,7 @@ from reportgen.errors import ReportgenError
 
 ASSET_FILES = ("reportgen.js", "reportgen.css", "file-search.js", "live-decoder.js",
                "smoothing.js", "charts.js", "sort-table.js", "live-training.js",
-               "draw-panel.js")
+               "draw-panel.js", "pose-space.js")
 ASSETS_URL = "assets/reportgen"          # inside docs/ (kept apart from the theme's assets/)
 # scripts reportgen did not write (vega-embed with Vega and Vega-Lite, reportgen.figures.vega)
 VEGA_BUNDLE = "assets/vendor/vega-embed.js"

@@ -126,8 +126,10 @@ def render_site(site: SiteData, docs_dir: Path, templates_dir: Path | None = Non
 
 
 def _draws_charts(files: dict[str, str]) -> bool:
-    """Whether a page holds a live chart (the pages load vega-embed only then)."""
-    return any(path.endswith(".md") and "data-rg-chart" in text for path, text in files.items())
+    """Whether a page holds a live chart (the pages load vega-embed only then; the pose-space
+    chart loads it itself where the page has no other)."""
+    return any(path.endswith(".md") and ("data-rg-chart" in text or "data-rg-pose-space" in text)
+               for path, text in files.items())
 
 
 def _draws_in_page(files: dict[str, str]) -> bool:

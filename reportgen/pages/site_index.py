@@ -82,7 +82,8 @@ def model_index(ctx: SiteContext, info: ModelInfo, live: dict[str, str] | None =
     for inp in model.inputs:
         width, height = ctx.size(inp.image)
         inputs.append({"key": inp.key, "label": inp.label, "true_class": inp.true_class,
-                       "image": {"src": url(inp.image), "width": width, "height": height}})
+                       "image": {"src": url(inp.image), "width": width, "height": height},
+                       **({"digest": inp.digest} if inp.digest else {})})
     return {
         "name": model.name,
         "slug": info.slug,

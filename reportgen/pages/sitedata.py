@@ -57,6 +57,7 @@ class InputInfo:
     label: str                # e.g. "test #12 (rotate 90°)"
     image: str                # path of the input as the model saw it (PNG)
     true_class: str | None    # class name or None for user images without label
+    digest: str = ""          # figures.encode.pixel_digest of the image as the model saw it
 
 
 @dataclass

@@ -11,7 +11,9 @@ reference (chance, a baseline, the untrained step) by them.
 - A score pooled over images that is no mean of theirs (a ratio of sums, the KL of mean
   shares, a median): the BCa bootstrap of the whole statistic (`bootstrap_statistic`; its
   vectorised forms `bootstrap_of_means`, `bootstrap_ratio`, `bootstrap_median`). Several
-  means on the same images share one set of draws (`bootstrap_means`).
+  means on the same images share one set of draws (`bootstrap_means`); a score of weighted
+  images that no mean gives (a principal component's share of variance) is
+  `bootstrap_weighted`.
 
 No TensorFlow here; NumPy and SciPy.
 """
@@ -231,6 +233,36 @@ def bootstrap_of_means(parts, function, confidence: float = CONFIDENCE,
                           np.float64).reshape(n, -1)
     out = _bca_intervals(value, theta, jack, n, confidence, BOOTSTRAP_STATISTIC)
     return out[0] if single else out
+
+
+def bootstrap_weighted(n: int, function, confidence: float = CONFIDENCE,
+                       resamples: int = RESAMPLES, seed: int = SEED, chunk: int = 100):
+    """A score of n images that is no function of their means (the eigenvalues of a covariance:
+    the share of variance a principal component explains) with its BCa bootstrap interval
+    over the images, from `function` of image weights: (R, n) rows, each >= 0 and summing to
+    1 (a resample's counts / n; a jackknife's leave-one-out 1 / (n - 1)) -> scores (R, K).
+    The same draws as `bootstrap_of_means` (so a score that is a weighted mean gets its
+    intervals), evaluated `chunk` resamples at a time to bound the memory; a list of K."""
+    if n <= 0:
+        raise ValueError("a score needs at least one image")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value = np.asarray(function(np.full((1, n), 1.0 / n)), np.float64).reshape(-1)
+        draws = np.random.default_rng(seed).integers(0, n, (resamples, n))
+        theta = []
+        for start in range(0, resamples, chunk):
+            part = draws[start:start + chunk]
+            rows = len(part)
+            counts = np.bincount((np.arange(rows)[:, None] * n + part).ravel(),
+                                 minlength=rows * n).reshape(rows, n) / n
+            theta.append(np.asarray(function(counts), np.float64).reshape(rows, -1))
+        jack = []
+        for start in range(0, n, chunk):
+            rows = min(chunk, n - start)
+            leave = np.full((rows, n), 1.0 / max(n - 1, 1))
+            leave[np.arange(rows), start + np.arange(rows)] = 0.0
+            jack.append(np.asarray(function(leave), np.float64).reshape(rows, -1))
+    return _bca_intervals(value, np.concatenate(theta), np.concatenate(jack), n, confidence,
+                          BOOTSTRAP_STATISTIC)
 
 
 def _bca_intervals(value, theta, jack, n, confidence, method, constant=None) -> list[Interval]:

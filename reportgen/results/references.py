@@ -13,6 +13,16 @@ test compiles the supplement's bibliography with BibTeX and reads its warnings).
 from __future__ import annotations
 
 ENTRIES = {
+    "pearson1901lines": """@article{pearson1901lines,
+  author    = {Pearson, Karl},
+  title     = {On Lines and Planes of Closest Fit to Systems of Points in Space},
+  journal   = {The London, Edinburgh, and Dublin Philosophical Magazine and Journal of Science},
+  volume    = {2},
+  number    = {11},
+  pages     = {559--572},
+  year      = {1901},
+  doi       = {10.1080/14786440109462720}
+}""",
     "sabour2017dynamic": """@inproceedings{sabour2017dynamic,
   author    = {Sabour, Sara and Frosst, Nicholas and Hinton, Geoffrey E.},
   title     = {Dynamic Routing Between Capsules},

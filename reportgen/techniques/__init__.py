@@ -45,6 +45,7 @@ BUILT_IN = (
     "capsule_semantics",
     "explanation_fidelity",
     "explanation_quality",
+    "pose_space",
     "affine_robustness",
     "adversarial_robustness",
     "affnist_benchmark",
