@@ -33,6 +33,7 @@ from reportgen.techniques.clrp_evaluation.numbers import (DISC_PAIRS, DISCRIMINA
                                                           LABELS, METHODS, disc_key, drop_key,
                                                           pointing_key)
 from reportgen.techniques.compute import check_positive, rounded_number
+from reportgen.techniques.lrp_clrp.numbers import unsuited
 
 
 @dataclass(frozen=True)
@@ -197,7 +198,9 @@ TECHNIQUE = Technique(
     layer="model",
     scope="dataset",
     needs=frozenset(),
-    applies_to=frozenset({"conv", "logits"}),
+    applies_to=frozenset({"conv"}),
+    # a CNN only: the reason a capsule network gets, and its costs never counted (unsuited)
+    unsuited=unsuited,
     params_type=Params,
     version=1,
     compute=compute,

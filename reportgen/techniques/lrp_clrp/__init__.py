@@ -25,6 +25,7 @@ import numpy as np
 from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.lrp_clrp.numbers import VARIANTS
+from reportgen.techniques.lrp_clrp.numbers import unsuited
 
 TOP = 2        # the two highest-scoring classes
 
@@ -93,7 +94,9 @@ TECHNIQUE = Technique(
     layer="model",
     scope="input",
     needs=frozenset({"images"}),
-    applies_to=frozenset({"conv", "logits"}),
+    applies_to=frozenset({"conv"}),
+    # a CNN only: the reason a capsule network gets, and its costs never counted (unsuited)
+    unsuited=unsuited,
     params_type=Params,
     version=1,
     compute=compute,

@@ -107,3 +107,16 @@ def test_a_squashing_head_has_no_rule_and_says_so(images):
     figure = TECHNIQUE.render({k: v[0] for k, v in got.items()}, Params(),
                               RenderContext(model="m", step="1", class_names=("a", "b", "c")))[0]
     assert "has no rule" in figure.caption and "squash" in figure.caption
+
+
+def test_a_capsule_network_is_told_why_not(tiny_net):
+    """The plan of a CapsNet says in one plain clause why LRP is not for it."""
+    from reportgen.engine.model import not_applicable_reason
+    from reportgen.engine.step import plan
+    from reportgen.techniques import get_technique
+    from reportgen.techniques.lrp_clrp.numbers import NOT_A_CNN
+
+    for name in ("lrp_clrp", "clrp_evaluation"):
+        chosen = plan([get_technique(name)], tiny_net.description)
+        assert not chosen.variants
+        assert not_applicable_reason(chosen.not_applicable[0][1]) == NOT_A_CNN
