@@ -103,7 +103,7 @@ def render(arrays, params, ctx) -> list[Figure]:
 
 
 def _bars(summary: dict, text: str, procedure: str) -> list[Figure]:
-    fig = new_figure(8.0, 2.8, dpi=DPI)
+    fig = new_figure(8.0, 3.0, dpi=DPI)
     panels = ((DISCRIMINATIVE, disc_key, "1 - cos of top-2 maps", 1.0),
               (METHODS, pointing_key, "pointing game hits (%)", 100.0),
               (METHODS, drop_key, "logit drop at the patch", 1.0))
@@ -116,7 +116,8 @@ def _bars(summary: dict, text: str, procedure: str) -> list[Figure]:
         got = [iv.interval_of(summary, key(k)) for k in methods]
         error_bars(ax, xs, [np.nan if g is None else g.low * scale for g in got],
                    [np.nan if g is None else g.high * scale for g in got])
-        ax.set_xticks(xs, [LABELS[k] for k in methods], rotation=30)
+        ax.set_xticks(xs, [LABELS[k] for k in methods], rotation=45, ha="right",
+                      rotation_mode="anchor")
         ax.set_ylabel(label)
     fig.tight_layout()
     return figure_pair(fig, "clrp_evaluation_bars", f"{text} The same numbers as bars, with "
