@@ -94,7 +94,8 @@ def render(arrays, params, ctx) -> list[Figure]:
                  f"95% BCa); random: a uniformly random map. Gradient: |dS_y/dx| (Simonyan et "
                  f"al. 2014). Paired differences: CLRP2 - LRP "
                  f"{_difference(summary, disc_key('clrp2'), disc_key('lrp'))} (1 - cos); drop "
-                 f"gradient - random {_difference(summary, drop_key('gradient'), drop_key('random'))}, "
+                 f"gradient - random "
+                 f"{_difference(summary, drop_key('gradient'), drop_key('random'))}, "
                  f"LRP - gradient {_difference(summary, drop_key('lrp'), drop_key('gradient'))}, "
                  f"CLRP1 - LRP {_difference(summary, drop_key('clrp1'), drop_key('lrp'))}, "
                  f"CLRP2 - LRP {_difference(summary, drop_key('clrp2'), drop_key('lrp'))}.")
