@@ -207,6 +207,9 @@ TECHNIQUE = Technique(
     render=lazy("reportgen.techniques.clrp_evaluation.figures", "render", Params),
     variants=variants,
     summarize=summarize,
+    render_trend=lazy("reportgen.techniques.clrp_evaluation.figures", "render_trend", Params),
+    render_compare=lazy("reportgen.techniques.clrp_evaluation.figures", "render_compare",
+                        Params),
     may_hold_nan=(("discriminativeness", "an all-zero map has no cosine; every value where a "
                                          "layer has no LRP rule"),
                   ("pointing", "an image without a pixel above the threshold"),

@@ -113,7 +113,7 @@ def _bars(summary: dict, text: str, procedure: str) -> list[Figure]:
         xs = np.arange(len(methods))
         values = [np.nan if summary.get(key(k)) is None else summary[key(k)] * scale
                   for k in methods]
-        ax.bar(xs, values, color="#8098ba")
+        ax.bar(xs, values, color=[COLORS[k] for k in methods])
         got = [iv.interval_of(summary, key(k)) for k in methods]
         error_bars(ax, xs, [np.nan if g is None else g.low * scale for g in got],
                    [np.nan if g is None else g.high * scale for g in got])
@@ -123,3 +123,59 @@ def _bars(summary: dict, text: str, procedure: str) -> list[Figure]:
     fig.tight_layout()
     return figure_pair(fig, "clrp_evaluation_bars", f"{text} The same numbers as bars, with "
                        f"their 95% intervals. {procedure}", svg_size=False)
+
+
+# one colour per map in every panel (Okabe-Ito)
+COLORS = {"random": "#999999", "gradient": "#E69F00", "lrp": "#0072B2", "clrp1": "#D55E00",
+          "clrp2": "#009E73"}
+# the three measures, each its own panel of the trend and compare charts
+PANELS = ((DISCRIMINATIVE, disc_key, "1 - cos of the top-2 maps"),
+          (METHODS, pointing_key, "pointing game hit rate"),
+          (METHODS, drop_key, "logit drop at the patch"))
+
+
+def render_trend(history, params, ctx) -> list[Figure]:
+    """The three measures per map over the training steps, each with its 95% band."""
+    from reportgen.figures.plots import legend_below, lines_over_steps
+
+    history = [(step, s) for step, s in history if s.get("supported")]
+    if not history:
+        return []
+    fig = new_figure(8.0, 3.2, dpi=DPI)
+    for i, (methods, key, label) in enumerate(PANELS):
+        ax = fig.add_subplot(1, 3, i + 1)
+        ax.set_prop_cycle(color=[COLORS[k] for k in methods])
+        lines_over_steps(ax, history, [(key(k), LABELS[k]) for k in methods])
+        ax.set_ylabel(label)
+    legend_below(fig)
+    model = getattr(ctx, "model", "")
+    caption = (f"LRP vs contrastive LRP over training{' of ' + model if model else ''}: how "
+               f"different the top-2 classes' maps are, pointing-game hits and the logit drop "
+               f"of the patch ablation per map. Details: bands are the 95% intervals (BCa over "
+               f"the images; Wilson-type for the hit rates); "
+               f"{history[-1][1].get('images', 0)} images per step.")
+    return figure_pair(fig, "trend", caption, svg_size=False)
+
+
+def render_compare(entries, params, ctx) -> list[Figure]:
+    """The three measures per map, the models side by side, with 95% error bars."""
+    from reportgen.figures.plots import grouped_bars, legend_below
+
+    entries = [(model, s) for model, s in entries if s.get("supported")]
+    if not entries:
+        return []
+    fig = new_figure(8.0, 3.4, dpi=DPI)
+    for i, (methods, key, label) in enumerate(PANELS):
+        ax = fig.add_subplot(1, 3, i + 1)
+        keys = [key(k) for k in methods]
+        grouped_bars(ax, entries, lambda s, keys=keys: [
+            np.nan if s.get(k) is None else s[k] for k in keys], keys=keys)
+        ax.set_xticks(np.arange(len(methods)), [LABELS[k] for k in methods], rotation=45,
+                      ha="right", rotation_mode="anchor")
+        ax.set_ylabel(label)
+    legend_below(fig)
+    caption = ("LRP vs contrastive LRP across models: how different the top-2 classes' maps "
+               "are, pointing-game hits and the logit drop of the patch ablation per map. "
+               "Details: error bars are the 95% intervals (BCa over the images; Wilson-type for "
+               "the hit rates); each model at its last step with the analysis.")
+    return figure_pair(fig, "compare", caption, svg_size=False)
