@@ -56,7 +56,7 @@ def test_stored_numbers_equal_a_numpy_recomputation(cnn):
         assert np.isclose(scores[y[b]], logits[b, y[b]], rtol=1e-4)
         maps["random"] = random[b]
         for m, method in enumerate(METHODS):
-            if method == "gradient":       # the library's gradient map: checked for shape only
+            if method == "gradient":       # its map: test_the_gradient_map_is_the_logit_gradient
                 continue
             row, col = np.unravel_index(np.argmax(maps[method]), (12, 12))
             assert got["pointing"][m, b] == float(masks[b, row, col]), (method, b)
