@@ -169,8 +169,9 @@ def test_a_cnn_description_plans_only_conv_techniques():
     assert cnn.features == {"conv", "logits"}
     own = [t for t in all_techniques() if t.name in BUILT_IN]    # reportgen's (not plug-ins')
     result = plan(own, cnn)
-    applicable = ["adversarial_robustness", "affine_robustness", "conv_feature_maps",
-                  "conv_kernels", "draw_panel", "gradcam_pp", "predictions"]
+    applicable = ["adversarial_robustness", "affine_robustness", "clrp_evaluation",
+                  "conv_feature_maps", "conv_kernels", "draw_panel", "gradcam_pp", "lrp_clrp",
+                  "predictions"]
     assert sorted({t.name for t, _ in result.variants}) == applicable
     assert [p.layer for t, p in result.variants if t.name == "conv_kernels"] == ["conv1",
                                                                                  "conv2"]

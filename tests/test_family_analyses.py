@@ -30,7 +30,8 @@ SMALL = {"capsule_semantics": {"images": 3, "steps": 3, "perturbation_steps": 3}
                                  "sensitivity_samples": 2},
          "activation_maximization": {"steps": 2}}
 CNN_ANALYSES = {"predictions", "gradcam_pp", "conv_feature_maps", "conv_kernels",
-                "affine_robustness", "adversarial_robustness", "draw_panel"}
+                "affine_robustness", "adversarial_robustness", "draw_panel", "lrp_clrp",
+                "clrp_evaluation"}
 
 
 @pytest.fixture(scope="module")

@@ -678,3 +678,51 @@ def test_a_segmentation_iou_within_its_references_interval_cannot_be_told_apart(
             "95% CI -0.4 to 1.0 points; about ") in text
     clear = with_difference(s, "segmentation_iou", "segmentation_reference", 0.001, 0.005, n=500)
     assert ", above the 23.0% of a decoder" in F.multimnist_finding(clear).text
+
+
+def _clrp_summary(diff_low: float, drops: dict, steps: dict) -> dict:
+    """A clrp_evaluation summary by hand: 1 - cos of CLRP1 0.65 and LRP 0.14 (the paired
+    difference's interval from `diff_low`), pointing hit rates, mean drops `drops` and the
+    paired differences' lower ends `steps` {(a, b): low}."""
+    from reportgen.techniques.clrp_evaluation import verdicts
+
+    s = {"discriminativeness_lrp": 0.14, "discriminativeness_clrp1": 0.65, "patch": 9,
+         "threshold": 0.5}
+    iv.attach_difference(s, "discriminativeness_clrp1", "discriminativeness_lrp",
+                         iv.Interval(0.51, diff_low, diff_low + 0.4, 30, iv.BOOTSTRAP))
+    for i, k in enumerate(("random", "gradient", "lrp", "clrp1", "clrp2")):
+        iv.attach(s, f"pointing_{k}", iv.Interval(0.2 * i, 0.2 * i - 0.1, 0.2 * i + 0.1, 30,
+                                                  iv.WILSON))
+        s[f"ablation_drop_{k}"] = drops[k]
+    for (a, b), low in steps.items():
+        iv.attach_difference(s, f"ablation_drop_{a}", f"ablation_drop_{b}",
+                             iv.Interval(drops[a] - drops[b], low, low + 1.0, 30, iv.BOOTSTRAP))
+    s.update(verdicts(s))
+    return s
+
+
+def test_clrp_findings_are_decided_by_the_paired_intervals():
+    ordered = {"random": 1.0, "gradient": 2.0, "lrp": 3.0, "clrp1": 4.0, "clrp2": 4.5}
+    pairs = [("gradient", "random"), ("lrp", "gradient"), ("clrp1", "lrp"), ("clrp2", "lrp")]
+    s = _clrp_summary(0.2, ordered, {p: 0.3 for p in pairs})
+    disc, pointing, ablation = F.clrp_findings(s)
+    assert disc.text.startswith("CLRP's top-2 maps differ more than LRP's: ")
+    assert "difference 0.510, 95% CI 0.200–0.600, over 30 images" in disc.text
+    assert disc.technique == pointing.technique == ablation.technique == "clrp_evaluation"
+    assert "LRP 40.0% (95% CI 30.0–50.0%)" in pointing.text
+    assert "orders the maps random < gradient < LRP < CLRP1 < CLRP2, which follows Gu et al.'s " \
+           "Table 1 ordering, every step separated" in ablation.text
+    # an interval holding 0 for LRP vs gradient: the means follow, not every step is separated
+    s = _clrp_summary(-0.1, ordered, {**{p: 0.3 for p in pairs}, ("lrp", "gradient"): -0.5})
+    disc, _, ablation = F.clrp_findings(s)
+    assert disc.text.startswith("CLRP's and LRP's top-2 maps cannot be told apart")
+    assert "in its means, but not every step is separated" in ablation.text
+    assert "LRP and gradient cannot be told apart on 30 images" in ablation.text
+    # the ordering found otherwise is said as found
+    swapped = {**ordered, "lrp": 1.5}
+    s = _clrp_summary(-0.6, swapped, {p: 0.3 for p in pairs})
+    disc, _, ablation = F.clrp_findings(s)
+    assert disc.text.startswith("LRP's top-2 maps differ more than CLRP's")
+    assert "orders the maps random < LRP < gradient < CLRP1 < CLRP2, which does not follow" \
+        in ablation.text
+    assert F.clrp_findings({}) == []

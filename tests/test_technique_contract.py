@@ -243,6 +243,8 @@ def test_engine_probes_only_what_missing_techniques_declared(tmp_path, make_net,
 
 
 def test_not_applicable_techniques_are_planned_out(make_net, evaluation_data):
+    from reportgen.techniques.lrp_clrp.numbers import NOT_A_CNN
+
     plain = make_net(decoder={"enabled": False})
     result = plan([t for t in all_techniques() if t.name in BUILT_IN], plain)
     assert not {"live_decoder", "decoder_length", "decoder_perturbation"} & \
@@ -251,7 +253,8 @@ def test_not_applicable_techniques_are_planned_out(make_net, evaluation_data):
         "live_decoder": {"decoder"}, "decoder_length": {"decoder"},
         "decoder_perturbation": {"decoder"}, "gracaps_attention": {"attention"},
         "affnist_benchmark": "its input is 12x12x1, not the affine benchmark's 40x40 grayscale "
-                             "digits"}
+                             "digits",
+        "lrp_clrp": NOT_A_CNN, "clrp_evaluation": NOT_A_CNN}
     # A declared tensor the model cannot have (no decoder: no reconstruction) is skipped by the
     # shared pass instead of failing it; the analysis reads only what exists.
     adversarial = get_technique("adversarial_robustness")

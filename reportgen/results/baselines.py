@@ -47,9 +47,19 @@ SCORES: dict[str, list[tuple[str, str, object]]] = {
                             for m, label in (("rpv_modified", "RPV (modified)"),
                                              ("gradcam_pp", "Grad-CAM++"),
                                              ("builtin", "built-in explanation"))],
+    # Gu, Yang & Tresp 2018: CLRP's top-2 maps against LRP's, the ablation against a random map
+    "clrp_evaluation": [("discriminativeness_lrp", "1 - cos of the top-2 maps, LRP", None),
+                        ("discriminativeness_clrp1", "1 - cos of the top-2 maps, CLRP1",
+                         "discriminativeness_lrp"),
+                        *((f"ablation_drop_{m}",
+                           f"logit drop, patch ablation at {label}'s maximum",
+                           "ablation_drop_random")
+                          for m, label in (("gradient", "the gradient"), ("lrp", "LRP"),
+                                           ("clrp1", "CLRP1")))],
 }
 BASELINE_LABELS = {CHANCE: "chance (1/K)", "entropy_max": "uniform routing (log K)",
                    "deletion_aopc_random": "random order",
+                   "discriminativeness_lrp": "LRP's", "ablation_drop_random": "a random patch",
                    "faithfulness_random_map": "random map", "sensitivity_random_map": "random map",
                    "top2_chance": "chance (1/C(K, 2))",
                    "segmentation_reference": "each class's typical digit, centred",

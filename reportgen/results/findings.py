@@ -24,8 +24,10 @@ from dataclasses import dataclass
 from reportgen.results.intervals import (Interval, ci_text, difference_of, images_to_tell,
                                          interval_of, proportion_interval)
 from reportgen.results.intervals import fixed_digits as _fixed
-from reportgen.results.technique_numbers import (METHOD_LABELS, QUALITY_BASELINES,
-                                                 QUALITY_LABELS, QUALITY_METRICS,
+from reportgen.results.technique_numbers import (CLRP_LABELS, CLRP_METHODS, METHOD_LABELS,
+                                                 QUALITY_BASELINES, QUALITY_LABELS,
+                                                 QUALITY_METRICS, clrp_disc_key,
+                                                 clrp_drop_key, clrp_pointing_key,
                                                  quality_verdict, top2_chance)
 
 UNTRAINED = "0-0"                  # the step `reportgen train` saves before any update
@@ -561,6 +563,58 @@ def explanation_quality_findings(summary: dict | None,
     return out
 
 
+def clrp_findings(summary: dict | None, untrained: dict | None = None) -> list[Finding]:
+    """LRP vs contrastive LRP (Gu, Yang & Tresp 2018) as the intervals decide: whether CLRP's
+    maps of the two top classes differ more than LRP's (the paired difference CLRP1 - LRP of
+    1 - cosine), the pointing-game hit rates, and the patch-ablation ordering found beside
+    their Table 1 ordering random < gradient < LRP < CLRP."""
+    s = summary or {}
+    out = []
+    threshold = f"the {CONFIDENCE_WORDS} of the paired difference"
+    lrp, clrp = _num(s, clrp_disc_key("lrp")), _num(s, clrp_disc_key("clrp1"))
+    diff = difference_of(s, clrp_disc_key("clrp1"), clrp_disc_key("lrp"))
+    if lrp is not None and clrp is not None and diff is not None:
+        side = _side(diff, 0.0)
+        verdict = {"above": "CLRP's top-2 maps differ more than LRP's",
+                   "below": "LRP's top-2 maps differ more than CLRP's",
+                   "tie": "CLRP's and LRP's top-2 maps cannot be told apart by how much they "
+                          "differ"}[side]
+        text = (f"{verdict}: 1 - cosine between the maps of each image's two highest-scoring "
+                f"classes is {_fixed(clrp)} for CLRP1 and {_fixed(lrp)} for LRP (difference "
+                f"{_fixed(diff.value)}, {ci_text(diff, 1, 3)}, over {diff.n:,} images; decided "
+                f"by {threshold}).")
+        before_l, before_c = (_num(untrained, clrp_disc_key(k)) for k in ("lrp", "clrp1"))
+        before = None if before_l is None or before_c is None else \
+            f"CLRP1 {_fixed(before_c)}, LRP {_fixed(before_l)}"
+        out.append(Finding("explanations", text, threshold, "clrp_evaluation",
+                           _untrained(before)))
+    hits = [(k, interval_of(s, clrp_pointing_key(k))) for k in CLRP_METHODS]
+    if all(interval is not None for _, interval in hits):
+        rates = ", ".join(f"{CLRP_LABELS[k]} {_pct_ci(interval)}" for k, interval in hits)
+        text = (f"Pointing game (the true class's map maximum on the digit, its pixels above "
+                f"{s.get('threshold', 0.5):g}): {rates}.")
+        out.append(Finding("explanations", text, f"pixels above {s.get('threshold', 0.5):g}",
+                           "clrp_evaluation"))
+    order = s.get("ablation_order")
+    if order:
+        if s.get("table1_order") and s.get("table1_order_separated"):
+            agree = "follows Gu et al.'s Table 1 ordering, every step separated by its interval"
+        elif s.get("table1_order"):
+            agree = ("follows Gu et al.'s Table 1 ordering in its means, but not every step is "
+                     "separated by its interval")
+        else:
+            agree = "does not follow Gu et al.'s Table 1 ordering random < gradient < LRP < CLRP"
+        steps = "; ".join(_versus(s, clrp_drop_key(a), clrp_drop_key(b), CLRP_LABELS[a],
+                                  CLRP_LABELS[b])
+                          for a, b in (("gradient", "random"), ("lrp", "gradient"),
+                                       ("clrp1", "lrp")))
+        text = (f"Patch ablation (the {s.get('patch', 9)}x{s.get('patch', 9)} patch at the "
+                f"map's maximum replaced by the mean image; the drop of the true class's logit) "
+                f"orders the maps {order}, which {agree}: {steps} (decided by {threshold}).")
+        out.append(Finding("explanations", text, threshold, "clrp_evaluation"))
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # Robustness
 
@@ -840,6 +894,8 @@ def findings(summaries: dict[str, dict], classes: int, *, accuracy: float | None
                if "explanation_fidelity" in summaries else [])
     out.extend(explanation_quality_findings(summaries.get("explanation_quality"),
                                             before.get("explanation_quality")))
+    out.extend(clrp_findings(summaries.get("clrp_evaluation"), before.get("clrp_evaluation"))
+               if "clrp_evaluation" in summaries else [])
     out.append(affine_finding(summaries.get("affine_robustness"), classes,
                               before.get("affine_robustness")))
     out.append(affnist_finding(summaries.get("affnist_benchmark"), reference,

@@ -183,6 +183,62 @@ ENTRIES = {
                (CVPR)},
   year      = {2004}
 }""",
+    "gu2018clrp": """@inproceedings{gu2018clrp,
+  author    = {Gu, Jindong and Yang, Yinchong and Tresp, Volker},
+  title     = {Understanding Individual Decisions of {CNNs} via Contrastive Backpropagation},
+  booktitle = {Computer Vision -- ACCV 2018, 14th Asian Conference on Computer Vision},
+  series    = {Lecture Notes in Computer Science},
+  volume    = {11363},
+  pages     = {119--134},
+  publisher = {Springer},
+  year      = {2018},
+  doi       = {10.1007/978-3-030-20893-6_8},
+  eprint    = {1812.02100},
+  archivePrefix = {arXiv}
+}""",
+    "bach2015lrp": """@article{bach2015lrp,
+  author    = {Bach, Sebastian and Binder, Alexander and Montavon, Gr{\\'e}goire and
+               Klauschen, Frederick and M{\\"u}ller, Klaus-Robert and Samek, Wojciech},
+  title     = {On Pixel-Wise Explanations for Non-Linear Classifier Decisions by Layer-Wise
+               Relevance Propagation},
+  journal   = {PLoS ONE},
+  volume    = {10},
+  number    = {7},
+  pages     = {e0130140},
+  year      = {2015},
+  doi       = {10.1371/journal.pone.0130140}
+}""",
+    "montavon2017dtd": """@article{montavon2017dtd,
+  author    = {Montavon, Gr{\\'e}goire and Lapuschkin, Sebastian and Binder, Alexander and
+               Samek, Wojciech and M{\\"u}ller, Klaus-Robert},
+  title     = {Explaining Nonlinear Classification Decisions with Deep {Taylor} Decomposition},
+  journal   = {Pattern Recognition},
+  volume    = {65},
+  pages     = {211--222},
+  year      = {2017},
+  doi       = {10.1016/j.patcog.2016.11.008}
+}""",
+    "zhang2016excitation": """@inproceedings{zhang2016excitation,
+  author    = {Zhang, Jianming and Lin, Zhe and Brandt, Jonathan and Shen, Xiaohui and
+               Sclaroff, Stan},
+  title     = {Top-Down Neural Attention by Excitation Backprop},
+  booktitle = {Computer Vision -- ECCV 2016},
+  series    = {Lecture Notes in Computer Science},
+  volume    = {9908},
+  pages     = {543--559},
+  publisher = {Springer},
+  year      = {2016},
+  doi       = {10.1007/978-3-319-46493-0_33}
+}""",
+    "simonyan2014deep": """@inproceedings{simonyan2014deep,
+  author    = {Simonyan, Karen and Vedaldi, Andrea and Zisserman, Andrew},
+  title     = {Deep Inside Convolutional Networks: Visualising Image Classification Models and
+               Saliency Maps},
+  booktitle = {International Conference on Learning Representations (ICLR), Workshop Track},
+  year      = {2014},
+  eprint    = {1312.6034},
+  archivePrefix = {arXiv}
+}""",
 }
 
 # a word of the data set's description -> its paper (first match wins)

@@ -8,6 +8,7 @@ from here.
   compactness_chance_pooled / _per_image: [mean, 95th percentile] of an isotropic random change;
 - explanation_fidelity's method labels;
 - explanation_quality's maps, scores and verdicts (decided by the paired intervals);
+- clrp_evaluation's maps, in Gu, Yang & Tresp's Table 1 order, their labels and summary keys;
 - multimnist_segmentation's chance level of top-2 accuracy.
 """
 
@@ -65,3 +66,21 @@ def quality_verdict(summary: dict, metric: str, method: str, baseline: str) -> s
     if difference.below(0.0):
         return f"{label} below the {base}'s"
     return f"{label} not told apart from the {base}'s"
+# clrp_evaluation (Gu, Yang & Tresp, ACCV 2018): the maps scored, in their Table 1 order (their
+# finding, tested, not assumed: random < gradient < LRP < CLRP), and the summary keys
+CLRP_METHODS = ("random", "gradient", "lrp", "clrp1", "clrp2")
+CLRP_LABELS = {"random": "random", "gradient": "gradient", "lrp": "LRP", "clrp1": "CLRP1",
+               "clrp2": "CLRP2"}
+CLRP_DISCRIMINATIVE = ("lrp", "clrp1", "clrp2")
+
+
+def clrp_disc_key(method: str) -> str:
+    return f"discriminativeness_{method}"
+
+
+def clrp_pointing_key(method: str) -> str:
+    return f"pointing_{method}"
+
+
+def clrp_drop_key(method: str) -> str:
+    return f"ablation_drop_{method}"

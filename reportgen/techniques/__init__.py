@@ -25,6 +25,7 @@ OWN_MODULES = {"gracaps_attention": "reportgen.families.gracapsnet.attention"}
 BUILT_IN = (
     "predictions",
     "gradcam_pp",
+    "lrp_clrp",
     "conv_feature_maps",
     "conv_kernels",
     "primary_heatmaps",
@@ -46,6 +47,7 @@ BUILT_IN = (
     "explanation_fidelity",
     "explanation_quality",
     "pose_space",
+    "clrp_evaluation",
     "affine_robustness",
     "adversarial_robustness",
     "affnist_benchmark",
