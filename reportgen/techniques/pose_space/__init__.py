@@ -7,8 +7,8 @@ class capsules have no pose (Self-Routing's, Hahn et al. 2019: its class layer e
 the K logistic activations) is analysed on what it exposes, its activations, and the caption
 says so. The components are fitted anew at every analysed step, on that step's poses of the
 same evaluation images. Beside each component's share of the variance: its 95% BCa bootstrap
-interval over the images (every resample's components refitted, `numbers.weighted_shares`)
-and the isotropic reference 1/D (numbers.py).
+interval over the images (along the fitted axes, held fixed as the chart draws them:
+`numbers.axis_shares` says why) and the isotropic reference 1/D (numbers.py).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
     mean, components, projection, shares = nb.pca(points)
     basis = nb.rotated(points)
     intervals = iv.bootstrap_weighted(
-        len(points), lambda w: nb.weighted_shares(basis, w, diagonal=True))
+        len(points), lambda w: nb.axis_shares(basis, w, diagonal=True))
     from reportgen.figures.encode import to_uint8
 
     return {nb.PROJECTION: projection.astype(np.float32),
@@ -105,7 +105,7 @@ TECHNIQUE = Technique(
     applies_to=frozenset({"class_capsules"}),
     params_type=Params,
     variants=variants,
-    version=1,
+    version=2,
     compute=compute,
     summarize=summarize,
     render=lazy("reportgen.techniques.pose_space.figures", "render_pose_space"),

@@ -165,8 +165,8 @@ def caption(arrays, ctx) -> str:
             f"{ctx.step} (PCA, Pearson 1901: SVD of the centred values; each axis's largest "
             f"loading positive). Colour: true class; a cross: misclassified ({wrong} of "
             f"{images}). A component's share is its variance over the total; interval: "
-            f"{iv.BOOTSTRAP_STATISTIC}, {iv.RESAMPLES} resamples, each resample's components "
-            f"refitted (within its leading {nb.RITZ} axes). Reference: any component of an "
+            f"{iv.BOOTSTRAP_STATISTIC}, {iv.RESAMPLES} resamples of the images, along these axes "
+            f"held fixed. Reference: any component of an "
             f"isotropic cloud explains 1/D = {100 / dims:.2f}%; a sample of {images} "
             f"isotropic points shows a top share up to about (1 + sqrt(D/N))^2 / D = "
             f"{100 * top:.1f}% by chance (Marchenko-Pastur). On the page: hover a point for "
@@ -222,5 +222,5 @@ def render_trend(series, params, ctx) -> list[Figure]:
     caption = (f"How much of the class capsules' pose variance the first two principal "
                f"components explain over {len(series)} training steps, each fitted on the same "
                f"evaluation images, beside 1/D, an isotropic cloud's share. Details: bands: 95% "
-               f"{iv.BOOTSTRAP_STATISTIC}, every resample's components refitted.")
+               f"{iv.BOOTSTRAP_STATISTIC} over the images, along each step's axes held fixed.")
     return figure_pair(fig, "pose_space_trend", caption)
