@@ -43,7 +43,8 @@ SCORES: dict[str, list[tuple[str, str, object]]] = {
     # infidelity (~1e-6 for class scores in [0, 1]) stays on the analysis's own table
     "explanation_quality": [(f"{score}_{m}", f"{words}, {label}", f"{score}_random_map")
                             for score, words in (("faithfulness", "faithfulness correlation"),
-                                                 ("sensitivity", "max-sensitivity"))
+                                                 ("sensitivity", "max-sensitivity"),
+                                                 ("road_gap", "ROAD gap LeRF - MoRF"))
                             for m, label in (("rpv_modified", "RPV (modified)"),
                                              ("gradcam_pp", "Grad-CAM++"),
                                              ("builtin", "built-in explanation"))],

@@ -538,8 +538,9 @@ def explanation_findings(summary: dict | None, untrained: dict | None = None) ->
 def explanation_quality_findings(summary: dict | None,
                                  untrained: dict | None = None) -> list[Finding]:
     """How far to trust each explanation the model's site shows: its faithfulness correlation
-    (against the random map), infidelity (against the uniform and the random map) and
-    max-sensitivity (against the random map), each "above" or "below" only where the 95%
+    (against the random map), infidelity (against the uniform and the random map),
+    max-sensitivity (against the random map) and ROAD's MoRF and LeRF scores and their gap
+    (Rong et al. 2022; against both), each "above" or "below" only where the 95%
     interval of the paired difference over the same images excludes 0; one finding per
     explanation, the untrained step's verdicts beside it."""
     s = summary or {}
@@ -555,7 +556,8 @@ def explanation_quality_findings(summary: dict | None,
             continue
         label = QUALITY_LABELS[method]
         text = (f"{label}: {'; '.join(verdicts(s, method))} (over {s.get('images', 0):,} "
-                f"images; lower infidelity and max-sensitivity are better; decided by "
+                f"images; lower infidelity, max-sensitivity and ROAD MoRF score are better; "
+                f"decided by "
                 f"{threshold}).")
         before = verdicts(untrained or {}, method)
         out.append(Finding("explanations", text, threshold, "explanation_quality",

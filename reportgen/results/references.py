@@ -125,6 +125,17 @@ ENTRIES = {
   eprint    = {2005.00631},
   archivePrefix = {arXiv}
 }""",
+    "rong2022consistent": """@inproceedings{rong2022consistent,
+  author    = {Rong, Yao and Leemann, Tobias and Borisov, Vadim and Kasneci, Gjergji and
+               Kasneci, Enkelejda},
+  title     = {A Consistent and Efficient Evaluation Strategy for Attribution Methods},
+  booktitle = {Proceedings of the 39th International Conference on Machine Learning (ICML)},
+  series    = {Proceedings of Machine Learning Research},
+  volume    = {162},
+  year      = {2022},
+  eprint    = {2202.00449},
+  archivePrefix = {arXiv}
+}""",
     "yeh2019fidelity": """@inproceedings{yeh2019fidelity,
   author    = {Yeh, Chih-Kuan and Hsieh, Cheng-Yu and Suggala, Arun Sai and Inouye, David I.
                and Ravikumar, Pradeep},

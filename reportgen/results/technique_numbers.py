@@ -41,6 +41,11 @@ QUALITY_METRICS = {
     "faithfulness": ("faithfulness correlation", "higher", ("random_map",)),
     "infidelity": ("infidelity", "lower", ("uniform_map", "random_map")),
     "sensitivity": ("max-sensitivity", "lower", ("random_map",)),
+    # ROAD (Rong et al. 2022): the target score's mean over the removal fractions, most / least
+    # relevant pixels removed first and linearly imputed, and their gap LeRF - MoRF
+    "road_morf": ("ROAD MoRF score", "lower", ("random_map", "uniform_map")),
+    "road_lerf": ("ROAD LeRF score", "higher", ("random_map", "uniform_map")),
+    "road_gap": ("ROAD gap LeRF - MoRF", "higher", ("random_map", "uniform_map")),
 }
 
 

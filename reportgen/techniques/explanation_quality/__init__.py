@@ -17,10 +17,23 @@ channel of a pixel gets its relevance):
 - max-sensitivity (Yeh et al. 2019, Def. 3.1): the max over `sensitivity_samples` perturbations
   delta uniform in the L-inf ball of radius `radius` of ||Phi(x + delta) - Phi(x)|| / ||Phi(x)||
   (Frobenius norms), every map recomputed on x + delta (a probe pass with gradients over the
-  perturbed copies) for the same class.
+  perturbed copies) for the same class;
+- ROAD (Rong et al. 2022, RemOve And Debias; reportgen.techniques.explanation_quality.road): at
+  each removal fraction p in `road_fractions` the round(p * H * W) most relevant (MoRF) or least
+  relevant (LeRF) pixels by the map are removed, filled by noisy linear imputation (each the
+  weighted mean of its 8 neighbours, plus N(0, road_noise^2) noise) and f read on the result (f,
+  the target class's score, not the accuracy the authors also report). Per image: the mean of f
+  over the fractions for each order ("road_morf": lower is more faithful, "road_lerf": higher
+  is) and their gap LeRF - MoRF ("road_gap", higher is more faithful). Ties in a map (the
+  uniform map is all ties) are broken by one seeded random key per pixel, the same for every
+  map and both orders, so the uniform map's orderings are uniformly random; the imputation noise
+  is drawn once per image, order and fraction and shared by every map. Cost: one sparse solve
+  of up to 0.9 * H * W unknowns per image, fraction, order and map (9 x 2 x 4 x 50 = 3,600 for
+  the defaults on a model with four maps; the solves of `road.ROWS` images are one
+  block-diagonal system), plus as many forward passes.
 
 The perturbed scores do not depend on the map: every explanation and baseline is scored against
-the same subsets, noise and deltas (reportgen.techniques.explanation_quality.faithfulness). Each
+the same subsets, noise, deltas, tie keys and imputation noise (reportgen.techniques.explanation_quality.faithfulness). Each
 headline number is a mean over the images with its BCa bootstrap interval; every explanation's
 difference from each baseline is bootstrapped paired (the same images), and the verdict says
 "above" / "below" a baseline only where that interval excludes 0 (numbers.verdict). The uniform
@@ -41,6 +54,7 @@ from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_option, check_positive, rounded_number
 from reportgen.techniques.explanation_fidelity import RPV_NEEDS, gradient_name, saliency_maps
 from reportgen.techniques.explanation_quality import faithfulness as fq
+from reportgen.techniques.explanation_quality import road
 from reportgen.techniques.explanation_quality.numbers import BASELINES, METHODS, METRICS, key
 
 NAME = "explanation_quality"
@@ -58,7 +72,9 @@ class Params:
     radius: float = 0.02            # their L-inf radius (captum.metrics.sensitivity_max's 0.02)
     target: str = "true"            # class whose score is perturbed and whose maps are scored
     gradcam_layer: str = "conv1"    # conv layer of the Grad-CAM++ maps
-    seed: int = 0                   # subset, perturbations and random maps
+    road_fractions: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)  # ROAD
+    road_noise: float = 0.01        # sigma of the imputation noise (Rong et al.'s default 0.01)
+    seed: int = 0                   # subset, perturbations, random maps, ties, imputation noise
 
     def __post_init__(self):
         for option in ("images", "subsets", "perturbations", "sensitivity_samples"):
@@ -71,6 +87,18 @@ class Params:
                                  received=repr(self.subset_fraction),
                                  fix="Set 'subset_fraction' to at most 1.")
         check_option(NAME, "target", self.target, TARGETS)
+        fractions = tuple(self.road_fractions)
+        if not fractions or not all(0 < float(p) < 1 for p in fractions):
+            raise ReportgenError(f"Invalid option 'road_fractions' for technique '{NAME}'.",
+                                 expected="one or more shares of the pixels, each in (0, 1)",
+                                 received=repr(self.road_fractions),
+                                 fix="Set 'road_fractions' to e.g. [0.1, 0.5, 0.9].")
+        object.__setattr__(self, "road_fractions", tuple(float(p) for p in fractions))
+        if not self.road_noise >= 0:
+            raise ReportgenError(f"Invalid option 'road_noise' for technique '{NAME}'.",
+                                 expected="a standard deviation >= 0",
+                                 received=repr(self.road_noise),
+                                 fix="Set 'road_noise' to 0 or more (Rong et al.: 0.01).")
 
 
 def variants(description) -> list[Params]:
@@ -126,12 +154,14 @@ def perturbed_maps(eval_batch, images: np.ndarray, targets: np.ndarray, deltas: 
 
 
 def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
-    """Faithfulness correlation, infidelity and max-sensitivity per image of every map (see the
-    module docstring).
+    """Faithfulness correlation, infidelity, max-sensitivity and ROAD per image of every map
+    (see the module docstring).
 
-    Arrays: "faithfulness", "infidelity", "sensitivity" (methods, N) in METHODS order (NaN for
-    a method the model lacks, and where a score is undefined: a constant map's correlation, an
-    all-zero map's sensitivity); "has" (methods,) 1 for the maps this model has; "index",
+    Arrays: "faithfulness", "infidelity", "sensitivity", "road_morf", "road_lerf", "road_gap"
+    (methods, N) in METHODS order (NaN for a method the model lacks, and where a score is
+    undefined: a constant map's correlation, an all-zero map's sensitivity); "road_morf_curve",
+    "road_lerf_curve" (methods, N, fractions) the score at each removal fraction;
+    "road_fractions" (fractions,); "has" (methods,) 1 for the maps this model has; "index",
     "labels", "targets", "predicted" (N,); "subset_size" ().
     """
     from reportgen import console
@@ -165,17 +195,27 @@ def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
         return np.take_along_axis(encoder_scores(net, batch), targets[image_index][:, None],
                                   axis=1)[:, 0]
 
-    total = n * (params.subsets + params.perturbations + 2 + params.sensitivity_samples)
+    fractions = params.road_fractions
+    road_rows = n * len(road.ORDERS) * len(fractions) * len(maps)
+    total = n * (params.subsets + params.perturbations + 2 + params.sensitivity_samples) \
+        + road_rows
     with console.progress(total, f"explanation quality ({n} images × {params.subsets} subsets, "
                           f"{params.perturbations} noises, {params.sensitivity_samples} "
-                          f"sensitivity copies)", unit="passes") as bar:
+                          f"sensitivity copies, {road_rows} ROAD imputations)",
+                          unit="passes") as bar:
         drops = fq.subset_drops(images, score, subsets, 0.0, bar=bar)
         bar.update(n)
         changes = fq.perturbation_changes(images, score, noise, bar=bar)
         bar.update(n)
         moved = perturbed_maps(eval_batch, images, targets, deltas, layer, bar)
-    moved["random_map"] = rng.random((n, params.sensitivity_samples, height, width))
-    moved["uniform_map"] = np.ones((n, params.sensitivity_samples, height, width))
+        moved["random_map"] = rng.random((n, params.sensitivity_samples, height, width))
+        moved["uniform_map"] = np.ones((n, params.sensitivity_samples, height, width))
+        # ROAD: one tie key per pixel and one noise draw per image, order and fraction, shared
+        ties = rng.random((n, height, width))
+        road_noise = params.road_noise * rng.standard_normal(
+            (n, len(road.ORDERS), len(fractions), *images.shape[1:]))
+        curves = {m: road.road_scores(images, maps[m], score, fractions, ties, road_noise,
+                                      bar=bar) for m in METHODS if m in maps}
 
     scores = {m: np.full((len(METHODS), n), np.nan, np.float32) for m in METRICS}
     for i, method in enumerate(METHODS):
@@ -186,7 +226,18 @@ def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
         scores["infidelity"][i] = fq.infidelity_from_changes(maps[method], noise, changes,
                                                              normalize=True)
         scores["sensitivity"][i] = fq.max_sensitivity_of(maps[method], moved[method])
+        scores["road_morf"][i] = curves[method]["morf"].mean(axis=1)
+        scores["road_lerf"][i] = curves[method]["lerf"].mean(axis=1)
+        scores["road_gap"][i] = scores["road_lerf"][i] - scores["road_morf"][i]
+    curve = {o: np.full((len(METHODS), n, len(fractions)), np.nan, np.float32)
+             for o in road.ORDERS}
+    for i, method in enumerate(METHODS):
+        for o in road.ORDERS:
+            if method in curves:
+                curve[o][i] = curves[method][o]
     return {**scores,
+            "road_morf_curve": curve["morf"], "road_lerf_curve": curve["lerf"],
+            "road_fractions": np.asarray(fractions, np.float64),
             "has": np.asarray([m in maps for m in METHODS], np.int64),
             "index": index.astype(np.int64), "labels": labels,
             "targets": targets.astype(np.int64), "predicted": predicted,
@@ -200,11 +251,12 @@ def own_methods(arrays) -> tuple[str, ...]:
 
 
 def summarize(arrays: dict, params: Params | None = None) -> dict:
-    """Per map the model has and per baseline: faithfulness_*, infidelity_*, sensitivity_* (the
-    mean over the images where defined), each with its BCa interval under summary["intervals"];
+    """Per map the model has and per baseline: faithfulness_*, infidelity_*, sensitivity_*,
+    road_morf_*, road_lerf_*, road_gap_* (the mean over the images where defined), each with its BCa interval under summary["intervals"];
     every explanation's paired difference from each baseline it is compared with
     (numbers.METRICS) and the verdicts "verdict_<metric>_<method>" (numbers.verdict); the
-    procedure (images, subset size, noise, radius, samples, layer, target)."""
+    procedure (images, subset size, noise, radius, samples, layer, target, ROAD fractions and
+    imputation noise)."""
     from reportgen.techniques.explanation_quality.numbers import verdict
 
     params = params or Params()
@@ -214,6 +266,8 @@ def summarize(arrays: dict, params: Params | None = None) -> dict:
            "subsets": params.subsets, "subset_size": int(np.asarray(arrays["subset_size"])),
            "perturbations": params.perturbations, "noise_sigma": params.noise_sigma,
            "sensitivity_samples": params.sensitivity_samples, "radius": params.radius,
+           "road_fractions": [float(p) for p in params.road_fractions],
+           "road_noise": params.road_noise,
            "methods": [m for i, m in enumerate(METHODS) if has[i]]}
     own = own_methods(arrays)
     for metric, (_, _, baselines) in METRICS.items():
@@ -239,15 +293,15 @@ def summarize(arrays: dict, params: Params | None = None) -> dict:
 
 TECHNIQUE = Technique(
     name=NAME,
-    citations=cite("bhatt2020evaluating", "yeh2019fidelity", "chattopadhay2018gradcampp",
-                   "bhullar2020rpv"),
+    citations=cite("bhatt2020evaluating", "yeh2019fidelity", "rong2022consistent",
+                   "chattopadhay2018gradcampp", "bhullar2020rpv"),
     title="How far to trust these explanations",
     layer="model",
     scope="dataset",
     needs=needs,
     applies_to=frozenset({"conv", "capsule_maps", "class_capsules", "own_explanation"}),
     params_type=Params,
-    version=1,
+    version=2,
     compute=compute,
     render=lazy("reportgen.techniques.explanation_quality.figures", "render", Params),
     variants=variants,
@@ -255,14 +309,19 @@ TECHNIQUE = Technique(
     may_hold_nan=(("faithfulness", "a map the model lacks; a constant map's correlation "
                                    "(the uniform map's always)"),
                   ("infidelity", "a map the model lacks"),
-                  ("sensitivity", "a map the model lacks; an all-zero map's")),
-    description="How far can the saliency maps this site shows be trusted? Three scores per "
+                  ("sensitivity", "a map the model lacks; an all-zero map's"),
+                  *((name, "a map the model lacks") for name in (
+                      "road_morf", "road_lerf", "road_gap", "road_morf_curve",
+                      "road_lerf_curve"))),
+    description="How far can the saliency maps this site shows be trusted? Four scores per "
                 "map, each a mean over evaluation images beside a random map and a uniform map "
                 "that explain nothing: the faithfulness correlation (Bhatt et al. 2020: does the "
                 "relevance of a random pixel set predict the score's drop when it is removed?), "
                 "infidelity (Yeh et al. 2019: how far the map's linear prediction misses the "
                 "score's change under Gaussian noise) and max-sensitivity (Yeh et al. 2019: how "
-                "much the map changes when the input moves slightly). The verdicts call a map "
+                "much the map changes when the input moves slightly) and ROAD (Rong et al. 2022: the "
+                "score after removing the most or the least relevant pixels and filling them "
+                "in from their neighbours, and the gap between the two). The verdicts call a map "
                 "better or worse than a baseline only where the 95% interval of their paired "
                 "difference excludes zero.",
 )

@@ -1,6 +1,7 @@
 """The figure of the explanation-quality analysis (reportgen.techniques.explanation_quality): one
-table, a row per map (the model's explanations, then the two baselines) and a column per score,
-each cell the mean over the images, its 95% interval and, for an explanation, the verdict against
+table in two blocks (faithfulness correlation, infidelity, max-sensitivity; then ROAD's MoRF,
+LeRF and gap), a row per map (the model's explanations, then the two baselines) and a column per
+score, each cell the mean over the images, its 95% interval and, for an explanation, the verdict against
 the baselines in words. Matplotlib, pyplot-free; no TensorFlow."""
 
 from __future__ import annotations
@@ -22,7 +23,11 @@ WORSE = "#f6d5d5"       # ... worse than one of them
 SHORT = {"random_map": "random", "uniform_map": "uniform"}
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 HEADS = {"faithfulness": ("faithfulness", "correlation"), "infidelity": ("infidelity", ""),
-         "sensitivity": ("max-sensitivity", "")}
+         "sensitivity": ("max-sensitivity", ""), "road_morf": ("ROAD MoRF", "score"),
+         "road_lerf": ("ROAD LeRF", "score"), "road_gap": ("ROAD gap", "LeRF − MoRF")}
+# the table's blocks, three score columns each
+GROUPS = (("faithfulness", "infidelity", "sensitivity"), ("road_morf", "road_lerf", "road_gap"))
+BOLD_SECOND = {"faithfulness", "road_morf", "road_lerf", "road_gap"}   # second head line: a name
 
 
 def _get(params, name, default):
@@ -74,11 +79,22 @@ def procedure(summary: dict, params) -> str:
             f"Max-sensitivity (Yeh et al. 2019): the largest ||Phi(x + d) - Phi(x)|| / "
             f"||Phi(x)|| over {summary.get('sensitivity_samples', '?')} perturbations d uniform "
             f"in [-{summary.get('radius', '?')}, {summary.get('radius', '?')}] per input value, "
-            f"the map recomputed on x + d. Baselines: a random map (uniform noise, drawn afresh "
+            f"the map recomputed on x + d. ROAD (Rong et al. 2022): at each of "
+            f"{_fractions(summary)} of the pixels removed, most relevant first (MoRF) or least "
+            f"relevant first (LeRF), and filled by noisy linear imputation (each the weighted "
+            f"mean of its 8 neighbours, weights 1/6 direct and 1/12 diagonal, plus Gaussian "
+            f"noise of sigma {summary.get('road_noise', '?')}), f of the imputed image; the "
+            f"score is its mean over the fractions, the gap LeRF − MoRF (higher: more faithful); "
+            f"ties in a map (the uniform map's all) broken by a seeded random order. Baselines: a random map (uniform noise, drawn afresh "
             f"for every input) and a uniform map (constant: no faithfulness correlation, "
             f"max-sensitivity 0). Grad-CAM++ of layer {summary.get('gradcam_layer', '?')}. "
             f"Intervals: 95% BCa bootstrap over the images; a verdict says better or worse only "
             f"where the 95% interval of the paired difference (the same images) excludes 0.")
+
+
+def _fractions(summary: dict) -> str:
+    fractions = summary.get("road_fractions") or []
+    return ", ".join(f"{100 * p:g}%" for p in fractions) or "?"
 
 
 def render(arrays, params, ctx) -> list[Figure]:
@@ -90,36 +106,43 @@ def render(arrays, params, ctx) -> list[Figure]:
     font = text_floor(WIDTH, DPI)
     line = font / 72 * 1.35                                     # inches per line of text
     header, row = 3 * line + 0.15, 3 * line + 0.12
-    height = header + row * len(rows) + 0.02
+    block = header + row * len(rows) + 0.12
+    height = block * len(GROUPS) - 0.1
     fig = new_figure(WIDTH, height, dpi=DPI)
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set_axis_off()
     ax.set_xlim(0, WIDTH)
     ax.set_ylim(height, 0)                                      # inches from the top
     edges = [0.08, 1.95] + [1.95 + (WIDTH - 2.03) / 3 * (i + 1) for i in range(3)]
-    scales = {m: column_scale([summary.get(key(m, r)) for r in rows]) for m in METRICS}
-    heads = [("map", "", "")] + [(*HEADS[m], f"({direction} is better)")
-                                 for m, (_, direction, _) in METRICS.items()]
+    for g, metrics in enumerate(GROUPS):
+        _block(ax, summary, rows, metrics, g * block, edges, font, line, header, row)
+    return figure_pair(fig, "table", caption(summary, params, ctx, own), svg_size=False)
+
+
+def _block(ax, summary, rows, metrics, y0, edges, font, line, header, row) -> None:
+    """One block of the table from y0 (inches from the top): its head and a row per map."""
+    scales = {m: column_scale([summary.get(key(m, r)) for r in rows]) for m in metrics}
+    heads = [("map", "", "")] + [(*HEADS[m], f"({METRICS[m][1]} is better)") for m in metrics]
     for c, lines in enumerate(heads):
-        metric = list(METRICS)[c - 1] if c else None
+        metric = metrics[c - 1] if c else None
         lines = list(lines)
         if metric and scales[metric]:
             lines[1] = f"(× 10{str(scales[metric]).translate(SUPERSCRIPT)})"
         for i, text in enumerate(lines):
-            ax.text(edges[c] + 0.08, 0.08 + i * line, text, fontsize=font, va="top",
-                    fontweight="bold" if i == 0 or (i == 1 and metric == "faithfulness")
-                    else "normal", color="#000000" if i == 0 or metric == "faithfulness"
-                    and i == 1 else "#444444")
-    ax.axhline(header - 0.04, color="#333333", linewidth=0.8)
+            named = i == 1 and metric in BOLD_SECOND and not scales[metric]
+            ax.text(edges[c] + 0.08, y0 + 0.08 + i * line, text, fontsize=font, va="top",
+                    fontweight="bold" if i == 0 or named else "normal",
+                    color="#000000" if i == 0 or named else "#444444")
+    ax.axhline(y0 + header - 0.04, color="#333333", linewidth=0.8)
     for r, method in enumerate(rows):
-        top = header + r * row
+        top = y0 + header + r * row
         name = LABELS[method].replace(" (baseline)", "")
         ax.text(edges[0] + 0.08, top + 0.06, name, fontsize=font, va="top",
                 fontweight="normal" if method in BASELINES else "bold")
         if method in BASELINES:
             ax.text(edges[0] + 0.08, top + 0.06 + line, "(baseline)", fontsize=font, va="top",
                     color="#444444")
-        for c, metric in enumerate(METRICS, start=1):
+        for c, metric in enumerate(metrics, start=1):
             x = edges[c] + 0.08
             value = summary.get(key(metric, method))
             interval = iv.interval_of(summary, key(metric, method))
@@ -141,7 +164,6 @@ def render(arrays, params, ctx) -> list[Figure]:
                 ax.text(x, top + 0.06 + 2 * line, words, fontsize=font, va="top",
                         fontstyle="italic")
         ax.axhline(top + row, color="#bbbbbb", linewidth=0.5)
-    return figure_pair(fig, "table", caption(summary, params, ctx, own), svg_size=False)
 
 
 def _cell(x: float, y: float, width: float, height: float, color: str):
@@ -160,7 +182,8 @@ def caption(summary: dict, params, ctx, own) -> str:
     return (f"How far to trust these explanations? Of {len(METRICS)} scores, the maps beat "
             f"the random and uniform maps (by 95% intervals): {counts or 'none'}. Details: "
             f"Explanation quality, "
-            f"{model}mean faithfulness correlation, infidelity and max-sensitivity per map, "
+            f"{model}mean faithfulness correlation, infidelity, max-sensitivity and ROAD's MoRF "
+            f"and LeRF scores and their gap per map, "
             f"each with its 95% interval (second line) and, for the model's explanations, the "
             f"verdict against the baselines (green: better than every baseline it is compared "
             f"with, red: worse than one). {verdicts}. {procedure(summary, params)}")
