@@ -254,6 +254,11 @@ def test_explanation_quality_table_prints_at_7_pt_and_no_two_texts_overlap(monke
               "sensitivity": np.abs(np.stack(rows)), "has": np.array([1, 1, 0, 1, 1, 1]),
               "subset_size": np.int64(78)}
     arrays["infidelity"][2] = arrays["sensitivity"][2] = np.nan
+    arrays["road_morf"] = np.stack(rows) - 0.5                    # ROAD's block, negative too
+    arrays["road_lerf"] = np.stack(rows[::-1]) + 0.5
+    arrays["road_gap"] = arrays["road_lerf"] - arrays["road_morf"]
+    for name in ("road_morf", "road_lerf", "road_gap"):
+        arrays[name][2] = np.nan
     figures = eq.TECHNIQUE.render(arrays, eq.Params(), RenderContext("MNIST_Demo", "5-40",
                                                                      tuple("0123456789")))
     assert figures and len(drawn) == 1
