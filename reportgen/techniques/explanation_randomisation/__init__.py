@@ -11,13 +11,13 @@ and Grad-CAM++ of `gradcam_layer`), over a stratified subset of `images` evaluat
   read), the weighted layers of the encoder are re-initialised one at a time from the output
   side down, cumulatively, each with its own Keras initializers (seeded), and after each step
   every map is recomputed (one probe pass with gradients over the images per depth). Per image
-  and depth, the similarity of the map to the trained network's: Spearman's rank correlation
-  of |map| and of the signed map, and SSIM of |map| scaled to [0, 1] (Wang et al. 2004;
-  similarity.py).
+  and depth, the similarity of the map to the trained network's over the pixels its grid
+  covers: Spearman's rank correlation of |map| and of the signed map, and SSIM of |map| scaled
+  to [0, 1] (Wang et al. 2004; similarity.py).
 - Random-logit test (Sixt, Granz & Landgraf 2020; Adebayo et al. 2018's class sensitivity): the
   map of the true class against the map of a uniformly drawn other class, same measures.
-- Baseline: a random map (uniform noise per pixel) against the trained map: what no relation
-  gives (about 0).
+- Baseline: a random map (uniform noise on the pixels the map covers) against the trained map:
+  what no relation gives (about 0).
 
 Each curve point is a mean over the images with its 95% BCa bootstrap interval. Verdict per
 explanation: it passes when, with every layer randomised, the upper end of the interval of
@@ -140,7 +140,8 @@ def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
     _, _, trained = saliency_maps(eval_batch, index, labels, layer, "true")
     rng = np.random.default_rng(params.seed)
     others = other_classes(labels, description.classes, rng)
-    random_map = rng.random((n, height, width))
+    random_map = {m: np.where(np.isfinite(maps), rng.random(maps.shape), np.nan)
+                  for m, maps in trained.items()}      # noise on the pixels each map covers
 
     copy = randomised_copy(net, params.seed)
     depths = len(copy.cascade.layers) + 1
@@ -166,7 +167,7 @@ def compute(eval_batch, params: Params | None = None) -> dict[str, np.ndarray]:
         for d, maps in enumerate(per_depth):
             cascade[i, d] = stack(similarities(trained[method], maps[method]))
         random_logit[i] = stack(similarities(trained[method], other[method]))
-        baseline[i] = stack(similarities(trained[method], random_map))
+        baseline[i] = stack(similarities(trained[method], random_map[method]))
     return {"cascade": cascade, "random_logit": random_logit, "baseline": baseline,
             "has": np.asarray([m in trained for m in METHODS], np.int64),
             "layers": encode_names(copy.cascade.names),

@@ -31,14 +31,15 @@ def procedure(summary: dict, params) -> str:
     seed = getattr(params, "seed", 0) if params is not None else 0
     return (f"{summary.get('images', 0)} images of the evaluation set (stratified by class, seed "
             f"{seed}); every map explains the true class and is placed on the input as in "
-            f"Explanation fidelity (pixels outside count as 0). Cascading randomisation (Adebayo "
+            f"Explanation fidelity, and compared over the pixels its grid covers. Cascading "
+            f"randomisation (Adebayo "
             f"et al. 2018): on a copy of the network, the weighted layers "
             f"{', '.join(layers) or '(none)'} are re-initialised in that order (output side "
             f"first, cumulatively) with their own Keras initializers, every map recomputed "
             f"after each. Similarity to the trained map per image: Spearman rank correlation of "
             f"|map| and of the signed map, SSIM (Wang et al. 2004; 7x7 window) of |map| scaled "
             f"to [0, 1]. Random class: the map of a uniformly drawn other class (Sixt et al. "
-            f"2020). Baseline: a random map (uniform noise). Grad-CAM++ of layer "
+            f"2020). Baseline: a random map (uniform noise on the covered pixels). Grad-CAM++ of layer "
             f"{summary.get('gradcam_layer', '?')}. Intervals: 95% BCa bootstrap over the "
             f"images. A map passes when, with every layer randomised, the upper end of every "
             f"similarity's interval is below {summary.get('threshold', 0.5):g}.")

@@ -52,12 +52,35 @@ def unit_abs(maps: np.ndarray) -> np.ndarray:
     return maps / np.where(top > 0, top, 1.0)[:, None, None]
 
 
+def covered(maps: np.ndarray) -> np.ndarray:
+    """(N, h, w) the pixels a placed map covers (N, H, W; NaN where no grid cell reaches),
+    which are the same for every map of one explanation: a grid map drawn at its cells'
+    receptive-field centres gives back that grid. Where the covered pixels are not one
+    rectangular lattice, the maps are returned whole with NaN as 0.
+
+    Comparing over the uncovered pixels too would count hundreds of pixels that are 0 in every
+    map, of any network, as agreement (a 6x6 primary grid covers 36 of 784 MNIST pixels)."""
+    maps = np.asarray(maps, np.float64)
+    seen = np.isfinite(maps)
+    if not len(maps) or not seen.any():
+        return np.nan_to_num(maps, nan=0.0)
+    rows, cols = seen.any(axis=(0, 2)), seen.any(axis=(0, 1))
+    lattice = np.zeros(maps.shape[1:], bool)
+    lattice[np.ix_(rows, cols)] = True
+    if not (seen == lattice[None]).all():
+        return np.nan_to_num(maps, nan=0.0)
+    return maps[:, rows][:, :, cols]
+
+
 def similarities(reference: np.ndarray, other: np.ndarray) -> dict[str, np.ndarray]:
-    """{measure: (N,)} of maps `other` to `reference` (N, H, W), per image: Spearman of |map|
-    and of the signed map over the pixels (NaN where a map is constant), SSIM of the absolute
-    maps scaled to [0, 1] by each map's maximum (data range 1). NaN pixels count as 0."""
-    a = np.nan_to_num(np.asarray(reference, np.float64), nan=0.0)
-    b = np.nan_to_num(np.asarray(other, np.float64), nan=0.0)
+    """{measure: (N,)} of maps `other` to `reference` (N, H, W), per image, over the pixels
+    the maps cover (`covered`, decided on both together): Spearman of |map| and of the signed
+    map (NaN where a map is constant), SSIM of the absolute maps scaled to [0, 1] by each
+    map's maximum (data range 1)."""
+    n = len(reference)
+    both = covered(np.concatenate([np.asarray(reference, np.float64),
+                                   np.asarray(other, np.float64)]))
+    a, b = both[:n], both[n:]
     flat = lambda m: m.reshape(len(m), -1)                     # noqa: E731
     return {"spearman_abs": spearman(flat(np.abs(a)), flat(np.abs(b))),
             "spearman_signed": spearman(flat(a), flat(b)),
