@@ -160,3 +160,18 @@ def test_params_validation():
     for bad in ({"images": 0}, {"threshold": 1.5}, {"threshold": -1}):
         with pytest.raises(ReportgenError):
             er.Params(**bad)
+
+
+def test_a_map_that_does_not_pass_is_a_finding():
+    from reportgen.results.findings import randomisation_findings
+
+    rng = np.random.default_rng(0)
+    low = rng.normal(0.3, 0.05, 30)
+    high = rng.normal(0.9, 0.02, 30)
+    failing = er.summarize(_arrays(np.stack([high] * 3)), er.Params())
+    passing = er.summarize(_arrays(np.stack([low] * 3)), er.Params())
+    [finding] = randomisation_findings(failing, untrained=passing)
+    assert finding.technique == "explanation_randomisation"
+    assert finding.text.startswith(failing["verdict_text_rpv_modified"] + " (over 30 images")
+    assert finding.untrained.endswith("passes")
+    assert randomisation_findings(passing) == []
