@@ -56,7 +56,7 @@ def render(arrays, params, ctx) -> list[Figure]:
     fig = new_figure(width, 2.6 * max(1, len(methods)) + 0.6, dpi=DPI)
     axes = np.atleast_1d(fig.subplots(max(1, len(methods)), 1, squeeze=False)[:, 0])
     logit_x = len(xs) + 0.4
-    for ax, method in zip(axes, methods):
+    for row, (ax, method) in enumerate(zip(axes, methods)):
         for measure in MEASURES:
             key = f"cascade_{measure}_{method}"
             values = np.asarray([np.nan if v is None else v for v in summary.get(key, [])],
@@ -75,18 +75,20 @@ def render(arrays, params, ctx) -> list[Figure]:
         base = summary.get(f"baseline_spearman_abs_{method}")
         if base is not None:
             ax.axhline(base, color="0.45", linestyle=(0, (4, 2)), linewidth=0.9,
-                       label=f"random map (Spearman of |map|, {base:.2f})")
+                       label="a random map's Spearman of |map|")
         ax.axhline(summary["threshold"], color="0.2", linestyle=":", linewidth=0.9,
                    label=f"pass threshold {summary['threshold']:g}")
         ax.set_xticks([*xs, logit_x], [*depth_labels(layers), "random\nclass"],
-                      fontsize=FONT - 1, rotation=20, ha="right")
+                      fontsize=FONT - 1, rotation=30, ha="right")
         ax.set_xlim(-0.3, logit_x + 0.5)
         ax.set_ylim(-1.05, 1.05)
         ax.set_ylabel("similarity to the\ntrained map", fontsize=FONT)
         ax.set_title(f"{METHOD_LABELS[method]}: {summary[f'verdict_{method}']}",
                      fontsize=FONT + 1)
         style_axes(ax)
-        ax.legend(fontsize=FONT - 1, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
+        if row == 0:                   # the same lines in every panel: one legend
+            ax.legend(fontsize=FONT - 1, frameon=False, loc="upper left",
+                      bbox_to_anchor=(1.01, 1))
     if methods:
         axes[-1].set_xlabel("layers randomised (from the output side down)", fontsize=FONT)
     fig.tight_layout()
