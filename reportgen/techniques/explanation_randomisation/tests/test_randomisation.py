@@ -175,3 +175,48 @@ def test_a_map_that_does_not_pass_is_a_finding():
     assert finding.text.startswith(failing["verdict_text_rpv_modified"] + " (over 30 images")
     assert finding.untrained.endswith("passes")
     assert randomisation_findings(passing) == []
+
+
+def _digits(rng, n):
+    """Three classes of 12x12 images: a bright bar (row, column or diagonal) in noise."""
+    labels = np.arange(n) % 3
+    images = 0.1 * rng.random((n, 12, 12, 1), dtype=np.float32)
+    spot = np.arange(2, 10)
+    images[labels == 0, 6, 2:10] = 1.0
+    images[labels == 1, 2:10, 6] = 1.0
+    images[np.flatnonzero(labels == 2)[:, None], spot, spot] = 1.0
+    return images, labels
+
+
+@pytest.mark.slow
+def test_on_a_trained_tiny_capsnet_the_maps_similarity_falls_as_layers_are_randomised(make_net):
+    import keras
+    import tensorflow as tf
+
+    net = make_net(seed=4)
+    rng = np.random.default_rng(0)
+    x, y = _digits(rng, 96)
+    optimizer = keras.optimizers.Adam(0.01)
+    weights = net.model.trainable_weights
+
+    @tf.function
+    def step(images, one_hot):
+        with tf.GradientTape() as tape:
+            classification, reconstruction, _ = net.training_losses(images, one_hot)
+            loss = tf.reduce_mean(classification + reconstruction)
+        optimizer.apply_gradients(zip(tape.gradient(loss, weights), weights))
+
+    for _ in range(60):
+        rows = rng.choice(len(x), 32, replace=False)
+        step(tf.constant(x[rows]), tf.one_hot(y[rows], 3))
+    test_x, test_y = _digits(np.random.default_rng(1), 12)
+    scores = np.asarray(net.encoder(test_x, training=False)[1])
+    assert (scores.argmax(1) == test_y).mean() >= 0.9                 # it learnt the bars
+    batch = EvalBatch(net, test_x, test_y.astype(np.int64), ("row", "column", "diagonal"))
+    params = er.Params(images=12)
+    summary = er.summarize(er.compute(batch, params), params)
+    for method in ("gradcam_pp", "rpv_modified"):
+        curve = summary[f"cascade_spearman_abs_{method}"]
+        assert curve[0] == pytest.approx(1.0)
+        last = iv.interval_of(summary, f"cascade_spearman_abs_{method}", len(curve) - 1)
+        assert last.high < 0.9, (method, curve)                         # it fell, by interval
