@@ -28,6 +28,7 @@ SMALL = {"capsule_semantics": {"images": 3, "steps": 3, "perturbation_steps": 3}
          "explanation_fidelity": {"images": 6, "patch": 4},
          "explanation_quality": {"images": 6, "subsets": 8, "perturbations": 6,
                                  "sensitivity_samples": 2},
+         "explanation_randomisation": {"images": 6},
          "activation_maximization": {"steps": 2}}
 CNN_ANALYSES = {"predictions", "gradcam_pp", "conv_feature_maps", "conv_kernels",
                 "affine_robustness", "adversarial_robustness", "draw_panel", "lrp_clrp",
@@ -74,7 +75,7 @@ def test_a_cnn_gets_the_analyses_of_any_classifier(head, data):
     missing = dict((t.name, m) for t, m in result.not_applicable)
     for name in ("rpv", "routing_entropy", "vote_agreement", "primary_heatmaps", "class_capsules",
                  "decoder_length", "live_decoder", "explanation_fidelity", "explanation_quality",
-                 "gracaps_attention", "pose_space"):
+                 "explanation_randomisation", "gracaps_attention", "pose_space"):
         reason = not_applicable_reason(missing[name])   # one short plain clause
         assert reason.startswith("it has no ") and len(reason.split()) <= 14, (name, reason)
     for technique, params in result.variants:

@@ -565,6 +565,26 @@ def explanation_quality_findings(summary: dict | None,
     return out
 
 
+def randomisation_findings(summary: dict | None,
+                           untrained: dict | None = None) -> list[Finding]:
+    """Each explanation that does not pass the randomisation sanity check (Adebayo et al.
+    2018): with every weighted layer re-initialised, the 95% interval of a similarity of its
+    map to the trained network's reaches the threshold; the untrained step's verdict beside
+    it."""
+    s = summary or {}
+    out = []
+    for method in s.get("methods") or []:
+        if s.get(f"verdict_{method}") != "does not pass":
+            continue
+        threshold = f"similarity {s.get('threshold', 0.5):g}"
+        text = (f"{s.get(f'verdict_text_{method}')} (over {s.get('images', 0):,} images; "
+                f"decided by the {CONFIDENCE_WORDS} with every layer randomised).")
+        before = (untrained or {}).get(f"verdict_{method}")
+        out.append(Finding("explanations", text, threshold, "explanation_randomisation",
+                           _untrained(before)))
+    return out
+
+
 def clrp_findings(summary: dict | None, untrained: dict | None = None) -> list[Finding]:
     """LRP vs contrastive LRP (Gu, Yang & Tresp 2018) as the intervals decide: whether CLRP's
     maps of the two top classes differ more than LRP's (the paired difference CLRP1 - LRP of
@@ -896,6 +916,8 @@ def findings(summaries: dict[str, dict], classes: int, *, accuracy: float | None
                if "explanation_fidelity" in summaries else [])
     out.extend(explanation_quality_findings(summaries.get("explanation_quality"),
                                             before.get("explanation_quality")))
+    out.extend(randomisation_findings(summaries.get("explanation_randomisation"),
+                                      before.get("explanation_randomisation")))
     out.extend(clrp_findings(summaries.get("clrp_evaluation"), before.get("clrp_evaluation"))
                if "clrp_evaluation" in summaries else [])
     out.append(affine_finding(summaries.get("affine_robustness"), classes,

@@ -136,6 +136,35 @@ ENTRIES = {
   eprint    = {2202.00449},
   archivePrefix = {arXiv}
 }""",
+    "adebayo2018sanity": """@inproceedings{adebayo2018sanity,
+  author    = {Adebayo, Julius and Gilmer, Justin and Muelly, Michael and Goodfellow, Ian and
+               Hardt, Moritz and Kim, Been},
+  title     = {Sanity Checks for Saliency Maps},
+  booktitle = {Advances in Neural Information Processing Systems 31 (NeurIPS 2018)},
+  pages     = {9505--9515},
+  year      = {2018},
+  eprint    = {1810.03292},
+  archivePrefix = {arXiv}
+}""",
+    "wang2004ssim": """@article{wang2004ssim,
+  author    = {Wang, Zhou and Bovik, Alan C. and Sheikh, Hamid R. and Simoncelli, Eero P.},
+  title     = {Image Quality Assessment: From Error Visibility to Structural Similarity},
+  journal   = {IEEE Transactions on Image Processing},
+  volume    = {13},
+  number    = {4},
+  pages     = {600--612},
+  year      = {2004},
+  doi       = {10.1109/TIP.2003.819861}
+}""",
+    "sixt2020explanations": """@inproceedings{sixt2020explanations,
+  author    = {Sixt, Leon and Granz, Maximilian and Landgraf, Tim},
+  title     = {When Explanations Lie: Why Many Modified {BP} Attributions Fail},
+  booktitle = {Proceedings of the 37th International Conference on Machine Learning (ICML)},
+  pages     = {9046--9057},
+  year      = {2020},
+  eprint    = {1912.09818},
+  archivePrefix = {arXiv}
+}""",
     "yeh2019fidelity": """@inproceedings{yeh2019fidelity,
   author    = {Yeh, Chih-Kuan and Hsieh, Cheng-Yu and Suggala, Arun Sai and Inouye, David I.
                and Ravikumar, Pradeep},

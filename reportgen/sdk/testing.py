@@ -46,6 +46,7 @@ SMALL_OPTIONS = {
     "explanation_fidelity": {"images": 6, "patch": 4},
     "explanation_quality": {"images": 6, "subsets": 8, "perturbations": 6,
                             "sensitivity_samples": 2, "road_fractions": (0.2, 0.6)},
+    "explanation_randomisation": {"images": 6},
     "capsule_semantics": {"images": 4, "steps": 3, "perturbation_steps": 3},
     "affine_robustness": {"rotation": (-30.0, 30.0), "translation_x": (2.0,),
                           "translation_y": (), "scale": (0.9,), "shear_x": (), "shear_y": ()},

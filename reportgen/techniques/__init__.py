@@ -46,6 +46,7 @@ BUILT_IN = (
     "capsule_semantics",
     "explanation_fidelity",
     "explanation_quality",
+    "explanation_randomisation",
     "pose_space",
     "clrp_evaluation",
     "affine_robustness",
