@@ -19,6 +19,8 @@ DPI = 110
 BARS = (("own", "explained digit", "#1f77b4"), ("other", "other digit", "#ff7f0e"),
         ("uniform", "uniform map (explained digit)", "#999999"))
 MASK_COLOURS = ("#1f77b4", "#ff7f0e")
+SHORT = {"rpv_modified": "RPV mod.", "rpv_original": "RPV orig.", "builtin": "built-in",
+         "gradcam_pp": "Grad-CAM++", "lrp": "LRP", "clrp1": "CLRP1"}
 
 
 def _get(params, name, default):
@@ -68,13 +70,14 @@ def render_bars(summary: dict, params, ctx, own) -> list[Figure]:
         ax.set_title(METRICS[metric], fontsize=font)
         ax.tick_params(labelsize=font)
     axes[0].set_ylabel("mean over the pairs", fontsize=font)
-    axes[1].legend(fontsize=font, loc="upper right", frameon=False)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.88))
+    fig.legend(*axes[0].get_legend_handles_labels(), fontsize=font, loc="upper center",
+               ncol=len(BARS), frameon=False)
     return figure_pair(fig, "bars", caption(summary, params, ctx, own))
 
 
 def render_examples(arrays, summary: dict, params, ctx, own) -> list[Figure]:
-    from reportgen.techniques.explanation_localisation import LABELS, METHODS
+    from reportgen.techniques.explanation_localisation import METHODS
 
     images = np.asarray(arrays["example_images"], np.float32)
     masks = np.asarray(arrays["example_masks"], bool)
@@ -85,14 +88,14 @@ def render_examples(arrays, summary: dict, params, ctx, own) -> list[Figure]:
     font = text_floor(WIDTH, DPI)
     columns = 1 + 2 * len(own)
     side = min(WIDTH / columns, 1.3)
-    fig = new_figure(WIDTH, side * len(images) + 0.5, dpi=DPI)
+    fig = new_figure(WIDTH, (side + 0.25) * len(images) + 0.2, dpi=DPI)
     axes = np.asarray(fig.subplots(len(images), columns, squeeze=False))
     for r in range(len(images)):
-        panels = [(images[r].mean(-1), "input", None)]
+        panels = [(images[r].mean(-1), f"input\n{labels[r, 0]} + {labels[r, 1]}", None)]
         for method in own:
             for k in range(2):
                 panels.append((maps[METHODS.index(method), r, k],
-                               f"{LABELS[method]}: {labels[r, k]}", k))
+                               f"{SHORT[method]}\nclass {labels[r, k]}", k))
         for c, (picture, title, k) in enumerate(panels):
             ax = axes[r, c]
             ax.imshow(picture, cmap="gray" if k is None else "viridis", interpolation="nearest")
@@ -102,9 +105,7 @@ def render_examples(arrays, summary: dict, params, ctx, own) -> list[Figure]:
                                linewidths=0.8 if k is None or k == j else 0.5)
             ax.set_xticks([])
             ax.set_yticks([])
-            if r == 0 or c == 0:
-                ax.set_title(title if r == 0 else f"{labels[r, 0]} + {labels[r, 1]}",
-                             fontsize=font)
+            ax.set_title(title, fontsize=font)
     fig.tight_layout()
     text = (f"Example pairs of Explanation localisation: each explanation computed for each of "
             f"the pair's two classes (column titles: method and class), with the outline of the "
