@@ -30,16 +30,15 @@ from reportgen.results import intervals as iv
 from reportgen.results.references import cite
 from reportgen.techniques.base import Technique, lazy
 from reportgen.techniques.compute import check_option, check_positive, rounded_number
+from reportgen.results.technique_numbers import LOCALISATION_BASELINES as BASELINES
+from reportgen.results.technique_numbers import LOCALISATION_LABELS as LABELS
+from reportgen.results.technique_numbers import LOCALISATION_METHODS as METHODS
+from reportgen.results.technique_numbers import LOCALISATION_METRICS as METRICS
+from reportgen.results.technique_numbers import localisation_key as key
+from reportgen.results.technique_numbers import localisation_verdict as verdict
 from reportgen.techniques.explanation_localisation import masks as lm
 
 NAME = "explanation_localisation"
-METHODS = ("rpv_modified", "rpv_original", "builtin", "gradcam_pp", "lrp", "clrp1",
-           "random_map", "uniform_map")
-BASELINES = ("random_map", "uniform_map")
-LABELS = {"rpv_modified": "RPV (modified)", "rpv_original": "RPV (original)",
-          "builtin": "built-in explanation", "gradcam_pp": "Grad-CAM++", "lrp": "LRP",
-          "clrp1": "CLRP1", "random_map": "random map", "uniform_map": "uniform map"}
-METRICS = {"pointing": "pointing game", "mass": "relevance mass accuracy"}
 EXAMPLES = 3
 NOT_EXPLAINED = ("it has neither an explanation of its own on capsules nor a CNN's logits for "
                  "LRP, so no map to localise")
@@ -166,11 +165,6 @@ def compute(evaluation, params: Params | None = None) -> dict[str, np.ndarray]:
             "example_maps": example}
 
 
-def key(metric: str, method: str, against: str = "own") -> str:
-    """The summary key of a score's mean over the pairs."""
-    return f"{metric}_{method}_{against}"
-
-
 def per_pair(values) -> np.ndarray:
     """(N,) a pair's value: the mean of its two classes' (where defined), from (2N,)."""
     values = np.asarray(values, np.float64).reshape(-1, 2)
@@ -178,24 +172,6 @@ def per_pair(values) -> np.ndarray:
         count = np.isfinite(values).sum(axis=1)
         total = np.nansum(values, axis=1)
     return np.where(count > 0, total / np.maximum(count, 1), np.nan)
-
-
-def verdict(summary: dict, metric: str, method: str, baseline: str) -> str:
-    """Words for an explanation's own-digit score against `baseline` ("uniform_map": the
-    uniform map's on the same digit; "other": its own score against the other digit), by the
-    paired 95% interval: "above"/"below" when it excludes 0, else "not told apart"."""
-    against = key(metric, method, "other") if baseline == "other" else key(metric, baseline)
-    difference = iv.difference_of(summary, key(metric, method), against)
-    if difference is None:
-        return ""
-    what = ("its score on the other digit" if baseline == "other"
-            else f"the {LABELS[baseline]}'s")
-    label = f"{LABELS[method]} {METRICS[metric]}"
-    if difference.above(0.0):
-        return f"{label} above {what}"
-    if difference.below(0.0):
-        return f"{label} below {what}"
-    return f"{label} not told apart from {what}"
 
 
 def own_methods(arrays) -> tuple[str, ...]:
