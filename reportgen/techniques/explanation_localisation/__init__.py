@@ -40,8 +40,8 @@ from reportgen.techniques.explanation_localisation import masks as lm
 
 NAME = "explanation_localisation"
 EXAMPLES = 3
-NOT_EXPLAINED = ("it has neither an explanation of its own on capsules nor a CNN's logits for "
-                 "LRP, so no map to localise")
+NOT_EXPLAINED = ("it has no explanation of its own on capsules and no CNN logits for LRP, so "
+                 "no map to localise")
 
 
 @dataclass(frozen=True)
