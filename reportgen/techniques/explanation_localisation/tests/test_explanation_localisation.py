@@ -207,3 +207,20 @@ def test_figures_and_caption(computed):
     summary = el.summarize(result, params)
     for verdict in (v for k, v in summary.items() if k.startswith("verdict_")):
         assert verdict in figures[0].caption
+
+
+def test_findings_say_the_verdicts_per_explanation():
+    from reportgen.results.findings import localisation_findings
+
+    n = 30
+    rng = np.random.default_rng(2)
+    good = np.column_stack([rng.uniform(0.5, 0.9, 2 * n), rng.uniform(0.0, 0.1, 2 * n)])
+    flat = np.full((2 * n, 2), 0.1) + rng.normal(0, 0.01, (2 * n, 2))
+    summary = el.summarize(_arrays({"rpv_modified": {"mass": good, "pointing": good > 0.5},
+                                    "uniform_map": {"mass": flat, "pointing": flat}}, n))
+    found = localisation_findings(summary)
+    assert len(found) == 1 and found[0].technique == "explanation_localisation"
+    for verdict in ("RPV (modified) relevance mass accuracy above the uniform map's",
+                    "RPV (modified) pointing game above its score on the other digit"):
+        assert verdict in found[0].text
+    assert localisation_findings({}) == []
