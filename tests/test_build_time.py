@@ -449,18 +449,20 @@ def _model_plan(name: str):
 
 
 def test_a_two_digit_models_estimate_leaves_out_the_analyses_that_do_not_apply():
-    """MULTIMNIST_CapsNet runs three dataset analyses (its segmentation, and routing entropy and
-    dead units, which read no label) of the thirteen asked for: its estimate holds 3/13 of the
-    reference costs' dataset work, the rest of its work whole."""
+    """MULTIMNIST_CapsNet runs four dataset analyses (its segmentation and its explanations'
+    localisation, and routing entropy and dead units, which read no label) of the fourteen
+    asked for: its estimate holds 4/14 of the reference costs' dataset work, the rest of its
+    work whole."""
     plan, chosen = _model_plan("MULTIMNIST_CapsNet")
     runs = {t.name for t, _ in chosen.variants if t.scope == "dataset"}
     skipped = {t.name for t, _ in chosen.not_applicable if t.scope == "dataset"}
-    assert runs == {"multimnist_segmentation", "routing_entropy", "dead_units"}
+    assert runs == {"multimnist_segmentation", "explanation_localisation", "routing_entropy",
+                    "dead_units"}
     # 10 not applicable: pose_space and the explanation analyses among them (they score one
     # class per image)
     assert len(skipped) == 10
     assert "pose_space" in skipped and "clrp_evaluation" in skipped
-    assert plan.analyses == (3, 13)
+    assert plan.analyses == (4, 14)
     costs = Costs({}, slowness=1.0, busy=1.0)
     # the reference costs at its size, as build_time documents them, kind by kind
     scale = plan.trainable_params / DEMO_PARAMS
@@ -468,12 +470,12 @@ def test_a_two_digit_models_estimate_leaves_out_the_analyses_that_do_not_apply()
                 * scale ** build_time.SIZE_EXPONENTS[kind] for kind in build_time.KINDS[1:]}
     work = plan.work()
     whole = {kind: work[kind] * per_unit[kind] for kind in work}
-    expected = sum(whole.values()) - (10 / 13) * (whole["analysed_step"] + whole["eval_image"])
+    expected = sum(whole.values()) - (10 / 14) * (whole["analysed_step"] + whole["eval_image"])
     assert plan.seconds(costs) == pytest.approx(expected)
     # every analysis counted (as before), the estimate was several times longer
     every = dataclasses.replace(plan, analyses=()).seconds(costs)
     assert every == pytest.approx(sum(whole.values())) and every > 1.5 * expected
-    assert "(3 of 13 apply to it)" in plan.line(costs)
+    assert "(4 of 14 apply to it)" in plan.line(costs)
     # its measured costs are kept apart from a single-label model's of its size ...
     single, _ = _model_plan("MNIST40_CapsNet")
     assert build_time.size_class(single.trainable_params) == \

@@ -362,7 +362,8 @@ def test_every_technique_renders_with_its_template_or_the_default():
     # the few that need more than the default (a note, the live decoder's and draw panel's apps,
     # the pose space's live chart)
     assert set(own) <= {"activation_maximization", "conv_kernels", "draw_panel",
-                        "explanation_quality", "explanation_randomisation", "live_decoder",
+                        "explanation_localisation", "explanation_quality",
+                        "explanation_randomisation", "live_decoder",
                         "pose_space"}
     assert "a_new_technique" not in own
 

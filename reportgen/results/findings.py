@@ -24,11 +24,13 @@ from dataclasses import dataclass
 from reportgen.results.intervals import (Interval, ci_text, difference_of, images_to_tell,
                                          interval_of, proportion_interval)
 from reportgen.results.intervals import fixed_digits as _fixed
-from reportgen.results.technique_numbers import (CLRP_LABELS, CLRP_METHODS, METHOD_LABELS,
-                                                 QUALITY_BASELINES, QUALITY_LABELS,
+from reportgen.results.technique_numbers import (CLRP_LABELS, CLRP_METHODS,
+                                                 LOCALISATION_BASELINES, LOCALISATION_METRICS,
+                                                 METHOD_LABELS, QUALITY_BASELINES, QUALITY_LABELS,
                                                  QUALITY_METRICS, clrp_disc_key,
                                                  clrp_drop_key, clrp_pointing_key,
-                                                 quality_verdict, top2_chance)
+                                                 localisation_verdict, quality_verdict,
+                                                 top2_chance)
 
 UNTRAINED = "0-0"                  # the step `reportgen train` saves before any update
 ROUTING_NATS = 0.05                # mean routing-weight entropy this close to log K: uniform
@@ -585,6 +587,33 @@ def randomisation_findings(summary: dict | None,
     return out
 
 
+def localisation_findings(summary: dict | None,
+                          untrained: dict | None = None) -> list[Finding]:
+    """On MultiMNIST, whether each explanation points at the digit of the class it explains
+    (reportgen.techniques.explanation_localisation): its pointing game and relevance mass
+    accuracy against the uniform map and against its own score on the other digit, "above" or
+    "below" only where the 95% interval of the paired difference over the same pairs excludes
+    0; one finding per explanation, the untrained step's verdicts beside it."""
+    s = summary or {}
+    threshold = f"the {CONFIDENCE_WORDS} of the paired difference"
+
+    def verdicts(numbers: dict, method: str) -> list[str]:
+        return [v for metric in LOCALISATION_METRICS for b in ("uniform_map", "other")
+                if (v := localisation_verdict(numbers, metric, method, b))]
+
+    out = []
+    for method in s.get("methods") or []:
+        if method in LOCALISATION_BASELINES or not verdicts(s, method):
+            continue
+        text = (f"Does it point at the right digit? {'; '.join(verdicts(s, method))} (over "
+                f"{s.get('images', 0):,} MultiMNIST test pairs, each of their two classes; "
+                f"decided by {threshold}).")
+        before = verdicts(untrained or {}, method)
+        out.append(Finding("explanations", text, threshold, "explanation_localisation",
+                           _untrained("; ".join(before) if before else None)))
+    return out
+
+
 def clrp_findings(summary: dict | None, untrained: dict | None = None) -> list[Finding]:
     """LRP vs contrastive LRP (Gu, Yang & Tresp 2018) as the intervals decide: whether CLRP's
     maps of the two top classes differ more than LRP's (the paired difference CLRP1 - LRP of
@@ -920,6 +949,8 @@ def findings(summaries: dict[str, dict], classes: int, *, accuracy: float | None
                                       before.get("explanation_randomisation")))
     out.extend(clrp_findings(summaries.get("clrp_evaluation"), before.get("clrp_evaluation"))
                if "clrp_evaluation" in summaries else [])
+    out.extend(localisation_findings(summaries.get("explanation_localisation"),
+                                     before.get("explanation_localisation")))
     out.append(affine_finding(summaries.get("affine_robustness"), classes,
                               before.get("affine_robustness")))
     out.append(affnist_finding(summaries.get("affnist_benchmark"), reference,

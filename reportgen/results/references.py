@@ -270,6 +270,16 @@ ENTRIES = {
   year      = {2016},
   doi       = {10.1007/978-3-319-46493-0_33}
 }""",
+    "arras2022clevr": """@article{arras2022clevr,
+  author    = {Arras, Leila and Osman, Ahmed and Samek, Wojciech},
+  title     = {{CLEVR-XAI}: A benchmark dataset for the ground truth evaluation of neural network
+               explanations},
+  journal   = {Information Fusion},
+  volume    = {81},
+  pages     = {14--40},
+  year      = {2022},
+  doi       = {10.1016/j.inffus.2021.11.008}
+}""",
     "simonyan2014deep": """@inproceedings{simonyan2014deep,
   author    = {Simonyan, Karen and Vedaldi, Andrea and Zisserman, Andrew},
   title     = {Deep Inside Convolutional Networks: Visualising Image Classification Models and

@@ -9,7 +9,8 @@ from here.
 - explanation_fidelity's method labels;
 - explanation_quality's maps, scores and verdicts (decided by the paired intervals);
 - clrp_evaluation's maps, in Gu, Yang & Tresp's Table 1 order, their labels and summary keys;
-- multimnist_segmentation's chance level of top-2 accuracy.
+- multimnist_segmentation's chance level of top-2 accuracy;
+- explanation_localisation's maps, scores, summary keys and verdicts.
 """
 
 from __future__ import annotations
@@ -89,3 +90,44 @@ def clrp_pointing_key(method: str) -> str:
 
 def clrp_drop_key(method: str) -> str:
     return f"ablation_drop_{method}"
+
+
+# explanation_localisation (MultiMNIST): the maps scored against each digit's mask (the site's
+# explanations, a CNN's LRP and CLRP1, then the random and uniform baselines), the two scores,
+# the summary keys and the verdicts (decided by the paired intervals over the same pairs)
+LOCALISATION_METHODS = ("rpv_modified", "rpv_original", "builtin", "gradcam_pp", "lrp", "clrp1",
+                        "random_map", "uniform_map")
+LOCALISATION_BASELINES = ("random_map", "uniform_map")
+LOCALISATION_LABELS = {**{m: METHOD_LABELS[m] for m in ("rpv_modified", "rpv_original",
+                                                        "builtin", "gradcam_pp")},
+                       "lrp": "LRP", "clrp1": "CLRP1", "random_map": "random map",
+                       "uniform_map": "uniform map"}
+LOCALISATION_METRICS = {"pointing": "pointing game", "mass": "relevance mass accuracy"}
+
+
+def localisation_key(metric: str, method: str, against: str = "own") -> str:
+    """explanation_localisation's summary key of a score's mean over the pairs, against the
+    explained ("own") or the other digit's mask."""
+    return f"{metric}_{method}_{against}"
+
+
+def localisation_verdict(summary: dict, metric: str, method: str, baseline: str) -> str:
+    """Words for an explanation's own-digit score against `baseline` ("uniform_map" or
+    "random_map": that map's on the same digit; "other": its own score against the other
+    digit), by the paired 95% interval: "above"/"below" when it excludes 0, else "not told
+    apart from"; "" when the summary has no such difference."""
+    from reportgen.results.intervals import difference_of
+
+    against = localisation_key(metric, method, "other") if baseline == "other" \
+        else localisation_key(metric, baseline)
+    difference = difference_of(summary, localisation_key(metric, method), against)
+    if difference is None:
+        return ""
+    what = ("its score on the other digit" if baseline == "other"
+            else f"the {LOCALISATION_LABELS[baseline]}'s")
+    label = f"{LOCALISATION_LABELS[method]} {LOCALISATION_METRICS[metric]}"
+    if difference.above(0.0):
+        return f"{label} above {what}"
+    if difference.below(0.0):
+        return f"{label} below {what}"
+    return f"{label} not told apart from {what}"

@@ -53,6 +53,7 @@ SMALL_OPTIONS = {
     "adversarial_robustness": {"images": 6, "epsilons": (0.0, 0.1), "pgd_steps": 2},
     "affnist_benchmark": {"images": 20},
     "multimnist_segmentation": {"images": 12},
+    "explanation_localisation": {"images": 6},
 }
 
 

@@ -53,6 +53,7 @@ BUILT_IN = (
     "adversarial_robustness",
     "affnist_benchmark",
     "multimnist_segmentation",
+    "explanation_localisation",
 )
 # Older name of BUILT_IN (reportgen's own techniques; `technique_names()` lists every one).
 TECHNIQUE_MODULES = BUILT_IN
