@@ -81,7 +81,8 @@ TECHNIQUE = Technique(
                 "server and no network request) and shows the class scores with the "
                 "prediction beside chance, the routing weights into the predicted class's "
                 "capsule per primary capsule type, and the reconstruction where the model has a "
-                "decoder. The drawing is centred as MNIST's digits were (LeCun et al. 1998: "
-                "bounding box scaled to 20x20, centre of mass at the centre of 28x28), and the "
-                "network's input is shown.",
+                "decoder; the drawing also appears in the model's pose-space chart. The "
+                "drawing is centred as MNIST's digits were (LeCun et al. 1998: bounding box "
+                "scaled to 20x20, centre of mass at the centre of 28x28), and the network's "
+                "input is shown.",
 )
