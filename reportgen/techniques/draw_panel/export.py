@@ -79,15 +79,6 @@ def has_class_poses(description) -> bool:
     return description.class_vectors == "class_capsules"
 
 
-def pose_point(description) -> str | None:
-    """The exported output the pose-space chart's point of an image is (pose_space/__init__.py
-    `needs`): "poses" where the class capsules have a pose, else "scores" (their activations),
-    None without class capsules (a CNN: no pose-space chart)."""
-    if description is None or description.class_capsules is None:
-        return None
-    return "poses" if has_class_poses(description) else "scores"
-
-
 def keras_value(outputs, name: str, source: str):
     """Keras's value of the exported output `name` (model output `source`), shaped as the
     export gives it: `FLAT` outputs flattened per image, row-major."""

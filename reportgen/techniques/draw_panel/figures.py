@@ -23,7 +23,7 @@ import json
 
 import numpy as np
 
-from reportgen.techniques.draw_panel.export import OPSET, pose_point, routed_into_classes
+from reportgen.techniques.draw_panel.export import OPSET, routed_into_classes
 from reportgen.techniques.live_decoder.figures import js_literal, js_safe
 
 FORMAT = "reportgen-draw-panel"
@@ -57,7 +57,10 @@ def manifest(result, ctx) -> dict:
         outputs["reconstruction"] = {"shape": list(np.shape(result["check_reconstruction"])[1:])}
     if "check_poses" in result:
         outputs["poses"] = {"dimensions": int(np.shape(result["check_poses"])[1])}
-    point = pose_point(description)
+    # the pose-space chart's point: the exported poses where there are, else (class capsules
+    # without a pose) the scores, as export.pose_point; what the result holds decides
+    point = "poses" if "check_poses" in result else \
+        ("scores" if getattr(description, "class_capsules", None) is not None else None)
     classes = int(np.shape(result["check_scores"])[1])
     if len(names) != classes:
         names = [str(i) for i in range(classes)]
