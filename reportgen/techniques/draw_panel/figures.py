@@ -58,7 +58,7 @@ def manifest(result, ctx) -> dict:
     if "check_poses" in result:
         outputs["poses"] = {"dimensions": int(np.shape(result["check_poses"])[1])}
     # the pose-space chart's point: the exported poses where there are, else (class capsules
-    # without a pose) the scores, as export.pose_point; what the result holds decides
+    # without a pose) the scores, as pose_space analyses them; what the result holds decides
     point = "poses" if "check_poses" in result else \
         ("scores" if getattr(description, "class_capsules", None) is not None else None)
     classes = int(np.shape(result["check_scores"])[1])
