@@ -22,6 +22,16 @@
  * On load, the manifest's check images are run and the page shows its largest difference
  * from Keras's outputs on them.
  *
+ * The reader's digit in the pose-space chart: where the manifest names the output that is an
+ * image's point in that chart (`pose_point`: the class poses, or the scores of class capsules
+ * without a pose), each run stores it in localStorage under the site, model and step
+ * (`drawnKey`; removed for a blank pad), and assets/pose-space.js, on the model's analyses
+ * page, projects it on that step's axes when it loads and, through the "storage" event,
+ * whenever the reader draws on a page open beside it. Chosen over a second draw panel on the
+ * analyses page: one copy of the panel and its runtime, nothing added to the site, and it
+ * works from file:// without a request. A page holding both also gets the
+ * "reportgen:drawn" event (the storage event reaches only other pages).
+ *
  * window.reportgenDrawPanel exposes `centreInk` and the last result, for the browser tests.
  */
 (function () {
@@ -59,6 +69,41 @@
     pen: {x: PAD / 2, y: PAD / 2, down: false}, strokeEnd: 0
   };
   var api = window.reportgenDrawPanel = {centreInk: centreInk, last: null, ready: false};
+
+  /* localStorage key of the latest drawn digit of a model and step of this site (the site's
+   * root as an absolute URL: two sites opened from file:// share one storage); the same in
+   * assets/pose-space.js */
+  function drawnKey(model, step) {
+    return "reportgen-drawn|" + new URL(root || "./", window.location.href).href + "|" +
+      model + "|" + step;
+  }
+
+  /* the drawn digit's point in the pose-space chart, for the analyses page (see the top) */
+  function publishPoint(out, input, best) {
+    var manifest = state.manifest;
+    var name = manifest.pose_point;
+    if (!name || !out[name]) {
+      return;
+    }
+    var key = drawnKey(manifest.model, manifest.step);
+    var blank = !input.some(function (v) { return v > 0; });
+    var record = blank ? null : {
+      model: manifest.model, step: manifest.step, of: name,
+      point: Array.prototype.slice.call(out[name].data),
+      predicted: String(manifest.classes[best]),
+      strokeAt: Date.now() - (performance.now() - (state.strokeEnd || performance.now()))
+    };
+    try {
+      if (record) {
+        window.localStorage.setItem(key, JSON.stringify(record));
+      } else {
+        window.localStorage.removeItem(key);
+      }
+    } catch (error) {
+      /* storage refused (a private window): the chart simply shows no drawn point */
+    }
+    window.dispatchEvent(new CustomEvent("reportgen:drawn", {detail: {key: key, record: record}}));
+  }
 
   /* ---------------------------------------------------------------- loading */
 
@@ -405,6 +450,7 @@
         }
         drawGrey(ui.reconstruction, grey, r[0], r[1], 4);
       }
+      publishPoint(out, input, best);
       var ms = performance.now() - started;
       ui.timing.textContent = "Updated " + ms.toFixed(0) + " ms after the last stroke.";
       api.last = {input: Array.prototype.slice.call(input),
@@ -412,6 +458,7 @@
                   routing: out.routing ? Array.prototype.slice.call(out.routing.data) : null,
                   reconstruction: out.reconstruction ?
                     Array.prototype.slice.call(out.reconstruction.data) : null,
+                  poses: out.poses ? Array.prototype.slice.call(out.poses.data) : null,
                   ms: ms, runs: (api.last ? api.last.runs : 0) + 1};
       card.setAttribute("data-dp-runs", String(api.last.runs));
     }).catch(function (error) {

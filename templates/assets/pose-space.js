@@ -10,7 +10,18 @@
  * inserted with plain <script src> elements, which work from file:// where fetch() does not,
  * and stay in the page once loaded. A point whose image is one of the model's inputs (the
  * same `digest` as the input in the model index) opens that input's page when clicked. It follows the step slider through reportgen.js's
- * "reportgen:selection" event. Plain DOM; text set with textContent only.
+ * "reportgen:selection" event.
+ *
+ * The reader's own digit: the draw panel (assets/draw-panel.js, on the model's layer pages,
+ * built at the last step only) stores the latest drawn digit's point (its class poses laid end
+ * to end, as the chart's points are) in localStorage under site, model and step. At that step
+ * this script projects it with the step's stored mean and axes (`projection` of the step's
+ * script: float32, (point - mean) . components^T, reportgen/techniques/pose_space/numbers.py
+ * `project`) and draws it as a black diamond labelled "your digit" with its predicted class, a
+ * layer over the evaluation images fed through a named Vega dataset ("drawn"), so a new drawing
+ * changes one row instead of drawing the chart again: on load, and on the "storage" event when
+ * the reader draws on a page open beside this one. At other steps the note says where to draw.
+ * Plain DOM; text set with textContent only.
  */
 (function () {
   "use strict";
@@ -29,8 +40,10 @@
   if (picture && picture.parentNode === card) {
     card.insertBefore(box, picture.nextSibling); /* the live chart where the picture was */
   }
-  var shown = null; /* {step, view} */
+  var shown = null; /* {step, view, projection} */
   var request = 0;
+  var drawnNote = box.querySelector("[data-ps-drawn-note]");
+  var api = window.reportgenPoseChart = {view: null, drawn: null, ms: null, fromStroke: null};
 
   function setStatus(text) {
     status.textContent = text;
@@ -82,6 +95,8 @@
       shown.view.finalize();
     }
     shown = null;
+    api.view = null;
+    setDrawnNote([]);
     setStatus(text);
   }
 
@@ -109,8 +124,173 @@
     return linked;
   }
 
-  function draw(step, spec, mine) {
-    window.vegaEmbed(target, spec, {actions: false, renderer: "svg"})
+  /* ---------------------------------------------------------------- the reader's digit */
+
+  function drawnKey(model, step) { /* as assets/draw-panel.js's */
+    return "reportgen-drawn|" + new URL(root || "./", window.location.href).href + "|" +
+      model + "|" + step;
+  }
+
+  function floatsOf(base64) {
+    var binary = window.atob(base64);
+    var bytes = new Uint8Array(binary.length);
+    for (var i = 0; i < binary.length; i++) {
+      bytes[i] = binary.charCodeAt(i);
+    }
+    return new Float32Array(bytes.buffer);
+  }
+
+  /* the step's stored mean (D) and axes (2 x D) */
+  function projectionOf(record) {
+    if (!record || !record.projection) {
+      return null;
+    }
+    return {dimensions: record.projection.dimensions, mean: floatsOf(record.projection.mean),
+            components: floatsOf(record.projection.components)};
+  }
+
+  /* (point - mean) . components^T in float64, as numbers.project */
+  function project(point, projection) {
+    var d = projection.dimensions;
+    var out = [0, 0];
+    for (var k = 0; k < 2; k++) {
+      var sum = 0;
+      for (var j = 0; j < d; j++) {
+        sum += (point[j] - projection.mean[j]) * projection.components[k * d + j];
+      }
+      out[k] = sum;
+    }
+    return out;
+  }
+
+  /* the chart: the evaluation images as the paper draws them, and over them the "drawn"
+   * dataset (empty until the reader draws) as a diamond and its label */
+  function layered(spec) {
+    var x = JSON.parse(JSON.stringify(spec.encoding.x));  /* the same axes, scales shared */
+    var y = JSON.parse(JSON.stringify(spec.encoding.y));
+    var drawnEncoding = {
+      x: x, y: y,
+      tooltip: [{field: "what", title: "point"}, {field: "predicted", title: "predicted"},
+                {field: "pc1", title: "PC1", format: ".4~g"},
+                {field: "pc2", title: "PC2", format: ".4~g"}]
+    };
+    return {
+      $schema: spec.$schema, width: spec.width, height: spec.height, config: spec.config,
+      layer: [
+        {data: spec.data, mark: spec.mark, encoding: spec.encoding, params: spec.params},
+        {data: {name: "drawn"},
+         mark: {type: "point", shape: "diamond", filled: true, size: 260, color: "#111",
+                stroke: "#fff", strokeWidth: 1.5, opacity: 1},
+         encoding: drawnEncoding},
+        {data: {name: "drawn"},
+         mark: {type: "text", align: "left", dx: 11, dy: -9, fontWeight: "bold",
+                fontSize: 12, color: "#111"},
+         encoding: {x: x, y: y, text: {field: "label"}}}
+      ]
+    };
+  }
+
+  function readDrawn(model, step) {
+    try {
+      var text = window.localStorage.getItem(drawnKey(model, step));
+      return text ? JSON.parse(text) : null;
+    } catch (error) {
+      return null;
+    }
+  }
+
+  function drawPageLink() {
+    var href = box.getAttribute("data-ps-draw-page");
+    if (!href) {
+      return document.createTextNode("this model's layer pages");
+    }
+    var a = document.createElement("a");
+    a.href = href;
+    a.textContent = "this model's layer pages";
+    return a;
+  }
+
+  function setDrawnNote(parts) {
+    if (!drawnNote) {
+      return;
+    }
+    drawnNote.textContent = "";
+    parts.forEach(function (part) {
+      drawnNote.appendChild(typeof part === "string" ? document.createTextNode(part) : part);
+    });
+    drawnNote.hidden = !parts.length;
+  }
+
+  /* the step the draw panel is built at (the last built), or null */
+  function drawStep(model) {
+    var names = Object.keys(model.steps).filter(function (name) {
+      var record = model.steps[name];
+      return record && figureOf((record.checkpoint || {}).draw_panel, "js");
+    });
+    return names.length ? names[names.length - 1] : null;
+  }
+
+  /* the reader's latest digit of this step on the chart (or the note saying where to draw) */
+  function showDrawn(record) {
+    var model = (window.reportgenData || {})[slug];
+    if (!shown || !shown.view || !model) {
+      return;
+    }
+    var started = performance.now();
+    var at = drawStep(model);
+    var rows = [];
+    if (!at) {
+      setDrawnNote([]);
+    } else if (at !== shown.step) {
+      setDrawnNote(["Your own digit appears here at step " + at + ", the step the draw " +
+        "panel is built for: move the step slider there and draw it in the panel on ",
+        drawPageLink(), "."]);
+    } else if (!shown.projection) {
+      setDrawnNote([]);
+    } else {
+      record = record === undefined ? readDrawn(model.name, shown.step) : record;
+      if (record && record.point && record.point.length === shown.projection.dimensions) {
+        var xy = project(record.point, shown.projection);
+        rows = [{pc1: xy[0], pc2: xy[1], what: "your digit", predicted: record.predicted,
+                 label: "your digit (" + record.predicted + ")"}];
+        setDrawnNote(["\u25c6 Your digit, drawn in the draw panel on ", drawPageLink(),
+          ": predicted " + record.predicted + ", at PC1 " + xy[0].toPrecision(4) +
+          ", PC2 " + xy[1].toPrecision(4) + " (projected on this step's axes). It follows " +
+          "your drawing while that page is open beside this one."]);
+      } else {
+        setDrawnNote(["Draw a digit in the draw panel on ", drawPageLink(),
+          " (step " + at + "): it appears here as \u25c6 your digit, with its predicted class."]);
+      }
+    }
+    api.drawn = rows[0] || null;
+    var view = shown.view;
+    view.data("drawn", rows);
+    view.runAsync().then(function () {
+      api.ms = performance.now() - started;
+      api.fromStroke = rows.length && record.strokeAt ? Date.now() - record.strokeAt : null;
+      box.setAttribute("data-ps-drawn", rows.length ? "1" : "0");
+      box.setAttribute("data-ps-drawn-runs",
+        String(Number(box.getAttribute("data-ps-drawn-runs") || 0) + 1));
+    });
+  }
+
+  window.addEventListener("storage", function (event) {
+    var model = (window.reportgenData || {})[slug];
+    if (shown && model && event.key === drawnKey(model.name, shown.step)) {
+      showDrawn(event.newValue ? JSON.parse(event.newValue) : null);
+    }
+  });
+  window.addEventListener("reportgen:drawn", function (event) {
+    var model = (window.reportgenData || {})[slug];
+    if (shown && model && event.detail.key === drawnKey(model.name, shown.step)) {
+      showDrawn(event.detail.record);
+    }
+  });
+
+  /* ---------------------------------------------------------------- the chart */
+
+  function draw(step, spec, mine, projection) {
+    window.vegaEmbed(target, layered(spec), {actions: false, renderer: "svg"})
       .then(function (result) {
         if (mine !== request) {
           result.view.finalize();
@@ -119,7 +299,8 @@
         if (shown && shown.view) {
           shown.view.finalize();
         }
-        shown = {step: step, view: result.view};
+        shown = {step: step, view: result.view, projection: projection};
+        api.view = result.view;
         box.hidden = false;
         box.setAttribute("data-ps-step", step);
         if (picture) {
@@ -130,6 +311,7 @@
           (linked === 1 ? " Click the point whose image is one of this model's inputs to " +
             "open it." : linked ? " Click one of the " + linked + " points whose image is one " +
             "of this model's inputs to open it." : ""));
+        showDrawn();
       })
       .catch(function (error) {
         showPicture("The live chart could not be drawn: " + error.message);
@@ -180,7 +362,7 @@
         }
         var linked = link(model, registry.spec);
         box.setAttribute("data-ps-linked", String(linked));
-        draw(detail.step, registry.spec, mine);
+        draw(detail.step, registry.spec, mine, projectionOf(registry));
       });
     });
   }

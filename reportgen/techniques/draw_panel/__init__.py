@@ -49,7 +49,7 @@ def check_images(shape, count: int = CHECK_IMAGES, seed: int = 0) -> np.ndarray:
 def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
     """{"onnx": (bytes,) uint8 the ONNX model, "check_inputs": (N, H, W, C), "check_<name>":
     Keras's value of each exported output on them (export.exported_outputs)}."""
-    from reportgen.techniques.draw_panel.export import exported_outputs, onnx_bytes
+    from reportgen.techniques.draw_panel.export import exported_outputs, keras_value, onnx_bytes
 
     net = batch.net
     images = check_images(tuple(net.model.input_shape[1:]))
@@ -57,7 +57,7 @@ def compute(batch, params: Params | None = None) -> dict[str, np.ndarray]:
     result = {"onnx": np.frombuffer(onnx_bytes(net, batch=1), np.uint8).copy(),
               "check_inputs": images}
     for name, source in exported_outputs(net.description).items():
-        result[f"check_{name}"] = np.asarray(outputs[source], np.float32)
+        result[f"check_{name}"] = keras_value(outputs, name, source)
     return result
 
 
@@ -70,7 +70,7 @@ TECHNIQUE = Technique(
     needs=frozenset(),
     applies_to=frozenset(),
     params_type=Params,
-    version=1,
+    version=2,
     compute=compute,
     render=lazy("reportgen.techniques.draw_panel.figures", "render_draw_panel"),
     numbers=lazy("reportgen.techniques.draw_panel.figures", "draw_manifest"),
@@ -81,7 +81,8 @@ TECHNIQUE = Technique(
                 "server and no network request) and shows the class scores with the "
                 "prediction beside chance, the routing weights into the predicted class's "
                 "capsule per primary capsule type, and the reconstruction where the model has a "
-                "decoder. The drawing is centred as MNIST's digits were (LeCun et al. 1998: "
-                "bounding box scaled to 20x20, centre of mass at the centre of 28x28), and the "
-                "network's input is shown.",
+                "decoder; the drawing also appears in the model's pose-space chart. The "
+                "drawing is centred as MNIST's digits were (LeCun et al. 1998: bounding box "
+                "scaled to 20x20, centre of mass at the centre of 28x28), and the network's "
+                "input is shown.",
 )

@@ -9,7 +9,14 @@ The file maps "image" (B, H, W, C) float32 in [0, 1] to the network contract's t
   layer before them routes (coupling coefficients c_ij of Sabour et al. 2017 eq. 3, EM
   assignments R_ij, ...), children in that layer's capsule order (row-major, types fastest);
 - "reconstruction" (B, H, W, C): the decoder's image of the predicted class's capsule (the
-  model's own masking by the longest capsule), where the model has a decoder.
+  model's own masking by the longest capsule), where the model has a decoder;
+- "poses" (B, classes * pose values): the class capsules' poses laid end to end per image
+  (pose vectors, or EM's 4x4 pose matrices flattened row-major, Hinton et al. 2018), exactly
+  the point reportgen.techniques.pose_space analyses (numbers.flat_poses), where the class
+  capsules have a pose. It is the last step of the network already computed, so it adds one
+  Reshape node and no weights; the page projects it on the pose-space chart's axes. A class
+  layer without a pose (Self-Routing's, Hahn et al. 2019) is analysed there on its scores,
+  which "scores" already is.
 
 Keras's TensorFlow argmax guards against flush-to-zero with a sign-bit test (Bitcast,
 BitwiseAnd), which ONNX cannot express; while tracing for export, argmax is plain tf.argmax
@@ -31,7 +38,8 @@ from reportgen.contract import score_output
 from reportgen.techniques.draw_panel.canonical import canonical_onnx
 
 OPSET = 17            # onnxruntime-web 1.31 runs opsets 7 ... 21; tf2onnx 1.17 writes up to 18
-NAMES = ("scores", "routing", "reconstruction")
+NAMES = ("scores", "routing", "reconstruction", "poses")
+FLAT = frozenset({"poses"})   # outputs flattened per image (B, -1), as pose_space flattens them
 
 
 def prediction_output(description) -> str:
@@ -61,7 +69,23 @@ def exported_outputs(description) -> dict[str, str]:
         out["routing"] = routed.routing.output_of(routed.name)
     if description.decoder is not None:
         out["reconstruction"] = "reconstruction"
+    if has_class_poses(description):
+        out["poses"] = "class_capsules"
     return out
+
+
+def has_class_poses(description) -> bool:
+    """Whether the class capsules have a pose (the model output "class_capsules")."""
+    return description.class_vectors == "class_capsules"
+
+
+def keras_value(outputs, name: str, source: str):
+    """Keras's value of the exported output `name` (model output `source`), shaped as the
+    export gives it: `FLAT` outputs flattened per image, row-major."""
+    import numpy as np
+
+    value = np.asarray(outputs[source], np.float32)
+    return value.reshape(len(value), -1) if name in FLAT else value
 
 
 @contextlib.contextmanager
@@ -105,6 +129,7 @@ def _without_einsum_rewrite():
 def onnx_bytes(net, batch: int | None = 1) -> bytes:
     """The serialised ONNX model of `net` (a reportgen Network) with `exported_outputs`;
     `batch` fixes the batch size (None: any)."""
+    import numpy as np
     import tensorflow as tf
     from keras.src.export.tf2onnx_lib import patch_tf2onnx
     from keras.src.utils.module_utils import tf2onnx
@@ -115,8 +140,13 @@ def onnx_bytes(net, batch: int | None = 1) -> bytes:
     @tf.function(input_signature=[tf.TensorSpec(shape, tf.float32, name="image")])
     def forward(image):
         outputs = net.model(image, training=False)
-        return {name: tf.identity(outputs[source], name=name)
-                for name, source in wanted.items()}
+        out = {}
+        for name, source in wanted.items():
+            value = outputs[source]
+            if name in FLAT:     # row-major per image, as numpy's reshape (flat_poses)
+                value = tf.reshape(value, [-1, int(np.prod(value.shape[1:]))])
+            out[name] = tf.identity(value, name=name)
+        return out
 
     with warnings.catch_warnings():
         # Keras's fix of tf2onnx 1.17 for NumPy 2 probes np.object, which NumPy warns about

@@ -7,7 +7,10 @@ the outputs whatever the family:
 - input: [H, W, C] of the "image" input (float32 in [0, 1], light ink on dark);
 - outputs: "scores" (what the model predicts by, and how: "length", "activation" or
   "probability"), "routing" (the routed layer, its grid and its types: children are
-  row-major with types fastest), "reconstruction" where the model has a decoder;
+  row-major with types fastest), "reconstruction" where the model has a decoder, "poses"
+  (dimensions: the class capsules' poses laid end to end) where the class capsules have one;
+- pose_point: the output that is the image's point in the pose-space chart ("poses", or
+  "scores" for class capsules without a pose, as pose_space analyses them; null for a CNN);
 - classes (names) and chance (1 / classes);
 - check: seeded images (float32, base64) and Keras's outputs on them, which the page runs
   again to show its own largest difference from Keras.
@@ -25,7 +28,7 @@ from reportgen.techniques.live_decoder.figures import js_literal, js_safe
 
 FORMAT = "reportgen-draw-panel"
 FORMAT_VERSION = 1
-OUTPUTS = ("scores", "routing", "reconstruction")
+OUTPUTS = ("scores", "routing", "reconstruction", "poses")
 
 
 def _floats(array) -> str:
@@ -52,6 +55,12 @@ def manifest(result, ctx) -> dict:
                               "grid": list(routed.grid) if routed.grid else [1, 1]}
     if "check_reconstruction" in result:
         outputs["reconstruction"] = {"shape": list(np.shape(result["check_reconstruction"])[1:])}
+    if "check_poses" in result:
+        outputs["poses"] = {"dimensions": int(np.shape(result["check_poses"])[1])}
+    # the pose-space chart's point: the exported poses where there are, else (class capsules
+    # without a pose) the scores, as pose_space analyses them; what the result holds decides
+    point = "poses" if "check_poses" in result else \
+        ("scores" if getattr(description, "class_capsules", None) is not None else None)
     classes = int(np.shape(result["check_scores"])[1])
     if len(names) != classes:
         names = [str(i) for i in range(classes)]
@@ -59,7 +68,8 @@ def manifest(result, ctx) -> dict:
             "model": getattr(ctx, "model", ""), "step": getattr(ctx, "step", ""),
             "input": list(checks.shape[1:]), "opset": OPSET,
             "onnx_bytes": int(np.size(result["onnx"])),
-            "outputs": outputs, "classes": names, "chance": 1.0 / classes,
+            "outputs": outputs, "pose_point": point if point in outputs else None,
+            "classes": names, "chance": 1.0 / classes,
             "check": {"count": int(len(checks)), "inputs": _floats(checks),
                       "outputs": {name: _floats(result[f"check_{name}"]) for name in outputs}}}
 

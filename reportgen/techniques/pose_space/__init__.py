@@ -114,8 +114,10 @@ TECHNIQUE = Technique(
                 "end to end (4x4 pose matrices flattened), projected on their first two "
                 "principal components, fitted at each analysed step; points coloured by true "
                 "class, misclassified images marked. Hover a point for its image and values; "
-                "the step slider follows training. Each component's share of the variance is "
-                "shown with its 95% BCa bootstrap interval over the images beside 1/D, the "
-                "share of any component of an isotropic cloud of D dimensions. Self-Routing's "
-                "class capsules have no pose: its points are the class layer's activations.",
+                "the step slider follows training; a digit you draw in the draw panel (at the "
+                "step it is built for) appears as a marked point, projected on the same axes. "
+                "Each component's share of the variance is shown with its 95% BCa bootstrap "
+                "interval over the images beside 1/D, the share of any component of an "
+                "isotropic cloud of D dimensions. Self-Routing's class capsules have no pose: "
+                "its points are the class layer's activations.",
 )

@@ -2,11 +2,17 @@
 for the paper (PNG, SVG, PDF through reportgen.figures.vega) and, with the images' thumbnails
 in its tooltips, live on the page by assets/pose-space.js, which loads the step's script:
 
-`pose_space.js` registers window.reportgenPoseSpace[model][step] = {spec}: the same spec as
+`pose_space.js` registers window.reportgenPoseSpace[model][step] = {spec, projection}: the
+spec is the same as
 the paper's, whose rows also hold `image` (the evaluation image as a PNG data URI; vega-tooltip
 shows a tooltip entry named "image" as the picture) and `digest` (reportgen.figures.encode
 .pixel_digest, which the model index gives its inputs too: the page links a point to the input
-page of the same image), and which zooms and pans.
+page of the same image), and which zooms and pans. `projection` = {dimensions: D, mean,
+components: base64 of the stored float32 arrays (D,) and (2, D), little-endian}: the page
+projects the reader's drawn digit with them, (pose - mean) . components^T, exactly
+numbers.project (the draw panel's class poses, reportgen/techniques/draw_panel). Kept as
+float32 bytes rather than decimal text: exact, and 3 x D x 4 bytes (2.6 kB in base64 for
+MNIST_Demo's 160 pose values) beside the step's thumbnails.
 No TensorFlow here."""
 
 from __future__ import annotations
@@ -118,12 +124,23 @@ def chart_spec(arrays, class_names, live: bool) -> dict:
     return spec
 
 
-def script(model: str, step: str, spec: dict) -> bytes:
-    """`pose_space.js`: the live spec registered under model and step (a page opened from
-    file:// cannot fetch a file, but can load a script)."""
+def _floats(array) -> str:
+    return base64.b64encode(np.ascontiguousarray(array, "<f4").tobytes()).decode("ascii")
+
+
+def projection_record(arrays) -> dict:
+    """The stored mean and axes a new point is projected with (numbers.project)."""
+    return {"dimensions": int(np.asarray(arrays[nb.DIMENSIONS])),
+            "mean": _floats(arrays[nb.MEAN]), "components": _floats(arrays[nb.COMPONENTS])}
+
+
+def script(model: str, step: str, spec: dict, projection: dict | None = None) -> bytes:
+    """`pose_space.js`: the live spec (and the projection's mean and axes) registered under
+    model and step (a page opened from file:// cannot fetch a file, but can load a script)."""
     from reportgen.techniques.live_decoder.figures import js_literal, js_safe
 
-    body = json.dumps({"spec": spec}, separators=(",", ":"))
+    body = json.dumps({"spec": spec, **({"projection": projection} if projection else {})},
+                      separators=(",", ":"))
     return ("/* reportgen pose space: the step's chart (Vega-Lite) with its thumbnails. */\n"
             "(function (registry) {\n"
             f"  var model = {js_literal(model)};\n"
@@ -193,7 +210,8 @@ def render_pose_space(arrays, params, ctx) -> list[Figure]:
                           data=json.dumps(numbers, separators=(",", ":")).encode() + b"\n"))
     figures.append(Figure(name="pose_space.js", kind="js", caption=text,
                           data=script(ctx.model, ctx.step,
-                                      chart_spec(arrays, names, live=True))))
+                                      chart_spec(arrays, names, live=True),
+                                      projection_record(arrays))))
     return figures
 
 

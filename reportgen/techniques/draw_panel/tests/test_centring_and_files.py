@@ -93,6 +93,18 @@ def test_the_script_registers_the_manifest_and_the_network_as_the_page_reads_the
     np.testing.assert_array_equal(inputs, result["check_inputs"].ravel())
     numbers = json.loads(figures["draw_panel.json"].data)
     assert numbers["check"] == {"count": 3} and numbers["onnx_bytes"] == result["onnx"].size
+    # class capsules without exported poses: their scores are the pose-space chart's point
+    assert record["pose_point"] == "scores" and "poses" not in record["outputs"]
+
+
+def test_exported_class_poses_are_the_pose_space_point():
+    result = _result()
+    result["check_poses"] = np.random.default_rng(4).random((3, 3 * 16), dtype=np.float32)
+    record = manifest(result, _ctx())
+    assert record["pose_point"] == "poses"
+    assert record["outputs"]["poses"] == {"dimensions": 48}
+    got = np.frombuffer(base64.b64decode(record["check"]["outputs"]["poses"]), "<f4")
+    np.testing.assert_array_equal(got, result["check_poses"].ravel())
 
 
 def test_a_model_without_routing_into_its_classes_ships_no_routing():

@@ -44,7 +44,9 @@ def test_every_family_and_example_package_is_covered():
                                   if n in SLOW_TO_CONVERT else n for n in FAMILIES])
 def test_onnx_outputs_equal_keras(name):
     from reportgen.probe.probe import run_probe
-    from reportgen.techniques.draw_panel.export import exported_outputs, onnx_bytes
+    from reportgen.techniques.draw_panel.export import exported_outputs, keras_value, onnx_bytes
+    from reportgen.techniques.pose_space import has_poses
+    from reportgen.techniques.pose_space.numbers import flat_poses
 
     net = _built(name)
     description = net.description
@@ -55,14 +57,22 @@ def test_onnx_outputs_equal_keras(name):
     assert set(ours) == set(wanted)
     keras_outputs = net.model(images, training=False)
     for output, source in wanted.items():
-        expected = np.asarray(keras_outputs[source])
+        expected = keras_value(keras_outputs, output, source)
         assert ours[output].shape == expected.shape, output
         np.testing.assert_allclose(ours[output], expected, atol=TOLERANCE, rtol=0,
                                    err_msg=f"{name}: {output} ({source})")
     # What the site calls the class scores and the prediction (the probe's tensors).
-    probed = run_probe(net, images, needs={"lengths", "predicted"})
+    poses = has_poses(description)
+    probed = run_probe(net, images, needs={"lengths", "predicted",
+                                           *(("class_capsules",) if poses else ())})
     np.testing.assert_allclose(ours["scores"], probed["lengths"], atol=TOLERANCE, rtol=0)
     assert (np.argmax(ours["scores"], axis=1) == probed["predicted"]).all()
+    # the class poses: the pose-space chart's point of each image, flattened as it flattens
+    # them (EM's 4x4 matrices row-major); exactly where the class capsules have a pose
+    assert ("poses" in ours) == poses
+    if poses:
+        np.testing.assert_allclose(ours["poses"], flat_poses(probed["class_capsules"]),
+                                   atol=TOLERANCE, rtol=0, err_msg=f"{name}: poses")
     if "routing" in ours and description.class_capsules is not None:
         # weights into the class capsules: each child's over the classes (Sabour et al. eq. 3)
         routed = [c for c in description.routed_layers if c.routing.output_of(c.name)

@@ -172,6 +172,33 @@ def test_summary_and_the_charts_rows(evaluation, result):
     assert "PC1" in figures["png"].caption and "1/D" in figures["png"].caption
 
 
+def test_the_pages_projection_of_a_new_image_equals_numpys(tiny_net, evaluation, result):
+    """The step's script carries the float32 mean and axes the page projects a drawn digit
+    with: on them, the evaluation images land where the chart puts them, and a new image where
+    NumPy's own PCA of the evaluation poses puts it."""
+    figures = {f.kind: f for f in TECHNIQUE.render(result, TECHNIQUE.params_type(),
+                                                   RenderContext(model="m", step="1-1",
+                                                                 class_names=CLASS_NAMES,
+                                                                 description=evaluation
+                                                                 .net.description))}
+    text = figures["js"].data.decode()
+    record = json.loads(text[text.index("= {") + 2:text.rindex(";\n})")])["projection"]
+    mean = np.frombuffer(base64.b64decode(record["mean"]), "<f4")
+    components = np.frombuffer(base64.b64decode(record["components"]), "<f4").reshape(2, -1)
+    assert record["dimensions"] == len(mean) == 3 * 4
+    poses = np.asarray(evaluation.tensors("class_capsules")["class_capsules"], np.float64)
+    points = poses.reshape(len(poses), -1)
+    np.testing.assert_allclose(nb.project(points, mean, components), result[nb.PROJECTION],
+                               atol=1e-5)
+    drawn = np.random.default_rng(11).random((1, 12, 12, 1), dtype=np.float32)
+    new = np.asarray(tiny_net.model(drawn, training=False)["class_capsules"],
+                     np.float64).reshape(1, -1)
+    _, _, vt = _numpy_pca(points)
+    signs = np.sign(np.sum(vt[:2] * components, axis=1))
+    reference = (new - points.mean(0)) @ (vt[:2] * signs[:, None]).T
+    np.testing.assert_allclose(nb.project(new, mean, components), reference, atol=1e-5)
+
+
 def test_the_trend_draws_both_shares_with_their_intervals(result):
     first = summarize(result)
     later = {**first, "pc1_share": 0.5, "pc2_share": 0.25,
